@@ -1,0 +1,174 @@
+#include "algorithms/acco.h"
+
+#include "algorithms/model_state.h"
+#include "algorithms/options.h"
+
+#include <fmt/format.h>
+
+namespace overlapsim {
+namespace {
+
+enum class Variant { dpu, acco_wp, acco };
+
+enum Signal : int { kHandOff = 0, kRoundDone = 1 };
+
+// A round as the compute stream hands it over: which optimizer step it feeds, which stage (ACCO's
+// stage 1 or 2; 0 for the one-round variants) and how many micro-batches it accumulated.
+struct Round {
+  int step;
+  int stage;
+  int micro_batches;
+};
+
+std::int64_t encode(Round r) {
+  return (static_cast<std::int64_t>(r.step) << 32) | (static_cast<std::int64_t>(r.stage) << 24) |
+         r.micro_batches;
+}
+Round decode(std::int64_t v) {
+  return Round{static_cast<int>(v >> 32), static_cast<int>((v >> 24) & 0xff),
+               static_cast<int>(v & 0xffffff)};
+}
+
+class DelayedUpdateProgram final : public WorkerProgram {
+public:
+  DelayedUpdateProgram(Worker& w, Variant variant, int warmup_rounds)
+      : w_(w), variant_(variant), warmup_rounds_(warmup_rounds) {
+    const auto layout = param_layout(w.scenario().model.spec);
+    const int n = w.topology().world_size();
+    const int me = w.topology().world().index_of(w.rank());
+    state_ = declare_model_state(w, shard(0, layout.total(), me, n).count);
+    // The buffer the compute stream hands to the communication stream (Buffer_i of Algorithm 1):
+    // gradients going out, parameters coming back.
+    handoff_ = w.declare({"handoff_buffer", MemoryCategory::buffers, layout.total(),
+                          spec::dtype_bytes(w.scenario().model.dtype)});
+    own_ = shard(state_.params, layout.total(), me, n);
+    counts_ = w.declare({"micro_batch_count", MemoryCategory::buffers, 1, 8});
+  }
+
+  int rounds_per_step() const { return variant_ == Variant::acco ? 2 : 1; }
+
+  void run_compute() override {
+    const auto& t = w_.scenario().training;
+    const int layers = static_cast<int>(w_.scenario().model.spec.layers.size());
+    const int total_steps = t.warmup_steps + t.steps;
+    const int rounds = total_steps * rounds_per_step();
+    // ACCO's initialisation g~(0) (and DPU's g(-1)): the first round is handed over after the
+    // minimum accumulation, with no round running yet.
+    w_.notify(kRoundDone);
+    int mb_index = 0;
+    for (int r = 0; r < rounds; ++r) {
+      const Round round{r / rounds_per_step(), rounds_per_step() == 2 ? 1 + r % 2 : 0, 0};
+      // Stage 1 computes on theta(t), stage 2 on the estimate theta~(t+1) (Algorithm 1, lines
+      // 8 and 15); DPU and ACCO-wp always on the latest parameters they received.
+      const BufferId params = round.stage == 2 ? handoff_ : state_.params;
+      int accumulated = 0;
+      // Accumulate until the running round has finished, and at least grad_accum micro-batches
+      // (Algorithm 1, lines 6-9 and 13-16; N_i >= 1 in eq. DPU).
+      bool round_done = false;
+      while (!round_done || accumulated < t.grad_accum) {
+        const MicroBatch mb{round.step, mb_index++};
+        w_.forward({0, layers}, mb, params);
+        w_.backward({0, layers}, mb, params, state_.grads);
+        ++accumulated;
+        if (!round_done)
+          round_done = w_.poll(kRoundDone).has_value();
+      }
+      w_.record_accumulation(round.step, accumulated);
+      w_.notify(kHandOff, encode(Round{round.step, round.stage, accumulated}));
+      if (r < warmup_rounds_) // non-delayed warm-up: wait for this very round
+        w_.await(kRoundDone), w_.notify(kRoundDone);
+    }
+    // Training goes on past the last measured step: keep computing (micro-batches no step
+    // counts) until the last round ends, so the measured window has no artificial drain.
+    while (!w_.poll(kRoundDone).has_value()) {
+      const MicroBatch mb{total_steps, mb_index++};
+      w_.forward({0, layers}, mb, state_.params);
+      w_.backward({0, layers}, mb, state_.params, state_.grads);
+    }
+  }
+
+  void run_comm() override {
+    const auto& t = w_.scenario().training;
+    const Group& world = w_.topology().world();
+    const int world_size = world.size();
+    const std::int64_t total = state_.layout.total();
+    const int rounds = (t.warmup_steps + t.steps) * rounds_per_step();
+    int step_micro_batches = 0; // ACCO: N~ of stage 1 plus N of stage 2
+    for (int r = 0; r < rounds; ++r) {
+      const Round round = decode(w_.await(kHandOff));
+      const std::string label =
+          round.stage == 0 ? std::string() : fmt::format(" (stage {})", round.stage);
+      auto collective = [&](CollectiveOp op, Slice data, Slice out, const std::string& what) {
+        CollectiveCall call;
+        call.op = op;
+        call.group = &world;
+        call.data = data;
+        call.out = out;
+        call.name = what + label;
+        call.step = round.step;
+        w_.run(call);
+      };
+      // Sum of the micro-batch counts, to weight the gradients (Algorithm 1, lines 25 and 34).
+      collective(CollectiveOp::all_reduce, Slice{counts_, 0, 1}, {}, "all-reduce counts");
+      collective(CollectiveOp::reduce_scatter, Slice{handoff_, 0, total}, own_, "reduce-scatter grads");
+      const Slice grads{handoff_, own_.offset, own_.count};
+      const Slice state{state_.optimizer_state, 0, own_.count};
+      const double scale = 1.0 / world_size; // the runtime rescales by the summed counts for real
+      w_.optimizer_step(OptimizerStep{own_, grads, state, scale, round.step});
+      if (variant_ == Variant::acco_wp) // theta~(t+2) = Opt(theta(t+1), same gradients)
+        w_.optimizer_step(OptimizerStep{own_, grads, state, scale, round.step});
+      collective(CollectiveOp::all_gather, own_, Slice{handoff_, 0, total}, "all-gather params");
+      step_micro_batches += round.micro_batches;
+      if (round.stage != 1) { // an optimizer step is complete
+        w_.step_done(round.step, static_cast<double>(step_micro_batches) *
+                                     w_.scenario().training.micro_batch);
+        step_micro_batches = 0;
+      }
+      w_.notify(kRoundDone);
+    }
+  }
+
+private:
+  Worker& w_;
+  Variant variant_;
+  int warmup_rounds_;
+  ModelState state_;
+  BufferId handoff_ = -1;
+  BufferId counts_ = -1;
+  Slice own_;
+};
+
+class DelayedUpdate final : public Algorithm {
+public:
+  DelayedUpdate(std::string name, Variant variant, int warmup)
+      : name_(std::move(name)), variant_(variant), warmup_(warmup) {}
+  std::string name() const override { return name_; }
+  std::unique_ptr<WorkerProgram> program(Worker& w) const override {
+    return std::make_unique<DelayedUpdateProgram>(w, variant_, warmup_);
+  }
+
+private:
+  std::string name_;
+  Variant variant_;
+  int warmup_;
+};
+
+} // namespace
+
+std::unique_ptr<Algorithm> make_dpu(const spec::AlgorithmSpec& spec) {
+  const AlgorithmOptions opts(spec, {"warmup_steps"});
+  return std::make_unique<DelayedUpdate>(
+      spec.name, Variant::dpu, static_cast<int>(opts.integer("warmup_steps", 0, 0, 1 << 30)));
+}
+
+std::unique_ptr<Algorithm> make_acco_wp(const spec::AlgorithmSpec& spec) {
+  const AlgorithmOptions opts(spec, {});
+  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco_wp, 0);
+}
+
+std::unique_ptr<Algorithm> make_acco(const spec::AlgorithmSpec& spec) {
+  const AlgorithmOptions opts(spec, {});
+  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco, 0);
+}
+
+} // namespace overlapsim

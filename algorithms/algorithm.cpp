@@ -1,0 +1,50 @@
+#include "algorithms/algorithm.h"
+
+#include "algorithms/acco.h"
+#include "algorithms/ddp.h"
+#include "algorithms/zero1.h"
+#include "spec/loader.h"
+
+#include <fmt/format.h>
+#include <functional>
+#include <map>
+
+namespace overlapsim {
+namespace {
+
+using Factory = std::function<std::unique_ptr<Algorithm>(const spec::AlgorithmSpec&)>;
+
+const std::map<std::string, Factory>& registry() {
+  static const std::map<std::string, Factory> factories = {
+      {"ddp", make_ddp},
+      {"s-sgd", make_s_sgd},
+      {"zero1", make_zero1},
+      {"dpu", make_dpu},
+      {"acco-wp", make_acco_wp},
+      {"acco", make_acco},
+  };
+  return factories;
+}
+
+} // namespace
+
+std::unique_ptr<Algorithm> make_algorithm(const spec::AlgorithmSpec& spec) {
+  const auto it = registry().find(spec.name);
+  if (it == registry().end()) {
+    std::string names;
+    for (const auto& n : algorithm_names())
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
+    throw spec::ScenarioError(fmt::format("{}: key 'algorithms': unknown algorithm '{}'; expected one of: {}",
+                                          spec.where, spec.name, names));
+  }
+  return it->second(spec);
+}
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : registry())
+    names.push_back(name);
+  return names;
+}
+
+} // namespace overlapsim

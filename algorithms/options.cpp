@@ -1,0 +1,84 @@
+#include "algorithms/options.h"
+
+#include "hw/units.h"
+#include "spec/loader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace overlapsim {
+
+AlgorithmOptions::AlgorithmOptions(const spec::AlgorithmSpec& spec,
+                                   std::initializer_list<std::string_view> allowed)
+    : spec_(spec) {
+  for (const auto& [key, opt] : spec.options) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string list;
+      for (auto a : allowed)
+        list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
+      fail(key, fmt::format("unknown option of algorithm '{}'; expected {}", spec.name,
+                            list.empty() ? "no options" : "one of: " + list));
+    }
+  }
+}
+
+void AlgorithmOptions::fail(const std::string& key, const std::string& what) const {
+  const auto it = spec_.options.find(key);
+  const std::string& where = it == spec_.options.end() ? spec_.where : it->second.where;
+  throw spec::ScenarioError(fmt::format("{}: key 'algorithms.{}.{}': {}", where, spec_.name, key, what));
+}
+
+double AlgorithmOptions::size_bytes(const std::string& key, double fallback) const {
+  if (!has(key))
+    return fallback;
+  try {
+    const double v = hw::parse_size_bytes(spec_.options.at(key).value);
+    if (v <= 0)
+      fail(key, "expected a size greater than 0");
+    return v;
+  } catch (const hw::UnitError& e) {
+    fail(key, e.what());
+  }
+}
+
+long long AlgorithmOptions::integer(const std::string& key, long long fallback, long long min,
+                                    long long max) const {
+  if (!has(key))
+    return fallback;
+  const std::string& s = spec_.options.at(key).value;
+  long long v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max)
+    fail(key, fmt::format("expected a whole number in [{}, {}], got '{}'", min, max, s));
+  return v;
+}
+
+double AlgorithmOptions::number(const std::string& key, double fallback, double min,
+                                double max) const {
+  if (!has(key))
+    return fallback;
+  const std::string& s = spec_.options.at(key).value;
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < min || v > max)
+    fail(key, fmt::format("expected a number in [{}, {}], got '{}'", min, max, s));
+  return v;
+}
+
+std::string AlgorithmOptions::text(const std::string& key, const std::string& fallback,
+                                   std::initializer_list<std::string_view> choices) const {
+  if (!has(key))
+    return fallback;
+  const std::string& s = spec_.options.at(key).value;
+  if (std::find(choices.begin(), choices.end(), s) == choices.end()) {
+    std::string list;
+    for (auto c : choices)
+      list += fmt::format("{}{}", list.empty() ? "" : ", ", c);
+    fail(key, fmt::format("expected one of {}, got '{}'", list, s));
+  }
+  return s;
+}
+
+} // namespace overlapsim

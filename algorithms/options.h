@@ -1,0 +1,30 @@
+// Reading an algorithm entry's options ("- {name: ddp, bucket_cap: 25MiB}") with the same error rules
+// as the rest of the scenario: a bad or unknown option names the file, the line and the key.
+#pragma once
+
+#include "spec/scenario.h"
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace overlapsim {
+
+class AlgorithmOptions {
+public:
+  // Throws spec::ScenarioError on an option outside `allowed`.
+  AlgorithmOptions(const spec::AlgorithmSpec& spec, std::initializer_list<std::string_view> allowed);
+
+  bool has(const std::string& key) const { return spec_.options.contains(key); }
+  double size_bytes(const std::string& key, double fallback) const;
+  long long integer(const std::string& key, long long fallback, long long min, long long max) const;
+  double number(const std::string& key, double fallback, double min, double max) const;
+  std::string text(const std::string& key, const std::string& fallback,
+                   std::initializer_list<std::string_view> choices) const;
+
+private:
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+  const spec::AlgorithmSpec& spec_;
+};
+
+} // namespace overlapsim

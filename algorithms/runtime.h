@@ -1,0 +1,144 @@
+// The Runtime interface: everything an algorithm may do, written once and executed by two backends,
+// SimRuntime (sim/, SimGrid time) and RealRuntime (validate/, LibTorch + c10d).
+//
+// An algorithm is the program of one worker's two streams (WorkerProgram): a compute stream and a
+// communication stream that run concurrently, like ACCO's two CUDA streams. Each call below blocks the
+// calling stream until the op is done, except start(), which launches a collective and returns a
+// handle to wait on or test. The two streams of a worker synchronise through signals (notify/await),
+// which carry a 64-bit value (a bucket index, a count).
+#pragma once
+
+#include "algorithms/topology.h"
+#include "spec/scenario.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace overlapsim {
+
+enum class StreamKind : std::uint8_t { compute = 0, comm = 1 };
+enum class OpCategory : std::uint8_t { forward, backward, optimizer, comm, compress, idle };
+enum class MemoryCategory : std::uint8_t { params, grads, optimizer_state, buffers, activations };
+inline constexpr int kMemoryCategories = 5;
+
+const char* to_string(OpCategory category);
+const char* to_string(MemoryCategory category);
+
+// Buffers are flat arrays the algorithm declares; in simulation only their size matters (they are
+// the memory model), for real they are tensors. Collectives and optimizer steps act on slices.
+using BufferId = int;
+struct BufferDecl {
+  std::string name;
+  MemoryCategory category = MemoryCategory::buffers;
+  std::int64_t elements = 0;
+  double element_bytes = 2;
+};
+struct Slice {
+  BufferId buffer = -1;
+  std::int64_t offset = 0; // elements
+  std::int64_t count = 0;  // elements
+};
+
+struct LayerRange {
+  int first = 0; // [first, last) in model layer order (input to output)
+  int last = 0;
+};
+
+struct MicroBatch {
+  int step = 0;  // optimizer step it contributes to
+  int index = 0; // its position among the worker's micro-batches of that step
+};
+
+enum class CollectiveOp : std::uint8_t {
+  all_reduce,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  reduce,
+  all_to_all,
+  send,
+  recv,
+  barrier
+};
+const char* to_string(CollectiveOp op);
+
+// One collective (or point-to-point) call. `data` is the input (and, for all-reduce, broadcast and
+// recv, the output); `out` is the output of reduce-scatter (this rank's shard) and all-gather (the
+// full array). Sizes follow NCCL: reduce-scatter's data is the full array, all-gather's data the
+// shard. `peer` is the root (broadcast, reduce) or the other rank (send, recv).
+struct CollectiveCall {
+  CollectiveOp op = CollectiveOp::all_reduce;
+  const Group* group = nullptr;
+  Slice data;
+  Slice out;
+  int peer = -1;
+  std::string name; // trace label, e.g. "all-reduce bucket 3"
+  int step = -1;
+};
+
+// Opaque handle to a started collective; each runtime stores its own state behind it.
+class CommState {
+public:
+  virtual ~CommState() = default;
+};
+struct CommHandle {
+  std::shared_ptr<CommState> state;
+  bool valid() const { return state != nullptr; }
+};
+
+// What one optimizer step updates: a slice of parameters from the matching gradient slice, with the
+// optimizer state of the same elements (sharded optimizers pass their shard).
+struct OptimizerStep {
+  Slice params;
+  Slice grads;
+  Slice state; // the optimizer state of the same elements, in the (possibly sharded) state buffer
+  double grad_scale = 1.0; // e.g. 1/N to average a summed gradient
+  int step = 0;
+};
+
+class Worker {
+public:
+  virtual ~Worker() = default;
+
+  virtual int rank() const = 0;
+  virtual const Topology& topology() const = 0;
+  virtual const spec::Scenario& scenario() const = 0;
+
+  // Memory: every buffer the algorithm keeps; activations are tracked by forward/backward.
+  virtual BufferId declare(const BufferDecl& decl) = 0;
+  virtual const BufferDecl& buffer(BufferId id) const = 0;
+
+  // Compute, on the calling stream.
+  virtual void forward(LayerRange layers, MicroBatch mb, BufferId params) = 0;
+  virtual void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) = 0;
+  virtual void optimizer_step(const OptimizerStep& op) = 0;
+
+  // Communication. start() returns at once; wait() blocks the calling stream until done.
+  virtual CommHandle start(const CollectiveCall& call) = 0;
+  virtual void wait(CommHandle& handle) = 0;
+  virtual bool test(CommHandle& handle) = 0;
+  // start + wait; a runtime may run it on the calling stream without a helper.
+  virtual void run(const CollectiveCall& call) {
+    auto h = start(call);
+    wait(h);
+  }
+
+  // Signals between this worker's two streams (FIFO per id).
+  virtual void notify(int signal, std::int64_t value = 0) = 0;
+  virtual std::int64_t await(int signal) = 0;
+  virtual std::optional<std::int64_t> poll(int signal) = 0;
+
+  virtual double now() const = 0; // seconds since the run started
+
+  // Marks the end of an optimizer step on this worker and how many samples it consumed, for the
+  // steady-state metrics (throughput counts samples, so algorithms that accumulate a variable number
+  // of micro-batches per step are measured fairly).
+  virtual void step_done(int step, double samples) = 0;
+
+  // Reported by algorithms that accumulate a variable number of micro-batches (ACCO, DPU).
+  virtual void record_accumulation(int step, int micro_batches) = 0;
+};
+
+} // namespace overlapsim

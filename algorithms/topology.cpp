@@ -1,0 +1,55 @@
+#include "algorithms/topology.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+namespace overlapsim {
+
+int Group::index_of(int rank) const {
+  const auto it = std::find(ranks.begin(), ranks.end(), rank);
+  return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+}
+
+Topology::Topology(int nodes, int gpus_per_node) : nodes_(nodes), gpus_per_node_(gpus_per_node) {
+  if (nodes < 1 || gpus_per_node < 1)
+    throw std::invalid_argument("Topology: nodes and gpus_per_node must be >= 1");
+}
+
+const Group& Topology::world() const {
+  std::vector<int> ranks(static_cast<std::size_t>(world_size()));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return group(std::move(ranks));
+}
+
+const Group& Topology::intra_node(int node) const {
+  std::vector<int> ranks;
+  for (int g = 0; g < gpus_per_node_; ++g)
+    ranks.push_back(node * gpus_per_node_ + g);
+  return group(std::move(ranks));
+}
+
+const Group& Topology::replication(int local) const {
+  std::vector<int> ranks;
+  for (int n = 0; n < nodes_; ++n)
+    ranks.push_back(n * gpus_per_node_ + local);
+  return group(std::move(ranks));
+}
+
+const Group& Topology::group(std::vector<int> ranks) const {
+  if (ranks.empty())
+    throw std::invalid_argument("Topology::group: empty rank list");
+  for (int r : ranks)
+    if (r < 0 || r >= world_size())
+      throw std::invalid_argument("Topology::group: rank out of range");
+  std::lock_guard lock(mutex_);
+  auto& slot = groups_[ranks];
+  if (!slot) {
+    slot = std::make_unique<Group>();
+    slot->id = static_cast<int>(groups_.size()) - 1;
+    slot->ranks = std::move(ranks);
+  }
+  return *slot;
+}
+
+} // namespace overlapsim

@@ -1,0 +1,51 @@
+#include "cli/commands.h"
+
+#include "cli/plots.h"
+#include "cli/run_command.h"
+
+#include <fmt/format.h>
+#include <memory>
+
+#ifndef OVERLAPSIM_VERSION
+#define OVERLAPSIM_VERSION "dev"
+#endif
+
+namespace overlapsim::cli {
+
+namespace {
+int g_exit_code = 0;
+} // namespace
+
+int exit_code() { return g_exit_code; }
+
+std::string version_string() {
+  return fmt::format("overlapsim {} (SimGrid backend{})", OVERLAPSIM_VERSION,
+#ifdef OVERLAPSIM_HAVE_TORCH
+                     ", LibTorch validate backend"
+#else
+                     ""
+#endif
+  );
+}
+
+void add_commands(CLI::App& app) {
+  auto run_opts = std::make_shared<RunOptions>();
+  auto* run = app.add_subcommand("run", "Simulate a scenario's algorithms; write summary.json, "
+                                        "summary.csv, trace-<algorithm>.json and plots");
+  run->add_option("scenario", run_opts->scenario, "Scenario YAML file")->required();
+  run->add_option("--out", run_opts->out, "Output directory (default: the scenario's output.dir)");
+  run->add_option("--algorithms", run_opts->algorithms, "Comma-separated subset of algorithms")
+      ->delimiter(',');
+  run->add_option("--set", run_opts->overrides,
+                  "Override a scenario key: key.path=value (repeatable), e.g. cluster.nodes=8");
+  run->add_flag("!--no-plots", run_opts->plots, "Do not draw PNG plots");
+  run->add_flag("!--no-progress", run_opts->progress, "Do not print a progress line");
+  run->callback([run_opts] { g_exit_code = run_command(*run_opts); });
+
+  auto plot_dir = std::make_shared<std::string>();
+  auto* plot = app.add_subcommand("plot", "(Re)draw the plots of an output directory");
+  plot->add_option("dir", *plot_dir, "Output directory holding summary.json")->required();
+  plot->callback([plot_dir] { g_exit_code = draw_plots(*plot_dir) ? 0 : 1; });
+}
+
+} // namespace overlapsim::cli

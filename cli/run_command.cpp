@@ -1,0 +1,149 @@
+#include "cli/run_command.h"
+
+#include "algorithms/algorithm.h"
+#include "cli/plots.h"
+#include "hw/units.h"
+#include "spec/loader.h"
+#include "trace/atomic_file.h"
+#include "trace/chrome_trace.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace overlapsim::cli {
+
+namespace {
+
+// A progress line for runs longer than a second: rewritten in place on a terminal, a line every
+// few seconds otherwise.
+sim::ProgressFn make_progress(const std::string& algorithm) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  auto last = std::make_shared<double>(0.0);
+  return [=](int done, int total) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed < 1.0 || (!tty && elapsed - *last < 5.0 && done < total))
+      return;
+    *last = elapsed;
+    const double eta = done > 0 ? elapsed * (total - done) / done : 0.0;
+    std::fprintf(stderr, "%s[%s] step %d/%d, %.1f s elapsed, ~%.0f s left%s", tty ? "\r" : "",
+                 algorithm.c_str(), done, total, elapsed, eta, tty && done < total ? "" : "\n");
+    std::fflush(stderr);
+  };
+}
+
+SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const Trace& trace,
+                    const std::vector<std::string>& warnings) {
+  SummaryRow row;
+  row.algorithm = algorithm;
+  row.workers = s.cluster.world_size();
+  row.seq_len = s.training.seq_len;
+  row.measured = trace.measured;
+  row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
+  row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
+  if (!warnings.empty())
+    row.extra["warnings"] = warnings;
+  return row;
+}
+
+} // namespace
+
+void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>& names) {
+  if (names.empty())
+    return;
+  std::vector<spec::AlgorithmSpec> chosen;
+  for (const auto& name : names) {
+    auto it = std::find_if(scenario.algorithms.begin(), scenario.algorithms.end(),
+                           [&](const auto& a) { return a.name == name; });
+    if (it != scenario.algorithms.end()) {
+      chosen.push_back(*it);
+    } else {
+      spec::AlgorithmSpec a;
+      a.name = name;
+      a.where = "--algorithms";
+      chosen.push_back(a);
+    }
+  }
+  scenario.algorithms = chosen;
+}
+
+std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progress,
+                                      std::vector<sim::SimulationResult>* results) {
+  // Every algorithm is built once here so that a bad name or option fails before any simulation.
+  for (const auto& a : scenario.algorithms)
+    make_algorithm(a);
+  std::vector<SummaryRow> rows;
+  double ddp_throughput = 0;
+  for (const auto& a : scenario.algorithms) {
+    auto result = sim::simulate(scenario, a, progress ? make_progress(a.name) : sim::ProgressFn{});
+    rows.push_back(make_row(scenario, a.name, result.trace, result.warnings));
+    if (a.name == "ddp")
+      ddp_throughput = rows.back().metrics.throughput_samples_s;
+    if (results)
+      results->push_back(std::move(result));
+  }
+  if (ddp_throughput == 0) {
+    spec::AlgorithmSpec ddp;
+    ddp.name = "ddp";
+    ddp.where = "(reference for speedup_vs_ddp)";
+    const auto reference = sim::simulate(scenario, ddp);
+    ddp_throughput = compute_metrics(reference.trace, scenario.training.warmup_steps,
+                                     scenario.training.steps)
+                         .throughput_samples_s;
+  }
+  for (auto& r : rows)
+    r.speedup_vs_ddp = r.metrics.throughput_samples_s / ddp_throughput;
+  return rows;
+}
+
+std::string format_table(const std::vector<SummaryRow>& rows) {
+  std::string out = fmt::format("{:<12} {:>10} {:>14} {:>8} {:>9} {:>12} {:>12}\n", "algorithm",
+                                "iteration", "samples/s", "speedup", "idle", "exposed comm",
+                                "peak memory");
+  for (const auto& r : rows) {
+    const auto& m = r.metrics;
+    out += fmt::format("{:<12} {:>10} {:>14.1f} {:>7.3f}x {:>8.1f}% {:>12} {:>12}\n", r.algorithm,
+                       hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
+                       100 * m.idle_fraction_mean, hw::format_time(m.exposed_comm_s),
+                       hw::format_bytes(m.peak_memory_bytes));
+  }
+  return out;
+}
+
+int run_command(const RunOptions& options) {
+  try {
+    auto scenario = spec::load_scenario(options.scenario, options.overrides);
+    if (!options.out.empty())
+      scenario.output.dir = options.out;
+    select_algorithms(scenario, options.algorithms);
+    std::vector<sim::SimulationResult> results;
+    const auto rows = simulate_rows(scenario, options.progress, &results);
+
+    // Everything is computed before the first file is written: a failure leaves no outputs.
+    const std::string& dir = scenario.output.dir;
+    if (scenario.output.traces)
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        write_file_atomically(fmt::format("{}/trace-{}.json", dir, rows[i].algorithm),
+                              chrome_trace_json(results[i].trace,
+                                                fmt::format("{}: {}", scenario.name, rows[i].algorithm)));
+    write_summary(dir, spec::to_json(scenario), rows);
+    if (options.print_table)
+      std::printf("%s\n%s", scenario.name.c_str(), format_table(rows).c_str());
+    for (const auto& r : rows)
+      if (r.extra.contains("warnings"))
+        for (const auto& w : r.extra["warnings"])
+          std::fprintf(stderr, "warning: %s: %s\n", r.algorithm.c_str(), w.get<std::string>().c_str());
+    if (options.plots && scenario.output.plots)
+      draw_plots(dir);
+    std::printf("outputs in %s\n", dir.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "overlapsim run: %s\n", e.what());
+    return 1;
+  }
+}
+
+} // namespace overlapsim::cli

@@ -1,0 +1,38 @@
+// `overlapsim run`: simulate every algorithm of a scenario and write summary, traces and plots.
+#pragma once
+
+#include "sim/sim_runtime.h"
+#include "spec/scenario.h"
+#include "trace/summary.h"
+
+#include <string>
+#include <vector>
+
+namespace overlapsim::cli {
+
+struct RunOptions {
+  std::string scenario;
+  std::string out;                     // overrides output.dir
+  std::vector<std::string> algorithms; // subset to run (default: the scenario's list)
+  std::vector<std::string> overrides;  // --set key.path=value
+  bool progress = true;
+  bool plots = true;
+  bool print_table = true;
+};
+
+// The simulated rows of one scenario: each algorithm of `scenario.algorithms`, with speedup_vs_ddp
+// against a ddp run of the same scenario (simulated for that when not listed). Traces, when asked
+// for, come back in the same order as the rows.
+std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progress,
+                                      std::vector<sim::SimulationResult>* results = nullptr);
+
+// Loads, simulates, writes outputs; returns the process exit code. Errors go to stderr as one
+// paragraph and leave no outputs.
+int run_command(const RunOptions& options);
+
+// Applies --algorithms (a subset of the scenario's entries, or any registered name) to a scenario.
+void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>& names);
+
+std::string format_table(const std::vector<SummaryRow>& rows);
+
+} // namespace overlapsim::cli

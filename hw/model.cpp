@@ -1,0 +1,106 @@
+#include "hw/model.h"
+
+#include <fmt/format.h>
+
+namespace overlapsim::hw {
+
+namespace {
+template <typename F> double sum(const std::vector<LayerSpec>& layers, F field) {
+  double s = 0;
+  for (const auto& l : layers)
+    s += field(l);
+  return s;
+}
+} // namespace
+
+double ModelSpec::total_params() const {
+  return sum(layers, [](const LayerSpec& l) { return l.params; });
+}
+double ModelSpec::total_fwd_flops_per_sample() const {
+  return sum(layers, [](const LayerSpec& l) { return l.fwd_flops_per_sample; });
+}
+double ModelSpec::total_bwd_flops_per_sample() const {
+  return sum(layers, [](const LayerSpec& l) { return l.bwd_flops_per_sample; });
+}
+double ModelSpec::total_activation_bytes_per_sample() const {
+  return sum(layers, [](const LayerSpec& l) { return l.activation_bytes_per_sample; });
+}
+
+ModelSpec transformer_model(std::string name, const TransformerDims& dims, int seq_len) {
+  const double d = dims.d_model;
+  const double v = dims.vocab;
+  const double s = seq_len;
+  const double ffn = dims.ffn_dim > 0 ? dims.ffn_dim : 4 * d;
+  const double norm = dims.rms_norm ? d : 2 * d; // scale (and bias for LayerNorm)
+
+  ModelSpec m;
+  m.name = std::move(name);
+  // Embedding: a lookup, no FLOPs; its output (16-bit) is kept for the first block's backward.
+  m.layers.push_back(LayerSpec{"embedding", v * d + dims.max_positions * d, 0, 0, 2 * s * d, 0, 0});
+
+  const double attn_matmul = 4 * d * d;                            // q, k, v, out projections
+  const double mlp_matmul = (dims.gated_mlp ? 3 : 2) * d * ffn;    // up (and gate), down
+  const double biases = (dims.qkv_bias ? 3 * d : 0) + (dims.linear_bias ? d + ffn + d : 0);
+  const double block_params = attn_matmul + mlp_matmul + biases + 2 * norm;
+  // 2 FLOPs per matmul parameter per token, plus QK^T and AV: 2 x 2 x s^2 x d per sequence.
+  const double block_fwd = 2 * (attn_matmul + mlp_matmul) * s + 4 * s * s * d;
+  // Korthikanti et al. 2022, eq. 1 for one sample: s d (34 + 5 a s / d) bytes.
+  const double block_act = s * d * (34 + 5 * dims.n_heads * s / d);
+  for (int i = 0; i < dims.n_layers; ++i)
+    m.layers.push_back(
+        LayerSpec{fmt::format("block{}", i), block_params, block_fwd, 2 * block_fwd, block_act, 0, 0});
+
+  // Head: final norm and the LM projection (tied to the embedding for GPT-2/Neo: no new params).
+  const double head_params = norm + (dims.tied_embeddings ? 0 : v * d);
+  const double head_fwd = 2 * d * v * s;
+  // fp32 logits for the loss, plus the 16-bit normalised input of the projection.
+  const double head_act = 4 * s * v + 2 * s * d;
+  m.layers.push_back(LayerSpec{"head", head_params, head_fwd, 2 * head_fwd, head_act, 0, 0});
+  return m;
+}
+
+ModelSpec mlp_model(double width, int depth, double bytes_per_activation) {
+  ModelSpec m;
+  m.name = "mlp";
+  for (int i = 0; i < depth; ++i)
+    // y = relu(W x + b): 2 w^2 FLOPs forward per sample; the input is kept for backward.
+    m.layers.push_back(LayerSpec{fmt::format("fc{}", i), width * width + width, 2 * width * width,
+                                 4 * width * width, width * bytes_per_activation, 0, 0});
+  return m;
+}
+
+std::optional<TransformerDims> find_transformer_preset(std::string_view name) {
+  TransformerDims d;
+  if (name == "gpt-neo-125m" || name == "gpt-neo-1.3b" || name == "gpt-neo-2.7b") {
+    // EleutherAI GPT-Neo configs: vocab 50257, 2048 learned positions, tied head, no q/k/v bias.
+    d.vocab = 50257;
+    d.max_positions = 2048;
+    d.qkv_bias = false;
+    if (name == "gpt-neo-125m")
+      d.d_model = 768, d.n_layers = 12, d.n_heads = 12;
+    else if (name == "gpt-neo-1.3b")
+      d.d_model = 2048, d.n_layers = 24, d.n_heads = 16;
+    else
+      d.d_model = 2560, d.n_layers = 32, d.n_heads = 20;
+    return d;
+  }
+  if (name == "gpt2-small") {
+    // OpenAI GPT-2 (124M): 1024 positions, biases everywhere, tied head.
+    d.vocab = 50257, d.max_positions = 1024, d.d_model = 768, d.n_layers = 12, d.n_heads = 12;
+    return d;
+  }
+  if (name == "llama2-7b") {
+    // Meta Llama 2 7B: rotary positions, SwiGLU MLP of 11008, RMSNorm, no biases, untied head.
+    d.vocab = 32000, d.max_positions = 0, d.d_model = 4096, d.n_layers = 32, d.n_heads = 32;
+    d.ffn_dim = 11008, d.tied_embeddings = false, d.gated_mlp = true, d.qkv_bias = false;
+    d.linear_bias = false, d.rms_norm = true;
+    return d;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> model_preset_names() {
+  return {"gpt-neo-125m", "gpt-neo-1.3b", "gpt-neo-2.7b", "gpt2-small", "llama2-7b"};
+}
+
+} // namespace overlapsim::hw

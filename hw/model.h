@@ -1,0 +1,64 @@
+// The workload: a model as an ordered list of layers (input to output) with the costs the simulator
+// needs, and the presets built from published architectures.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace overlapsim::hw {
+
+struct LayerSpec {
+  std::string name;
+  double params = 0;                      // parameter count
+  double fwd_flops_per_sample = 0;        // forward FLOPs for one sample (seq_len tokens)
+  double bwd_flops_per_sample = 0;        // backward FLOPs; 2x forward unless the layer says so
+  double activation_bytes_per_sample = 0; // bytes kept from forward to backward for one sample
+  // Measured times (from a calibration profile) override the FLOP-based estimate when > 0.
+  double fwd_time_per_sample_s = 0;
+  double bwd_time_per_sample_s = 0;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::vector<LayerSpec> layers;
+
+  double total_params() const;
+  double total_fwd_flops_per_sample() const;
+  double total_bwd_flops_per_sample() const;
+  double total_activation_bytes_per_sample() const;
+};
+
+// GPT-style decoder (GPT-2, GPT-Neo, Llama). Layers: "embedding" (token + learned position
+// embeddings), n_layers blocks "block<i>", "head" (final norm + LM head; tied to the embedding for
+// GPT-2/Neo, so the head's params are only the norm's and its FLOPs the 2*d*vocab matmul).
+struct TransformerDims {
+  double vocab = 50257;
+  double d_model = 768;
+  int n_layers = 12;
+  int n_heads = 12;
+  double ffn_dim = 0;           // 0 means 4 * d_model
+  double max_positions = 2048;  // learned position embeddings; 0 for rotary (Llama)
+  bool tied_embeddings = true;
+  bool gated_mlp = false;       // SwiGLU (three ffn matrices), Llama
+  bool qkv_bias = true;         // GPT-2: yes, GPT-Neo: no
+  bool linear_bias = true;      // biases on out-proj and MLP (false for Llama)
+  bool rms_norm = false;        // RMSNorm (scale only) instead of LayerNorm (scale and bias)
+};
+
+// Forward FLOPs per sample: 2 x (matmul params) x seq_len + attention 4 x seq_len^2 x d_model per
+// block; backward 2x forward. Activations per block per sample: seq_len x d_model x (34 + 5 x n_heads x
+// seq_len / d_model) bytes (Korthikanti et al. 2022, 16-bit activations, no recomputation).
+ModelSpec transformer_model(std::string name, const TransformerDims& dims, int seq_len);
+
+// A multi-layer perceptron: `depth` Linear(width, width) layers with bias and ReLU, on `width`-wide
+// fp32 inputs; the same structure the validate backend builds for real.
+ModelSpec mlp_model(double width, int depth, double bytes_per_activation = 4);
+
+// Presets: gpt-neo-125m, gpt-neo-1.3b, gpt-neo-2.7b, gpt2-small, llama2-7b.
+std::optional<TransformerDims> find_transformer_preset(std::string_view name);
+std::vector<std::string> model_preset_names();
+
+} // namespace overlapsim::hw

@@ -1,0 +1,32 @@
+// Named GPUs and links a scenario can refer to by preset name. Each preset's numbers carry a one-line
+// source comment in presets.cpp (vendor datasheet or paper).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace overlapsim::hw {
+
+struct GpuSpec {
+  std::string name;
+  double peak_flops_bf16 = 0;   // dense bf16/fp16 tensor FLOP/s (no sparsity)
+  double peak_flops_fp32 = 0;   // dense fp32 FLOP/s (tf32 tensor cores where the vendor quotes them)
+  double memory_bytes = 0;      // HBM/GDDR capacity
+  double hbm_bandwidth_Bps = 0; // memory bandwidth
+  double efficiency = 0.45;     // achievable fraction of peak for transformer training (MFU)
+};
+
+struct LinkSpec {
+  std::string name;
+  double bandwidth_Bps = 0; // intra-node: per GPU and direction; inter-node: per NIC and direction
+  double latency_s = 0;     // one-way GPU-to-GPU latency across this network (alpha)
+};
+
+std::optional<GpuSpec> find_gpu_preset(std::string_view name);
+std::optional<LinkSpec> find_link_preset(std::string_view name);
+std::vector<std::string> gpu_preset_names();
+std::vector<std::string> link_preset_names();
+
+} // namespace overlapsim::hw

@@ -1,0 +1,207 @@
+#include "hw/units.h"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+#include <optional>
+
+namespace overlapsim::hw {
+
+namespace {
+
+// Splits "12.5 GB/s" into 12.5 and "GB/s"; nullopt when the text does not start with a finite,
+// non-negative number.
+std::optional<std::pair<double, std::string_view>> split(std::string_view text) {
+  while (!text.empty() && text.front() == ' ')
+    text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ')
+    text.remove_suffix(1);
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || !std::isfinite(value) || value < 0)
+    return std::nullopt;
+  std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  while (!unit.empty() && unit.front() == ' ')
+    unit.remove_prefix(1);
+  return std::pair{value, unit};
+}
+
+// Decimal SI prefix of a unit, consumed from its front; 1 when there is none.
+double take_prefix(std::string_view& unit) {
+  if (unit.size() < 2)
+    return 1;
+  double f = 1;
+  switch (unit.front()) {
+  case 'k':
+  case 'K': f = 1e3; break;
+  case 'M': f = 1e6; break;
+  case 'G': f = 1e9; break;
+  case 'T': f = 1e12; break;
+  case 'P': f = 1e15; break;
+  default: return 1;
+  }
+  unit.remove_prefix(1);
+  return f;
+}
+
+[[noreturn]] void fail(const char* kind, const char* example, std::string_view text) {
+  throw UnitError(fmt::format("expected {} like {}, got '{}'", kind, example, text));
+}
+
+} // namespace
+
+double parse_size_bytes(std::string_view text) {
+  constexpr const char* kind = "a size";
+  constexpr const char* example = "80GB, 512MiB or 1.5e9 (bytes)";
+  auto parsed = split(text);
+  if (!parsed)
+    fail(kind, example, text);
+  auto [v, unit] = *parsed;
+  if (unit.empty() || unit == "B")
+    return v;
+  if (unit.size() == 3 && unit.substr(1) == "iB") {
+    switch (unit.front()) {
+    case 'K': return v * 1024.0;
+    case 'M': return v * 1024.0 * 1024;
+    case 'G': return v * 1024.0 * 1024 * 1024;
+    case 'T': return v * 1024.0 * 1024 * 1024 * 1024;
+    default: fail(kind, example, text);
+    }
+  }
+  const double f = take_prefix(unit);
+  if (f > 1 && unit == "B")
+    return v * f;
+  fail(kind, example, text);
+}
+
+double parse_bandwidth_Bps(std::string_view text) {
+  constexpr const char* kind = "a bandwidth";
+  constexpr const char* example = "100Gb/s (bits) or 300GB/s (bytes)";
+  auto parsed = split(text);
+  if (!parsed)
+    fail(kind, example, text);
+  auto [v, unit] = *parsed;
+  if (unit.empty())
+    return v;
+  const double f = take_prefix(unit);
+  if (unit == "B/s" || unit == "Bps")
+    return v * f;
+  if (unit == "b/s" || unit == "bit/s" || unit == "bps")
+    return v * f / 8;
+  fail(kind, example, text);
+}
+
+double parse_time_s(std::string_view text) {
+  constexpr const char* kind = "a time";
+  constexpr const char* example = "2us, 50ms or 1.5s";
+  auto parsed = split(text);
+  if (!parsed)
+    fail(kind, example, text);
+  auto [v, unit] = *parsed;
+  if (unit.empty() || unit == "s")
+    return v;
+  if (unit == "ms")
+    return v * 1e-3;
+  if (unit == "us" || unit == "\u00b5s")
+    return v * 1e-6;
+  if (unit == "ns")
+    return v * 1e-9;
+  if (unit == "min")
+    return v * 60;
+  if (unit == "h")
+    return v * 3600;
+  fail(kind, example, text);
+}
+
+double parse_count(std::string_view text) {
+  constexpr const char* kind = "a count";
+  constexpr const char* example = "7.1M, 14.6G or 1000";
+  auto parsed = split(text);
+  if (!parsed)
+    fail(kind, example, text);
+  auto [v, unit] = *parsed;
+  if (unit.empty())
+    return v;
+  if (unit.size() == 1) {
+    switch (unit.front()) {
+    case 'k':
+    case 'K': return v * 1e3;
+    case 'M': return v * 1e6;
+    case 'G': return v * 1e9;
+    case 'T': return v * 1e12;
+    case 'P': return v * 1e15;
+    default: break;
+    }
+  }
+  fail(kind, example, text);
+}
+
+double parse_flops_per_s(std::string_view text) {
+  constexpr const char* kind = "a compute rate";
+  constexpr const char* example = "312TFLOPS or 312T";
+  auto parsed = split(text);
+  if (!parsed)
+    fail(kind, example, text);
+  auto [v, unit] = *parsed;
+  if (unit.empty())
+    return v;
+  double f = 1;
+  if (unit.size() >= 1 && std::string_view("kKMGTP").find(unit.front()) != std::string_view::npos &&
+      (unit.size() == 1 || unit.substr(1).starts_with("FLOP"))) {
+    f = unit.front() == 'k' || unit.front() == 'K' ? 1e3
+        : unit.front() == 'M'                      ? 1e6
+        : unit.front() == 'G'                      ? 1e9
+        : unit.front() == 'T'                      ? 1e12
+                                                   : 1e15;
+    unit.remove_prefix(1);
+  }
+  if (unit.empty() || unit == "FLOPS" || unit == "FLOP/s")
+    return v * f;
+  fail(kind, example, text);
+}
+
+namespace {
+std::string scaled(double v, const char* const* units, int n, double base) {
+  int i = 0;
+  while (i + 1 < n && std::abs(v) >= base) {
+    v /= base;
+    ++i;
+  }
+  return fmt::format("{:.3g} {}", v, units[i]);
+}
+} // namespace
+
+std::string format_bytes(double bytes) {
+  static const char* const u[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  return scaled(bytes, u, 6, 1000);
+}
+
+std::string format_bandwidth(double bytes_per_s) {
+  static const char* const u[] = {"B/s", "KB/s", "MB/s", "GB/s", "TB/s"};
+  return scaled(bytes_per_s, u, 5, 1000);
+}
+
+std::string format_time(double s) {
+  const double a = std::abs(s);
+  if (a == 0)
+    return "0 s";
+  if (a < 1e-6)
+    return fmt::format("{:.3g} ns", s * 1e9);
+  if (a < 1e-3)
+    return fmt::format("{:.3g} us", s * 1e6);
+  if (a < 1)
+    return fmt::format("{:.3g} ms", s * 1e3);
+  return fmt::format("{:.3g} s", s);
+}
+
+std::string format_count(double count) {
+  static const char* const u[] = {"", "k", "M", "G", "T"};
+  int i = 0;
+  while (i < 4 && std::abs(count) >= 1000) {
+    count /= 1000;
+    ++i;
+  }
+  return fmt::format("{:.4g}{}", count, u[i]);
+}
+
+} // namespace overlapsim::hw

@@ -1,0 +1,92 @@
+#include "sim/platform.h"
+
+#include <fmt/format.h>
+
+namespace overlapsim::sim {
+
+namespace sg4 = simgrid::s4u;
+
+void configure_engine(sg4::Engine& engine, const spec::ClusterSpec& cluster) {
+  if (cluster.network_model == spec::NetworkModel::exact) {
+    // Fluid max-min sharing with no TCP corrections: a flow takes latency + size / bandwidth.
+    // CM02 alone still caps each flow's rate at TCP-gamma / (2 x latency); gamma 0 removes that.
+    engine.set_config("network/model:CM02");
+    engine.set_config("network/crosstraffic:0");
+    engine.set_config("network/TCP-gamma:0");
+  } else {
+    // SimGrid's default LV08 TCP model: latency x 13.01, bandwidth x 0.97, 5% reverse-path ACK
+    // cross-traffic, and the TCP window cap TCP-gamma / (2 x route latency) per flow (gamma 4 MiB).
+    engine.set_config("network/model:LV08");
+  }
+  // Many actors (two per GPU plus one per async collective): small stacks, no guard pages at scale.
+  engine.set_config("contexts/stack-size:128");
+  if (cluster.world_size() > 8192)
+    engine.set_config("contexts/guard-size:0");
+}
+
+Platform build_platform(const spec::ClusterSpec& c) {
+  Platform p;
+  const double speed = c.gpu.peak_flops_bf16 * c.gpu.efficiency;
+  p.nominal_speed = speed;
+  p.per_flow_nic_cap_Bps = c.inter_node.bandwidth_Bps;
+
+  const bool multi_gpu = c.gpus_per_node > 1;
+  const double gpu_link_latency = multi_gpu ? c.intra_node.latency_s / 2 : 0.0;
+  // A single-GPU node has no NVLink: its GPU reaches the NIC over a link that never limits.
+  const double gpu_link_bandwidth = multi_gpu ? c.intra_node.bandwidth_Bps : 1e15;
+  double nic_latency = (c.inter_node.latency_s - 2 * gpu_link_latency) / 2;
+  if (c.nodes > 1 && nic_latency < 0) {
+    p.warnings.push_back(fmt::format(
+        "inter-node latency {} s is below the intra-node latency {} s; inter-node messages take "
+        "the intra-node latency",
+        c.inter_node.latency_s, c.intra_node.latency_s));
+    nic_latency = 0;
+  }
+
+  auto* root = sg4::create_star_zone("cluster");
+  std::vector<sg4::NetZone*> site_zone(static_cast<std::size_t>(c.nodes), root);
+  std::vector<sg4::NetZone*> sites;
+  for (std::size_t s = 0; s < c.sites.size() && c.sites.size() > 1; ++s) {
+    auto* zone = sg4::create_star_zone(fmt::format("site{}", s));
+    zone->set_parent(root);
+    auto* gw = zone->create_router(fmt::format("site{}-gw", s));
+    auto* wan = root->create_split_duplex_link(fmt::format("wan{}", s), c.wan.bandwidth_Bps)
+                    ->set_latency(c.wan.latency_s / 2);
+    root->add_route(zone->get_netpoint(), nullptr, gw, nullptr,
+                    {{wan, sg4::LinkInRoute::Direction::UP}}, true);
+    for (int n : c.sites[s].nodes)
+      site_zone[static_cast<std::size_t>(n)] = zone;
+    sites.push_back(zone);
+  }
+
+  p.gpus.resize(static_cast<std::size_t>(c.world_size()));
+  for (int n = 0; n < c.nodes; ++n) {
+    auto* parent = site_zone[static_cast<std::size_t>(n)];
+    auto* node = sg4::create_star_zone(fmt::format("node{}", n));
+    node->set_parent(parent);
+    for (int g = 0; g < c.gpus_per_node; ++g) {
+      const int rank = n * c.gpus_per_node + g;
+      auto* host = node->create_host(fmt::format("gpu{}", rank), speed / c.slowdown_of(rank));
+      auto* link = node->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
+                       ->set_latency(gpu_link_latency);
+      node->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                      {{link, sg4::LinkInRoute::Direction::UP}}, true);
+      p.gpus[static_cast<std::size_t>(rank)] = host;
+    }
+    auto* gw = node->create_router(fmt::format("node{}-gw", n));
+    // A single node never uses its NIC; give it a bandwidth SimGrid accepts.
+    const double nic_bandwidth =
+        c.nodes > 1 ? c.inter_node.bandwidth_Bps * c.nics_per_node : gpu_link_bandwidth;
+    auto* nic = parent->create_split_duplex_link(fmt::format("nic{}", n), nic_bandwidth)
+                    ->set_latency(nic_latency);
+    parent->add_route(node->get_netpoint(), nullptr, gw, nullptr,
+                      {{nic, sg4::LinkInRoute::Direction::UP}}, true);
+    node->seal();
+  }
+  for (auto* zone : sites)
+    zone->seal();
+  root->seal();
+  return p;
+}
+
+} // namespace overlapsim::sim

@@ -1,0 +1,34 @@
+// The SimGrid platform of a cluster, built in code (no XML).
+//
+//   root (star)                 one WAN link per site when the cluster has sites
+//    └ site zones (star)        only when `sites` is given
+//       └ node zones (star)     one NIC link per node: nics_per_node x bandwidth, in the parent zone
+//          └ GPU hosts          one split-duplex NVLink-like link each, to the node's switch
+//
+// Latencies: a GPU link carries half the intra-node latency, so GPU-to-GPU inside a node costs
+// intra.latency; a NIC link carries (inter.latency - intra.latency) / 2, so GPU-to-GPU across nodes
+// costs inter.latency (the GPU links are on that path too); a WAN link carries wan.latency / 2.
+// Inter-node flows also pass through the two GPUs' NVLink-like links: their bandwidth is far above a
+// NIC's, so they only matter when those links are saturated by intra-node traffic.
+#pragma once
+
+#include "spec/scenario.h"
+
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <vector>
+
+namespace overlapsim::sim {
+
+struct Platform {
+  std::vector<simgrid::s4u::Host*> gpus;  // by global rank
+  double nominal_speed = 0;               // FLOP/s of a GPU at efficiency, before straggling
+  double per_flow_nic_cap_Bps = 0;        // one NIC's bandwidth: a single flow uses one NIC
+  std::vector<std::string> warnings;      // approximations the cluster description forced
+};
+
+// Sets the network model (must run before any zone exists) and builds the platform.
+void configure_engine(simgrid::s4u::Engine& engine, const spec::ClusterSpec& cluster);
+Platform build_platform(const spec::ClusterSpec& cluster);
+
+} // namespace overlapsim::sim

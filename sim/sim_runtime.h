@@ -1,0 +1,33 @@
+// SimRuntime: runs an algorithm's worker programs on the simulated cluster. Each GPU is a SimGrid
+// host with two actors (the compute stream and the communication stream); compute ops are Exec
+// activities on the host, collectives are flows (collectives.h), and every op lands in the trace.
+#pragma once
+
+#include "algorithms/algorithm.h"
+#include "trace/trace.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace overlapsim::sim {
+
+struct SimulationResult {
+  Trace trace;
+  std::vector<std::string> warnings;
+};
+
+// Called by worker 0 after each of its optimizer steps: (steps done, steps in all).
+using ProgressFn = std::function<void(int, int)>;
+
+// Simulates in this process. SimGrid allows one engine per process, so this may run only once per
+// process; simulate() runs it in a child process instead and may be called any number of times.
+SimulationResult simulate_in_process(const spec::Scenario& scenario, const Algorithm& algorithm,
+                                     const ProgressFn& progress = {});
+
+// Forks, simulates in the child, and returns its result. Throws std::runtime_error with the child's
+// message when the simulation fails (a deadlocked algorithm, a bad collective call).
+SimulationResult simulate(const spec::Scenario& scenario, const spec::AlgorithmSpec& algorithm,
+                          const ProgressFn& progress = {});
+
+} // namespace overlapsim::sim

@@ -1,0 +1,267 @@
+#include "sim/sim_worker.h"
+
+#include "algorithms/model_state.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace overlapsim::sim {
+
+namespace sg4 = simgrid::s4u;
+
+// A started collective: done once this rank's part has finished.
+class SimWorker::State final : public CommState {
+public:
+  State() : done_sem(sg4::Semaphore::create(0)) {}
+  void wait() {
+    if (!done) {
+      done_sem->acquire();
+      done_sem->release(); // let any other waiter through too
+    }
+  }
+  void finish() {
+    done = true;
+    done_sem->release();
+  }
+  bool done = false;
+  sg4::SemaphorePtr done_sem;
+};
+
+SimWorker::SimWorker(SimContext& context, int rank)
+    : ctx_(context), rank_(rank), host_(context.platform.gpus[static_cast<std::size_t>(rank)]),
+      // One generator per GPU seeded from (seed, rank): reruns are bit-identical and one GPU's
+      // draws do not depend on how many ops another GPU ran.
+      rng_(context.scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1) {}
+
+BufferId SimWorker::declare(const BufferDecl& decl) {
+  buffers_.push_back(decl);
+  static_memory_[static_cast<std::size_t>(decl.category)] +=
+      static_cast<double>(decl.elements) * decl.element_bytes;
+  return static_cast<BufferId>(buffers_.size()) - 1;
+}
+
+const BufferDecl& SimWorker::buffer(BufferId id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= buffers_.size())
+    throw std::logic_error(fmt::format("worker {}: no buffer {}", rank_, id));
+  return buffers_[static_cast<std::size_t>(id)];
+}
+
+double SimWorker::jitter() {
+  const auto& j = ctx_.scenario.cluster.jitter;
+  switch (j.distribution) {
+  case spec::JitterDistribution::none: return 1.0;
+  case spec::JitterDistribution::lognormal: {
+    // mu = -sigma^2 / 2 makes the mean 1, so jitter slows no GPU on average.
+    std::lognormal_distribution<double> d(-j.sigma * j.sigma / 2, j.sigma);
+    return d(rng_);
+  }
+  case spec::JitterDistribution::normal: {
+    std::normal_distribution<double> d(1.0, j.sigma);
+    return std::max(0.05, d(rng_));
+  }
+  }
+  return 1.0;
+}
+
+double SimWorker::layer_cost(LayerRange layers, bool backward) const {
+  const auto& model = ctx_.scenario.model.spec.layers;
+  const double speed = ctx_.platform.nominal_speed;
+  double amount = 0;
+  for (int l = layers.first; l < layers.last; ++l) {
+    const auto& layer = model[static_cast<std::size_t>(l)];
+    const double t = backward ? layer.bwd_time_per_sample_s : layer.fwd_time_per_sample_s;
+    // A measured time is turned into the FLOPs that take that long on a nominal GPU, so stragglers
+    // and jitter scale it like any other op.
+    amount += t > 0 ? t * speed : (backward ? layer.bwd_flops_per_sample : layer.fwd_flops_per_sample);
+  }
+  return amount;
+}
+
+void SimWorker::compute(OpCategory category, const std::string& name, double amount, MicroBatch mb) {
+  const double flops = amount * jitter();
+  const double start = sg4::Engine::get_clock();
+  if (flops > 0)
+    sg4::this_actor::execute(flops);
+  TraceEvent e;
+  e.start = start;
+  e.end = sg4::Engine::get_clock();
+  e.worker = rank_;
+  e.stream = sg4::this_actor::get_name()[0] == 'c' ? StreamKind::compute : StreamKind::comm;
+  e.category = category;
+  e.name = ctx_.trace.intern(name);
+  e.step = mb.step;
+  e.micro_batch = mb.index;
+  e.flops = flops;
+  ctx_.trace.events.push_back(e);
+}
+
+void SimWorker::change_activations(double delta) {
+  activations_ = std::max(0.0, activations_ + delta);
+  peak_activations_ = std::max(peak_activations_, activations_);
+  double total = activations_;
+  for (double b : static_memory_)
+    total += b;
+  ctx_.trace.memory.push_back(MemorySample{sg4::Engine::get_clock(), rank_, total});
+}
+
+namespace {
+std::string layer_label(const hw::ModelSpec& model, LayerRange r, const char* what) {
+  const auto& first = model.layers[static_cast<std::size_t>(r.first)].name;
+  if (r.last - r.first == 1)
+    return fmt::format("{} {}", what, first);
+  return fmt::format("{} {}..{}", what, first, model.layers[static_cast<std::size_t>(r.last - 1)].name);
+}
+} // namespace
+
+void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
+  const auto& model = ctx_.scenario.model.spec;
+  const double samples = ctx_.scenario.training.micro_batch;
+  double act = 0;
+  for (int l = layers.first; l < layers.last; ++l)
+    act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
+  change_activations(act);
+  compute(OpCategory::forward, layer_label(model, layers, "fwd"), layer_cost(layers, false) * samples,
+          mb);
+}
+
+void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
+  const auto& model = ctx_.scenario.model.spec;
+  const double samples = ctx_.scenario.training.micro_batch;
+  compute(OpCategory::backward, layer_label(model, layers, "bwd"), layer_cost(layers, true) * samples,
+          mb);
+  double act = 0;
+  for (int l = layers.first; l < layers.last; ++l)
+    act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
+  change_activations(-act);
+}
+
+void SimWorker::optimizer_step(const OptimizerStep& op) {
+  const auto& s = ctx_.scenario;
+  // The step streams the parameters, gradients and optimizer state through HBM once.
+  const double bytes = static_cast<double>(op.params.count) *
+                       optimizer_bytes_touched_per_param(s.training.optimizer, s.model.dtype);
+  const double seconds = bytes / s.cluster.gpu.hbm_bandwidth_Bps;
+  compute(OpCategory::optimizer, "optimizer step", seconds * ctx_.platform.nominal_speed,
+          MicroBatch{op.step, -1});
+}
+
+void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::int64_t seq) {
+  const double start = sg4::Engine::get_clock();
+  const auto outcome = ctx_.network.run(rank_, call, bytes, seq);
+  TraceEvent e;
+  e.start = start;
+  e.end = sg4::Engine::get_clock();
+  e.worker = rank_;
+  e.stream = StreamKind::comm;
+  e.category = OpCategory::comm;
+  e.name = ctx_.trace.intern(call.name.empty() ? to_string(call.op) : call.name);
+  e.detail = ctx_.trace.intern(outcome.algorithm);
+  e.step = call.step;
+  e.bytes = outcome.bytes_sent;
+  ctx_.trace.events.push_back(e);
+}
+
+double SimWorker::bytes_of(const CollectiveCall& call) const {
+  if (call.group == nullptr)
+    throw std::logic_error(fmt::format("worker {}: collective '{}' without a group", rank_, call.name));
+  return call.data.buffer < 0
+             ? 0.0
+             : static_cast<double>(call.data.count) * buffer(call.data.buffer).element_bytes;
+}
+
+std::int64_t SimWorker::next_seq(const CollectiveCall& call) {
+  // Point-to-point ops involve two ranks only: they take no place in the group's numbering, which
+  // every member must agree on.
+  const bool p2p = call.op == CollectiveOp::send || call.op == CollectiveOp::recv;
+  return p2p ? -1 : seq_[call.group->id]++;
+}
+
+CommHandle SimWorker::start(const CollectiveCall& call) {
+  const double bytes = bytes_of(call);
+  const std::int64_t seq = next_seq(call);
+  auto previous = last_op_[call.group->id];
+  auto state = std::make_shared<State>();
+  last_op_[call.group->id] = state;
+  // Collectives on one group run in the order they were started, as on one NCCL communicator; a
+  // helper actor waits for the previous one so that the caller returns at once.
+  sg4::Actor::create(fmt::format("x{}", rank_), host_, [this, call, bytes, seq, previous, state] {
+    if (previous)
+      previous->wait();
+    run_collective(call, bytes, seq);
+    state->finish();
+  });
+  return CommHandle{state};
+}
+
+void SimWorker::run(const CollectiveCall& call) {
+  const double bytes = bytes_of(call);
+  const std::int64_t seq = next_seq(call);
+  auto& last = last_op_[call.group->id];
+  if (last) {
+    last->wait();
+    last.reset();
+  }
+  run_collective(call, bytes, seq); // on the calling actor: no helper needed
+}
+
+void SimWorker::wait(CommHandle& handle) {
+  if (!handle.valid())
+    return;
+  static_cast<State&>(*handle.state).wait();
+}
+
+bool SimWorker::test(CommHandle& handle) {
+  return !handle.valid() || static_cast<State&>(*handle.state).done;
+}
+
+SimWorker::Channel& SimWorker::channel(int signal) {
+  auto& c = channels_[signal];
+  if (!c.ready)
+    c.ready = sg4::Semaphore::create(0);
+  return c;
+}
+
+void SimWorker::notify(int signal, std::int64_t value) {
+  auto& c = channel(signal);
+  c.values.push_back(value);
+  c.ready->release();
+}
+
+std::int64_t SimWorker::await(int signal) {
+  auto& c = channel(signal);
+  c.ready->acquire();
+  const auto v = c.values.front();
+  c.values.pop_front();
+  return v;
+}
+
+std::optional<std::int64_t> SimWorker::poll(int signal) {
+  auto& c = channel(signal);
+  if (c.values.empty())
+    return std::nullopt;
+  c.ready->acquire(); // does not block: a value is there
+  const auto v = c.values.front();
+  c.values.pop_front();
+  return v;
+}
+
+double SimWorker::now() const { return sg4::Engine::get_clock(); }
+
+void SimWorker::step_done(int step, double samples) {
+  ctx_.trace.steps.push_back(StepMark{sg4::Engine::get_clock(), rank_, step, samples});
+  if (rank_ == 0 && ctx_.progress)
+    ctx_.progress(step + 1, ctx_.scenario.training.warmup_steps + ctx_.scenario.training.steps);
+}
+
+void SimWorker::record_accumulation(int step, int micro_batches) {
+  ctx_.trace.accumulations.push_back(AccumulationMark{rank_, step, micro_batches});
+}
+
+MemoryByCategory SimWorker::peak_memory() const {
+  auto m = static_memory_;
+  m[static_cast<std::size_t>(MemoryCategory::activations)] += peak_activations_;
+  return m;
+}
+
+} // namespace overlapsim::sim

@@ -1,0 +1,93 @@
+// One simulated GPU: the Worker interface of algorithms/runtime.h on SimGrid.
+#pragma once
+
+#include "algorithms/runtime.h"
+#include "sim/collectives.h"
+#include "sim/platform.h"
+#include "trace/trace.h"
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <simgrid/s4u.hpp>
+#include <unordered_map>
+#include <vector>
+
+namespace overlapsim::sim {
+
+// What every worker of one simulation shares (everything runs in one thread: SimGrid actors are
+// cooperative, so no locks).
+struct SimContext {
+  const spec::Scenario& scenario;
+  const Topology& topology;
+  const Platform& platform;
+  Network& network;
+  Trace& trace;
+  std::function<void(int, int)> progress; // from worker 0
+};
+
+class SimWorker final : public Worker {
+public:
+  SimWorker(SimContext& context, int rank);
+
+  int rank() const override { return rank_; }
+  const Topology& topology() const override { return ctx_.topology; }
+  const spec::Scenario& scenario() const override { return ctx_.scenario; }
+
+  BufferId declare(const BufferDecl& decl) override;
+  const BufferDecl& buffer(BufferId id) const override;
+
+  void forward(LayerRange layers, MicroBatch mb, BufferId params) override;
+  void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) override;
+  void optimizer_step(const OptimizerStep& op) override;
+
+  CommHandle start(const CollectiveCall& call) override;
+  void run(const CollectiveCall& call) override;
+  void wait(CommHandle& handle) override;
+  bool test(CommHandle& handle) override;
+
+  void notify(int signal, std::int64_t value) override;
+  std::int64_t await(int signal) override;
+  std::optional<std::int64_t> poll(int signal) override;
+
+  double now() const override;
+  void step_done(int step, double samples) override;
+  void record_accumulation(int step, int micro_batches) override;
+
+  // Peak memory by category, activations at their peak.
+  MemoryByCategory peak_memory() const;
+
+private:
+  struct Channel {
+    simgrid::s4u::SemaphorePtr ready;
+    std::deque<std::int64_t> values;
+  };
+  class State;
+
+  double jitter();
+  // Runs `amount` FLOPs (or FLOP-equivalents of a time-based cost) on this GPU and records it.
+  void compute(OpCategory category, const std::string& name, double amount, MicroBatch mb);
+  double layer_cost(LayerRange layers, bool backward) const; // FLOP-equivalents per sample
+  void change_activations(double delta);
+  void run_collective(const CollectiveCall& call, double bytes, std::int64_t seq);
+  double bytes_of(const CollectiveCall& call) const;
+  std::int64_t next_seq(const CollectiveCall& call);
+  Channel& channel(int signal);
+
+  SimContext& ctx_;
+  int rank_;
+  simgrid::s4u::Host* host_;
+  std::mt19937_64 rng_;
+  std::vector<BufferDecl> buffers_;
+  MemoryByCategory static_memory_{};
+  double activations_ = 0;
+  double peak_activations_ = 0;
+  std::map<int, Channel> channels_;
+  std::unordered_map<int, std::int64_t> seq_;                   // per group
+  std::unordered_map<int, std::shared_ptr<State>> last_op_;      // per group, NCCL stream order
+  std::int32_t comm_name_ = -1;
+};
+
+} // namespace overlapsim::sim

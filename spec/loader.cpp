@@ -1,0 +1,619 @@
+#include "spec/loader.h"
+
+#include "hw/units.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace overlapsim::spec {
+namespace {
+
+// Where each value came from, so that errors can say "file:line" or "--set key".
+struct Context {
+  std::string file;
+  std::set<std::string> overridden; // dotted paths replaced by --set
+};
+
+// A node together with its dotted key path; every accessor checks the YAML shape and reports
+// the file, the line and the key on failure.
+class Entry {
+public:
+  Entry(const Context& ctx, YAML::Node node, std::string path)
+      : ctx_(&ctx), node_(std::move(node)), path_(std::move(path)) {}
+
+  const std::string& path() const { return path_; }
+  const YAML::Node& node() const { return node_; }
+
+  std::string where() const {
+    for (const auto& p : ctx_->overridden)
+      if (path_ == p || path_.starts_with(p + "."))
+        return fmt::format("--set {}", p);
+    if (node_.Mark().line >= 0)
+      return fmt::format("{}:{}", ctx_->file, node_.Mark().line + 1);
+    return ctx_->file;
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ScenarioError(fmt::format("{}: key '{}': {}", where(), path_, what));
+  }
+
+  bool is_map() const { return node_.IsMap(); }
+  bool is_scalar() const { return node_.IsScalar(); }
+  bool is_sequence() const { return node_.IsSequence(); }
+
+  // Rejects keys outside `allowed` (SCENARIO.md: unknown keys are errors, not ignored).
+  void expect_map(std::initializer_list<std::string_view> allowed) const {
+    if (!node_.IsMap())
+      fail("expected a map");
+    for (const auto& kv : node_) {
+      const auto key = kv.first.as<std::string>();
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string list;
+        for (auto a : allowed)
+          list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
+        Entry(*ctx_, kv.first, join(key)).fail(fmt::format("unknown key; expected one of: {}", list));
+      }
+    }
+  }
+
+  bool has(const std::string& key) const { return node_.IsMap() && node_[key].IsDefined(); }
+
+  Entry child(const std::string& key) const {
+    if (!has(key))
+      fail(fmt::format("missing required key '{}'", key));
+    return Entry(*ctx_, node_[key], join(key));
+  }
+
+  std::vector<Entry> items() const {
+    if (!node_.IsSequence())
+      fail("expected a list");
+    std::vector<Entry> out;
+    for (std::size_t i = 0; i < node_.size(); ++i)
+      out.emplace_back(*ctx_, node_[i], join(std::to_string(i)));
+    return out;
+  }
+
+  std::string text() const {
+    if (!node_.IsScalar())
+      fail("expected a single value, not a map or a list");
+    return node_.Scalar();
+  }
+
+  // A quantity parsed by one of hw/units.h's parsers; errors carry the parser's explanation.
+  double quantity(double (*parse)(std::string_view), bool allow_zero = false) const {
+    double v = 0;
+    try {
+      v = parse(text());
+    } catch (const hw::UnitError& e) {
+      fail(e.what());
+    }
+    if (!allow_zero && v <= 0)
+      fail(fmt::format("expected a value greater than 0, got '{}'", text()));
+    return v;
+  }
+
+  double number(double min, double max) const {
+    const std::string s = text();
+    double v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
+      fail(fmt::format("expected a number, got '{}'", s));
+    if (v < min || v > max)
+      fail(fmt::format("expected a number in [{}, {}], got '{}'", min, max, s));
+    return v;
+  }
+
+  long long integer(long long min, long long max) const {
+    const std::string s = text();
+    long long v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size())
+      fail(fmt::format("expected a whole number, got '{}'", s));
+    if (v < min || v > max)
+      fail(fmt::format("expected a whole number in [{}, {}], got {}", min, max, v));
+    return v;
+  }
+
+  bool boolean() const {
+    const std::string s = text();
+    if (s == "true" || s == "yes" || s == "on")
+      return true;
+    if (s == "false" || s == "no" || s == "off")
+      return false;
+    fail(fmt::format("expected true or false, got '{}'", s));
+  }
+
+  template <typename E>
+  E choice(std::initializer_list<std::pair<std::string_view, E>> options) const {
+    const std::string s = text();
+    std::string list;
+    for (const auto& [name, value] : options) {
+      if (s == name)
+        return value;
+      list += fmt::format("{}{}", list.empty() ? "" : ", ", name);
+    }
+    fail(fmt::format("expected one of {}, got '{}'", list, s));
+  }
+
+private:
+  std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  const Context* ctx_;
+  YAML::Node node_;
+  std::string path_;
+};
+
+hw::GpuSpec read_gpu(const Entry& e) {
+  if (e.is_scalar()) {
+    if (auto gpu = hw::find_gpu_preset(e.text()))
+      return *gpu;
+    std::string names;
+    for (const auto& n : hw::gpu_preset_names())
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
+    e.fail(fmt::format("unknown GPU preset '{}'; expected one of: {} (or a map with peak_tflops, "
+                       "memory, efficiency, hbm_bandwidth)",
+                       e.text(), names));
+  }
+  e.expect_map({"preset", "name", "peak_tflops", "memory", "efficiency", "hbm_bandwidth"});
+  hw::GpuSpec gpu;
+  if (e.has("preset"))
+    gpu = read_gpu(e.child("preset"));
+  else
+    gpu.name = "custom";
+  if (e.has("name"))
+    gpu.name = e.child("name").text();
+  auto need = [&](const char* key) {
+    if (!e.has("preset") && !e.has(key))
+      e.child(key); // reports the missing key
+  };
+  need("peak_tflops");
+  need("memory");
+  need("hbm_bandwidth");
+  if (e.has("peak_tflops"))
+    gpu.peak_flops_bf16 = e.child("peak_tflops").number(1e-6, 1e9) * 1e12;
+  if (e.has("memory"))
+    gpu.memory_bytes = e.child("memory").quantity(hw::parse_size_bytes);
+  if (e.has("efficiency"))
+    gpu.efficiency = e.child("efficiency").number(1e-6, 1.0);
+  if (e.has("hbm_bandwidth"))
+    gpu.hbm_bandwidth_Bps = e.child("hbm_bandwidth").quantity(hw::parse_bandwidth_Bps);
+  if (gpu.peak_flops_fp32 <= 0)
+    gpu.peak_flops_fp32 = gpu.peak_flops_bf16;
+  return gpu;
+}
+
+hw::LinkSpec read_link(const Entry& e) {
+  if (e.is_scalar()) {
+    if (auto link = hw::find_link_preset(e.text()))
+      return *link;
+    std::string names;
+    for (const auto& n : hw::link_preset_names())
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
+    e.fail(fmt::format("unknown link preset '{}'; expected one of: {} (or a map with bandwidth "
+                       "and latency)",
+                       e.text(), names));
+  }
+  e.expect_map({"preset", "name", "bandwidth", "latency"});
+  hw::LinkSpec link;
+  if (e.has("preset"))
+    link = read_link(e.child("preset"));
+  else
+    link.name = "custom";
+  if (e.has("name"))
+    link.name = e.child("name").text();
+  if (!e.has("preset")) {
+    e.child("bandwidth");
+    e.child("latency");
+  }
+  if (e.has("bandwidth"))
+    link.bandwidth_Bps = e.child("bandwidth").quantity(hw::parse_bandwidth_Bps);
+  if (e.has("latency"))
+    link.latency_s = e.child("latency").quantity(hw::parse_time_s, /*allow_zero=*/true);
+  return link;
+}
+
+ClusterSpec read_cluster(const Entry& e) {
+  e.expect_map({"nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "nics_per_node",
+                "stragglers", "jitter", "network_model", "collectives", "collective_algorithm",
+                "sites", "wan"});
+  ClusterSpec c;
+  c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
+  c.gpus_per_node = static_cast<int>(e.child("gpus_per_node").integer(1, 1024));
+  c.gpu = read_gpu(e.child("gpu"));
+  if (c.gpus_per_node > 1 || e.has("intra_node"))
+    c.intra_node = read_link(e.child("intra_node"));
+  if (c.nodes > 1 || e.has("inter_node"))
+    c.inter_node = read_link(e.child("inter_node"));
+  if (e.has("nics_per_node"))
+    c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
+  if (e.has("stragglers")) {
+    for (const auto& s : e.child("stragglers").items()) {
+      s.expect_map({"gpu", "slowdown"});
+      Straggler st;
+      st.gpu = static_cast<int>(s.child("gpu").integer(0, c.world_size() - 1));
+      st.slowdown = s.child("slowdown").number(1e-3, 1e6);
+      c.stragglers.push_back(st);
+    }
+  }
+  if (e.has("jitter")) {
+    const Entry j = e.child("jitter");
+    j.expect_map({"distribution", "sigma"});
+    c.jitter.distribution = j.child("distribution")
+                                .choice<JitterDistribution>({{"none", JitterDistribution::none},
+                                                             {"lognormal", JitterDistribution::lognormal},
+                                                             {"normal", JitterDistribution::normal}});
+    c.jitter.sigma = j.has("sigma") ? j.child("sigma").number(0, 10) : 0.0;
+  }
+  if (e.has("network_model"))
+    c.network_model = e.child("network_model")
+                          .choice<NetworkModel>({{"exact", NetworkModel::exact}, {"tcp", NetworkModel::tcp}});
+  if (e.has("collectives"))
+    c.collectives = e.child("collectives")
+                        .choice<CollectiveFidelity>(
+                            {{"fused", CollectiveFidelity::fused}, {"steps", CollectiveFidelity::steps}});
+  if (e.has("collective_algorithm"))
+    c.collective_algorithm = e.child("collective_algorithm")
+                                 .choice<CollectiveAlgorithm>({{"ring", CollectiveAlgorithm::ring},
+                                                               {"tree", CollectiveAlgorithm::tree},
+                                                               {"hierarchical", CollectiveAlgorithm::hierarchical},
+                                                               {"auto", CollectiveAlgorithm::automatic}});
+  if (e.has("sites")) {
+    std::vector<int> site_of(static_cast<std::size_t>(c.nodes), -1);
+    for (const auto& s : e.child("sites").items()) {
+      s.expect_map({"name", "nodes"});
+      Site site;
+      site.name = s.has("name") ? s.child("name").text() : fmt::format("site{}", c.sites.size());
+      for (const auto& n : s.child("nodes").items()) {
+        const int node = static_cast<int>(n.integer(0, c.nodes - 1));
+        if (site_of[static_cast<std::size_t>(node)] >= 0)
+          n.fail(fmt::format("node {} is already in site {}", node, site_of[static_cast<std::size_t>(node)]));
+        site_of[static_cast<std::size_t>(node)] = static_cast<int>(c.sites.size());
+        site.nodes.push_back(node);
+      }
+      c.sites.push_back(site);
+    }
+    for (int n = 0; n < c.nodes; ++n)
+      if (site_of[static_cast<std::size_t>(n)] < 0)
+        e.child("sites").fail(fmt::format("node {} is in no site; every node must be in exactly one", n));
+    if (c.sites.size() > 1)
+      c.wan = read_link(e.child("wan"));
+  } else if (e.has("wan")) {
+    e.child("wan").fail("a WAN link needs 'sites' saying which nodes sit on each side");
+  }
+  return c;
+}
+
+hw::ModelSpec read_layers(const Entry& e) {
+  hw::ModelSpec m;
+  m.name = "custom";
+  for (const auto& l : e.items()) {
+    l.expect_map({"name", "params", "fwd_flops_per_sample", "bwd_flops_per_sample",
+                  "activation_bytes_per_sample", "repeat"});
+    hw::LayerSpec layer;
+    layer.name = l.has("name") ? l.child("name").text() : fmt::format("layer{}", m.layers.size());
+    layer.params = l.child("params").quantity(hw::parse_count, true);
+    layer.fwd_flops_per_sample = l.child("fwd_flops_per_sample").quantity(hw::parse_count, true);
+    layer.bwd_flops_per_sample = l.has("bwd_flops_per_sample")
+                                     ? l.child("bwd_flops_per_sample").quantity(hw::parse_count, true)
+                                     : 2 * layer.fwd_flops_per_sample;
+    layer.activation_bytes_per_sample =
+        l.has("activation_bytes_per_sample")
+            ? l.child("activation_bytes_per_sample").quantity(hw::parse_size_bytes, true)
+            : 0.0;
+    const int repeat = l.has("repeat") ? static_cast<int>(l.child("repeat").integer(1, 100000)) : 1;
+    if (repeat == 1) {
+      m.layers.push_back(layer);
+    } else {
+      for (int i = 0; i < repeat; ++i) {
+        hw::LayerSpec copy = layer;
+        copy.name = fmt::format("{}{}", layer.name, i);
+        m.layers.push_back(copy);
+      }
+    }
+  }
+  if (m.layers.empty())
+    e.fail("expected at least one layer");
+  return m;
+}
+
+ModelConfig read_model(const Entry& e, const TrainingSpec& training) {
+  e.expect_map({"preset", "layers", "dtype", "width", "depth", "vocab", "d_model", "n_layers",
+                "n_heads"});
+  ModelConfig m;
+  if (e.has("dtype"))
+    m.dtype = e.child("dtype").choice<Dtype>(
+        {{"fp32", Dtype::fp32}, {"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}});
+  if (e.has("preset") == e.has("layers"))
+    e.fail("expected exactly one of 'preset' or 'layers'");
+  if (e.has("layers")) {
+    m.spec = read_layers(e.child("layers"));
+    return m;
+  }
+  const Entry p = e.child("preset");
+  m.preset = p.text();
+  auto reject_dims = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (e.has(k))
+        e.child(k).fail(fmt::format("not a parameter of preset '{}'", m.preset));
+  };
+  if (m.preset == "mlp") {
+    reject_dims({"vocab", "d_model", "n_layers", "n_heads"});
+    const double width = e.child("width").quantity(hw::parse_count);
+    const int depth = static_cast<int>(e.child("depth").integer(1, 100000));
+    m.spec = hw::mlp_model(width, depth);
+    return m;
+  }
+  if (m.preset == "gpt-tiny") {
+    reject_dims({"width", "depth"});
+    hw::TransformerDims d; // GPT-2 style: learned positions, tied embeddings, biases
+    d.vocab = e.child("vocab").quantity(hw::parse_count);
+    d.d_model = e.child("d_model").quantity(hw::parse_count);
+    d.n_layers = static_cast<int>(e.child("n_layers").integer(1, 100000));
+    d.n_heads = static_cast<int>(e.child("n_heads").integer(1, 100000));
+    d.max_positions = training.seq_len;
+    if (std::fmod(d.d_model, d.n_heads) != 0)
+      e.child("n_heads").fail("d_model must be a multiple of n_heads");
+    m.spec = hw::transformer_model("gpt-tiny", d, training.seq_len);
+    return m;
+  }
+  reject_dims({"width", "depth", "vocab", "d_model", "n_layers", "n_heads"});
+  const auto dims = hw::find_transformer_preset(m.preset);
+  if (!dims) {
+    std::string names = "mlp, gpt-tiny";
+    for (const auto& n : hw::model_preset_names())
+      names += ", " + n;
+    p.fail(fmt::format("unknown model preset '{}'; expected one of: {} (or a 'layers' list)",
+                       m.preset, names));
+  }
+  m.spec = hw::transformer_model(m.preset, *dims, training.seq_len);
+  return m;
+}
+
+TrainingSpec read_training(const Entry& e) {
+  e.expect_map({"micro_batch", "seq_len", "grad_accum", "steps", "warmup_steps", "optimizer"});
+  TrainingSpec t;
+  t.micro_batch = static_cast<int>(e.child("micro_batch").integer(1, 1 << 24));
+  if (e.has("seq_len"))
+    t.seq_len = static_cast<int>(e.child("seq_len").integer(1, 1 << 24));
+  if (e.has("grad_accum"))
+    t.grad_accum = static_cast<int>(e.child("grad_accum").integer(1, 1 << 20));
+  if (e.has("steps"))
+    t.steps = static_cast<int>(e.child("steps").integer(1, 1 << 20));
+  if (e.has("warmup_steps"))
+    t.warmup_steps = static_cast<int>(e.child("warmup_steps").integer(0, 1 << 20));
+  if (e.has("optimizer"))
+    t.optimizer = e.child("optimizer").choice<Optimizer>({{"adamw", Optimizer::adamw},
+                                                          {"sgd", Optimizer::sgd},
+                                                          {"sgd-momentum", Optimizer::sgd_momentum}});
+  return t;
+}
+
+std::vector<AlgorithmSpec> read_algorithms(const Entry& e) {
+  std::vector<AlgorithmSpec> out;
+  std::set<std::string> seen;
+  for (const auto& item : e.items()) {
+    AlgorithmSpec a;
+    a.where = item.where();
+    if (item.is_scalar()) {
+      a.name = item.text();
+    } else if (item.is_map()) {
+      a.name = item.child("name").text();
+      for (const auto& kv : item.node()) {
+        const auto key = kv.first.as<std::string>();
+        if (key == "name")
+          continue;
+        const Entry opt(item.child(key));
+        a.options[key] = AlgorithmOption{opt.text(), opt.where()};
+      }
+    } else {
+      item.fail("expected an algorithm name or a map with 'name' and options");
+    }
+    if (!seen.insert(a.name).second)
+      item.fail(fmt::format("algorithm '{}' is listed twice", a.name));
+    out.push_back(std::move(a));
+  }
+  if (out.empty())
+    e.fail("expected at least one algorithm");
+  return out;
+}
+
+OutputSpec read_output(const Entry& e, const std::string& name) {
+  OutputSpec o;
+  o.dir = "out/" + name;
+  if (!e.node().IsDefined() || e.node().IsNull())
+    return o;
+  e.expect_map({"dir", "traces", "plots"});
+  if (e.has("dir"))
+    o.dir = e.child("dir").text();
+  if (e.has("traces"))
+    o.traces = e.child("traces").boolean();
+  if (e.has("plots"))
+    o.plots = e.child("plots").boolean();
+  return o;
+}
+
+// Applies one "a.b.c=value" override to the document tree.
+void apply_override(YAML::Node root, const std::string& assignment, Context& ctx) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ScenarioError(fmt::format("--set '{}': expected key.path=value", assignment));
+  const std::string path = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& ex) {
+    throw ScenarioError(fmt::format("--set '{}': the value is not valid YAML: {}", assignment, ex.msg));
+  }
+  std::vector<std::string> keys;
+  std::stringstream ss(path);
+  for (std::string k; std::getline(ss, k, '.');) {
+    if (k.empty())
+      throw ScenarioError(fmt::format("--set '{}': empty key in the path", assignment));
+    keys.push_back(k);
+  }
+  YAML::Node node = root;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string& k = keys[i];
+    const bool last = i + 1 == keys.size();
+    if (node.IsSequence()) {
+      std::size_t index = 0;
+      auto [end, ec] = std::from_chars(k.data(), k.data() + k.size(), index);
+      if (ec != std::errc() || end != k.data() + k.size() || index >= node.size())
+        throw ScenarioError(fmt::format("--set '{}': '{}' is a list of {} items; expected an index",
+                                        assignment, k, node.size()));
+      if (last) {
+        node[index] = value;
+      } else {
+        // "algorithms.0.H=10" on "- ddp": the item becomes {name: ddp, H: 10}.
+        if (node[index].IsScalar()) {
+          YAML::Node item(YAML::NodeType::Map);
+          item["name"] = node[index].Scalar();
+          node[index] = item;
+        }
+        YAML::Node next = node[index];
+        node.reset(next);
+      }
+    } else {
+      if (!node.IsMap() && !node.IsNull())
+        throw ScenarioError(fmt::format("--set '{}': '{}' is inside a single value", assignment, k));
+      if (last) {
+        node[k] = value;
+      } else {
+        if (!node[k].IsDefined() || node[k].IsNull())
+          node[k] = YAML::Node(YAML::NodeType::Map); // --set output.dir=... without an output map
+        YAML::Node next = node[k];
+        node.reset(next);
+      }
+    }
+  }
+  ctx.overridden.insert(path);
+}
+
+Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides)
+    apply_override(root, o, ctx);
+  const Entry top(ctx, root, "");
+  if (!root.IsMap())
+    top.fail("expected a scenario map with name, cluster, model, training and algorithms");
+  top.expect_map({"name", "seed", "cluster", "model", "training", "algorithms", "output"});
+  Scenario s;
+  s.source = ctx.file;
+  s.name = top.child("name").text();
+  if (s.name.empty())
+    top.child("name").fail("expected a non-empty name");
+  if (top.has("seed"))
+    s.seed = static_cast<std::uint64_t>(top.child("seed").integer(0, std::numeric_limits<long long>::max()));
+  s.cluster = read_cluster(top.child("cluster"));
+  s.training = read_training(top.child("training"));
+  s.model = read_model(top.child("model"), s.training);
+  s.algorithms = read_algorithms(top.child("algorithms"));
+  s.output = read_output(Entry(ctx, root["output"], "output"), s.name);
+  return s;
+}
+
+} // namespace
+
+Scenario load_scenario_text(const std::string& yaml, const std::string& name_for_errors,
+                            const std::vector<std::string>& overrides) {
+  Context ctx{name_for_errors, {}};
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& ex) {
+    throw ScenarioError(
+        fmt::format("{}:{}: not valid YAML: {}", name_for_errors, ex.mark.line + 1, ex.msg));
+  }
+  return parse(root, ctx, overrides);
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in)
+    throw ScenarioError(fmt::format("{}: cannot open the scenario file", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return load_scenario_text(buffer.str(), path, overrides);
+}
+
+nlohmann::json to_json(const Scenario& s) {
+  using nlohmann::json;
+  const auto& c = s.cluster;
+  json stragglers = json::array();
+  for (const auto& st : c.stragglers)
+    stragglers.push_back({{"gpu", st.gpu}, {"slowdown", st.slowdown}});
+  auto link = [](const hw::LinkSpec& l) {
+    return json{{"name", l.name}, {"bandwidth_Bps", l.bandwidth_Bps}, {"latency_s", l.latency_s}};
+  };
+  json sites = json::array();
+  for (const auto& site : c.sites)
+    sites.push_back({{"name", site.name}, {"nodes", site.nodes}});
+  json algorithms = json::array();
+  for (const auto& a : s.algorithms) {
+    json opts = json::object();
+    for (const auto& [k, v] : a.options)
+      opts[k] = v.value;
+    algorithms.push_back({{"name", a.name}, {"options", opts}});
+  }
+  json cluster = {
+      {"nodes", c.nodes},
+      {"gpus_per_node", c.gpus_per_node},
+      {"workers", c.world_size()},
+      {"gpu",
+       {{"name", c.gpu.name},
+        {"peak_flops", c.gpu.peak_flops_bf16},
+        {"memory_bytes", c.gpu.memory_bytes},
+        {"hbm_bandwidth_Bps", c.gpu.hbm_bandwidth_Bps},
+        {"efficiency", c.gpu.efficiency}}},
+      {"intra_node", link(c.intra_node)},
+      {"inter_node", link(c.inter_node)},
+      {"nics_per_node", c.nics_per_node},
+      {"stragglers", stragglers},
+      {"jitter", {{"distribution", to_string(c.jitter.distribution)}, {"sigma", c.jitter.sigma}}},
+      {"network_model", to_string(c.network_model)},
+      {"collectives", to_string(c.collectives)},
+      {"collective_algorithm", to_string(c.collective_algorithm)},
+  };
+  if (!c.sites.empty()) {
+    cluster["sites"] = sites;
+    cluster["wan"] = link(c.wan);
+  }
+  json layers = json::array();
+  for (const auto& l : s.model.spec.layers)
+    layers.push_back({{"name", l.name},
+                      {"params", l.params},
+                      {"fwd_flops_per_sample", l.fwd_flops_per_sample},
+                      {"bwd_flops_per_sample", l.bwd_flops_per_sample},
+                      {"activation_bytes_per_sample", l.activation_bytes_per_sample}});
+  return json{
+      {"name", s.name},
+      {"source", s.source},
+      {"seed", s.seed},
+      {"cluster", cluster},
+      {"model",
+       {{"name", s.model.spec.name},
+        {"preset", s.model.preset},
+        {"dtype", to_string(s.model.dtype)},
+        {"params", s.model.spec.total_params()},
+        {"layers", layers}}},
+      {"training",
+       {{"micro_batch", s.training.micro_batch},
+        {"seq_len", s.training.seq_len},
+        {"grad_accum", s.training.grad_accum},
+        {"steps", s.training.steps},
+        {"warmup_steps", s.training.warmup_steps},
+        {"optimizer", to_string(s.training.optimizer)}}},
+      {"algorithms", algorithms},
+      {"output", {{"dir", s.output.dir}, {"traces", s.output.traces}, {"plots", s.output.plots}}},
+  };
+}
+
+} // namespace overlapsim::spec

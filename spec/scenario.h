@@ -1,0 +1,116 @@
+// A scenario, typed: the cluster, the model, the training setup, the algorithms to compare and where
+// the outputs go. spec/ turns a user's YAML file into this (loader.h); every other module reads it.
+#pragma once
+
+#include "hw/model.h"
+#include "hw/presets.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace overlapsim::spec {
+
+struct Straggler {
+  int gpu = 0;           // global index: node * gpus_per_node + local
+  double slowdown = 1.0; // every compute op on that GPU takes this many times as long
+};
+
+enum class JitterDistribution { none, lognormal, normal };
+
+// Per compute op multiplicative noise with mean 1 (lognormal: mu = -sigma^2/2; normal: N(1, sigma)
+// clamped to >= 0.05), drawn from a per-GPU generator seeded from (seed, gpu).
+struct Jitter {
+  JitterDistribution distribution = JitterDistribution::none;
+  double sigma = 0;
+};
+
+enum class NetworkModel { exact, tcp };
+enum class CollectiveFidelity { fused, steps };
+enum class CollectiveAlgorithm { ring, tree, hierarchical, automatic };
+
+// A WAN between groups of nodes: each site lists its nodes; traffic between sites crosses the WAN
+// link of the source site and of the destination site (each carries `wan.latency / 2`).
+struct Site {
+  std::string name;
+  std::vector<int> nodes;
+};
+
+struct ClusterSpec {
+  int nodes = 1;
+  int gpus_per_node = 1;
+  hw::GpuSpec gpu;
+  hw::LinkSpec intra_node;
+  hw::LinkSpec inter_node;
+  int nics_per_node = 1;
+  std::vector<Straggler> stragglers;
+  Jitter jitter;
+  NetworkModel network_model = NetworkModel::exact;
+  CollectiveFidelity collectives = CollectiveFidelity::fused;
+  CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::ring;
+  std::vector<Site> sites; // empty: one site, no WAN
+  hw::LinkSpec wan;
+
+  int world_size() const { return nodes * gpus_per_node; }
+  double slowdown_of(int rank) const;
+};
+
+enum class Dtype { fp32, bf16, fp16 };
+enum class Optimizer { adamw, sgd, sgd_momentum };
+
+struct ModelConfig {
+  hw::ModelSpec spec;        // resolved layers (preset, explicit list, or profile-calibrated)
+  std::string preset;        // empty for an explicit layer list
+  Dtype dtype = Dtype::bf16; // params, grads and communication
+  std::string profile;       // calibration profile path, if any
+};
+
+struct TrainingSpec {
+  int micro_batch = 1;
+  int seq_len = 1024;
+  int grad_accum = 1;
+  int steps = 20;
+  int warmup_steps = 1; // steps simulated before the steady-state window opens
+  Optimizer optimizer = Optimizer::adamw;
+};
+
+// An algorithm entry with its options, kept as text plus where it was written so that the
+// algorithm that reads an option can report a bad value with file and line.
+struct AlgorithmOption {
+  std::string value;
+  std::string where; // "file.yaml:12"
+};
+
+struct AlgorithmSpec {
+  std::string name;
+  std::map<std::string, AlgorithmOption> options;
+  std::string where;
+};
+
+struct OutputSpec {
+  std::string dir;
+  bool traces = true; // write trace-<algorithm>.json
+  bool plots = true;  // draw PNGs when python3 + matplotlib are present
+};
+
+struct Scenario {
+  std::string name;
+  std::uint64_t seed = 1;
+  ClusterSpec cluster;
+  ModelConfig model;
+  TrainingSpec training;
+  std::vector<AlgorithmSpec> algorithms;
+  OutputSpec output;
+  std::string source; // the file it was read from
+};
+
+double dtype_bytes(Dtype dtype);
+std::string to_string(Dtype dtype);
+std::string to_string(Optimizer optimizer);
+std::string to_string(NetworkModel model);
+std::string to_string(CollectiveFidelity fidelity);
+std::string to_string(CollectiveAlgorithm algorithm);
+std::string to_string(JitterDistribution distribution);
+
+} // namespace overlapsim::spec

@@ -1,0 +1,149 @@
+// `overlapsim run` end to end: outputs, determinism, errors that leave no outputs, trace schema.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const char* kScenario = R"(name: cli
+seed: 3
+cluster:
+  nodes: 2
+  gpus_per_node: 2
+  gpu: a100-80gb
+  intra_node: nvlink3
+  inter_node: omnipath-100
+  jitter: {distribution: lognormal, sigma: 0.1}
+model:
+  layers:
+    - {name: block, params: 5M, fwd_flops_per_sample: 50G, activation_bytes_per_sample: 4MB, repeat: 4}
+training: {micro_batch: 2, seq_len: 128, steps: 3}
+algorithms: [ddp, s-sgd]
+)";
+
+struct Run {
+  int status;
+  std::string output;
+};
+
+Run overlapsim(const std::string& args) {
+  const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p))
+    out.append(buf, n);
+  const int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class CliRun : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("overlapsim-cli-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "s.yaml") << kScenario;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(CliRun, WritesSummaryAndTracesDeterministically) {
+  // The same scenario and seed twice, into the same directory: byte-identical summaries.
+  const std::string cmd = "run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "a").string() + " --no-plots";
+  const auto first = overlapsim(cmd);
+  ASSERT_EQ(first.status, 0) << first.output;
+  const std::string json1 = slurp(dir_ / "a" / "summary.json"), csv1 = slurp(dir_ / "a" / "summary.csv");
+  const auto second = overlapsim(cmd);
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_EQ(json1, slurp(dir_ / "a" / "summary.json"));
+  EXPECT_EQ(csv1, slurp(dir_ / "a" / "summary.csv"));
+
+  const auto summary = nlohmann::json::parse(slurp(dir_ / "a" / "summary.json"));
+  ASSERT_EQ(summary["results"].size(), 2u);
+  for (const auto& row : summary["results"]) {
+    for (const char* field : {"algorithm", "workers", "iteration_time_s", "throughput_samples_s",
+                              "throughput_tokens_s", "speedup_vs_ddp", "idle_fraction_mean",
+                              "idle_fraction_max", "exposed_comm_s", "comm_bytes_per_step",
+                              "peak_memory_bytes", "simulated_time_s", "measured", "memory_breakdown"})
+      EXPECT_TRUE(row.contains(field)) << field;
+    EXPECT_EQ(row["workers"], 4);
+    EXPECT_EQ(row["measured"], false);
+    EXPECT_DOUBLE_EQ(row["throughput_tokens_s"].get<double>(),
+                     row["throughput_samples_s"].get<double>() * 128);
+  }
+  EXPECT_DOUBLE_EQ(summary["results"][0]["speedup_vs_ddp"].get<double>(), 1.0);
+  EXPECT_EQ(summary["scenario"]["cluster"]["network_model"], "exact");
+
+  // Chrome trace: one process per GPU named "node N gpu G", threads compute and comm, complete
+  // events with the SCENARIO.md categories.
+  const auto trace = nlohmann::json::parse(slurp(dir_ / "a" / "trace-ddp.json"));
+  std::set<int> pids;
+  std::set<std::string> process_names, thread_names, cats;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      process_names.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      thread_names.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "X") {
+      pids.insert(e["pid"].get<int>());
+      cats.insert(e["cat"].get<std::string>());
+      EXPECT_GE(e["dur"].get<double>(), 0);
+      if (e["cat"] == "comm") {
+        EXPECT_TRUE(e["args"].contains("bytes"));
+      }
+    }
+  }
+  EXPECT_EQ(pids, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(process_names.contains("node 1 gpu 0"));
+  EXPECT_EQ(thread_names, (std::set<std::string>{"compute", "comm"}));
+  EXPECT_EQ(cats, (std::set<std::string>{"forward", "backward", "optimizer", "comm"}));
+}
+
+TEST_F(CliRun, BadScenarioFailsWithLocationAndWritesNothing) {
+  std::string bad = kScenario;
+  bad.replace(bad.find("nodes: 2"), 8, "nodes: 2\n  gpu_count: 3");
+  std::ofstream(dir_ / "bad.yaml") << bad;
+  const auto r = overlapsim("run " + (dir_ / "bad.yaml").string() + " --out " + (dir_ / "o").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("bad.yaml:5"));
+  EXPECT_THAT(r.output, HasSubstr("cluster.gpu_count"));
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
+
+  const auto missing = overlapsim("run " + (dir_ / "nope.yaml").string());
+  EXPECT_NE(missing.status, 0);
+  EXPECT_THAT(missing.output, HasSubstr("nope.yaml"));
+
+  const auto unknown = overlapsim("run " + (dir_ / "s.yaml").string() + " --algorithms ddp,magic --out " +
+                                  (dir_ / "o").string());
+  EXPECT_NE(unknown.status, 0);
+  EXPECT_THAT(unknown.output, HasSubstr("unknown algorithm 'magic'"));
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
+}
+
+TEST_F(CliRun, SeedChangesJitteredResults) {
+  ASSERT_EQ(overlapsim("run " + (dir_ / "s.yaml").string() + " --no-plots --out " + (dir_ / "a").string()).status, 0);
+  ASSERT_EQ(overlapsim("run " + (dir_ / "s.yaml").string() + " --no-plots --set seed=4 --out " + (dir_ / "b").string()).status, 0);
+  const auto a = nlohmann::json::parse(slurp(dir_ / "a" / "summary.json"));
+  const auto b = nlohmann::json::parse(slurp(dir_ / "b" / "summary.json"));
+  EXPECT_NE(a["results"][0]["iteration_time_s"], b["results"][0]["iteration_time_s"]);
+}
+
+} // namespace

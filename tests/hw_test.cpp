@@ -1,0 +1,119 @@
+// Units, presets and model presets against published figures and hand calculations.
+#include "hw/model.h"
+#include "hw/presets.h"
+#include "hw/units.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace overlapsim::hw {
+namespace {
+
+TEST(Units, Sizes) {
+  EXPECT_DOUBLE_EQ(parse_size_bytes("80GB"), 80e9);
+  EXPECT_DOUBLE_EQ(parse_size_bytes("1.5MiB"), 1.5 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(parse_size_bytes("25 MiB"), 25.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(parse_size_bytes("12KB"), 12e3);
+  EXPECT_DOUBLE_EQ(parse_size_bytes("1e9"), 1e9);
+  EXPECT_DOUBLE_EQ(parse_size_bytes("3B"), 3);
+  EXPECT_THROW(parse_size_bytes("80Gb"), UnitError); // bits are not a size
+  EXPECT_THROW(parse_size_bytes("-1GB"), UnitError);
+  EXPECT_THROW(parse_size_bytes("GB"), UnitError);
+  EXPECT_THROW(parse_size_bytes("1GB extra"), UnitError);
+}
+
+TEST(Units, BandwidthBitsAndBytes) {
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("100Gb/s"), 12.5e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("100Gbit/s"), 12.5e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("300GB/s"), 300e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("10Mb/s"), 1.25e6);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("2TB/s"), 2e12);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("1kB/s"), 1e3);
+  try {
+    parse_bandwidth_Bps("12 apples");
+    FAIL();
+  } catch (const UnitError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("bandwidth"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("'12 apples'"));
+  }
+}
+
+TEST(Units, TimesCountsFlops) {
+  EXPECT_DOUBLE_EQ(parse_time_s("2us"), 2e-6);
+  EXPECT_DOUBLE_EQ(parse_time_s("50ms"), 0.05);
+  EXPECT_DOUBLE_EQ(parse_time_s("3ns"), 3e-9);
+  EXPECT_DOUBLE_EQ(parse_time_s("1.5"), 1.5);
+  EXPECT_THROW(parse_time_s("5 parsecs"), UnitError);
+  EXPECT_DOUBLE_EQ(parse_count("7.1M"), 7.1e6);
+  EXPECT_DOUBLE_EQ(parse_count("14.6G"), 14.6e9);
+  EXPECT_DOUBLE_EQ(parse_count("2k"), 2e3);
+  EXPECT_THROW(parse_count("7B"), UnitError); // billion or bytes? ambiguous: refused
+  EXPECT_DOUBLE_EQ(parse_flops_per_s("312TFLOPS"), 312e12);
+  EXPECT_DOUBLE_EQ(parse_flops_per_s("312T"), 312e12);
+}
+
+TEST(Units, Formatting) {
+  EXPECT_EQ(format_bytes(1.25e9), "1.25 GB");
+  EXPECT_EQ(format_bandwidth(12.5e9), "12.5 GB/s");
+  EXPECT_EQ(format_time(0.0032), "3.2 ms");
+  EXPECT_EQ(format_time(2e-6), "2 us");
+}
+
+TEST(Presets, GpusAndLinks) {
+  const auto a100 = find_gpu_preset("A100_80GB");
+  ASSERT_TRUE(a100);
+  EXPECT_DOUBLE_EQ(a100->peak_flops_bf16, 312e12);
+  EXPECT_DOUBLE_EQ(a100->memory_bytes, 80e9);
+  for (const char* name : {"a100-40gb", "h100-sxm", "h100-pcie", "a6000", "rtx-2080ti", "mi250x"})
+    EXPECT_TRUE(find_gpu_preset(name)) << name;
+  EXPECT_FALSE(find_gpu_preset("a100-81gb"));
+  EXPECT_DOUBLE_EQ(find_link_preset("nvlink3")->bandwidth_Bps, 300e9);
+  EXPECT_DOUBLE_EQ(find_link_preset("omnipath-100")->bandwidth_Bps, 12.5e9);
+  EXPECT_DOUBLE_EQ(find_link_preset("ib-hdr")->bandwidth_Bps, 25e9);
+  EXPECT_DOUBLE_EQ(find_link_preset("ib-ndr")->bandwidth_Bps, 50e9);
+  for (const char* name : {"nvlink4", "pcie4", "ethernet-1g", "ethernet-10g", "ethernet-25g",
+                           "ethernet-100g", "wan-10mbit", "wan-100mbit", "wan-1gbit"})
+    EXPECT_TRUE(find_link_preset(name)) << name;
+  EXPECT_GE(find_link_preset("wan-100mbit")->latency_s, 10e-3);
+}
+
+TEST(ModelPresets, ParameterCountsMatchPublishedModels) {
+  // Published counts (Hugging Face model cards / configs): the formulas reproduce them exactly.
+  const std::pair<const char*, double> published[] = {
+      {"gpt-neo-125m", 125'198'592}, {"gpt-neo-1.3b", 1'315'575'808}, {"gpt-neo-2.7b", 2'651'307'520},
+      {"gpt2-small", 124'439'808},   {"llama2-7b", 6'738'415'616}};
+  for (const auto& [name, count] : published) {
+    const auto dims = find_transformer_preset(name);
+    ASSERT_TRUE(dims) << name;
+    EXPECT_NEAR(transformer_model(name, *dims, 2048).total_params(), count, 0.001 * count) << name;
+  }
+}
+
+TEST(ModelPresets, GptNeo125mBlockCostsByHand) {
+  const auto m = transformer_model("n", *find_transformer_preset("gpt-neo-125m"), 2048);
+  ASSERT_EQ(m.layers.size(), 14u); // embedding, 12 blocks, head
+  const auto& b = m.layers[1];
+  // d = 768, s = 2048: params 12 d^2 + 10 d = 7,085,568.
+  EXPECT_DOUBLE_EQ(b.params, 7'085'568);
+  // forward: 2 x 12 d^2 x s + 4 s^2 d = 2 x 7,077,888 x 2048 + 4 x 2048^2 x 768
+  //        = 28,991,029,248 + 12,884,901,888 = 41,875,931,136 FLOPs.
+  EXPECT_DOUBLE_EQ(b.fwd_flops_per_sample, 41'875'931'136.0);
+  EXPECT_DOUBLE_EQ(b.bwd_flops_per_sample, 2 * 41'875'931'136.0);
+  // activations: s d (34 + 5 a s / d) = 2048 x 768 x (34 + 5 x 12 x 2048 / 768) = 2048 x 768 x 194
+  //            = 305,135,616 bytes.
+  EXPECT_DOUBLE_EQ(b.activation_bytes_per_sample, 305'135'616.0);
+  // head: 2 d V s = 2 x 768 x 50257 x 2048 FLOPs; only the final LayerNorm's 2d params (tied).
+  EXPECT_DOUBLE_EQ(m.layers.back().fwd_flops_per_sample, 2.0 * 768 * 50257 * 2048);
+  EXPECT_DOUBLE_EQ(m.layers.back().params, 1536);
+}
+
+TEST(ModelPresets, Mlp) {
+  const auto m = mlp_model(1024, 3);
+  ASSERT_EQ(m.layers.size(), 3u);
+  EXPECT_DOUBLE_EQ(m.total_params(), 3 * (1024.0 * 1024 + 1024));
+  EXPECT_DOUBLE_EQ(m.layers[0].fwd_flops_per_sample, 2.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(m.layers[0].activation_bytes_per_sample, 4096);
+}
+
+} // namespace
+} // namespace overlapsim::hw

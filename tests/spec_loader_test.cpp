@@ -1,0 +1,135 @@
+// Scenario loading: typed values, --set overrides, and errors that name file, line and key.
+#include "spec/loader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace overlapsim::spec {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* kValid = R"(name: t
+seed: 7
+cluster:
+  nodes: 2
+  gpus_per_node: 4
+  gpu: a100-80gb
+  intra_node: nvlink3
+  inter_node: {bandwidth: 100Gb/s, latency: 2us}
+  stragglers:
+    - {gpu: 5, slowdown: 4.0}
+model:
+  preset: gpt-neo-125m
+training: {micro_batch: 4, seq_len: 1024, steps: 3}
+algorithms:
+  - ddp
+  - {name: s-sgd, bucket_cap: 10MB}
+)";
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    load_scenario_text(yaml, "bad.yaml", overrides);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return s.replace(pos, from.size(), to);
+}
+
+TEST(Loader, ReadsTypedValues) {
+  const auto s = load_scenario_text(kValid, "t.yaml");
+  EXPECT_EQ(s.name, "t");
+  EXPECT_EQ(s.seed, 7u);
+  EXPECT_EQ(s.cluster.world_size(), 8);
+  EXPECT_DOUBLE_EQ(s.cluster.inter_node.bandwidth_Bps, 12.5e9); // 100 Gb/s = 12.5 GB/s
+  EXPECT_DOUBLE_EQ(s.cluster.inter_node.latency_s, 2e-6);
+  EXPECT_DOUBLE_EQ(s.cluster.slowdown_of(5), 4.0);
+  EXPECT_DOUBLE_EQ(s.cluster.slowdown_of(4), 1.0);
+  EXPECT_EQ(s.training.grad_accum, 1);
+  EXPECT_EQ(s.training.warmup_steps, 1);
+  ASSERT_EQ(s.algorithms.size(), 2u);
+  EXPECT_EQ(s.algorithms[1].options.at("bucket_cap").value, "10MB");
+  EXPECT_EQ(s.output.dir, "out/t");
+  EXPECT_EQ(s.cluster.network_model, NetworkModel::exact);
+}
+
+TEST(Loader, SetOverridesKeysByDottedPath) {
+  const auto s = load_scenario_text(
+      kValid, "t.yaml",
+      {"cluster.nodes=8", "cluster.inter_node.bandwidth=10Gb/s", "algorithms.1.bucket_cap=1MB",
+       "algorithms.0.bucket_cap=2MB",
+       "cluster.stragglers=[{gpu: 30, slowdown: 2}]", "output.dir=/tmp/x"});
+  EXPECT_EQ(s.cluster.nodes, 8);
+  EXPECT_DOUBLE_EQ(s.cluster.inter_node.bandwidth_Bps, 1.25e9);
+  EXPECT_EQ(s.algorithms[1].options.at("bucket_cap").value, "1MB");
+  EXPECT_EQ(s.algorithms[0].name, "ddp");
+  EXPECT_EQ(s.algorithms[0].options.at("bucket_cap").value, "2MB");
+  EXPECT_DOUBLE_EQ(s.cluster.slowdown_of(30), 2.0);
+  EXPECT_EQ(s.output.dir, "/tmp/x");
+}
+
+TEST(Loader, UnknownKeyNamesFileLineAndKey) {
+  const auto e = error_of(replace(kValid, "  gpus_per_node: 4\n", "  gpus_per_node: 4\n  gpus: 3\n"));
+  EXPECT_THAT(e, HasSubstr("bad.yaml:6"));
+  EXPECT_THAT(e, HasSubstr("cluster.gpus"));
+  EXPECT_THAT(e, HasSubstr("unknown key"));
+}
+
+TEST(Loader, BadUnitSaysWhatIsExpected) {
+  const auto e = error_of(replace(kValid, "bandwidth: 100Gb/s", "bandwidth: 100 apples"));
+  EXPECT_THAT(e, HasSubstr("bad.yaml:8"));
+  EXPECT_THAT(e, HasSubstr("cluster.inter_node.bandwidth"));
+  EXPECT_THAT(e, HasSubstr("100 apples"));
+}
+
+TEST(Loader, StragglerPastTheLastGpuIsAnError) {
+  const auto e = error_of(replace(kValid, "{gpu: 5,", "{gpu: 8,"));
+  EXPECT_THAT(e, HasSubstr("bad.yaml:10"));
+  EXPECT_THAT(e, HasSubstr("cluster.stragglers.0.gpu"));
+  EXPECT_THAT(e, HasSubstr("[0, 7]"));
+}
+
+TEST(Loader, MissingRequiredKeyAndUnknownPreset) {
+  EXPECT_THAT(error_of(replace(kValid, "  nodes: 2\n", "")), HasSubstr("missing required key 'nodes'"));
+  const auto e = error_of(replace(kValid, "gpu: a100-80gb", "gpu: a100-81gb"));
+  EXPECT_THAT(e, HasSubstr("bad.yaml:6"));
+  EXPECT_THAT(e, HasSubstr("unknown GPU preset 'a100-81gb'"));
+  EXPECT_THAT(error_of(replace(kValid, "nodes: 2", "nodes: 0")), HasSubstr("cluster.nodes"));
+}
+
+TEST(Loader, ErrorsInOverridesSayWhichOverride) {
+  const auto e = error_of(kValid, {"cluster.nodes=many"});
+  EXPECT_THAT(e, HasSubstr("--set cluster.nodes"));
+  EXPECT_THAT(e, HasSubstr("expected a whole number"));
+}
+
+TEST(Loader, MissingFileIsAnError) {
+  try {
+    load_scenario("/nonexistent/scenario.yaml");
+    FAIL();
+  } catch (const ScenarioError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/scenario.yaml"));
+  }
+}
+
+TEST(Loader, ExplicitLayersWithRepeat) {
+  const auto s = load_scenario_text(replace(kValid, "  preset: gpt-neo-125m\n",
+                                            "  layers:\n    - {name: b, params: 7.1M, "
+                                            "fwd_flops_per_sample: 14.6G, "
+                                            "activation_bytes_per_sample: 12MB, repeat: 3}\n"),
+                                    "t.yaml");
+  ASSERT_EQ(s.model.spec.layers.size(), 3u);
+  EXPECT_EQ(s.model.spec.layers[2].name, "b2");
+  EXPECT_DOUBLE_EQ(s.model.spec.layers[0].params, 7.1e6);
+  EXPECT_DOUBLE_EQ(s.model.spec.layers[0].bwd_flops_per_sample, 2 * 14.6e9); // 2x forward
+  EXPECT_DOUBLE_EQ(s.model.spec.layers[0].activation_bytes_per_sample, 12e6);
+}
+
+} // namespace
+} // namespace overlapsim::spec

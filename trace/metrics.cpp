@@ -1,0 +1,149 @@
+#include "trace/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace overlapsim {
+
+namespace {
+
+// Sorts and merges overlapping intervals in place.
+void normalize(std::vector<Interval>& v) {
+  std::sort(v.begin(), v.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
+  std::size_t out = 0;
+  for (const auto& i : v) {
+    if (i.end <= i.start)
+      continue;
+    if (out > 0 && i.start <= v[out - 1].end)
+      v[out - 1].end = std::max(v[out - 1].end, i.end);
+    else
+      v[out++] = i;
+  }
+  v.resize(out);
+}
+
+} // namespace
+
+double union_length(std::vector<Interval> intervals) {
+  normalize(intervals);
+  double total = 0;
+  for (const auto& i : intervals)
+    total += i.end - i.start;
+  return total;
+}
+
+double uncovered_length(std::vector<Interval> a, std::vector<Interval> b) {
+  normalize(a);
+  normalize(b);
+  double total = 0;
+  std::size_t j = 0;
+  for (const auto& i : a) {
+    double cursor = i.start;
+    while (j < b.size() && b[j].end <= cursor)
+      ++j;
+    for (std::size_t k = j; k < b.size() && b[k].start < i.end; ++k) {
+      if (b[k].start > cursor)
+        total += b[k].start - cursor;
+      cursor = std::max(cursor, b[k].end);
+      if (cursor >= i.end)
+        break;
+    }
+    if (cursor < i.end)
+      total += i.end - cursor;
+  }
+  return total;
+}
+
+Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
+  Metrics m;
+  const int last = warmup_steps + steps - 1;
+  const auto workers = static_cast<std::size_t>(trace.workers);
+  std::vector<double> open(workers, -1), close(workers, -1);
+  for (const auto& s : trace.steps) {
+    const auto w = static_cast<std::size_t>(s.worker);
+    if (s.step == warmup_steps - 1)
+      open[w] = std::max(open[w], s.time);
+    if (s.step == last)
+      close[w] = std::max(close[w], s.time);
+    if (s.step >= warmup_steps && s.step <= last)
+      m.samples += s.samples;
+  }
+  for (std::size_t w = 0; w < workers; ++w) {
+    if (close[w] < 0)
+      throw std::runtime_error(fmt::format("trace: worker {} never finished step {}", w, last));
+    m.window_end_s = std::max(m.window_end_s, close[w]);
+    m.window_start_s = warmup_steps == 0 ? 0.0 : std::max(m.window_start_s, open[w]);
+  }
+  m.steps = steps;
+  const double window = m.window_end_s - m.window_start_s;
+  if (!(window > 0))
+    throw std::runtime_error("trace: the steady-state window is empty");
+  m.iteration_time_s = window / steps;
+  m.throughput_samples_s = m.samples / window;
+
+  // Per worker: compute-stream busy time and communication not hidden behind it, in the window.
+  std::vector<std::vector<Interval>> compute(workers), comm(workers);
+  std::vector<double> bytes(workers, 0.0);
+  auto clip = [&](const TraceEvent& e) {
+    return Interval{std::max(e.start, m.window_start_s), std::min(e.end, m.window_end_s)};
+  };
+  for (const auto& e : trace.events) {
+    const auto w = static_cast<std::size_t>(e.worker);
+    if (e.end <= m.window_start_s || e.start >= m.window_end_s) {
+      continue;
+    }
+    if (e.category == OpCategory::comm) {
+      comm[w].push_back(clip(e));
+      if (e.start >= m.window_start_s)
+        bytes[w] += e.bytes;
+    } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
+      compute[w].push_back(clip(e));
+    }
+  }
+  m.idle_fraction.resize(workers);
+  m.exposed_comm_per_worker_s.resize(workers);
+  double idle_sum = 0, exposed_sum = 0, bytes_sum = 0;
+  for (std::size_t w = 0; w < workers; ++w) {
+    const double busy = union_length(compute[w]);
+    m.idle_fraction[w] = std::clamp(1.0 - busy / window, 0.0, 1.0);
+    m.exposed_comm_per_worker_s[w] = uncovered_length(comm[w], compute[w]) / steps;
+    idle_sum += m.idle_fraction[w];
+    exposed_sum += m.exposed_comm_per_worker_s[w];
+    bytes_sum += bytes[w] / steps;
+    m.idle_fraction_max = std::max(m.idle_fraction_max, m.idle_fraction[w]);
+  }
+  m.idle_fraction_mean = idle_sum / static_cast<double>(workers);
+  m.exposed_comm_s = exposed_sum / static_cast<double>(workers);
+  m.comm_bytes_per_step = bytes_sum / static_cast<double>(workers);
+
+  for (const auto& peak : trace.peak_memory) {
+    double total = 0;
+    for (double b : peak)
+      total += b;
+    if (total > m.peak_memory_bytes) {
+      m.peak_memory_bytes = total;
+      m.memory_breakdown = peak;
+    }
+  }
+  m.simulated_time_s = trace.end_time;
+
+  std::vector<double> acc;
+  for (const auto& a : trace.accumulations)
+    if (a.step >= warmup_steps && a.step <= last)
+      acc.push_back(a.micro_batches);
+  if (!acc.empty()) {
+    double sum = 0, sq = 0;
+    for (double a : acc)
+      sum += a, sq += a * a;
+    m.accumulation_mean = sum / static_cast<double>(acc.size());
+    m.accumulation_stddev =
+        std::sqrt(std::max(0.0, sq / static_cast<double>(acc.size()) - m.accumulation_mean * m.accumulation_mean));
+    m.accumulation_min = *std::min_element(acc.begin(), acc.end());
+    m.accumulation_max = *std::max_element(acc.begin(), acc.end());
+  }
+  return m;
+}
+
+} // namespace overlapsim

@@ -1,0 +1,46 @@
+// Metrics of SCENARIO.md computed from a trace (simulated or measured), over the steady-state window
+// that opens when every worker has finished the warm-up steps and closes when every worker has
+// finished the last step.
+#pragma once
+
+#include "trace/trace.h"
+
+#include <vector>
+
+namespace overlapsim {
+
+struct Metrics {
+  double window_start_s = 0;
+  double window_end_s = 0;
+  int steps = 0;
+  double iteration_time_s = 0;     // window / steps
+  double samples = 0;              // samples consumed by the window's steps, whole cluster
+  double throughput_samples_s = 0; // samples / window
+  std::vector<double> idle_fraction; // per worker: compute stream idle / window
+  double idle_fraction_mean = 0;
+  double idle_fraction_max = 0;
+  std::vector<double> exposed_comm_per_worker_s; // per step
+  double exposed_comm_s = 0;                      // mean over workers, per step
+  double comm_bytes_per_step = 0;                 // mean over workers
+  MemoryByCategory memory_breakdown{};            // worst worker
+  double peak_memory_bytes = 0;
+  double simulated_time_s = 0;
+  double accumulation_mean = 0; // micro-batches per worker per step (window), when recorded
+  double accumulation_stddev = 0;
+  double accumulation_min = 0;
+  double accumulation_max = 0;
+};
+
+// Throws std::runtime_error when the trace lacks the step marks of the window.
+Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps);
+
+// Length of the union of [start, end) intervals, and of the part of `a`'s union not covered by
+// `b`'s union; the intervals need not be sorted or disjoint.
+struct Interval {
+  double start;
+  double end;
+};
+double union_length(std::vector<Interval> intervals);
+double uncovered_length(std::vector<Interval> a, std::vector<Interval> b);
+
+} // namespace overlapsim

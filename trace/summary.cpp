@@ -1,0 +1,111 @@
+#include "trace/summary.h"
+
+#include "trace/atomic_file.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+namespace overlapsim {
+
+nlohmann::ordered_json to_json(const SummaryRow& r) {
+  const Metrics& m = r.metrics;
+  nlohmann::ordered_json j = r.leading.is_object() ? r.leading : nlohmann::ordered_json::object();
+  j["algorithm"] = r.algorithm;
+  j["workers"] = r.workers;
+  j["iteration_time_s"] = m.iteration_time_s;
+  j["throughput_samples_s"] = m.throughput_samples_s;
+  j["throughput_tokens_s"] = m.throughput_samples_s * r.seq_len;
+  j["speedup_vs_ddp"] = r.speedup_vs_ddp;
+  j["idle_fraction_mean"] = m.idle_fraction_mean;
+  j["idle_fraction_max"] = m.idle_fraction_max;
+  j["exposed_comm_s"] = m.exposed_comm_s;
+  j["comm_bytes_per_step"] = m.comm_bytes_per_step;
+  j["peak_memory_bytes"] = m.peak_memory_bytes;
+  j["simulated_time_s"] = m.simulated_time_s;
+  j["measured"] = r.measured;
+  nlohmann::ordered_json mem;
+  for (int c = 0; c < kMemoryCategories; ++c)
+    mem[to_string(static_cast<MemoryCategory>(c))] = m.memory_breakdown[static_cast<std::size_t>(c)];
+  j["memory_breakdown"] = mem;
+  j["gpu_memory_bytes"] = r.gpu_memory_bytes;
+  j["steady_state"] = {{"start_s", m.window_start_s}, {"end_s", m.window_end_s}, {"steps", m.steps}};
+  j["samples_per_step"] = m.samples / m.steps;
+  j["micro_batches_per_step"] = {{"mean", m.accumulation_mean},
+                                 {"stddev", m.accumulation_stddev},
+                                 {"min", m.accumulation_min},
+                                 {"max", m.accumulation_max}};
+  j["idle_fraction_per_gpu"] = m.idle_fraction;
+  if (r.extra.is_object())
+    for (const auto& [k, v] : r.extra.items())
+      j[k] = v;
+  return j;
+}
+
+namespace {
+
+std::string csv_cell(const nlohmann::ordered_json& v) {
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    if (s.find_first_of(",\"\n") == std::string::npos)
+      return s;
+    std::string q = "\"";
+    for (char c : s)
+      q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  }
+  if (v.is_null())
+    return "";
+  return v.dump();
+}
+
+} // namespace
+
+std::string summary_csv(const std::vector<SummaryRow>& rows) {
+  static const char* kFields[] = {"algorithm",          "workers",           "iteration_time_s",
+                                  "throughput_samples_s", "throughput_tokens_s", "speedup_vs_ddp",
+                                  "idle_fraction_mean", "idle_fraction_max", "exposed_comm_s",
+                                  "comm_bytes_per_step", "peak_memory_bytes", "simulated_time_s",
+                                  "measured"};
+  static const char* kMemory[] = {"params", "grads", "optimizer_state", "buffers", "activations"};
+  std::vector<std::string> leading;
+  for (const auto& r : rows)
+    if (r.leading.is_object())
+      for (const auto& [k, v] : r.leading.items())
+        if (std::find(leading.begin(), leading.end(), k) == leading.end())
+          leading.push_back(k);
+  std::string out;
+  for (const auto& k : leading)
+    out += k + ",";
+  for (const char* f : kFields)
+    out += fmt::format("{},", f);
+  for (const char* m : kMemory)
+    out += fmt::format("memory_{}_bytes,", m);
+  out += "micro_batches_per_step_mean,micro_batches_per_step_stddev\n";
+  for (const auto& r : rows) {
+    const auto j = to_json(r);
+    for (const auto& k : leading)
+      out += csv_cell(j.contains(k) ? j[k] : nlohmann::ordered_json()) + ",";
+    for (const char* f : kFields)
+      out += csv_cell(j[f]) + ",";
+    for (const char* m : kMemory)
+      out += csv_cell(j["memory_breakdown"][m]) + ",";
+    out += csv_cell(j["micro_batches_per_step"]["mean"]) + "," +
+           csv_cell(j["micro_batches_per_step"]["stddev"]) + "\n";
+  }
+  return out;
+}
+
+void write_summary(const std::string& dir, const nlohmann::json& scenario,
+                   const std::vector<SummaryRow>& rows, const nlohmann::ordered_json& top_level) {
+  nlohmann::ordered_json doc;
+  doc["scenario"] = nlohmann::ordered_json::parse(scenario.dump());
+  for (const auto& [k, v] : top_level.items())
+    doc[k] = v;
+  doc["results"] = nlohmann::ordered_json::array();
+  for (const auto& r : rows)
+    doc["results"].push_back(to_json(r));
+  write_file_atomically(dir + "/summary.json", doc.dump(2) + "\n");
+  write_file_atomically(dir + "/summary.csv", summary_csv(rows));
+}
+
+} // namespace overlapsim

@@ -1,0 +1,36 @@
+// summary.json and summary.csv (SCENARIO.md): one row per algorithm (and per sweep point), the same
+// columns for simulated and measured rows.
+#pragma once
+
+#include "trace/metrics.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+struct SummaryRow {
+  std::string algorithm;
+  int workers = 0;
+  int seq_len = 1;
+  bool measured = false;
+  double gpu_memory_bytes = 0;
+  Metrics metrics;
+  double speedup_vs_ddp = 0;       // filled in by the caller, against ddp on the same scenario
+  nlohmann::ordered_json leading;  // extra columns placed first (a sweep's varied keys)
+  nlohmann::ordered_json extra;    // extra fields for summary.json only
+};
+
+nlohmann::ordered_json to_json(const SummaryRow& row);
+
+// Writes summary.json ({"scenario": ..., "results": [...]} plus `top_level` extras) and summary.csv
+// into `dir`, each atomically.
+void write_summary(const std::string& dir, const nlohmann::json& scenario,
+                   const std::vector<SummaryRow>& rows,
+                   const nlohmann::ordered_json& top_level = nlohmann::ordered_json::object());
+
+// The CSV columns of one row, in order: the leading (sweep) columns, then the SCENARIO.md fields.
+std::string summary_csv(const std::vector<SummaryRow>& rows);
+
+} // namespace overlapsim

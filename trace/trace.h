@@ -1,0 +1,74 @@
+// The trace: every op either runtime executed, with the same schema for simulated and measured runs,
+// so that metrics, plots and the critical-path analysis are computed by the same code from both.
+#pragma once
+
+#include "algorithms/runtime.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace overlapsim {
+
+struct TraceEvent {
+  double start = 0; // seconds since the run started
+  double end = 0;
+  std::int32_t worker = 0;
+  StreamKind stream = StreamKind::compute;
+  OpCategory category = OpCategory::forward;
+  std::int32_t name = 0;   // index into Trace::names
+  std::int32_t detail = -1; // index into Trace::names (e.g. "ring/fused"), -1 for none
+  std::int32_t step = -1;
+  std::int32_t micro_batch = -1;
+  double bytes = 0; // bytes this worker sent (communication)
+  double flops = 0; // FLOPs of a compute op
+};
+
+struct MemorySample {
+  double time = 0;
+  std::int32_t worker = 0;
+  double bytes = 0; // total in use on the worker after the change
+};
+
+struct StepMark {
+  double time = 0;
+  std::int32_t worker = 0;
+  std::int32_t step = 0;
+  double samples = 0;
+};
+
+struct AccumulationMark {
+  std::int32_t worker = 0;
+  std::int32_t step = 0;
+  std::int32_t micro_batches = 0;
+};
+
+using MemoryByCategory = std::array<double, kMemoryCategories>; // indexed by MemoryCategory
+
+struct Trace {
+  int workers = 0;
+  int gpus_per_node = 1;
+  bool measured = false;
+  double end_time = 0;
+  std::vector<std::string> names;
+  std::vector<TraceEvent> events;
+  std::vector<MemorySample> memory;
+  std::vector<StepMark> steps;
+  std::vector<AccumulationMark> accumulations;
+  std::vector<MemoryByCategory> peak_memory; // per worker; activations at their peak
+
+  std::int32_t intern(std::string_view name);
+  const std::string& name_of(std::int32_t id) const { return names[static_cast<std::size_t>(id)]; }
+
+  // A compact binary form, to hand a trace from a simulation process to its parent.
+  std::string serialize() const;
+  static Trace deserialize(std::string_view bytes);
+
+private:
+  std::unordered_map<std::string, std::int32_t> index_;
+};
+
+} // namespace overlapsim
