@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include "cli/collective_command.h"
 #include "cli/plots.h"
 #include "cli/run_command.h"
 
@@ -41,6 +42,22 @@ void add_commands(CLI::App& app) {
   run->add_flag("!--no-plots", run_opts->plots, "Do not draw PNG plots");
   run->add_flag("!--no-progress", run_opts->progress, "Do not print a progress line");
   run->callback([run_opts] { g_exit_code = run_command(*run_opts); });
+
+  auto coll = std::make_shared<CollectiveOptions>();
+  auto* collective = app.add_subcommand(
+      "collective", "Simulate one collective on the scenario's cluster; print time, algbw and busbw "
+                    "the nccl-tests way");
+  collective->add_option("scenario", coll->scenario, "Scenario YAML file")->required();
+  collective->add_option("--op", coll->op,
+                         "all-reduce | reduce-scatter | all-gather | broadcast | reduce | all-to-all")
+      ->capture_default_str();
+  collective->add_option("--size", coll->size, "Size (1GB) or doubling range (1KB:1GB)")
+      ->capture_default_str();
+  collective->add_option("--algorithm", coll->algorithm, "ring | tree | hierarchical | auto")
+      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "auto"}));
+  collective->add_flag("--json", coll->json, "Print JSON");
+  collective->add_option("--set", coll->overrides, "Override a scenario key: key.path=value");
+  collective->callback([coll] { g_exit_code = collective_command(*coll); });
 
   auto plot_dir = std::make_shared<std::string>();
   auto* plot = app.add_subcommand("plot", "(Re)draw the plots of an output directory");

@@ -1,7 +1,9 @@
 #include "sim/collectives.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <stdexcept>
 
 namespace overlapsim::sim {
@@ -15,217 +17,392 @@ struct Network::Instance {
   sg4::SemaphorePtr done = sg4::Semaphore::create(0);
 };
 
+// A group whose members spread evenly over nodes: `intra` holds the members of each node (in group
+// order), `cross` the members at the same position on every node.
+struct Network::Split {
+  std::vector<const Group*> intra; // per node
+  std::vector<const Group*> cross; // per position
+  std::vector<int> node_index;     // per member: which intra group
+  std::vector<int> position;       // per member: which cross group
+};
+
 namespace {
 char payload_token; // flows carry no data, only a size; every put sends this address
 char* payload_sink; // and every get writes it here
+
+int tree_depth(int n) { return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(n))); }
+
+// Binary tree over group indices 0..n-1 (heap order): parent of i is (i-1)/2. The second tree of
+// NCCL's double binary tree is its mirror (index n-1-i), so the leaves of one are mostly the inner
+// nodes of the other and every rank sends about the same.
+int tree_parent(int i, bool mirrored, int n) {
+  const int j = mirrored ? n - 1 - i : i;
+  if (j == 0)
+    return -1;
+  const int p = (j - 1) / 2;
+  return mirrored ? n - 1 - p : p;
+}
 } // namespace
 
-Network::Network(const Platform& platform, const spec::ClusterSpec& cluster)
-    : platform_(platform), fidelity_(cluster.collectives),
-      cap_flows_(cluster.nics_per_node > 1 && cluster.nodes > 1) {}
+Network::Network(const Platform& platform, const spec::ClusterSpec& cluster, const Topology& topology)
+    : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
+      algorithm_(cluster.collective_algorithm) {}
 
-sg4::Mailbox* Network::mailbox(int group, int src, int dst) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(group) << 42) ^
-                            (static_cast<std::uint64_t>(src) << 21) ^ static_cast<std::uint64_t>(dst);
-  auto& slot = mailboxes_[key];
+Network::~Network() = default;
+
+sg4::Mailbox* Network::mailbox(const Scope& s, int src, int dst) {
+  auto name = fmt::format("g{}.{}:{}>{}", s.group.id, s.tag, src, dst);
+  auto& slot = mailboxes_[name];
   if (!slot)
-    slot = sg4::Mailbox::by_name(fmt::format("g{}:{}>{}", group, src, dst));
+    slot = sg4::Mailbox::by_name(name);
   return slot;
 }
 
 double Network::latency(int src, int dst) {
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
-  const auto it = latency_.find(key);
-  if (it != latency_.end())
-    return it->second;
-  std::vector<sg4::Link*> links;
-  double lat = 0;
-  platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)],
-                                                          links, &lat);
-  latency_.emplace(key, lat);
-  return lat;
+  auto it = routes_.find(key);
+  if (it == routes_.end()) {
+    std::vector<sg4::Link*> links;
+    double lat = 0;
+    platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)],
+                                                            links, &lat);
+    double bw = std::numeric_limits<double>::infinity();
+    for (auto* l : links)
+      bw = std::min(bw, l->get_bandwidth());
+    it = routes_.emplace(key, std::pair{lat, bw}).first;
+  }
+  return it->second.first;
+}
+
+double Network::bandwidth(int src, int dst) {
+  latency(src, dst);
+  return routes_.at((static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst)).second;
 }
 
 double Network::ring_max_latency(const Group& g) {
-  const auto it = ring_latency_.find(g.id);
-  if (it != ring_latency_.end())
-    return it->second;
-  double worst = 0;
-  for (int i = 0; i < g.size(); ++i)
-    worst = std::max(worst, latency(g.ranks[static_cast<std::size_t>(i)],
-                                    g.ranks[static_cast<std::size_t>((i + 1) % g.size())]));
-  ring_latency_.emplace(g.id, worst);
-  return worst;
+  auto [it, fresh] = ring_latency_.try_emplace(g.id, 0.0);
+  if (fresh)
+    for (int i = 0; i < g.size(); ++i)
+      it->second = std::max(it->second, latency(g.ranks[static_cast<std::size_t>(i)],
+                                                g.ranks[static_cast<std::size_t>((i + 1) % g.size())]));
+  return it->second;
 }
 
-void Network::fused(const Group& g, std::int64_t seq, double wait,
-                    const std::vector<std::pair<int, int>>& flows, double bytes) {
-  const std::pair<int, std::int64_t> key{g.id, seq};
+double Network::ring_min_bandwidth(const Group& g) {
+  auto [it, fresh] = ring_bandwidth_.try_emplace(g.id, std::numeric_limits<double>::infinity());
+  if (fresh)
+    for (int i = 0; i < g.size(); ++i)
+      it->second = std::min(it->second, bandwidth(g.ranks[static_cast<std::size_t>(i)],
+                                                  g.ranks[static_cast<std::size_t>((i + 1) % g.size())]));
+  return it->second;
+}
+
+const Network::Split* Network::split(const Group& g) {
+  auto& slot = splits_[g.id];
+  if (slot)
+    return slot->intra.empty() ? nullptr : slot.get();
+  slot = std::make_unique<Split>();
+  std::vector<int> nodes;
+  std::vector<std::vector<int>> members;
+  for (int r : g.ranks) {
+    const int node = topology_.node_of(r);
+    auto it = std::find(nodes.begin(), nodes.end(), node);
+    if (it == nodes.end()) {
+      nodes.push_back(node);
+      members.emplace_back();
+      it = nodes.end() - 1;
+    }
+    members[static_cast<std::size_t>(it - nodes.begin())].push_back(r);
+  }
+  const std::size_t per_node = members.front().size();
+  const bool even = std::all_of(members.begin(), members.end(),
+                                [&](const auto& m) { return m.size() == per_node; });
+  if (!even || nodes.size() < 2 || per_node < 2)
+    return nullptr; // nothing to gain: the caller falls back to a ring
+  for (const auto& m : members)
+    slot->intra.push_back(&topology_.group(m));
+  for (std::size_t p = 0; p < per_node; ++p) {
+    std::vector<int> cross;
+    for (const auto& m : members)
+      cross.push_back(m[p]);
+    slot->cross.push_back(&topology_.group(cross));
+  }
+  for (int r : g.ranks) {
+    for (std::size_t n = 0; n < members.size(); ++n) {
+      const auto it = std::find(members[n].begin(), members[n].end(), r);
+      if (it != members[n].end()) {
+        slot->node_index.push_back(static_cast<int>(n));
+        slot->position.push_back(static_cast<int>(it - members[n].begin()));
+      }
+    }
+  }
+  return slot.get();
+}
+
+void Network::fused(const Scope& s, double wait, const std::vector<Flow>& flows) {
+  const std::tuple<int, std::int64_t, int> key{s.group.id, s.seq, s.tag};
   auto& slot = instances_[key];
   if (!slot)
     slot = std::make_shared<Instance>();
   const auto instance = slot; // keep it alive while waiting
-  if (++instance->arrived < g.size()) {
+  if (++instance->arrived < s.group.size()) {
     instance->done->acquire();
     return;
   }
   instances_.erase(key);
-  // All ranks are in: the latencies of every step but the last (which each flow pays itself), then
-  // one flow per sender with all its steps' bytes, from the hosts of the ranks themselves.
+  // Every rank is in: the latencies of every step but the last (which each flow pays itself), then
+  // one flow per sender with all its steps' bytes, between the ranks' own hosts.
   if (wait > 0)
     sg4::this_actor::sleep_for(wait);
   std::vector<sg4::CommPtr> comms;
   comms.reserve(flows.size());
-  for (const auto& [src, dst] : flows) {
+  for (const auto& [src, dst, bytes] : flows) {
     auto* from = platform_.gpus[static_cast<std::size_t>(src)];
     auto* to = platform_.gpus[static_cast<std::size_t>(dst)];
     auto comm = sg4::Comm::sendto_init(from, to);
     comm->set_payload_size(static_cast<std::uint64_t>(bytes));
-    if (cap_flows_ && from->get_englobing_zone() != to->get_englobing_zone())
-      comm->set_rate(platform_.per_flow_nic_cap_Bps);
     comm->start();
     comms.push_back(std::move(comm));
   }
   sg4::Comm::wait_all(comms);
-  for (int i = 1; i < g.size(); ++i)
+  for (int i = 1; i < s.group.size(); ++i)
     instance->done->release();
 }
 
-void Network::exchange(const Group& g, int self, int dst, double send_bytes, int src) {
+void Network::exchange(const Scope& s, int self, int dst, double send_bytes, int src) {
   sg4::CommPtr send, recv;
   if (dst >= 0) {
-    send = mailbox(g.id, self, dst)->put_init(&payload_token, static_cast<std::uint64_t>(send_bytes));
-    if (cap_flows_ && platform_.gpus[static_cast<std::size_t>(self)]->get_englobing_zone() !=
-                          platform_.gpus[static_cast<std::size_t>(dst)]->get_englobing_zone())
-      send->set_rate(platform_.per_flow_nic_cap_Bps);
-    send->start();
+    send = mailbox(s, self, dst)->put_async(&payload_token, static_cast<std::uint64_t>(send_bytes));
   }
   if (src >= 0)
-    recv = mailbox(g.id, src, self)->get_async<char>(&payload_sink);
+    recv = mailbox(s, src, self)->get_async<char>(&payload_sink);
   if (send)
     send->wait();
   if (recv)
     recv->wait();
 }
 
-CollectiveOutcome Network::ring_steps(int rank, const Group& g, int steps, double chunk,
-                                      std::int64_t seq) {
+CollectiveOutcome Network::ring_steps(int rank, const Scope& s, int steps, double chunk) {
+  const Group& g = s.group;
   const int n = g.size();
-  const int i = g.index_of(rank);
-  const int next = g.ranks[static_cast<std::size_t>((i + 1) % n)];
-  const int prev = g.ranks[static_cast<std::size_t>((i + n - 1) % n)];
   if (fidelity_ == spec::CollectiveFidelity::steps) {
-    for (int s = 0; s < steps; ++s)
-      exchange(g, rank, next, chunk, prev);
+    const int i = g.index_of(rank);
+    const int next = g.ranks[static_cast<std::size_t>((i + 1) % n)];
+    const int prev = g.ranks[static_cast<std::size_t>((i + n - 1) % n)];
+    for (int k = 0; k < steps; ++k)
+      exchange(s, rank, next, chunk, prev);
     return {chunk * steps, "ring/steps"};
   }
-  // Fused: each step waits for the slowest hop, so the steps but the last cost the slowest hop's
-  // latency; the last is paid by the flows themselves.
-  std::vector<std::pair<int, int>> flows;
+  // Each step waits for the slowest hop, so the steps but the last cost its latency; the last is
+  // paid by the flows themselves.
+  std::vector<Flow> flows;
   for (int k = 0; k < n; ++k)
-    flows.emplace_back(g.ranks[static_cast<std::size_t>(k)], g.ranks[static_cast<std::size_t>((k + 1) % n)]);
-  fused(g, seq, (steps - 1) * ring_max_latency(g), flows, chunk * steps);
+    flows.push_back({g.ranks[static_cast<std::size_t>(k)], g.ranks[static_cast<std::size_t>((k + 1) % n)],
+                     chunk * steps});
+  fused(s, (steps - 1) * ring_max_latency(g), flows);
   return {chunk * steps, "ring/fused"};
 }
 
-CollectiveOutcome Network::ring_all_reduce(int rank, const Group& g, double bytes, std::int64_t seq) {
+// Pipelined chain along the ring: broadcast flows away from the root, reduce towards it. Every rank
+// but the chain's end forwards the whole array; the pipeline costs (n-1) latencies plus one transfer
+// of S at the bottleneck (NCCL's ring broadcast with many small chunks).
+CollectiveOutcome Network::ring_chain(int rank, const Scope& s, double bytes, int root, bool reduce) {
+  const Group& g = s.group;
   const int n = g.size();
-  return ring_steps(rank, g, 2 * (n - 1), bytes / n, seq);
-}
-
-CollectiveOutcome Network::ring_reduce_scatter(int rank, const Group& g, double bytes,
-                                               std::int64_t seq) {
-  const int n = g.size();
-  return ring_steps(rank, g, n - 1, bytes / n, seq);
-}
-
-CollectiveOutcome Network::ring_all_gather(int rank, const Group& g, double shard_bytes,
-                                           std::int64_t seq) {
-  return ring_steps(rank, g, g.size() - 1, shard_bytes, seq);
-}
-
-// Pipelined chain along the ring: broadcast flows away from the root, reduce flows towards it.
-// Every rank but the chain's end forwards the whole array; the pipeline costs (n-1) latencies plus
-// one transfer of S at the bottleneck (NCCL's ring broadcast with many small chunks).
-CollectiveOutcome Network::ring_broadcast(int rank, const Group& g, double bytes, int root,
-                                          std::int64_t seq, bool reduce) {
-  const int n = g.size();
-  const int i = g.index_of(rank);
   const int r = g.index_of(root);
-  const int d = (i - r + n) % n; // distance from the root along the ring
-  const int next = g.ranks[static_cast<std::size_t>((i + 1) % n)];
-  const int prev = g.ranks[static_cast<std::size_t>((i + n - 1) % n)];
-  // Broadcast: the root's chain runs root -> ... -> root-1. Reduce: root+1 -> ... -> root.
-  const bool sends = reduce ? d != 0 : d != n - 1;
-  const bool receives = reduce ? d != 1 : d != 0;
+  auto distance = [&](int index) { return (index - r + n) % n; };
+  // Broadcast: root -> ... -> root-1 (the last does not send). Reduce: root+1 -> ... -> root.
+  auto sends = [&](int index) { return reduce ? distance(index) != 0 : distance(index) != n - 1; };
+  auto receives = [&](int index) { return reduce ? distance(index) != 1 : distance(index) != 0; };
+  const int i = g.index_of(rank);
   if (fidelity_ == spec::CollectiveFidelity::steps) {
-    // n chunks of S/n: a rank forwards chunk k as soon as it has received it, so the chain is a
-    // pipeline of (n-1) + (n-1) chunk steps.
-    const int chunks = n;
+    // C chunks, each forwarded as soon as it has arrived: (n-2+C) chunk steps of alpha + S/(C B).
+    // C = sqrt((n-2) S / (B alpha)) minimises that; the fused form is its limit with free latency
+    // pipelining, so the two differ by about (n-2+C) alpha + (n-2) S / (C B).
+    const int next = g.ranks[static_cast<std::size_t>((i + 1) % n)];
+    const int prev = g.ranks[static_cast<std::size_t>((i + n - 1) % n)];
+    const double alpha = std::max(ring_max_latency(g), 1e-9);
+    const int chunks = std::clamp(
+        static_cast<int>(std::sqrt(std::max(1, n - 2) * bytes / (ring_min_bandwidth(g) * alpha))), 1, 4096);
     sg4::CommPtr pending;
     for (int k = 0; k < chunks; ++k) {
-      if (receives)
-        mailbox(g.id, prev, rank)->get<char>();
-      if (sends) {
+      if (receives(i))
+        mailbox(s, prev, rank)->get<char>();
+      if (sends(i)) {
         if (pending)
           pending->wait();
-        pending = mailbox(g.id, rank, next)
-                      ->put_async(&payload_token, static_cast<std::uint64_t>(bytes / chunks));
+        pending = mailbox(s, rank, next)->put_async(&payload_token, static_cast<std::uint64_t>(bytes / chunks));
       }
     }
     if (pending)
       pending->wait();
-    return {sends ? bytes : 0.0, "ring/steps"};
+    return {sends(i) ? bytes : 0.0, "ring/steps"};
   }
-  std::vector<std::pair<int, int>> flows;
-  for (int k = 0; k < n; ++k) {
-    const int dk = (k - r + n) % n;
-    if (reduce ? dk != 0 : dk != n - 1)
-      flows.emplace_back(g.ranks[static_cast<std::size_t>(k)], g.ranks[static_cast<std::size_t>((k + 1) % n)]);
-  }
-  fused(g, seq, (n - 2) * ring_max_latency(g), flows, bytes);
-  return {sends ? bytes : 0.0, "ring/fused"};
+  std::vector<Flow> flows;
+  for (int k = 0; k < n; ++k)
+    if (sends(k))
+      flows.push_back(
+          {g.ranks[static_cast<std::size_t>(k)], g.ranks[static_cast<std::size_t>((k + 1) % n)], bytes});
+  fused(s, (n - 2) * ring_max_latency(g), flows);
+  return {sends(i) ? bytes : 0.0, "ring/fused"};
 }
 
-CollectiveOutcome Network::all_to_all(int rank, const Group& g, double bytes) {
+CollectiveOutcome Network::tree_all_reduce(const Scope& s, double bytes) {
+  // Chains inside the nodes carry the whole array each way; the two trees over the nodes' first
+  // GPUs carry half each, up (reduce) and down (broadcast), all pipelined.
+  const Group& g = s.group;
+  const Split* sp = split(g);
+  std::vector<std::vector<int>> nodes; // members per node
+  if (sp)
+    for (const Group* intra : sp->intra)
+      nodes.push_back(intra->ranks);
+  else
+    nodes.push_back(g.ranks); // one node (or uneven): a single chain
+  std::vector<Flow> flows;
+  double worst = 0;
+  auto edge = [&](int a, int b, double amount) {
+    flows.push_back({a, b, amount});
+    flows.push_back({b, a, amount});
+    worst = std::max(worst, latency(a, b));
+  };
+  for (const auto& members : nodes)
+    for (std::size_t i = 0; i + 1 < members.size(); ++i)
+      edge(members[i], members[i + 1], bytes);
+  const int m = static_cast<int>(nodes.size());
+  for (bool mirrored : {false, true})
+    for (int i = 0; i < m; ++i) {
+      const int p = tree_parent(i, mirrored, m);
+      if (p >= 0)
+        edge(nodes[static_cast<std::size_t>(i)].front(), nodes[static_cast<std::size_t>(p)].front(), bytes / 2);
+    }
+  const int depth = static_cast<int>(nodes.front().size()) - 1 + tree_depth(m);
+  fused(s, (2 * depth - 1) * worst, flows);
+  return {bytes, "tree/fused"};
+}
+
+CollectiveOutcome Network::tree_broadcast(const Scope& s, double bytes, int root) {
+  // Two binary trees rooted at the root (group order rotated so the root is index 0), half each.
+  const Group& g = s.group;
+  const int n = g.size();
+  const int r = g.index_of(root);
+  auto rank_at = [&](int i) { return g.ranks[static_cast<std::size_t>((i + r) % n)]; };
+  std::vector<Flow> flows;
+  double worst = 0;
+  for (bool mirrored : {false, true})
+    for (int i = 1; i < n; ++i) {
+      // The mirrored tree over indices 1..n-1 keeps the root at 0 on top of both.
+      const int j = mirrored ? n - i : i;
+      const int p = (j - 1) / 2;
+      const int parent_index = mirrored && p > 0 ? n - p : p;
+      flows.push_back({rank_at(parent_index), rank_at(i), bytes / 2});
+      worst = std::max(worst, latency(rank_at(parent_index), rank_at(i)));
+    }
+  fused(s, (tree_depth(n) - 1) * worst, flows);
+  return {bytes, "tree/fused"};
+}
+
+CollectiveOutcome Network::hierarchical_all_reduce(int rank, const Scope& s, double bytes) {
+  const Split* sp = split(s.group);
+  const int i = s.group.index_of(rank);
+  const Group& intra = *sp->intra[static_cast<std::size_t>(sp->node_index[static_cast<std::size_t>(i)])];
+  const Group& cross = *sp->cross[static_cast<std::size_t>(sp->position[static_cast<std::size_t>(i)])];
+  const int tag = s.group.id + 1; // sub-collectives of this group's collective number s.seq
+  const int G = intra.size(), M = cross.size();
+  const auto a = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag}, G - 1, bytes / G);
+  const auto b = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, 2 * (M - 1), bytes / G / M);
+  const auto c = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, G - 1, bytes / G);
+  return {a.bytes_sent + b.bytes_sent + c.bytes_sent,
+          fidelity_ == spec::CollectiveFidelity::steps ? "hierarchical/steps" : "hierarchical/fused"};
+}
+
+CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
+  const Group& g = s.group;
   const int n = g.size();
   std::vector<sg4::CommPtr> comms;
   for (int peer : g.ranks) {
     if (peer == rank)
       continue;
-    comms.push_back(mailbox(g.id, rank, peer)->put_async(&payload_token,
-                                                         static_cast<std::uint64_t>(bytes / n)));
-    comms.push_back(mailbox(g.id, peer, rank)->get_async<char>(&payload_sink));
+    comms.push_back(mailbox(s, rank, peer)->put_async(&payload_token, static_cast<std::uint64_t>(bytes / n)));
+    comms.push_back(mailbox(s, peer, rank)->get_async<char>(&payload_sink));
   }
-  for (auto& c : comms)
-    c->wait();
+  sg4::Comm::wait_all(comms);
   return {bytes * (n - 1) / n, "direct"};
+}
+
+double Network::predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const Group& g, double bytes) {
+  const int n = g.size();
+  if (n < 2)
+    return 0;
+  switch (algorithm) {
+  case spec::CollectiveAlgorithm::tree: {
+    // Chain inside nodes plus trees across them; every rank sends about 2S.
+    const Split* sp = split(g);
+    const int per_node = sp ? sp->intra.front()->size() : n;
+    const int nodes = sp ? static_cast<int>(sp->intra.size()) : 1;
+    const double depth = per_node - 1 + tree_depth(nodes);
+    return 2 * depth * ring_max_latency(g) + 2 * bytes / ring_min_bandwidth(g);
+  }
+  case spec::CollectiveAlgorithm::hierarchical: {
+    const Split* sp = split(g);
+    if (!sp)
+      return std::numeric_limits<double>::infinity();
+    const Group& intra = *sp->intra.front();
+    const Group& cross = *sp->cross.front();
+    const double G = intra.size(), M = cross.size();
+    // The G cross-node rings of a node share its NIC links: each gets B / G.
+    return 2 * (G - 1) * (ring_max_latency(intra) + bytes / (G * ring_min_bandwidth(intra))) +
+           2 * (M - 1) * (ring_max_latency(cross) + bytes / (M * ring_min_bandwidth(cross)));
+  }
+  default:
+    return 2.0 * (n - 1) * (ring_max_latency(g) + bytes / (n * ring_min_bandwidth(g)));
+  }
 }
 
 CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double bytes, std::int64_t seq) {
   const Group& g = *call.group;
   if (!g.contains(rank))
     throw std::logic_error(fmt::format("rank {} runs '{}' on a group it is not in", rank, call.name));
+  const Scope s{g, seq, 0};
   switch (call.op) {
   case CollectiveOp::send:
-    exchange(g, rank, call.peer, bytes, -1);
+    exchange(s, rank, call.peer, bytes, -1);
     return {bytes, "p2p"};
   case CollectiveOp::recv:
-    exchange(g, rank, -1, 0, call.peer);
+    exchange(s, rank, -1, 0, call.peer);
     return {0, "p2p"};
   default:
     break;
   }
   if (g.size() == 1)
     return {0, "local"};
+  using Algo = spec::CollectiveAlgorithm;
+  Algo algo = algorithm_;
+  if (call.op == CollectiveOp::all_reduce && algo == Algo::automatic) {
+    algo = Algo::ring;
+    double best = predicted_all_reduce(Algo::ring, g, bytes);
+    for (Algo candidate : {Algo::tree, Algo::hierarchical}) {
+      const double t = predicted_all_reduce(candidate, g, bytes);
+      if (t < best)
+        best = t, algo = candidate;
+    }
+  }
+  const int n = g.size();
   switch (call.op) {
-  case CollectiveOp::all_reduce: return ring_all_reduce(rank, g, bytes, seq);
-  case CollectiveOp::reduce_scatter: return ring_reduce_scatter(rank, g, bytes, seq);
-  case CollectiveOp::all_gather: return ring_all_gather(rank, g, bytes, seq);
-  case CollectiveOp::broadcast: return ring_broadcast(rank, g, bytes, call.peer, seq, false);
-  case CollectiveOp::reduce: return ring_broadcast(rank, g, bytes, call.peer, seq, true);
-  case CollectiveOp::all_to_all: return all_to_all(rank, g, bytes);
-  case CollectiveOp::barrier: return ring_steps(rank, g, 2 * (g.size() - 1), 0, seq);
+  case CollectiveOp::all_reduce:
+    if (algo == Algo::tree)
+      return tree_all_reduce(s, bytes);
+    if (algo == Algo::hierarchical && split(g))
+      return hierarchical_all_reduce(rank, s, bytes);
+    return ring_steps(rank, s, 2 * (n - 1), bytes / n);
+  case CollectiveOp::reduce_scatter: return ring_steps(rank, s, n - 1, bytes / n);
+  case CollectiveOp::all_gather: return ring_steps(rank, s, n - 1, bytes);
+  case CollectiveOp::broadcast:
+    if (algo == Algo::tree)
+      return tree_broadcast(s, bytes, call.peer);
+    return ring_chain(rank, s, bytes, call.peer, false);
+  case CollectiveOp::reduce: return ring_chain(rank, s, bytes, call.peer, true);
+  case CollectiveOp::all_to_all: return all_to_all(rank, s, bytes);
+  case CollectiveOp::barrier: return ring_steps(rank, s, 2 * (n - 1), 0);
   default: break;
   }
   throw std::logic_error("unhandled collective");

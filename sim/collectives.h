@@ -1,21 +1,33 @@
 // Collectives as point-to-point flows on the SimGrid platform, so that links of different speeds and
 // concurrent collectives sharing a link come out of SimGrid's network model, not a formula.
 //
+// Algorithms (cluster.collective_algorithm, or per call from `overlapsim collective`):
+//  - ring: every op; all-reduce is 2(N-1) steps of S/N to the next rank;
+//  - tree: NCCL's double binary tree for all-reduce and broadcast: inside a node the GPUs form a
+//    chain, across nodes two complementary binary trees over the nodes each carry half the data
+//    (reduce up, broadcast down, pipelined); a group within one node is a single chain;
+//  - hierarchical: all-reduce as reduce-scatter inside each node, all-reduce of the shard across the
+//    nodes (the "replication group" of GPUs with the same local index), all-gather inside the node;
+//  - auto: the cheapest of the three by the alpha-beta model NCCL's tuner uses
+//    (time = latency x steps + bytes / bandwidth), per call, from the group's size and links.
+//
 // Two fidelities (cluster.collectives):
-//  - steps: every step of the algorithm is its own flow (a ring all-reduce is 2(N-1) steps of S/N
-//    bytes to the next rank), exact and slow at scale;
-//  - fused: each rank sleeps the latency of all steps but the last, then sends one flow carrying the
-//    algorithm's total bytes, and the ranks leave together (the data of every rank must have crossed
-//    the slowest link). When one bottleneck paces the ring this matches `steps` (tests/collectives).
+//  - steps: every ring step is its own flow (exact, slow at scale);
+//  - fused: once every rank has arrived, the latencies of all steps but the last are slept, then one
+//    flow per sender carries all its steps' bytes, and the ranks leave together when the last flow
+//    ends. When one bottleneck paces the ring this matches `steps` (tests/collectives_test.cpp).
+//    Trees always run fused (NCCL pipelines them in small chunks; fused is that pipeline's limit).
 #pragma once
 
 #include "algorithms/runtime.h"
+#include "algorithms/topology.h"
 #include "sim/platform.h"
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -29,7 +41,8 @@ struct CollectiveOutcome {
 
 class Network {
 public:
-  Network(const Platform& platform, const spec::ClusterSpec& cluster);
+  Network(const Platform& platform, const spec::ClusterSpec& cluster, const Topology& topology);
+  ~Network();
 
   // Runs rank `rank`'s part of `call`, whose data is `bytes` long (NCCL's convention: the full array
   // for all-reduce, reduce-scatter, broadcast, reduce and all-to-all; the shard for all-gather).
@@ -37,38 +50,53 @@ public:
   // Blocks the calling actor until this rank's part is done.
   CollectiveOutcome run(int rank, const CollectiveCall& call, double bytes, std::int64_t seq);
 
-  // One-way latency of the route between two ranks.
+  // One-way latency and bottleneck bandwidth of the route between two ranks.
   double latency(int src, int dst);
+  double bandwidth(int src, int dst);
+
+  // The alpha-beta prediction `auto` chooses with (seconds), for an all-reduce of `bytes`.
+  double predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const Group& group, double bytes);
 
 private:
   struct Instance;
+  // One collective as every member sees it: the group, its sequence number, and a tag telling the
+  // sub-collectives of a hierarchical all-reduce apart from calls made on the group directly.
+  struct Scope {
+    const Group& group;
+    std::int64_t seq;
+    int tag = 0;
+  };
+  struct Split; // a group cut into nodes (intra) and same-position ranks (cross)
 
-  simgrid::s4u::Mailbox* mailbox(int group, int src, int dst);
+  simgrid::s4u::Mailbox* mailbox(const Scope& s, int src, int dst);
+  struct Flow {
+    int src;
+    int dst;
+    double bytes;
+  };
+  void fused(const Scope& s, double wait, const std::vector<Flow>& flows);
+  void exchange(const Scope& s, int self, int dst, double send_bytes, int src);
   double ring_max_latency(const Group& group);
-  // Fused execution of a collective: the last rank to arrive sleeps `wait`, runs `flows`
-  // (src, dst rank pairs) of `bytes` each, and releases the others.
-  void fused(const Group& group, std::int64_t seq, double wait,
-             const std::vector<std::pair<int, int>>& flows, double bytes);
-  // Sends `bytes` to `dst` and receives from `src` at the same time (either may be -1 for none).
-  void exchange(const Group& group, int self, int dst, double send_bytes, int src);
+  double ring_min_bandwidth(const Group& group);
+  const Split* split(const Group& group);
 
-  CollectiveOutcome ring_all_reduce(int rank, const Group& g, double bytes, std::int64_t seq);
-  CollectiveOutcome ring_reduce_scatter(int rank, const Group& g, double bytes, std::int64_t seq);
-  CollectiveOutcome ring_all_gather(int rank, const Group& g, double shard_bytes, std::int64_t seq);
-  CollectiveOutcome ring_broadcast(int rank, const Group& g, double bytes, int root, std::int64_t seq,
-                                   bool reduce);
-  CollectiveOutcome all_to_all(int rank, const Group& g, double bytes);
-  // Ring pattern shared by all-reduce, reduce-scatter, all-gather and barrier: `steps` steps of
-  // `chunk` bytes to the next rank.
-  CollectiveOutcome ring_steps(int rank, const Group& g, int steps, double chunk, std::int64_t seq);
+  CollectiveOutcome ring_steps(int rank, const Scope& s, int steps, double chunk);
+  CollectiveOutcome ring_chain(int rank, const Scope& s, double bytes, int root, bool reduce);
+  CollectiveOutcome tree_all_reduce(const Scope& s, double bytes);
+  CollectiveOutcome tree_broadcast(const Scope& s, double bytes, int root);
+  CollectiveOutcome hierarchical_all_reduce(int rank, const Scope& s, double bytes);
+  CollectiveOutcome all_to_all(int rank, const Scope& s, double bytes);
 
   const Platform& platform_;
+  const Topology& topology_;
   spec::CollectiveFidelity fidelity_;
-  bool cap_flows_; // several NICs per node: one flow is capped at one NIC's bandwidth
-  std::unordered_map<std::uint64_t, simgrid::s4u::Mailbox*> mailboxes_;
-  std::unordered_map<std::uint64_t, double> latency_;
+  spec::CollectiveAlgorithm algorithm_;
+  std::unordered_map<std::string, simgrid::s4u::Mailbox*> mailboxes_;
+  std::unordered_map<std::uint64_t, std::pair<double, double>> routes_; // latency, bandwidth
   std::unordered_map<int, double> ring_latency_;
-  std::map<std::pair<int, std::int64_t>, std::shared_ptr<Instance>> instances_;
+  std::unordered_map<int, double> ring_bandwidth_;
+  std::map<int, std::unique_ptr<Split>> splits_;
+  std::map<std::tuple<int, std::int64_t, int>, std::shared_ptr<Instance>> instances_;
 };
 
 } // namespace overlapsim::sim

@@ -28,7 +28,6 @@ Platform build_platform(const spec::ClusterSpec& c) {
   Platform p;
   const double speed = c.gpu.peak_flops_bf16 * c.gpu.efficiency;
   p.nominal_speed = speed;
-  p.per_flow_nic_cap_Bps = c.inter_node.bandwidth_Bps;
 
   const bool multi_gpu = c.gpus_per_node > 1;
   const double gpu_link_latency = multi_gpu ? c.intra_node.latency_s / 2 : 0.0;

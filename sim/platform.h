@@ -5,6 +5,9 @@
 //       └ node zones (star)     one NIC link per node: nics_per_node x bandwidth, in the parent zone
 //          └ GPU hosts          one split-duplex NVLink-like link each, to the node's switch
 //
+// A node's NICs are pooled into one link of nics_per_node x bandwidth: NCCL spreads a collective's
+// channels over every NIC of the node, so the node's traffic uses them all.
+//
 // Latencies: a GPU link carries half the intra-node latency, so GPU-to-GPU inside a node costs
 // intra.latency; a NIC link carries (inter.latency - intra.latency) / 2, so GPU-to-GPU across nodes
 // costs inter.latency (the GPU links are on that path too); a WAN link carries wan.latency / 2.
@@ -23,7 +26,6 @@ namespace overlapsim::sim {
 struct Platform {
   std::vector<simgrid::s4u::Host*> gpus;  // by global rank
   double nominal_speed = 0;               // FLOP/s of a GPU at efficiency, before straggling
-  double per_flow_nic_cap_Bps = 0;        // one NIC's bandwidth: a single flow uses one NIC
   std::vector<std::string> warnings;      // approximations the cluster description forced
 };
 

@@ -34,7 +34,7 @@ SimulationResult simulate_in_process(const spec::Scenario& scenario, const Algor
   const Platform platform = build_platform(scenario.cluster);
 
   const Topology topology(scenario.cluster.nodes, scenario.cluster.gpus_per_node);
-  Network network(platform, scenario.cluster);
+  Network network(platform, scenario.cluster, topology);
   SimulationResult result;
   result.warnings = platform.warnings;
   Trace& trace = result.trace;
@@ -101,6 +101,11 @@ std::string frame(char status, std::string_view body) {
 SimulationResult simulate(const spec::Scenario& scenario, const spec::AlgorithmSpec& spec,
                           const ProgressFn& progress) {
   const auto algorithm = make_algorithm(spec); // bad options fail here, in the caller
+  return simulate(scenario, *algorithm, progress);
+}
+
+SimulationResult simulate(const spec::Scenario& scenario, const Algorithm& algorithm,
+                          const ProgressFn& progress) {
   int fds[2];
   if (::pipe(fds) != 0)
     throw std::runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
@@ -111,7 +116,7 @@ SimulationResult simulate(const spec::Scenario& scenario, const spec::AlgorithmS
   if (pid == 0) {
     ::close(fds[0]);
     try {
-      auto result = simulate_in_process(scenario, *algorithm, progress);
+      auto result = simulate_in_process(scenario, algorithm, progress);
       std::string body;
       const auto count = static_cast<std::uint32_t>(result.warnings.size());
       body.append(reinterpret_cast<const char*>(&count), sizeof count);
@@ -140,10 +145,11 @@ SimulationResult simulate(const spec::Scenario& scenario, const spec::AlgorithmS
     throw std::runtime_error(fmt::format(
         "simulation of '{}' failed ({}); a deadlocked algorithm or a collective called on only some "
         "ranks of a group does this",
-        spec.name, how));
+        algorithm.name(), how));
   }
   if (reply[0] == '1')
-    throw std::runtime_error(fmt::format("simulation of '{}' failed: {}", spec.name, reply.substr(1)));
+    throw std::runtime_error(
+        fmt::format("simulation of '{}' failed: {}", algorithm.name(), reply.substr(1)));
   std::string_view body(reply);
   body.remove_prefix(1);
   SimulationResult result;

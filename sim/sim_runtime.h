@@ -29,5 +29,7 @@ SimulationResult simulate_in_process(const spec::Scenario& scenario, const Algor
 // message when the simulation fails (a deadlocked algorithm, a bad collective call).
 SimulationResult simulate(const spec::Scenario& scenario, const spec::AlgorithmSpec& algorithm,
                           const ProgressFn& progress = {});
+SimulationResult simulate(const spec::Scenario& scenario, const Algorithm& algorithm,
+                          const ProgressFn& progress = {});
 
 } // namespace overlapsim::sim

@@ -1,0 +1,85 @@
+#include "sim/collective_timing.h"
+
+#include "algorithms/algorithm.h"
+#include "sim/sim_runtime.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace overlapsim::sim {
+
+namespace {
+
+// A program whose only op is one collective on the world group, started by every rank at t = 0.
+class OneCollective final : public Algorithm {
+public:
+  OneCollective(CollectiveOp op, double size) : op_(op), size_(size) {}
+  std::string name() const override { return to_string(op_); }
+  std::unique_ptr<WorkerProgram> program(Worker& w) const override {
+    class Program final : public WorkerProgram {
+    public:
+      Program(Worker& worker, CollectiveOp op, double size) : w_(worker), op_(op) {
+        const int n = w_.topology().world_size();
+        const auto elements = static_cast<std::int64_t>(size);
+        // Bytes as elements of one byte: exact sizes, and the shard of all-gather is size / n.
+        buffer_ = w_.declare({"data", MemoryCategory::buffers, elements, 1.0});
+        call_.op = op;
+        call_.group = &w_.topology().world();
+        call_.data = Slice{buffer_, 0, op == CollectiveOp::all_gather ? elements / n : elements};
+        call_.out = Slice{buffer_, 0, elements};
+        call_.peer = 0; // root of broadcast and reduce
+        call_.name = to_string(op);
+        call_.step = 0;
+      }
+      void run_compute() override {}
+      void run_comm() override {
+        w_.run(call_);
+        w_.step_done(0, 0);
+      }
+
+    private:
+      Worker& w_;
+      CollectiveOp op_;
+      BufferId buffer_ = -1;
+      CollectiveCall call_;
+    };
+    return std::make_unique<Program>(w, op_, size_);
+  }
+
+private:
+  CollectiveOp op_;
+  double size_;
+};
+
+} // namespace
+
+double bus_factor(CollectiveOp op, int n) {
+  switch (op) {
+  case CollectiveOp::all_reduce: return 2.0 * (n - 1) / n;
+  case CollectiveOp::reduce_scatter:
+  case CollectiveOp::all_gather:
+  case CollectiveOp::all_to_all: return static_cast<double>(n - 1) / n;
+  default: return 1.0;
+  }
+}
+
+CollectiveTiming time_collective(const spec::Scenario& scenario, CollectiveOp op, double size_bytes) {
+  const OneCollective algorithm(op, size_bytes);
+  const auto result = simulate(scenario, algorithm);
+  CollectiveTiming t;
+  t.op = op;
+  t.size_bytes = size_bytes;
+  t.workers = scenario.cluster.world_size();
+  for (const auto& e : result.trace.events) {
+    if (e.category != OpCategory::comm)
+      continue;
+    t.time_s = std::max(t.time_s, e.end);
+    if (e.worker == 0 && e.detail >= 0)
+      t.algorithm = result.trace.name_of(e.detail);
+  }
+  t.algbw_Bps = t.time_s > 0 ? size_bytes / t.time_s : 0;
+  t.busbw_Bps = t.algbw_Bps * bus_factor(op, t.workers);
+  return t;
+}
+
+} // namespace overlapsim::sim

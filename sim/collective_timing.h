@@ -1,0 +1,29 @@
+// One collective on a scenario's cluster, timed the way nccl-tests reports it.
+#pragma once
+
+#include "algorithms/runtime.h"
+#include "spec/scenario.h"
+
+#include <string>
+
+namespace overlapsim::sim {
+
+struct CollectiveTiming {
+  CollectiveOp op = CollectiveOp::all_reduce;
+  double size_bytes = 0; // nccl-tests' size: the full array (all-gather: the gathered output)
+  int workers = 0;
+  std::string algorithm; // the one that ran, e.g. "ring/fused"
+  double time_s = 0;     // from the common start until the last rank finishes
+  double algbw_Bps = 0;  // size / time
+  double busbw_Bps = 0;  // algbw x the op's bus factor
+};
+
+// nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n, reduce-scatter, all-gather and all-to-all
+// (n-1)/n, broadcast and reduce 1.
+double bus_factor(CollectiveOp op, int n);
+
+// Simulates one `op` of `size_bytes` over every GPU of the scenario's cluster, with its
+// cluster.collective_algorithm and cluster.collectives settings.
+CollectiveTiming time_collective(const spec::Scenario& scenario, CollectiveOp op, double size_bytes);
+
+} // namespace overlapsim::sim
