@@ -3,6 +3,7 @@
 #include "algorithms/model_state.h"
 #include "algorithms/options.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace overlapsim {
@@ -31,8 +32,14 @@ Round decode(std::int64_t v) {
 
 class DelayedUpdateProgram final : public WorkerProgram {
 public:
-  DelayedUpdateProgram(Worker& w, Variant variant, int warmup_rounds)
+  DelayedUpdateProgram(Worker& w, Variant variant, int warmup_rounds, int min_micro_batches)
       : w_(w), variant_(variant), warmup_rounds_(warmup_rounds) {
+    // At least the mini-batch DDP uses per step: grad_accum micro-batches per round, split over
+    // ACCO's two stages (the paper's fine-tuning runs ACCO with half DDP's accumulation, Table 5).
+    const int accum = w.scenario().training.grad_accum;
+    min_micro_batches_ = min_micro_batches > 0 ? min_micro_batches
+                         : variant == Variant::acco ? std::max(1, accum / 2)
+                                                    : accum;
     const auto layout = param_layout(w.scenario().model.spec);
     const int n = w.topology().world_size();
     const int me = w.topology().world().index_of(w.rank());
@@ -62,10 +69,10 @@ public:
       // 8 and 15); DPU and ACCO-wp always on the latest parameters they received.
       const BufferId params = round.stage == 2 ? handoff_ : state_.params;
       int accumulated = 0;
-      // Accumulate until the running round has finished, and at least grad_accum micro-batches
-      // (Algorithm 1, lines 6-9 and 13-16; N_i >= 1 in eq. DPU).
+      // Accumulate until the running round has finished, and at least the minimum number of
+      // micro-batches (Algorithm 1, lines 6-9 and 13-16; N_i >= 1 in eq. DPU).
       bool round_done = false;
-      while (!round_done || accumulated < t.grad_accum) {
+      while (!round_done || accumulated < min_micro_batches_) {
         const MicroBatch mb{round.step, mb_index++};
         w_.forward({0, layers}, mb, params);
         w_.backward({0, layers}, mb, params, state_.grads);
@@ -132,6 +139,7 @@ private:
   Worker& w_;
   Variant variant_;
   int warmup_rounds_;
+  int min_micro_batches_ = 1;
   ModelState state_;
   BufferId handoff_ = -1;
   BufferId counts_ = -1;
@@ -140,35 +148,43 @@ private:
 
 class DelayedUpdate final : public Algorithm {
 public:
-  DelayedUpdate(std::string name, Variant variant, int warmup)
-      : name_(std::move(name)), variant_(variant), warmup_(warmup) {}
+  DelayedUpdate(std::string name, Variant variant, int warmup, int min_micro_batches)
+      : name_(std::move(name)), variant_(variant), warmup_(warmup), min_(min_micro_batches) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
-    return std::make_unique<DelayedUpdateProgram>(w, variant_, warmup_);
+    return std::make_unique<DelayedUpdateProgram>(w, variant_, warmup_, min_);
   }
 
 private:
   std::string name_;
   Variant variant_;
   int warmup_;
+  int min_;
 };
 
 } // namespace
 
+namespace {
+int min_micro_batches(const AlgorithmOptions& opts) {
+  return static_cast<int>(opts.integer("min_micro_batches", 0, 1, 1 << 20));
+}
+} // namespace
+
 std::unique_ptr<Algorithm> make_dpu(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"warmup_steps"});
-  return std::make_unique<DelayedUpdate>(
-      spec.name, Variant::dpu, static_cast<int>(opts.integer("warmup_steps", 0, 0, 1 << 30)));
+  const AlgorithmOptions opts(spec, {"warmup_steps", "min_micro_batches"});
+  return std::make_unique<DelayedUpdate>(spec.name, Variant::dpu,
+                                         static_cast<int>(opts.integer("warmup_steps", 0, 0, 1 << 30)),
+                                         min_micro_batches(opts));
 }
 
 std::unique_ptr<Algorithm> make_acco_wp(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {});
-  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco_wp, 0);
+  const AlgorithmOptions opts(spec, {"min_micro_batches"});
+  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco_wp, 0, min_micro_batches(opts));
 }
 
 std::unique_ptr<Algorithm> make_acco(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {});
-  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco, 0);
+  const AlgorithmOptions opts(spec, {"min_micro_batches"});
+  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco, 0, min_micro_batches(opts));
 }
 
 } // namespace overlapsim

@@ -44,8 +44,13 @@ SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const
   row.measured = trace.measured;
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
-  if (!warnings.empty())
-    row.extra["warnings"] = warnings;
+  auto all_warnings = warnings;
+  if (row.metrics.peak_memory_bytes > s.cluster.gpu.memory_bytes)
+    all_warnings.push_back(fmt::format("peak memory {} per GPU exceeds the {}'s {}: this would not fit",
+                                       hw::format_bytes(row.metrics.peak_memory_bytes), s.cluster.gpu.name,
+                                       hw::format_bytes(s.cluster.gpu.memory_bytes)));
+  if (!all_warnings.empty())
+    row.extra["warnings"] = all_warnings;
   return row;
 }
 

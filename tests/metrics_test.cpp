@@ -46,6 +46,8 @@ TEST(Metrics, HandBuiltTwoWorkerTrace) {
   EXPECT_DOUBLE_EQ(m.idle_fraction_max, 0.4);
   EXPECT_DOUBLE_EQ(m.exposed_comm_s, (3.0 + 1.0) / 2);
   EXPECT_DOUBLE_EQ(m.comm_bytes_per_step, 100);
+  EXPECT_DOUBLE_EQ(m.compute_s_per_step, (6.0 + 8.0) / 2);
+  EXPECT_DOUBLE_EQ(m.comm_s_per_step, 4.0);
   EXPECT_DOUBLE_EQ(m.peak_memory_bytes, 20);
   EXPECT_DOUBLE_EQ(m.memory_breakdown[4], 10);
 }

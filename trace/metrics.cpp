@@ -104,9 +104,11 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   }
   m.idle_fraction.resize(workers);
   m.exposed_comm_per_worker_s.resize(workers);
-  double idle_sum = 0, exposed_sum = 0, bytes_sum = 0;
+  double idle_sum = 0, exposed_sum = 0, bytes_sum = 0, compute_sum = 0, comm_sum = 0;
   for (std::size_t w = 0; w < workers; ++w) {
     const double busy = union_length(compute[w]);
+    compute_sum += busy / steps;
+    comm_sum += union_length(comm[w]) / steps;
     m.idle_fraction[w] = std::clamp(1.0 - busy / window, 0.0, 1.0);
     m.exposed_comm_per_worker_s[w] = uncovered_length(comm[w], compute[w]) / steps;
     idle_sum += m.idle_fraction[w];
@@ -117,6 +119,8 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   m.idle_fraction_mean = idle_sum / static_cast<double>(workers);
   m.exposed_comm_s = exposed_sum / static_cast<double>(workers);
   m.comm_bytes_per_step = bytes_sum / static_cast<double>(workers);
+  m.compute_s_per_step = compute_sum / static_cast<double>(workers);
+  m.comm_s_per_step = comm_sum / static_cast<double>(workers);
 
   for (const auto& peak : trace.peak_memory) {
     double total = 0;

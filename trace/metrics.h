@@ -22,6 +22,8 @@ struct Metrics {
   std::vector<double> exposed_comm_per_worker_s; // per step
   double exposed_comm_s = 0;                      // mean over workers, per step
   double comm_bytes_per_step = 0;                 // mean over workers
+  double compute_s_per_step = 0; // compute-stream busy time per step, mean over workers
+  double comm_s_per_step = 0;    // time with a collective in flight per step, mean over workers
   MemoryByCategory memory_breakdown{};            // worst worker
   double peak_memory_bytes = 0;
   double simulated_time_s = 0;

@@ -27,6 +27,8 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   for (int c = 0; c < kMemoryCategories; ++c)
     mem[to_string(static_cast<MemoryCategory>(c))] = m.memory_breakdown[static_cast<std::size_t>(c)];
   j["memory_breakdown"] = mem;
+  j["compute_s_per_step"] = m.compute_s_per_step;
+  j["comm_s_per_step"] = m.comm_s_per_step;
   j["gpu_memory_bytes"] = r.gpu_memory_bytes;
   j["steady_state"] = {{"start_s", m.window_start_s}, {"end_s", m.window_end_s}, {"steps", m.steps}};
   j["samples_per_step"] = m.samples / m.steps;
