@@ -6,9 +6,15 @@
 
 namespace overlapsim {
 
+Group::Group(int group_id, std::vector<int> members) : id(group_id), ranks(std::move(members)) {
+  for (int i = 0; i < size(); ++i)
+    by_rank_.emplace_back(ranks[static_cast<std::size_t>(i)], i);
+  std::sort(by_rank_.begin(), by_rank_.end());
+}
+
 int Group::index_of(int rank) const {
-  const auto it = std::find(ranks.begin(), ranks.end(), rank);
-  return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+  const auto it = std::lower_bound(by_rank_.begin(), by_rank_.end(), std::pair{rank, -1});
+  return it != by_rank_.end() && it->first == rank ? it->second : -1;
 }
 
 Topology::Topology(int nodes, int gpus_per_node) : nodes_(nodes), gpus_per_node_(gpus_per_node) {
@@ -43,12 +49,9 @@ const Group& Topology::group(std::vector<int> ranks) const {
     if (r < 0 || r >= world_size())
       throw std::invalid_argument("Topology::group: rank out of range");
   std::lock_guard lock(mutex_);
-  auto& slot = groups_[ranks];
-  if (!slot) {
-    slot = std::make_unique<Group>();
-    slot->id = static_cast<int>(groups_.size()) - 1;
-    slot->ranks = std::move(ranks);
-  }
+  auto& slot = groups_[ranks]; // the key is copied before `ranks` moves into the group
+  if (!slot)
+    slot = std::make_unique<Group>(static_cast<int>(groups_.size()) - 1, std::move(ranks));
   return *slot;
 }
 

@@ -13,12 +13,17 @@ namespace overlapsim {
 // An ordered set of global ranks. Groups are interned by Topology: the same rank list is always the
 // same Group object with the same id, in every runtime.
 struct Group {
+  Group(int group_id, std::vector<int> members);
+
   int id = 0;
   std::vector<int> ranks;
 
   int size() const { return static_cast<int>(ranks.size()); }
-  int index_of(int rank) const; // -1 when the rank is not a member
+  int index_of(int rank) const; // -1 when the rank is not a member; O(log n)
   bool contains(int rank) const { return index_of(rank) >= 0; }
+
+private:
+  std::vector<std::pair<int, int>> by_rank_; // (rank, index), sorted: collectives ask per call
 };
 
 class Topology {

@@ -139,7 +139,8 @@ const Network::Split* Network::split(const Group& g) {
   return slot.get();
 }
 
-void Network::fused(const Scope& s, double wait, const std::vector<Flow>& flows) {
+void Network::fused(const Scope& s, double wait,
+                    const std::function<std::vector<Flow>()>& make_flows) {
   const std::tuple<int, std::int64_t, int> key{s.group.id, s.seq, s.tag};
   auto& slot = instances_[key];
   if (!slot)
@@ -154,6 +155,7 @@ void Network::fused(const Scope& s, double wait, const std::vector<Flow>& flows)
   // one flow per sender with all its steps' bytes, between the ranks' own hosts.
   if (wait > 0)
     sg4::this_actor::sleep_for(wait);
+  const auto flows = make_flows();
   std::vector<sg4::CommPtr> comms;
   comms.reserve(flows.size());
   for (const auto& [src, dst, bytes] : flows) {
@@ -195,11 +197,13 @@ CollectiveOutcome Network::ring_steps(int rank, const Scope& s, int steps, doubl
   }
   // Each step waits for the slowest hop, so the steps but the last cost its latency; the last is
   // paid by the flows themselves.
-  std::vector<Flow> flows;
-  for (int k = 0; k < n; ++k)
-    flows.push_back({g.ranks[static_cast<std::size_t>(k)], g.ranks[static_cast<std::size_t>((k + 1) % n)],
-                     chunk * steps});
-  fused(s, (steps - 1) * ring_max_latency(g), flows);
+  fused(s, (steps - 1) * ring_max_latency(g), [&] {
+    std::vector<Flow> flows;
+    for (int k = 0; k < n; ++k)
+      flows.push_back({g.ranks[static_cast<std::size_t>(k)],
+                       g.ranks[static_cast<std::size_t>((k + 1) % n)], chunk * steps});
+    return flows;
+  });
   return {chunk * steps, "ring/fused"};
 }
 
@@ -238,12 +242,14 @@ CollectiveOutcome Network::ring_chain(int rank, const Scope& s, double bytes, in
       pending->wait();
     return {sends(i) ? bytes : 0.0, "ring/steps"};
   }
-  std::vector<Flow> flows;
-  for (int k = 0; k < n; ++k)
-    if (sends(k))
-      flows.push_back(
-          {g.ranks[static_cast<std::size_t>(k)], g.ranks[static_cast<std::size_t>((k + 1) % n)], bytes});
-  fused(s, (n - 2) * ring_max_latency(g), flows);
+  fused(s, (n - 2) * ring_max_latency(g), [&] {
+    std::vector<Flow> flows;
+    for (int k = 0; k < n; ++k)
+      if (sends(k))
+        flows.push_back({g.ranks[static_cast<std::size_t>(k)],
+                         g.ranks[static_cast<std::size_t>((k + 1) % n)], bytes});
+    return flows;
+  });
   return {sends(i) ? bytes : 0.0, "ring/fused"};
 }
 
@@ -258,7 +264,7 @@ CollectiveOutcome Network::tree_all_reduce(const Scope& s, double bytes) {
       nodes.push_back(intra->ranks);
   else
     nodes.push_back(g.ranks); // one node (or uneven): a single chain
-  std::vector<Flow> flows;
+  std::vector<Flow> flows; // every rank builds it: trees serve small messages and groups
   double worst = 0;
   auto edge = [&](int a, int b, double amount) {
     flows.push_back({a, b, amount});
@@ -276,7 +282,7 @@ CollectiveOutcome Network::tree_all_reduce(const Scope& s, double bytes) {
         edge(nodes[static_cast<std::size_t>(i)].front(), nodes[static_cast<std::size_t>(p)].front(), bytes / 2);
     }
   const int depth = static_cast<int>(nodes.front().size()) - 1 + tree_depth(m);
-  fused(s, (2 * depth - 1) * worst, flows);
+  fused(s, (2 * depth - 1) * worst, [&] { return flows; });
   return {bytes, "tree/fused"};
 }
 
@@ -297,7 +303,7 @@ CollectiveOutcome Network::tree_broadcast(const Scope& s, double bytes, int root
       flows.push_back({rank_at(parent_index), rank_at(i), bytes / 2});
       worst = std::max(worst, latency(rank_at(parent_index), rank_at(i)));
     }
-  fused(s, (tree_depth(n) - 1) * worst, flows);
+  fused(s, (tree_depth(n) - 1) * worst, [&] { return flows; });
   return {bytes, "tree/fused"};
 }
 

@@ -24,6 +24,7 @@
 #include "sim/platform.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -74,7 +75,9 @@ private:
     int dst;
     double bytes;
   };
-  void fused(const Scope& s, double wait, const std::vector<Flow>& flows);
+  // The last rank to arrive sleeps `wait`, runs the flows `make_flows` lists (called by that rank
+  // only: building the list costs O(N)) and releases the others when they have all ended.
+  void fused(const Scope& s, double wait, const std::function<std::vector<Flow>()>& make_flows);
   void exchange(const Scope& s, int self, int dst, double send_bytes, int src);
   double ring_max_latency(const Group& group);
   double ring_min_bandwidth(const Group& group);
