@@ -34,8 +34,8 @@ struct Run {
   std::string output;
 };
 
-Run overlapsim(const std::string& args) {
-  const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1";
+Run overlapsim(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -136,6 +136,24 @@ TEST_F(CliRun, BadScenarioFailsWithLocationAndWritesNothing) {
   EXPECT_NE(unknown.status, 0);
   EXPECT_THAT(unknown.output, HasSubstr("unknown algorithm 'magic'"));
   EXPECT_FALSE(fs::exists(dir_ / "o"));
+}
+
+TEST_F(CliRun, DrawsPlotsAndSurvivesABrokenPlotter) {
+  const auto r = overlapsim("run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "p").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* png : {"timeline-ddp.png", "timeline-compare.png", "speedup.png", "memory.png"}) {
+    const auto bytes = slurp(dir_ / "p" / png);
+    EXPECT_GT(bytes.size(), 10000u) << png;
+    EXPECT_EQ(bytes.substr(0, 4), "\x89PNG") << png;
+  }
+  // A plotter that crashes: the run still succeeds and every numeric output is there.
+  std::ofstream(dir_ / "broken.py") << "raise SystemExit(3)\n";
+  const auto broken = overlapsim("run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "q").string(),
+                                 "OVERLAPSIM_PLOTS_SCRIPT=" + (dir_ / "broken.py").string() + " ");
+  EXPECT_EQ(broken.status, 0) << broken.output;
+  EXPECT_THAT(broken.output, HasSubstr("warning: plotting"));
+  EXPECT_TRUE(fs::exists(dir_ / "q" / "summary.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "q" / "trace-ddp.json"));
 }
 
 TEST_F(CliRun, SeedChangesJitteredResults) {

@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""Draw the plots of an overlapsim output directory.
+
+    /usr/bin/python3 plots/overlapsim_plots.py DIR [--only timeline,speedup,...]
+
+Reads DIR/summary.json and DIR/trace-*.json and writes PNGs into DIR, each atomically. Every plot is
+drawn on its own: one that fails prints a warning and the others are still drawn. Exit status: 0 when
+summary.json could be read, 2 otherwise.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+DPI = 110
+CATEGORY_COLOURS = {
+    "forward": "#4C72B0",
+    "backward": "#55A868",
+    "optimizer": "#C44E52",
+    "comm": "#DD8452",
+    "compress": "#8172B3",
+    "idle": "#DDDDDD",
+}
+ALGORITHM_ORDER = ["ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco", "cdp-v1", "cdp-v2",
+                   "diloco", "local-sgd", "dreamddp", "demo", "flexdemo"]
+PALETTE = ["#4C72B0", "#937860", "#8172B3", "#DA8BC3", "#CCB974", "#C44E52", "#55A868",
+           "#64B5CD", "#DD8452", "#8C8C8C", "#17BECF", "#BCBD22", "#7F7F7F"]
+MEMORY_PARTS = ["params", "grads", "optimizer_state", "buffers", "activations"]
+MEMORY_COLOURS = ["#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3"]
+MAX_TIMELINE_GPUS = 64
+
+
+def algorithm_colour(name, _extra={}):
+    """A fixed colour per algorithm name; unknown names get the next colour deterministically."""
+    if name in ALGORITHM_ORDER:
+        return PALETTE[ALGORITHM_ORDER.index(name) % len(PALETTE)]
+    if name not in _extra:
+        _extra[name] = PALETTE[(len(ALGORITHM_ORDER) + len(_extra)) % len(PALETTE)]
+    return _extra[name]
+
+
+def save(fig, path):
+    """Writes the figure to a temporary file beside `path`, then renames it into place."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".png.tmp")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=DPI, format="png")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def load_trace(path):
+    """Per trace: events by (pid, tid), process names, step ends, memory counters."""
+    with open(path) as f:
+        doc = json.load(f)
+    t = {"events": {}, "names": {}, "steps": [], "memory": {}, "title": ""}
+    t["title"] = doc.get("otherData", {}).get("title", "")
+    for e in doc["traceEvents"]:
+        ph = e.get("ph")
+        if ph == "X":
+            t["events"].setdefault((e["pid"], e.get("tid", 0)), []).append(
+                (e["ts"] / 1000.0, e["dur"] / 1000.0, e.get("cat", "")))
+        elif ph == "M" and e.get("name") == "process_name":
+            t["names"][e["pid"]] = e["args"]["name"]
+        elif ph == "i" and e.get("name") == "step_end":
+            t["steps"].append((e["ts"] / 1000.0, e["pid"], e["args"].get("step", 0)))
+        elif ph == "C" and e.get("name") == "memory":
+            t["memory"].setdefault(e["pid"], []).append((e["ts"] / 1000.0, e["args"]["bytes"]))
+    return t
+
+
+def steady_window(row, trace, steps_shown=3):
+    """A window of a few steady-state steps, in ms."""
+    ss = row.get("steady_state") if row else None
+    if ss and ss.get("steps"):
+        start = ss["start_s"] * 1000.0
+        step = (ss["end_s"] - ss["start_s"]) * 1000.0 / ss["steps"]
+        return start, start + step * min(steps_shown, ss["steps"])
+    ends = [e[0] + e[1] for evs in trace["events"].values() for e in evs]
+    end = max(ends) if ends else 1.0
+    return end * 2 / 3, end
+
+
+def pick_gpus(trace, limit):
+    """All GPUs up to `limit`; beyond, the first and last few and the compute outliers."""
+    pids = sorted(trace["names"]) or sorted({p for p, _ in trace["events"]})
+    if len(pids) <= limit:
+        return pids, False
+    busy = {p: sum(d for _, d, _ in trace["events"].get((p, 0), [])) for p in pids}
+    mean = sum(busy.values()) / len(busy)
+    chosen = []
+    for p in sorted(pids, key=lambda q: -abs(busy[q] - mean))[:max(1, limit // 4)]:
+        chosen.append(p)  # the GPUs whose compute time stands out (stragglers) first
+    for p in pids[:limit] + pids[::-1]:  # then the first ones and the last ones
+        if len(chosen) >= limit:
+            break
+        if p not in chosen and (len(chosen) < limit // 2 + limit // 4 or p in pids[-limit:]):
+            chosen.append(p)
+    return sorted(chosen[:limit]), True
+
+
+def draw_gantt(ax, trace, gpus, window):
+    lo, hi = window
+    labels = []
+    y = 0
+    for pid in gpus:
+        for tid, stream in ((0, "compute"), (1, "comm")):
+            bars = {}
+            for start, dur, cat in trace["events"].get((pid, tid), []):
+                if start + dur < lo or start > hi:
+                    continue
+                bars.setdefault(cat, []).append((start - lo, dur))
+            for cat, spans in bars.items():
+                ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=CATEGORY_COLOURS.get(cat, "#999999"),
+                               linewidth=0)
+            labels.append(f"{trace['names'].get(pid, pid)} {stream}")
+            y += 1
+    ax.set_xlim(0, hi - lo)
+    ax.set_ylim(-0.6, y - 0.4)
+    ax.invert_yaxis()
+    step = max(1, len(labels) // 32)
+    ax.set_yticks(range(0, len(labels), step))
+    ax.set_yticklabels(labels[::step], fontsize=7 if len(labels) > 16 else 8)
+    ax.grid(axis="x", color="#EEEEEE")
+
+
+def category_legend(ax, categories):
+    handles = [Patch(color=CATEGORY_COLOURS[c], label=c) for c in CATEGORY_COLOURS if c in categories]
+    ax.legend(handles=handles, loc="upper right", fontsize=8, ncol=len(handles), framealpha=0.9)
+
+
+def plot_timeline(out, name, row, trace, scenario):
+    gpus, subset = pick_gpus(trace, MAX_TIMELINE_GPUS)
+    window = steady_window(row, trace)
+    height = min(24, 2 + 0.22 * 2 * len(gpus))
+    fig, ax = plt.subplots(figsize=(13, height))
+    draw_gantt(ax, trace, gpus, window)
+    cats = {c for evs in trace["events"].values() for _, _, c in evs}
+    category_legend(ax, cats)
+    note = f" ({len(gpus)} of {len(trace['names'])} GPUs shown)" if subset else ""
+    ax.set_title(f"{scenario}: {name} timeline, steady state{note}")
+    ax.set_xlabel(f"time since {window[0]:.1f} ms (ms)")
+    ax.set_ylabel("GPU and stream")
+    fig.tight_layout()
+    save(fig, os.path.join(out, f"timeline-{name}.png"))
+
+
+def plot_timeline_compare(out, rows, traces, scenario):
+    names = [n for n in traces]
+    if not names:
+        return
+    windows = {n: steady_window(rows.get(n), traces[n]) for n in names}
+    length = max(hi - lo for lo, hi in windows.values())
+    fig, axes = plt.subplots(len(names), 1, figsize=(13, 1.2 + 2.0 * len(names)), sharex=True,
+                             squeeze=False)
+    cats = set()
+    for ax, n in zip(axes[:, 0], names):
+        gpus, _ = pick_gpus(traces[n], 4)
+        lo = windows[n][0]
+        draw_gantt(ax, traces[n], gpus, (lo, lo + length))
+        ax.set_ylabel(n, rotation=0, ha="right", va="center", fontsize=10, color=algorithm_colour(n))
+        cats |= {c for evs in traces[n]["events"].values() for _, _, c in evs}
+    category_legend(axes[0, 0], cats)
+    axes[0, 0].set_title(f"{scenario}: the same window length for every algorithm (4 GPUs each)")
+    axes[-1, 0].set_xlabel("time since the steady-state window opened (ms)")
+    fig.tight_layout()
+    save(fig, os.path.join(out, "timeline-compare.png"))
+
+
+def plot_speedup(out, results, scenario):
+    names = [r["algorithm"] for r in results]
+    values = [r.get("speedup_vs_ddp", 0) for r in results]
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
+    bars = ax.bar(names, values, color=[algorithm_colour(n) for n in names])
+    for bar, r in zip(bars, results):
+        ax.annotate(f"{bar.get_height():.2f}x\nidle {100 * r.get('idle_fraction_mean', 0):.1f}%",
+                    (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
+                    fontsize=8, xytext=(0, 2), textcoords="offset points")
+    ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="DDP")
+    ax.set_ylim(0, max(values + [1.0]) * 1.25)
+    ax.set_ylabel("throughput speedup vs DDP (x)")
+    ax.set_xlabel("algorithm")
+    ax.set_title(f"{scenario}: throughput relative to DDP")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    save(fig, os.path.join(out, "speedup.png"))
+
+
+def idle_shares(row):
+    """compute, exposed communication, waiting (straggler/barrier), other idle: fractions of time."""
+    b = row.get("idle_breakdown")
+    if b:
+        return [b.get("compute", 0), b.get("exposed_comm", 0), b.get("waiting", 0),
+                b.get("idle_other", 0)]
+    idle = row.get("idle_fraction_mean", 0)
+    it = row.get("iteration_time_s") or 1
+    exposed = min(idle, row.get("exposed_comm_s", 0) / it)
+    spread = max(0.0, min(idle - exposed, row.get("idle_fraction_max", idle) - idle))
+    return [1 - idle, exposed, spread, max(0.0, idle - exposed - spread)]
+
+
+def plot_idle(out, results, scenario):
+    names = [r["algorithm"] for r in results]
+    parts = ["computing", "exposed communication", "straggler/barrier waiting", "idle otherwise"]
+    colours = ["#55A868", "#DD8452", "#C44E52", "#CCCCCC"]
+    shares = [idle_shares(r) for r in results]
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
+    bottom = [0.0] * len(names)
+    for k, (part, colour) in enumerate(zip(parts, colours)):
+        vals = [100 * s[k] for s in shares]
+        ax.bar(names, vals, bottom=bottom, color=colour, label=part)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("share of wall-clock time, mean over GPUs (%)")
+    ax.set_xlabel("algorithm")
+    ax.set_title(f"{scenario}: where the compute stream's time goes")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=4, fontsize=8)
+    fig.tight_layout()
+    save(fig, os.path.join(out, "idle.png"))
+
+
+def plot_memory(out, results, traces, scenario):
+    names = [r["algorithm"] for r in results]
+    with_counters = {n: t for n, t in traces.items() if t["memory"]}
+    ncols = 2 if with_counters else 1
+    fig, axes = plt.subplots(1, ncols, figsize=(7 * ncols, 4.8), squeeze=False)
+    ax = axes[0, 0]
+    bottom = [0.0] * len(names)
+    for part, colour in zip(MEMORY_PARTS, MEMORY_COLOURS):
+        vals = [r.get("memory_breakdown", {}).get(part, 0) / 1e9 for r in results]
+        ax.bar(names, vals, bottom=bottom, color=colour, label=part.replace("_", " "))
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    capacity = next((r.get("gpu_memory_bytes") for r in results if r.get("gpu_memory_bytes")), None)
+    if capacity:
+        ax.axhline(capacity / 1e9, color="black", linestyle="--", linewidth=1,
+                   label=f"GPU capacity ({capacity / 1e9:.0f} GB)")
+    ax.set_ylabel("peak memory per GPU, worst GPU (GB)")
+    ax.set_xlabel("algorithm")
+    ax.set_title("peak memory by kind")
+    ax.legend(fontsize=8)
+    if with_counters:
+        ax2 = axes[0, 1]
+        rows = {r["algorithm"]: r for r in results}
+        for n, t in with_counters.items():
+            lo, hi = steady_window(rows.get(n), t, steps_shown=2)
+            pid = min(t["memory"])
+            pts = sorted(p for p in t["memory"][pid] if lo <= p[0] <= hi)
+            xs = [p[0] - lo for p in pts]
+            ys = [p[1] / 1e9 for p in pts]
+            ax2.step(xs, ys, where="post", label=n, color=algorithm_colour(n))
+        ax2.set_xlabel("time since the steady-state window opened (ms)")
+        ax2.set_ylabel("memory in use on GPU 0 (GB)")
+        ax2.set_title("memory over two steady-state steps")
+        ax2.legend(fontsize=8)
+    fig.suptitle(f"{scenario}: memory per GPU")
+    fig.tight_layout()
+    save(fig, os.path.join(out, "memory.png"))
+
+
+UNIT_SCALE = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def numeric(value):
+    """A number from a swept value such as 8, '10Mb/s' or '2us', for ordering and axes."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    m = re.match(r"\s*([0-9.eE+-]+)\s*([kKMGT]?)", str(value))
+    if not m:
+        return float("nan")
+    try:
+        return float(m.group(1)) * UNIT_SCALE[m.group(2)]
+    except ValueError:
+        return float("nan")
+
+
+def plot_sweep(out, summary, scenario):
+    sweep = summary.get("sweep")
+    if not sweep or not sweep.get("vary"):
+        return
+    key = sweep["vary"][0]
+    results = summary["results"]
+    by_alg = {}
+    for r in results:
+        by_alg.setdefault(r["algorithm"], []).append((numeric(r.get(key)), str(r.get(key)), r))
+    for metric, fname, label in (("speedup_vs_ddp", "sweep-speedup.png", "throughput speedup vs DDP (x)"),
+                                 ("iteration_time_s", "sweep-iteration-time.png", "iteration time (s)")):
+        fig, ax = plt.subplots(figsize=(8, 5))
+        xs_all = []
+        for alg, pts in by_alg.items():
+            pts.sort(key=lambda p: p[0])
+            xs = [p[0] for p in pts]
+            xs_all += xs
+            ax.plot(xs, [p[2].get(metric, 0) for p in pts], marker="o", label=alg,
+                    color=algorithm_colour(alg))
+        finite = [x for x in xs_all if x > 0 and math.isfinite(x)]
+        if finite and max(finite) / min(finite) >= 100:
+            ax.set_xscale("log")
+        ticks = sorted({(p[0], p[1]) for pts in by_alg.values() for p in pts})
+        ax.set_xticks([t[0] for t in ticks])
+        ax.set_xticklabels([t[1] for t in ticks], rotation=30, fontsize=8)
+        ax.set_xlabel(key)
+        ax.set_ylabel(label)
+        ax.set_title(f"{scenario}: {label.split(' (')[0]} vs {key}")
+        ax.legend(fontsize=8)
+        ax.grid(color="#EEEEEE")
+        fig.tight_layout()
+        save(fig, os.path.join(out, fname))
+
+
+def plot_predicted_vs_measured(out, scenario):
+    path = os.path.join(out, "comparison.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    metrics = sorted({r["metric"] for r in rows})
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.5 * len(metrics), 4.5), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        pts = [r for r in rows if r["metric"] == metric]
+        for r in pts:
+            ax.scatter(r["measured"], r["predicted"], color=algorithm_colour(r["algorithm"]),
+                       label=r["algorithm"])
+            ax.annotate(f"{r['algorithm']} {100 * r['relative_error']:+.1f}%",
+                        (r["measured"], r["predicted"]), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+        hi = max([max(r["measured"], r["predicted"]) for r in pts] + [1e-12]) * 1.1
+        ax.plot([0, hi], [0, hi], color="#555555", linestyle="--", linewidth=1, label="y = x")
+        ax.set_xlim(0, hi)
+        ax.set_ylim(0, hi)
+        ax.set_xlabel(f"measured {metric}")
+        ax.set_ylabel(f"predicted {metric}")
+        ax.set_title(metric)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{scenario}: predicted vs measured")
+    fig.tight_layout()
+    save(fig, os.path.join(out, "predicted-vs-measured.png"))
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dir")
+    parser.add_argument("--only", default="", help="comma-separated plot names")
+    args = parser.parse_args(argv)
+    out = args.dir
+    try:
+        with open(os.path.join(out, "summary.json")) as f:
+            summary = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"overlapsim plot: {out}/summary.json: {e}", file=sys.stderr)
+        return 2
+    only = {s for s in args.only.split(",") if s}
+    scenario = summary.get("scenario", {}).get("name", os.path.basename(os.path.normpath(out)))
+    results = summary.get("results", [])
+    rows = {r["algorithm"]: r for r in results}
+    traces = {}
+    for path in sorted(glob.glob(os.path.join(out, "trace-*.json"))):
+        name = os.path.basename(path)[len("trace-"):-len(".json")]
+        if name.endswith("-measured"):
+            continue
+        try:
+            traces[name] = load_trace(path)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"warning: {path}: not a readable trace ({e}); its timeline is skipped",
+                  file=sys.stderr)
+
+    def attempt(label, fn, *fn_args):
+        if only and label not in only:
+            return
+        try:
+            fn(*fn_args)
+        except Exception as e:  # one plot's failure never stops the others
+            print(f"warning: plot {label} failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    if "sweep" not in summary:
+        for name, trace in traces.items():
+            attempt("timeline", plot_timeline, out, name, rows.get(name), trace, scenario)
+        attempt("timeline-compare", plot_timeline_compare, out, rows, traces, scenario)
+        attempt("speedup", plot_speedup, out, results, scenario)
+        attempt("idle", plot_idle, out, results, scenario)
+        attempt("memory", plot_memory, out, results, traces, scenario)
+    attempt("sweep", plot_sweep, out, summary, scenario)
+    attempt("predicted-vs-measured", plot_predicted_vs_measured, out, scenario)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
