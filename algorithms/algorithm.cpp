@@ -1,6 +1,7 @@
 #include "algorithms/algorithm.h"
 
 #include "algorithms/acco.h"
+#include "algorithms/cdp.h"
 #include "algorithms/ddp.h"
 #include "algorithms/zero1.h"
 #include "spec/loader.h"
@@ -22,6 +23,8 @@ const std::map<std::string, Factory>& registry() {
       {"dpu", make_dpu},
       {"acco-wp", make_acco_wp},
       {"acco", make_acco},
+      {"cdp-v1", make_cdp_v1},
+      {"cdp-v2", make_cdp_v2},
   };
   return factories;
 }

@@ -74,6 +74,7 @@ struct CollectiveCall {
   Slice data;
   Slice out;
   int peer = -1;
+  int tag = 0; // send/recv: messages match by (group, tag, source, destination), FIFO
   std::string name; // trace label, e.g. "all-reduce bucket 3"
   int step = -1;
 };

@@ -62,12 +62,13 @@ void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>&
   std::vector<spec::AlgorithmSpec> chosen;
   for (const auto& name : names) {
     auto it = std::find_if(scenario.algorithms.begin(), scenario.algorithms.end(),
-                           [&](const auto& a) { return a.name == name; });
+                           [&](const auto& a) { return a.label == name; });
     if (it != scenario.algorithms.end()) {
       chosen.push_back(*it);
     } else {
       spec::AlgorithmSpec a;
       a.name = name;
+      a.label = name;
       a.where = "--algorithms";
       chosen.push_back(a);
     }
@@ -83,16 +84,16 @@ std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progr
   std::vector<SummaryRow> rows;
   double ddp_throughput = 0;
   for (const auto& a : scenario.algorithms) {
-    auto result = sim::simulate(scenario, a, progress ? make_progress(a.name) : sim::ProgressFn{});
-    rows.push_back(make_row(scenario, a.name, result.trace, result.warnings));
-    if (a.name == "ddp")
+    auto result = sim::simulate(scenario, a, progress ? make_progress(a.label) : sim::ProgressFn{});
+    rows.push_back(make_row(scenario, a.label, result.trace, result.warnings));
+    if (a.name == "ddp" && ddp_throughput == 0) // the first ddp entry is the reference
       ddp_throughput = rows.back().metrics.throughput_samples_s;
     if (results)
       results->push_back(std::move(result));
   }
   if (ddp_throughput == 0) {
     spec::AlgorithmSpec ddp;
-    ddp.name = "ddp";
+    ddp.name = ddp.label = "ddp";
     ddp.where = "(reference for speedup_vs_ddp)";
     const auto reference = sim::simulate(scenario, ddp);
     ddp_throughput = compute_metrics(reference.trace, scenario.training.warmup_steps,

@@ -69,6 +69,43 @@ ModelSpec mlp_model(double width, int depth, double bytes_per_activation) {
   return m;
 }
 
+ModelSpec resnet50_model(int image) {
+  ModelSpec m;
+  m.name = "resnet-50";
+  double hw = image / 2.0; // after the stride-2 stem conv
+  auto conv = [](double k, double cin, double cout) { return k * k * cin * cout; };
+  // A conv + batch norm + ReLU keeps three 16-bit maps of its output for backward.
+  auto kept = [](double h, double c) { return 3 * 2 * h * h * c; };
+  {
+    const double w = conv(7, 3, 64);
+    m.layers.push_back(LayerSpec{"stem", w + 2 * 64, 2 * w * hw * hw, 4 * w * hw * hw,
+                                 kept(hw, 64) + 2 * (hw / 2) * (hw / 2) * 64, 0, 0});
+    hw /= 2; // max pool
+  }
+  const int blocks[] = {3, 4, 6, 3};
+  double cin = 64;
+  for (int stage = 0; stage < 4; ++stage) {
+    const double width = 64.0 * (1 << stage), cout = 4 * width;
+    for (int b = 0; b < blocks[stage]; ++b) {
+      const bool down = b == 0;
+      const double out_hw = down && stage > 0 ? hw / 2 : hw; // torchvision: stride on the 3x3
+      const double c1 = conv(1, cin, width), c2 = conv(3, width, width), c3 = conv(1, width, cout);
+      const double proj = down ? conv(1, cin, cout) : 0;
+      const double params = c1 + c2 + c3 + proj + 2 * (width + width + cout + (down ? cout : 0));
+      const double macs = c1 * hw * hw + (c2 + c3 + proj) * out_hw * out_hw;
+      const double act = kept(hw, width) + kept(out_hw, width) + kept(out_hw, cout) +
+                         (down ? kept(out_hw, cout) : 0);
+      m.layers.push_back(LayerSpec{fmt::format("layer{}.{}", stage + 1, b), params, 2 * macs,
+                                   4 * macs, act, 0, 0});
+      hw = out_hw;
+      cin = cout;
+    }
+  }
+  const double fc = 2048.0 * 1000;
+  m.layers.push_back(LayerSpec{"fc", fc + 1000, 2 * fc, 4 * fc, 2 * 2048.0, 0, 0});
+  return m;
+}
+
 std::optional<TransformerDims> find_transformer_preset(std::string_view name) {
   TransformerDims d;
   if (name == "gpt-neo-125m" || name == "gpt-neo-1.3b" || name == "gpt-neo-2.7b") {
@@ -100,7 +137,7 @@ std::optional<TransformerDims> find_transformer_preset(std::string_view name) {
 }
 
 std::vector<std::string> model_preset_names() {
-  return {"gpt-neo-125m", "gpt-neo-1.3b", "gpt-neo-2.7b", "gpt2-small", "llama2-7b"};
+  return {"gpt-neo-125m", "gpt-neo-1.3b", "gpt-neo-2.7b", "gpt2-small", "llama2-7b", "resnet-50"};
 }
 
 } // namespace overlapsim::hw

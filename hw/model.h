@@ -57,7 +57,14 @@ ModelSpec transformer_model(std::string name, const TransformerDims& dims, int s
 // fp32 inputs; the same structure the validate backend builds for real.
 ModelSpec mlp_model(double width, int depth, double bytes_per_activation = 4);
 
-// Presets: gpt-neo-125m, gpt-neo-1.3b, gpt-neo-2.7b, gpt2-small, llama2-7b.
+// ResNet-50 (He et al. 2016) on image x image inputs: layers "stem" (7x7 conv, max pool), the 16
+// bottleneck blocks "layer<s>.<b>", and "fc" (pool + 1000-way classifier). Params and FLOPs from
+// the convolutions (2 FLOPs per multiply-add), batch norms included in params; activations: 16-bit
+// outputs of every conv, batch norm and ReLU kept for backward.
+ModelSpec resnet50_model(int image = 224);
+
+// Presets: gpt-neo-125m, gpt-neo-1.3b, gpt-neo-2.7b, gpt2-small, llama2-7b (transformers) and
+// resnet-50 (resnet50_model).
 std::optional<TransformerDims> find_transformer_preset(std::string_view name);
 std::vector<std::string> model_preset_names();
 

@@ -371,10 +371,10 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
   const Scope s{g, seq, 0};
   switch (call.op) {
   case CollectiveOp::send:
-    exchange(s, rank, call.peer, bytes, -1);
+    exchange(Scope{g, seq, -1 - call.tag}, rank, call.peer, bytes, -1);
     return {bytes, "p2p"};
   case CollectiveOp::recv:
-    exchange(s, rank, -1, 0, call.peer);
+    exchange(Scope{g, seq, -1 - call.tag}, rank, -1, 0, call.peer);
     return {0, "p2p"};
   default:
     break;

@@ -61,7 +61,8 @@ public:
 private:
   struct Instance;
   // One collective as every member sees it: the group, its sequence number, and a tag telling the
-  // sub-collectives of a hierarchical all-reduce apart from calls made on the group directly.
+  // sub-collectives of a hierarchical all-reduce apart from calls made on the group directly
+  // (positive), and point-to-point tags (-1 - tag) apart from both.
   struct Scope {
     const Group& group;
     std::int64_t seq;

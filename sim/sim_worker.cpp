@@ -180,9 +180,12 @@ std::int64_t SimWorker::next_seq(const CollectiveCall& call) {
 CommHandle SimWorker::start(const CollectiveCall& call) {
   const double bytes = bytes_of(call);
   const std::int64_t seq = next_seq(call);
-  auto previous = last_op_[call.group->id];
+  const bool p2p = call.op == CollectiveOp::send || call.op == CollectiveOp::recv;
+  // Point-to-point ops match by tag and need no ordering with the group's collectives.
+  auto previous = p2p ? nullptr : last_op_[call.group->id];
   auto state = std::make_shared<State>();
-  last_op_[call.group->id] = state;
+  if (!p2p)
+    last_op_[call.group->id] = state;
   // Collectives on one group run in the order they were started, as on one NCCL communicator; a
   // helper actor waits for the previous one so that the caller returns at once.
   sg4::Actor::create(fmt::format("x{}", rank_), host_, [this, call, bytes, seq, previous, state] {
@@ -197,10 +200,13 @@ CommHandle SimWorker::start(const CollectiveCall& call) {
 void SimWorker::run(const CollectiveCall& call) {
   const double bytes = bytes_of(call);
   const std::int64_t seq = next_seq(call);
-  auto& last = last_op_[call.group->id];
-  if (last) {
-    last->wait();
-    last.reset();
+  const bool p2p = call.op == CollectiveOp::send || call.op == CollectiveOp::recv;
+  if (!p2p) {
+    auto& last = last_op_[call.group->id];
+    if (last) {
+      last->wait();
+      last.reset();
+    }
   }
   run_collective(call, bytes, seq); // on the calling actor: no helper needed
 }

@@ -366,6 +366,10 @@ ModelConfig read_model(const Entry& e, const TrainingSpec& training) {
     return m;
   }
   reject_dims({"width", "depth", "vocab", "d_model", "n_layers", "n_heads"});
+  if (m.preset == "resnet-50") {
+    m.spec = hw::resnet50_model();
+    return m;
+  }
   const auto dims = hw::find_transformer_preset(m.preset);
   if (!dims) {
     std::string names = "mlp, gpt-tiny";
@@ -407,9 +411,11 @@ std::vector<AlgorithmSpec> read_algorithms(const Entry& e) {
       a.name = item.text();
     } else if (item.is_map()) {
       a.name = item.child("name").text();
+      if (item.has("label"))
+        a.label = item.child("label").text();
       for (const auto& kv : item.node()) {
         const auto key = kv.first.as<std::string>();
-        if (key == "name")
+        if (key == "name" || key == "label")
           continue;
         const Entry opt(item.child(key));
         a.options[key] = AlgorithmOption{opt.text(), opt.where()};
@@ -417,8 +423,10 @@ std::vector<AlgorithmSpec> read_algorithms(const Entry& e) {
     } else {
       item.fail("expected an algorithm name or a map with 'name' and options");
     }
-    if (!seen.insert(a.name).second)
-      item.fail(fmt::format("algorithm '{}' is listed twice", a.name));
+    if (a.label.empty())
+      a.label = a.name;
+    if (!seen.insert(a.label).second)
+      item.fail(fmt::format("algorithm '{}' is listed twice; give one a distinct 'label'", a.label));
     out.push_back(std::move(a));
   }
   if (out.empty())
@@ -561,7 +569,7 @@ nlohmann::json to_json(const Scenario& s) {
     json opts = json::object();
     for (const auto& [k, v] : a.options)
       opts[k] = v.value;
-    algorithms.push_back({{"name", a.name}, {"options", opts}});
+    algorithms.push_back({{"name", a.name}, {"label", a.label}, {"options", opts}});
   }
   json cluster = {
       {"nodes", c.nodes},

@@ -84,6 +84,7 @@ struct AlgorithmOption {
 
 struct AlgorithmSpec {
   std::string name;
+  std::string label; // how outputs name it (defaults to name): the same algorithm can run twice
   std::map<std::string, AlgorithmOption> options;
   std::string where;
 };

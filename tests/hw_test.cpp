@@ -107,6 +107,17 @@ TEST(ModelPresets, GptNeo125mBlockCostsByHand) {
   EXPECT_DOUBLE_EQ(m.layers.back().params, 1536);
 }
 
+TEST(ModelPresets, Resnet50) {
+  // torchvision's ResNet-50 has 25,557,032 parameters and 4.09 G multiply-adds at 224 x 224.
+  const auto m = resnet50_model();
+  ASSERT_EQ(m.layers.size(), 18u); // stem, 16 bottlenecks, fc
+  EXPECT_NEAR(m.total_params(), 25'557'032, 0.02 * 25'557'032);
+  EXPECT_NEAR(m.total_fwd_flops_per_sample(), 2 * 4.09e9, 0.05 * 2 * 4.09e9);
+  // The first bottleneck (56 x 56, 64 -> 256 with projection): 1x1 64x64, 3x3 64x64, 1x1 64x256,
+  // projection 64x256 = 4096 + 36864 + 16384 + 16384 = 73,728 conv weights, 1,536 BN params.
+  EXPECT_DOUBLE_EQ(m.layers[1].params, 73'728 + 2 * (64 + 64 + 256 + 256));
+}
+
 TEST(ModelPresets, Mlp) {
   const auto m = mlp_model(1024, 3);
   ASSERT_EQ(m.layers.size(), 3u);

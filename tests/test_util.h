@@ -22,7 +22,7 @@ struct Simulated {
 inline Simulated simulate(const spec::Scenario& s, const std::string& algorithm,
                           std::map<std::string, std::string> options = {}) {
   spec::AlgorithmSpec a;
-  a.name = algorithm;
+  a.name = a.label = algorithm;
   a.where = "test";
   for (auto& [k, v] : options)
     a.options[k] = spec::AlgorithmOption{v, "test"};

@@ -83,23 +83,23 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   m.iteration_time_s = window / steps;
   m.throughput_samples_s = m.samples / window;
 
-  // Per worker: compute-stream busy time and communication not hidden behind it, in the window.
+  // Per worker, over its own steady-state steps (staggered schedules like CDP's end their steps at
+  // different times): compute-stream busy time and communication not hidden behind it.
   std::vector<std::vector<Interval>> compute(workers), comm(workers);
   std::vector<double> bytes(workers, 0.0);
-  auto clip = [&](const TraceEvent& e) {
-    return Interval{std::max(e.start, m.window_start_s), std::min(e.end, m.window_end_s)};
-  };
+  auto own_open = [&](std::size_t w) { return warmup_steps == 0 ? 0.0 : open[w]; };
   for (const auto& e : trace.events) {
     const auto w = static_cast<std::size_t>(e.worker);
-    if (e.end <= m.window_start_s || e.start >= m.window_end_s) {
+    const double lo = own_open(w), hi = close[w];
+    if (e.end <= lo || e.start >= hi)
       continue;
-    }
+    const Interval clipped{std::max(e.start, lo), std::min(e.end, hi)};
     if (e.category == OpCategory::comm) {
-      comm[w].push_back(clip(e));
-      if (e.start >= m.window_start_s)
+      comm[w].push_back(clipped);
+      if (e.start >= lo)
         bytes[w] += e.bytes;
     } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
-      compute[w].push_back(clip(e));
+      compute[w].push_back(clipped);
     }
   }
   m.idle_fraction.resize(workers);
@@ -109,7 +109,8 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     const double busy = union_length(compute[w]);
     compute_sum += busy / steps;
     comm_sum += union_length(comm[w]) / steps;
-    m.idle_fraction[w] = std::clamp(1.0 - busy / window, 0.0, 1.0);
+    const double own_window = close[w] - own_open(w);
+    m.idle_fraction[w] = own_window > 0 ? std::clamp(1.0 - busy / own_window, 0.0, 1.0) : 0.0;
     m.exposed_comm_per_worker_s[w] = uncovered_length(comm[w], compute[w]) / steps;
     idle_sum += m.idle_fraction[w];
     exposed_sum += m.exposed_comm_per_worker_s[w];

@@ -1,6 +1,7 @@
-// Metrics of SCENARIO.md computed from a trace (simulated or measured), over the steady-state window
-// that opens when every worker has finished the warm-up steps and closes when every worker has
-// finished the last step.
+// Metrics of SCENARIO.md computed from a trace (simulated or measured). Iteration time and throughput
+// use the steady-state window that opens when every worker has finished the warm-up steps and closes
+// when every worker has finished the last step; per-GPU figures (idle, exposed communication, bytes)
+// use each GPU's own steady-state steps, since staggered schedules end them at different times.
 #pragma once
 
 #include "trace/trace.h"
