@@ -125,8 +125,9 @@ def draw_gantt(ax, trace, gpus, window):
                     continue
                 bars.setdefault(cat, []).append((start - lo, dur))
             for cat, spans in bars.items():
+                # A thin white edge keeps back-to-back ops of one category apart.
                 ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=CATEGORY_COLOURS.get(cat, "#999999"),
-                               linewidth=0)
+                               edgecolor="white", linewidth=0.4)
             labels.append(f"{trace['names'].get(pid, pid)} {stream}")
             y += 1
     ax.set_xlim(0, hi - lo)
@@ -175,7 +176,7 @@ def plot_timeline_compare(out, rows, traces, scenario):
         ax.set_ylabel(n, rotation=0, ha="right", va="center", fontsize=10, color=algorithm_colour(n))
         cats |= {c for evs in traces[n]["events"].values() for _, _, c in evs}
     category_legend(axes[0, 0], cats)
-    axes[0, 0].set_title(f"{scenario}: the same window length for every algorithm (4 GPUs each)")
+    axes[0, 0].set_title(f"{scenario}: the same window length for every algorithm (up to 4 GPUs each)")
     axes[-1, 0].set_xlabel("time since the steady-state window opened (ms)")
     fig.tight_layout()
     save(fig, os.path.join(out, "timeline-compare.png"))
