@@ -3,7 +3,6 @@
 #include "algorithms/model_state.h"
 #include "algorithms/options.h"
 
-#include <fmt/format.h>
 
 namespace overlapsim {
 namespace {
@@ -48,18 +47,8 @@ public:
 
   void run_comm() override {
     const auto& t = w_.scenario().training;
-    const Group& world = w_.topology().world();
     for (int step = 0; step < t.warmup_steps + t.steps; ++step) {
-      for (std::size_t k = 0; k < buckets_.size(); ++k) {
-        const auto b = static_cast<std::size_t>(w_.await(kBucketReady));
-        CollectiveCall call;
-        call.op = CollectiveOp::all_reduce;
-        call.group = &world;
-        call.data = buckets_[b].grads;
-        call.name = fmt::format("all-reduce bucket {}", b);
-        call.step = step;
-        w_.run(call); // NCCL runs one stream's collectives in order
-      }
+      reduce_buckets_as_released(w_, buckets_, CollectiveOp::all_reduce, {}, step, kBucketReady);
       w_.notify(kGradsReduced);
     }
   }

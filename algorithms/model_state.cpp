@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 
 namespace overlapsim {
 
@@ -112,6 +113,23 @@ void backward_releasing_buckets(Worker& w, const std::vector<Bucket>& buckets, M
   }
   if (top > 0)
     w.backward({0, top}, mb, params, grads);
+}
+
+void reduce_buckets_as_released(Worker& w, const std::vector<Bucket>& buckets, CollectiveOp op,
+                                const std::vector<Slice>& shards, int step, int signal) {
+  const Group& world = w.topology().world();
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
+    const auto b = static_cast<std::size_t>(w.await(signal));
+    CollectiveCall call;
+    call.op = op;
+    call.group = &world;
+    call.data = buckets[b].grads;
+    if (b < shards.size())
+      call.out = shards[b];
+    call.name = fmt::format("{} bucket {}", to_string(op), b);
+    call.step = step;
+    w.run(call);
+  }
 }
 
 } // namespace overlapsim

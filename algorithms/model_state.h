@@ -62,4 +62,9 @@ std::vector<Bucket> make_buckets(const ParamLayout& layout, BufferId grads, doub
 void backward_releasing_buckets(Worker& worker, const std::vector<Bucket>& buckets, MicroBatch mb,
                                 int layers, BufferId params, BufferId grads, int signal);
 
+// The communication stream's side: reduces each bucket (all-reduce, or reduce-scatter into
+// `shards[b]`) in the order `signal` hands them over, one after the other as on one NCCL stream.
+void reduce_buckets_as_released(Worker& worker, const std::vector<Bucket>& buckets, CollectiveOp op,
+                                const std::vector<Slice>& shards, int step, int signal);
+
 } // namespace overlapsim

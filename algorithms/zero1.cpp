@@ -69,17 +69,8 @@ public:
     const auto& t = w_.scenario().training;
     const Group& world = w_.topology().world();
     for (int step = 0; step < t.warmup_steps + t.steps; ++step) {
-      for (std::size_t k = 0; k < buckets_.size(); ++k) {
-        const auto b = static_cast<std::size_t>(w_.await(kBucketReady));
-        CollectiveCall call;
-        call.op = CollectiveOp::reduce_scatter;
-        call.group = &world;
-        call.data = buckets_[b].grads;
-        call.out = pieces_[b];
-        call.name = fmt::format("reduce-scatter bucket {}", b);
-        call.step = step;
-        w_.run(call);
-      }
+      reduce_buckets_as_released(w_, buckets_, CollectiveOp::reduce_scatter, pieces_, step,
+                                 kBucketReady);
       w_.notify(kGradsReduced);
       w_.await(kStepDone);
       for (std::size_t b = 0; b < buckets_.size(); ++b) {

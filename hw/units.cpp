@@ -50,114 +50,118 @@ double take_prefix(std::string_view& unit) {
 
 } // namespace
 
-double parse_size_bytes(std::string_view text) {
-  constexpr const char* kind = "a size";
-  constexpr const char* example = "80GB, 512MiB or 1.5e9 (bytes)";
-  auto parsed = split(text);
+namespace {
+
+// Parses "<number> <unit>": `scale` maps the unit (possibly empty) to the factor into base units,
+// or nullopt for a unit of the wrong kind.
+template <typename Scale>
+double parse_quantity(std::string_view text, const char* kind, const char* example, Scale scale) {
+  const auto parsed = split(text);
   if (!parsed)
     fail(kind, example, text);
-  auto [v, unit] = *parsed;
-  if (unit.empty() || unit == "B")
-    return v;
-  if (unit.size() == 3 && unit.substr(1) == "iB") {
-    switch (unit.front()) {
-    case 'K': return v * 1024.0;
-    case 'M': return v * 1024.0 * 1024;
-    case 'G': return v * 1024.0 * 1024 * 1024;
-    case 'T': return v * 1024.0 * 1024 * 1024 * 1024;
-    default: fail(kind, example, text);
-    }
-  }
-  const double f = take_prefix(unit);
-  if (f > 1 && unit == "B")
-    return v * f;
+  auto [value, unit] = *parsed;
+  if (const std::optional<double> factor = scale(unit))
+    return value * *factor;
   fail(kind, example, text);
+}
+
+std::optional<double> binary_prefix(std::string_view unit) {
+  if (unit.size() != 3 || unit.substr(1) != "iB")
+    return std::nullopt;
+  switch (unit.front()) {
+  case 'K': return 1024.0;
+  case 'M': return 1024.0 * 1024;
+  case 'G': return 1024.0 * 1024 * 1024;
+  case 'T': return 1024.0 * 1024 * 1024 * 1024;
+  default: return std::nullopt;
+  }
+}
+
+} // namespace
+
+double parse_size_bytes(std::string_view text) {
+  return parse_quantity(text, "a size", "80GB, 512MiB or 1.5e9 (bytes)",
+                        [](std::string_view unit) -> std::optional<double> {
+                          if (unit.empty() || unit == "B")
+                            return 1.0;
+                          if (auto f = binary_prefix(unit))
+                            return f;
+                          const double f = take_prefix(unit);
+                          if (f > 1 && unit == "B")
+                            return f;
+                          return std::nullopt;
+                        });
 }
 
 double parse_bandwidth_Bps(std::string_view text) {
-  constexpr const char* kind = "a bandwidth";
-  constexpr const char* example = "100Gb/s (bits) or 300GB/s (bytes)";
-  auto parsed = split(text);
-  if (!parsed)
-    fail(kind, example, text);
-  auto [v, unit] = *parsed;
-  if (unit.empty())
-    return v;
-  const double f = take_prefix(unit);
-  if (unit == "B/s" || unit == "Bps")
-    return v * f;
-  if (unit == "b/s" || unit == "bit/s" || unit == "bps")
-    return v * f / 8;
-  fail(kind, example, text);
+  return parse_quantity(text, "a bandwidth", "100Gb/s (bits) or 300GB/s (bytes)",
+                        [](std::string_view unit) -> std::optional<double> {
+                          if (unit.empty())
+                            return 1.0;
+                          const double f = take_prefix(unit);
+                          if (unit == "B/s" || unit == "Bps")
+                            return f;
+                          if (unit == "b/s" || unit == "bit/s" || unit == "bps")
+                            return f / 8;
+                          return std::nullopt;
+                        });
 }
 
 double parse_time_s(std::string_view text) {
-  constexpr const char* kind = "a time";
-  constexpr const char* example = "2us, 50ms or 1.5s";
-  auto parsed = split(text);
-  if (!parsed)
-    fail(kind, example, text);
-  auto [v, unit] = *parsed;
-  if (unit.empty() || unit == "s")
-    return v;
-  if (unit == "ms")
-    return v * 1e-3;
-  if (unit == "us" || unit == "\u00b5s")
-    return v * 1e-6;
-  if (unit == "ns")
-    return v * 1e-9;
-  if (unit == "min")
-    return v * 60;
-  if (unit == "h")
-    return v * 3600;
-  fail(kind, example, text);
+  return parse_quantity(text, "a time", "2us, 50ms or 1.5s",
+                        [](std::string_view unit) -> std::optional<double> {
+                          if (unit.empty() || unit == "s")
+                            return 1.0;
+                          if (unit == "ms")
+                            return 1e-3;
+                          if (unit == "us" || unit == "\u00b5s")
+                            return 1e-6;
+                          if (unit == "ns")
+                            return 1e-9;
+                          if (unit == "min")
+                            return 60.0;
+                          if (unit == "h")
+                            return 3600.0;
+                          return std::nullopt;
+                        });
 }
 
-double parse_count(std::string_view text) {
-  constexpr const char* kind = "a count";
-  constexpr const char* example = "7.1M, 14.6G or 1000";
-  auto parsed = split(text);
-  if (!parsed)
-    fail(kind, example, text);
-  auto [v, unit] = *parsed;
-  if (unit.empty())
-    return v;
-  if (unit.size() == 1) {
-    switch (unit.front()) {
-    case 'k':
-    case 'K': return v * 1e3;
-    case 'M': return v * 1e6;
-    case 'G': return v * 1e9;
-    case 'T': return v * 1e12;
-    case 'P': return v * 1e15;
-    default: break;
-    }
+namespace {
+std::optional<double> decimal_suffix(char c) {
+  switch (c) {
+  case 'k':
+  case 'K': return 1e3;
+  case 'M': return 1e6;
+  case 'G': return 1e9;
+  case 'T': return 1e12;
+  case 'P': return 1e15;
+  default: return std::nullopt;
   }
-  fail(kind, example, text);
+}
+} // namespace
+
+double parse_count(std::string_view text) {
+  return parse_quantity(text, "a count", "7.1M, 14.6G or 1000",
+                        [](std::string_view unit) -> std::optional<double> {
+                          if (unit.empty())
+                            return 1.0;
+                          return unit.size() == 1 ? decimal_suffix(unit.front()) : std::nullopt;
+                        });
 }
 
 double parse_flops_per_s(std::string_view text) {
-  constexpr const char* kind = "a compute rate";
-  constexpr const char* example = "312TFLOPS or 312T";
-  auto parsed = split(text);
-  if (!parsed)
-    fail(kind, example, text);
-  auto [v, unit] = *parsed;
-  if (unit.empty())
-    return v;
-  double f = 1;
-  if (unit.size() >= 1 && std::string_view("kKMGTP").find(unit.front()) != std::string_view::npos &&
-      (unit.size() == 1 || unit.substr(1).starts_with("FLOP"))) {
-    f = unit.front() == 'k' || unit.front() == 'K' ? 1e3
-        : unit.front() == 'M'                      ? 1e6
-        : unit.front() == 'G'                      ? 1e9
-        : unit.front() == 'T'                      ? 1e12
-                                                   : 1e15;
-    unit.remove_prefix(1);
-  }
-  if (unit.empty() || unit == "FLOPS" || unit == "FLOP/s")
-    return v * f;
-  fail(kind, example, text);
+  return parse_quantity(text, "a compute rate", "312TFLOPS or 312T",
+                        [](std::string_view unit) -> std::optional<double> {
+                          double f = 1;
+                          if (!unit.empty() && decimal_suffix(unit.front()) &&
+                              (unit.size() == 1 || unit.substr(1).starts_with("FLOP"))) {
+                            f = *decimal_suffix(unit.front());
+                            unit.remove_prefix(1);
+                          }
+                          if (unit.empty() || unit == "FLOPS" || unit == "FLOP/s")
+                            return f;
+                          return std::nullopt;
+                        });
 }
 
 namespace {

@@ -114,6 +114,20 @@ TEST(Collectives, FusedMatchesSteps) {
   }
 }
 
+TEST(Collectives, TcpModelCapsAWanFlowAtItsWindow) {
+  // docs/MODEL.md's worked example: 100 MB between two nodes over 1 Gb/s with 50 ms latency.
+  // exact: 50 ms + 100 MB / 125 MB/s = 0.85 s. tcp (SimGrid LV08): latency x 13.01 and a window of
+  // 4 MiB / (2 x 50 ms) = 41.94 MB/s per flow, times the 0.97 bandwidth factor.
+  const std::string wan = "cluster.inter_node={bandwidth: 1Gb/s, latency: 50ms}";
+  const auto exact = sim::time_collective(cluster(2, 1, {wan}), CollectiveOp::broadcast, 100e6);
+  EXPECT_NEAR(exact.time_s, 0.85, 1e-6);
+  const auto tcp = sim::time_collective(cluster(2, 1, {wan, "cluster.network_model=tcp"}),
+                                        CollectiveOp::broadcast, 100e6);
+  const double window = 4194304 / (2 * 0.05);
+  const double expected = 13.01 * 0.05 + 100e6 / (0.97 * window);
+  EXPECT_NEAR(tcp.time_s, expected, 0.005 * expected);
+}
+
 // Every rank all-reduces `size` bytes on its replication group (the GPUs with its local index);
 // with `only_first`, the ranks of local index 1 stay silent.
 class ReplicationAllReduce final : public Algorithm {
