@@ -3,6 +3,7 @@
 #include "cli/collective_command.h"
 #include "cli/plots.h"
 #include "cli/run_command.h"
+#include "cli/sweep_command.h"
 
 #include <fmt/format.h>
 #include <memory>
@@ -58,6 +59,28 @@ void add_commands(CLI::App& app) {
   collective->add_flag("--json", coll->json, "Print JSON");
   collective->add_option("--set", coll->overrides, "Override a scenario key: key.path=value");
   collective->callback([coll] { g_exit_code = collective_command(*coll); });
+
+  auto sw = std::make_shared<SweepOptions>();
+  auto* sweep = app.add_subcommand(
+      "sweep", "Run a scenario over the cartesian grid of --vary values: one summary with a row per "
+               "point and algorithm (values may not contain commas)");
+  sweep->add_option("scenario", sw->scenario, "Scenario YAML file")->required();
+  sweep->add_option("--vary", sw->vary, "key.path=v1,v2,... (repeatable; the first varies slowest)")
+      ->required();
+  sweep->add_option("--set", sw->overrides, "Override a scenario key for every point");
+  sweep->add_option("--out", sw->out, "Output directory (default: the scenario's output.dir)");
+  sweep->add_option("--shard", sw->shard, "i/n: run the points with index % n == i (Slurm arrays)");
+  sweep->add_option("--jobs", sw->jobs, "Points run in parallel (default: the number of cores)");
+  sweep->add_flag("!--no-plots", sw->plots, "Do not draw PNG plots");
+  sweep->add_flag("!--no-progress", sw->progress, "Do not print a progress bar");
+  sweep->callback([sw] { g_exit_code = sweep_command(*sw); });
+
+  auto merge_out = std::make_shared<std::string>();
+  auto merge_in = std::make_shared<std::vector<std::string>>();
+  auto* merge = app.add_subcommand("merge", "Join the shard outputs of one sweep into one summary");
+  merge->add_option("out", *merge_out, "Output directory")->required();
+  merge->add_option("shards", *merge_in, "Shard output directories")->required();
+  merge->callback([merge_out, merge_in] { g_exit_code = merge_command(*merge_out, *merge_in); });
 
   auto plot_dir = std::make_shared<std::string>();
   auto* plot = app.add_subcommand("plot", "(Re)draw the plots of an output directory");

@@ -293,10 +293,12 @@ def plot_sweep(out, summary, scenario):
     if not sweep or not sweep.get("vary"):
         return
     key = sweep["vary"][0]
+    others = sweep["vary"][1:]
     results = summary["results"]
-    by_alg = {}
+    by_alg = {}  # one line per algorithm and combination of the other varied keys
     for r in results:
-        by_alg.setdefault(r["algorithm"], []).append((numeric(r.get(key)), str(r.get(key)), r))
+        label = r["algorithm"] + "".join(f", {k.split('.')[-1]}={r.get(k)}" for k in others)
+        by_alg.setdefault(label, []).append((numeric(r.get(key)), str(r.get(key)), r))
     for metric, fname, label in (("speedup_vs_ddp", "sweep-speedup.png", "throughput speedup vs DDP (x)"),
                                  ("iteration_time_s", "sweep-iteration-time.png", "iteration time (s)")):
         fig, ax = plt.subplots(figsize=(8, 5))
@@ -305,8 +307,11 @@ def plot_sweep(out, summary, scenario):
             pts.sort(key=lambda p: p[0])
             xs = [p[0] for p in pts]
             xs_all += xs
-            ax.plot(xs, [p[2].get(metric, 0) for p in pts], marker="o", label=alg,
-                    color=algorithm_colour(alg))
+            styles = ["-", "--", ":", "-."]
+            combo = sorted({lbl.split(",", 1)[1] if "," in lbl else "" for lbl in by_alg})
+            style = styles[combo.index(alg.split(",", 1)[1] if "," in alg else "") % len(styles)]
+            ax.plot(xs, [p[2].get(metric, 0) for p in pts], marker="o", label=alg, linestyle=style,
+                    color=algorithm_colour(pts[0][2]["algorithm"]))
         finite = [x for x in xs_all if x > 0 and math.isfinite(x)]
         if finite and max(finite) / min(finite) >= 100:
             ax.set_xscale("log")
@@ -315,7 +320,7 @@ def plot_sweep(out, summary, scenario):
         ax.set_xticklabels([t[1] for t in ticks], rotation=30, fontsize=8)
         ax.set_xlabel(key)
         ax.set_ylabel(label)
-        ax.set_title(f"{scenario}: {label.split(' (')[0]} vs {key}")
+        ax.set_title(f"{scenario}\n{label.split(' (')[0]} vs {key}", fontsize=11)
         ax.legend(fontsize=8)
         ax.grid(color="#EEEEEE")
         fig.tight_layout()

@@ -491,6 +491,17 @@ void apply_override(YAML::Node root, const std::string& assignment, Context& ctx
         node.reset(next);
       }
     } else {
+      if (node.IsScalar() && i > 0) {
+        // "cluster.inter_node.bandwidth=10Gb/s" on "inter_node: omnipath-100": the preset becomes
+        // {preset: omnipath-100, bandwidth: 10Gb/s}.
+        YAML::Node expanded(YAML::NodeType::Map);
+        expanded["preset"] = node.Scalar();
+        YAML::Node parent = root;
+        for (std::size_t j = 0; j + 1 < i; ++j)
+          parent.reset(parent[keys[j]]);
+        parent[keys[i - 1]] = expanded;
+        node.reset(parent[keys[i - 1]]);
+      }
       if (!node.IsMap() && !node.IsNull())
         throw ScenarioError(fmt::format("--set '{}': '{}' is inside a single value", assignment, k));
       if (last) {

@@ -72,6 +72,10 @@ TEST(Loader, SetOverridesKeysByDottedPath) {
   EXPECT_EQ(s.algorithms[0].options.at("bucket_cap").value, "2MB");
   EXPECT_DOUBLE_EQ(s.cluster.slowdown_of(30), 2.0);
   EXPECT_EQ(s.output.dir, "/tmp/x");
+  // A key inside a preset keeps the preset's other values.
+  const auto t = load_scenario_text(kValid, "t.yaml", {"cluster.intra_node.latency=3us"});
+  EXPECT_DOUBLE_EQ(t.cluster.intra_node.latency_s, 3e-6);
+  EXPECT_DOUBLE_EQ(t.cluster.intra_node.bandwidth_Bps, 300e9); // nvlink3's
 }
 
 TEST(Loader, UnknownKeyNamesFileLineAndKey) {

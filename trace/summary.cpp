@@ -9,7 +9,7 @@ namespace overlapsim {
 
 nlohmann::ordered_json to_json(const SummaryRow& r) {
   const Metrics& m = r.metrics;
-  nlohmann::ordered_json j = r.leading.is_object() ? r.leading : nlohmann::ordered_json::object();
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["algorithm"] = r.algorithm;
   j["workers"] = r.workers;
   j["iteration_time_s"] = m.iteration_time_s;
@@ -62,52 +62,61 @@ std::string csv_cell(const nlohmann::ordered_json& v) {
 
 } // namespace
 
-std::string summary_csv(const std::vector<SummaryRow>& rows) {
+std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
+                        const std::vector<std::string>& leading) {
   static const char* kFields[] = {"algorithm",          "workers",           "iteration_time_s",
                                   "throughput_samples_s", "throughput_tokens_s", "speedup_vs_ddp",
                                   "idle_fraction_mean", "idle_fraction_max", "exposed_comm_s",
                                   "comm_bytes_per_step", "peak_memory_bytes", "simulated_time_s",
                                   "measured"};
   static const char* kMemory[] = {"params", "grads", "optimizer_state", "buffers", "activations"};
-  std::vector<std::string> leading;
-  for (const auto& r : rows)
-    if (r.leading.is_object())
-      for (const auto& [k, v] : r.leading.items())
-        if (std::find(leading.begin(), leading.end(), k) == leading.end())
-          leading.push_back(k);
   std::string out;
   for (const auto& k : leading)
-    out += k + ",";
+    out += csv_cell(nlohmann::ordered_json(k)) + ",";
   for (const char* f : kFields)
     out += fmt::format("{},", f);
   for (const char* m : kMemory)
     out += fmt::format("memory_{}_bytes,", m);
   out += "micro_batches_per_step_mean,micro_batches_per_step_stddev\n";
-  for (const auto& r : rows) {
-    const auto j = to_json(r);
+  const nlohmann::ordered_json none;
+  auto at = [&](const nlohmann::ordered_json& j, const char* key) -> const nlohmann::ordered_json& {
+    return j.contains(key) ? j[key] : none;
+  };
+  for (const auto& j : rows) {
     for (const auto& k : leading)
-      out += csv_cell(j.contains(k) ? j[k] : nlohmann::ordered_json()) + ",";
+      out += csv_cell(j.contains(k) ? j[k] : none) + ",";
     for (const char* f : kFields)
-      out += csv_cell(j[f]) + ",";
+      out += csv_cell(at(j, f)) + ",";
     for (const char* m : kMemory)
-      out += csv_cell(j["memory_breakdown"][m]) + ",";
-    out += csv_cell(j["micro_batches_per_step"]["mean"]) + "," +
-           csv_cell(j["micro_batches_per_step"]["stddev"]) + "\n";
+      out += csv_cell(at(at(j, "memory_breakdown"), m)) + ",";
+    out += csv_cell(at(at(j, "micro_batches_per_step"), "mean")) + "," +
+           csv_cell(at(at(j, "micro_batches_per_step"), "stddev")) + "\n";
   }
   return out;
 }
 
 void write_summary(const std::string& dir, const nlohmann::json& scenario,
-                   const std::vector<SummaryRow>& rows, const nlohmann::ordered_json& top_level) {
+                   const std::vector<nlohmann::ordered_json>& rows,
+                   const nlohmann::ordered_json& top_level) {
   nlohmann::ordered_json doc;
   doc["scenario"] = nlohmann::ordered_json::parse(scenario.dump());
   for (const auto& [k, v] : top_level.items())
     doc[k] = v;
-  doc["results"] = nlohmann::ordered_json::array();
-  for (const auto& r : rows)
-    doc["results"].push_back(to_json(r));
+  doc["results"] = rows;
+  std::vector<std::string> leading;
+  if (top_level.contains("sweep"))
+    for (const auto& k : top_level["sweep"]["vary"])
+      leading.push_back(k.get<std::string>());
   write_file_atomically(dir + "/summary.json", doc.dump(2) + "\n");
-  write_file_atomically(dir + "/summary.csv", summary_csv(rows));
+  write_file_atomically(dir + "/summary.csv", summary_csv(rows, leading));
+}
+
+void write_summary(const std::string& dir, const nlohmann::json& scenario,
+                   const std::vector<SummaryRow>& rows, const nlohmann::ordered_json& top_level) {
+  std::vector<nlohmann::ordered_json> json_rows;
+  for (const auto& r : rows)
+    json_rows.push_back(to_json(r));
+  write_summary(dir, scenario, json_rows, top_level);
 }
 
 } // namespace overlapsim

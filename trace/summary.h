@@ -18,19 +18,23 @@ struct SummaryRow {
   double gpu_memory_bytes = 0;
   Metrics metrics;
   double speedup_vs_ddp = 0;       // filled in by the caller, against ddp on the same scenario
-  nlohmann::ordered_json leading;  // extra columns placed first (a sweep's varied keys)
   nlohmann::ordered_json extra;    // extra fields for summary.json only
 };
 
 nlohmann::ordered_json to_json(const SummaryRow& row);
 
 // Writes summary.json ({"scenario": ..., "results": [...]} plus `top_level` extras) and summary.csv
-// into `dir`, each atomically.
+// into `dir`, each atomically. The JSON-row form serves rows that come from other processes
+// (sweeps) or other summaries (merge).
 void write_summary(const std::string& dir, const nlohmann::json& scenario,
                    const std::vector<SummaryRow>& rows,
                    const nlohmann::ordered_json& top_level = nlohmann::ordered_json::object());
+void write_summary(const std::string& dir, const nlohmann::json& scenario,
+                   const std::vector<nlohmann::ordered_json>& rows,
+                   const nlohmann::ordered_json& top_level = nlohmann::ordered_json::object());
 
-// The CSV columns of one row, in order: the leading (sweep) columns, then the SCENARIO.md fields.
-std::string summary_csv(const std::vector<SummaryRow>& rows);
+// The CSV of the rows: `leading` columns first (a sweep's varied keys), then the SCENARIO.md fields.
+std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
+                        const std::vector<std::string>& leading = {});
 
 } // namespace overlapsim

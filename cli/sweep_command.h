@@ -1,0 +1,32 @@
+// `overlapsim sweep`: a scenario over the cartesian grid of --vary values, one summary with a row per
+// point and algorithm; `overlapsim merge`: shard summaries of one sweep joined back into one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace overlapsim::cli {
+
+struct SweepOptions {
+  std::string scenario;
+  std::string out;                    // default: the scenario's output.dir
+  std::vector<std::string> vary;      // "key.path=v1,v2,..."
+  std::vector<std::string> overrides; // --set
+  std::string shard;                  // "i/n": points with index % n == i
+  int jobs = 0;                       // parallel points; 0: the number of cores
+  bool plots = true;
+  bool progress = true;
+};
+
+struct SweepPoint {
+  int index = 0;
+  std::vector<std::pair<std::string, std::string>> values; // key, value as written
+};
+
+// The grid of "key=v1,v2" lists, the first varying slowest.
+std::vector<SweepPoint> sweep_grid(const std::vector<std::string>& vary);
+
+int sweep_command(const SweepOptions& options);
+int merge_command(const std::string& out, const std::vector<std::string>& shards);
+
+} // namespace overlapsim::cli

@@ -1,0 +1,129 @@
+// `overlapsim sweep` and `overlapsim merge`: the grid, its columns, shards, errors, determinism.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/sweep_command.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const char* kScenario = R"(name: sweep
+cluster:
+  nodes: 2
+  gpus_per_node: 1
+  gpu: a100-80gb
+  inter_node: {bandwidth: 10Gb/s, latency: 5us}
+model:
+  layers:
+    - {name: block, params: 20M, fwd_flops_per_sample: 200G, repeat: 4}
+training: {micro_batch: 2, seq_len: 128, steps: 3}
+algorithms: [ddp, acco]
+)";
+
+std::pair<int, std::string> run(const std::string& args) {
+  FILE* p = popen((std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p))
+    out.append(buf, n);
+  return {WEXITSTATUS(pclose(p)), out};
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class Sweep : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("overlapsim-sweep-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "s.yaml") << kScenario;
+    base_ = "sweep " + (dir_ / "s.yaml").string() + " --no-plots --no-progress " +
+            "--vary cluster.inter_node.bandwidth=1Gb/s,100Gb/s --vary cluster.nodes=2,4 ";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::string base_;
+};
+
+TEST(SweepGrid, CartesianFirstKeySlowest) {
+  const auto g = overlapsim::cli::sweep_grid({"a=1,2", "b=x,y,z"});
+  ASSERT_EQ(g.size(), 6u);
+  EXPECT_EQ(g[0].values[0].second, "1");
+  EXPECT_EQ(g[0].values[1].second, "x");
+  EXPECT_EQ(g[2].values[1].second, "z");
+  EXPECT_EQ(g[3].values[0].second, "2");
+  EXPECT_EQ(g[5].index, 5);
+  EXPECT_THROW(overlapsim::cli::sweep_grid({"a"}), std::invalid_argument);
+  EXPECT_THROW(overlapsim::cli::sweep_grid({"a=1,,2"}), std::invalid_argument);
+}
+
+TEST_F(Sweep, GridRowsColumnsAndDirection) {
+  const auto r = run(base_ + "--out " + (dir_ / "a").string());
+  ASSERT_EQ(r.first, 0) << r.second;
+  const auto doc = nlohmann::json::parse(slurp(dir_ / "a" / "summary.json"));
+  ASSERT_EQ(doc["results"].size(), 8u); // 2 x 2 points x 2 algorithms
+  EXPECT_EQ(doc["sweep"]["points"], 4);
+  const auto csv = slurp(dir_ / "a" / "summary.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')).rfind("cluster.inter_node.bandwidth,cluster.nodes,algorithm,", 0), 0u);
+  // Point 0 is 1 Gb/s with 2 nodes, point 2 is 100 Gb/s with 2 nodes: DDP gets faster.
+  double slow = 0, fast = 0;
+  for (const auto& row : doc["results"]) {
+    if (row["algorithm"] != "ddp")
+      continue;
+    if (row["point"] == 0)
+      slow = row["throughput_samples_s"].get<double>();
+    if (row["point"] == 2)
+      fast = row["throughput_samples_s"].get<double>();
+    EXPECT_EQ(row["workers"].get<int>(), std::stoi(row["cluster.nodes"].get<std::string>()));
+  }
+  EXPECT_GT(fast, 1.5 * slow);
+}
+
+TEST_F(Sweep, ShardsMergeIntoTheWholeAndRunsAreDeterministic) {
+  ASSERT_EQ(run(base_ + "--out " + (dir_ / "all").string()).first, 0);
+  const std::string all = slurp(dir_ / "all" / "summary.json");
+  ASSERT_EQ(run(base_ + "--out " + (dir_ / "all").string()).first, 0);
+  EXPECT_EQ(all, slurp(dir_ / "all" / "summary.json"));
+  ASSERT_EQ(run(base_ + "--shard 0/2 --out " + (dir_ / "s0").string()).first, 0);
+  ASSERT_EQ(run(base_ + "--shard 1/2 --out " + (dir_ / "s1").string()).first, 0);
+  const auto m = run("merge " + (dir_ / "m").string() + " " + (dir_ / "s1").string() + " " +
+                     (dir_ / "s0").string());
+  ASSERT_EQ(m.first, 0) << m.second;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "m" / "summary.json"))["results"],
+            nlohmann::json::parse(all)["results"]);
+  EXPECT_EQ(slurp(dir_ / "m" / "summary.csv"), slurp(dir_ / "all" / "summary.csv"));
+  // A shard missing is an error.
+  const auto partial = run("merge " + (dir_ / "p").string() + " " + (dir_ / "s0").string());
+  EXPECT_NE(partial.first, 0);
+  EXPECT_THAT(partial.second, HasSubstr("is in no shard"));
+}
+
+TEST_F(Sweep, BadKeyFailsBeforeWritingAnything) {
+  const auto r = run("sweep " + (dir_ / "s.yaml").string() + " --no-plots --vary cluster.gpus=1,2 --out " +
+                     (dir_ / "bad").string());
+  EXPECT_NE(r.first, 0);
+  EXPECT_THAT(r.second, HasSubstr("cluster.gpus"));
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+  const auto v = run("sweep " + (dir_ / "s.yaml").string() + " --no-plots --vary cluster.nodes=2,zero --out " +
+                     (dir_ / "bad").string());
+  EXPECT_NE(v.first, 0);
+  EXPECT_THAT(v.second, HasSubstr("--set cluster.nodes"));
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
+} // namespace
