@@ -2,6 +2,8 @@
 
 #include "algorithms/algorithm.h"
 #include "cli/plots.h"
+#include "cli/report.h"
+#include "trace/analysis.h"
 #include "hw/units.h"
 #include "spec/loader.h"
 #include "trace/atomic_file.h"
@@ -44,6 +46,7 @@ SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const
   row.measured = trace.measured;
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
+  add_analysis(row, analyze(trace, row.metrics));
   auto all_warnings = warnings;
   if (row.metrics.peak_memory_bytes > s.cluster.gpu.memory_bytes)
     all_warnings.push_back(fmt::format("peak memory {} per GPU exceeds the {}'s {}: this would not fit",
@@ -136,6 +139,7 @@ int run_command(const RunOptions& options) {
                               chrome_trace_json(results[i].trace,
                                                 fmt::format("{}: {}", scenario.name, rows[i].algorithm)));
     write_summary(dir, spec::to_json(scenario), rows);
+    write_file_atomically(dir + "/report.md", report_markdown(scenario, rows));
     if (options.print_table)
       std::printf("%s\n%s", scenario.name.c_str(), format_table(rows).c_str());
     for (const auto& r : rows)

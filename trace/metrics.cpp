@@ -26,6 +26,11 @@ void normalize(std::vector<Interval>& v) {
 
 } // namespace
 
+std::vector<Interval> merged(std::vector<Interval> intervals) {
+  normalize(intervals);
+  return intervals;
+}
+
 double union_length(std::vector<Interval> intervals) {
   normalize(intervals);
   double total = 0;
@@ -110,6 +115,7 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     compute_sum += busy / steps;
     comm_sum += union_length(comm[w]) / steps;
     const double own_window = close[w] - own_open(w);
+    m.worker_window.push_back({own_open(w), close[w]});
     m.idle_fraction[w] = own_window > 0 ? std::clamp(1.0 - busy / own_window, 0.0, 1.0) : 0.0;
     m.exposed_comm_per_worker_s[w] = uncovered_length(comm[w], compute[w]) / steps;
     idle_sum += m.idle_fraction[w];

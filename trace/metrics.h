@@ -10,6 +10,11 @@
 
 namespace overlapsim {
 
+struct Interval {
+  double start;
+  double end;
+};
+
 struct Metrics {
   double window_start_s = 0;
   double window_end_s = 0;
@@ -17,7 +22,8 @@ struct Metrics {
   double iteration_time_s = 0;     // window / steps
   double samples = 0;              // samples consumed by the window's steps, whole cluster
   double throughput_samples_s = 0; // samples / window
-  std::vector<double> idle_fraction; // per worker: compute stream idle / window
+  std::vector<double> idle_fraction; // per worker: compute stream idle / its own window
+  std::vector<Interval> worker_window; // per worker: its own steady-state steps
   double idle_fraction_mean = 0;
   double idle_fraction_max = 0;
   std::vector<double> exposed_comm_per_worker_s; // per step
@@ -39,11 +45,9 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps);
 
 // Length of the union of [start, end) intervals, and of the part of `a`'s union not covered by
 // `b`'s union; the intervals need not be sorted or disjoint.
-struct Interval {
-  double start;
-  double end;
-};
 double union_length(std::vector<Interval> intervals);
 double uncovered_length(std::vector<Interval> a, std::vector<Interval> b);
+// The union of the intervals, sorted and disjoint.
+std::vector<Interval> merged(std::vector<Interval> intervals);
 
 } // namespace overlapsim

@@ -1,0 +1,96 @@
+// The critical path and idle attribution on a hand-built trace, and the lower bound on simulations.
+#include "test_util.h"
+#include "trace/analysis.h"
+
+#include <gtest/gtest.h>
+
+namespace overlapsim {
+namespace {
+
+TEST(Analysis, HandBuiltStraggledCollective) {
+  // Worker 0 computes [0, 1] s, worker 1 (slow) [0, 3] s; both then all-reduce: worker 0 enters at
+  // 1 s and waits for worker 1, who enters at 3 s; the data moves from 3 s to 4 s.
+  Trace t;
+  t.workers = 2;
+  const auto fwd = t.intern("fwd"), ar = t.intern("all-reduce bucket 0"), ring = t.intern("ring/fused");
+  t.events = {{0, 1, 0, StreamKind::compute, OpCategory::forward, fwd, -1, 0, 0, 0, 1e12},
+              {0, 3, 1, StreamKind::compute, OpCategory::forward, fwd, -1, 0, 0, 0, 1e12},
+              {1, 4, 0, StreamKind::comm, OpCategory::comm, ar, ring, 0, -1, 100, 0},
+              {3, 4, 1, StreamKind::comm, OpCategory::comm, ar, ring, 0, -1, 100, 0}};
+  t.steps = {{4, 0, 0, 1}, {4, 1, 0, 1}};
+  t.peak_memory = {{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}};
+  const auto m = compute_metrics(t, /*warmup_steps=*/0, /*steps=*/1);
+  const auto a = analyze(t, m);
+  // Path: the slow forward (3 s), then the transfer of the all-reduce (1 s).
+  EXPECT_DOUBLE_EQ(a.critical_path.length_s, 4);
+  EXPECT_DOUBLE_EQ(a.critical_path.busy_s, 4);
+  EXPECT_DOUBLE_EQ(a.critical_path.by_category[static_cast<std::size_t>(OpCategory::forward)], 3);
+  EXPECT_DOUBLE_EQ(a.critical_path.by_category[static_cast<std::size_t>(OpCategory::comm)], 1);
+  ASSERT_FALSE(a.critical_path.top.empty());
+  EXPECT_EQ(a.critical_path.top[0].worker, 1);
+  EXPECT_EQ(a.critical_path.top[0].name, "fwd");
+  // Worker 0: computes 1/4, waits for worker 1 for 2/4, its data is on the wire 1/4.
+  EXPECT_DOUBLE_EQ(a.idle[0].compute, 0.25);
+  EXPECT_DOUBLE_EQ(a.idle[0].waiting, 0.5);
+  EXPECT_DOUBLE_EQ(a.idle[0].exposed_comm, 0.25);
+  EXPECT_DOUBLE_EQ(a.idle[0].idle_other, 0);
+  // Worker 1: computes 3/4, then its own transfer.
+  EXPECT_DOUBLE_EQ(a.idle[1].compute, 0.75);
+  EXPECT_DOUBLE_EQ(a.idle[1].exposed_comm, 0.25);
+  EXPECT_DOUBLE_EQ(a.idle[1].waiting, 0);
+  // Lower bound per step: max(compute 3 s, communication 3 s on worker 0).
+  EXPECT_DOUBLE_EQ(a.lower_bound_s, 3);
+}
+
+TEST(Analysis, SimulatedStepsNeverBeatTheLowerBound) {
+  const auto s = testing::scenario_from(R"(name: lb
+cluster:
+  nodes: 4
+  gpus_per_node: 2
+  gpu: a100-80gb
+  intra_node: nvlink3
+  inter_node: {bandwidth: 5Gb/s, latency: 5us}
+  stragglers: [{gpu: 3, slowdown: 1.5}]
+  jitter: {distribution: lognormal, sigma: 0.2}
+model:
+  layers:
+    - {name: b, params: 20M, fwd_flops_per_sample: 300G, activation_bytes_per_sample: 10MB, repeat: 8}
+training: {micro_batch: 2, seq_len: 1, grad_accum: 2, steps: 3}
+algorithms: [ddp]
+)");
+  for (const char* algorithm : {"ddp", "s-sgd", "zero1", "dpu", "acco", "cdp-v1", "cdp-v2"}) {
+    const auto r = testing::simulate(s, algorithm);
+    const auto a = analyze(r.trace, r.metrics);
+    EXPECT_GT(a.lower_bound_s, 0) << algorithm;
+    EXPECT_GE(r.metrics.iteration_time_s, a.lower_bound_s * (1 - 1e-9)) << algorithm;
+    double sum = a.idle_mean.compute + a.idle_mean.exposed_comm + a.idle_mean.waiting + a.idle_mean.idle_other;
+    EXPECT_NEAR(sum, 1.0, 1e-9) << algorithm;
+    EXPECT_NEAR(a.idle_mean.compute, 1 - r.metrics.idle_fraction_mean, 1e-9) << algorithm;
+    EXPECT_LE(a.critical_path.length_s, r.metrics.iteration_time_s * 1.5) << algorithm;
+  }
+}
+
+TEST(Analysis, StragglerWaitIsAttributedToPeers) {
+  // DDP with one 4x slower GPU and fast links: the fast GPUs' idle time is waiting for it.
+  const auto s = testing::scenario_from(R"(name: st
+cluster:
+  nodes: 1
+  gpus_per_node: 4
+  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}
+  intra_node: {bandwidth: 100GB/s, latency: 1us}
+  stragglers: [{gpu: 2, slowdown: 4}]
+model:
+  layers:
+    - {name: b, params: 1M, fwd_flops_per_sample: 1T, repeat: 2}
+training: {micro_batch: 1, seq_len: 1, steps: 4}
+algorithms: [ddp]
+)");
+  const auto r = testing::simulate(s, "ddp");
+  const auto a = analyze(r.trace, r.metrics);
+  EXPECT_NEAR(a.idle[0].waiting, 0.75, 0.01);
+  EXPECT_LT(a.idle[2].waiting, 0.01);
+  EXPECT_EQ(a.critical_path.top[0].worker, 2); // the straggler's backward paces the step
+}
+
+} // namespace
+} // namespace overlapsim

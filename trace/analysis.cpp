@@ -1,0 +1,219 @@
+#include "trace/analysis.h"
+
+#include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+namespace overlapsim {
+
+namespace {
+
+bool is_p2p(const Trace& t, const TraceEvent& e) {
+  return e.detail >= 0 && t.name_of(e.detail) == "p2p";
+}
+
+// When the last participant of each collective arrived: a rank's collective op is waiting for a
+// slower peer until then, and moving data after. Instances are told apart by name and step.
+std::vector<double> last_arrivals(const Trace& t) {
+  std::map<std::pair<std::int32_t, std::int32_t>, double> latest;
+  for (const auto& e : t.events)
+    if (e.category == OpCategory::comm && !is_p2p(t, e)) {
+      auto [it, fresh] = latest.try_emplace({e.name, e.step}, e.start);
+      if (!fresh)
+        it->second = std::max(it->second, e.start);
+    }
+  std::vector<double> out(t.events.size(), -1);
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if (e.category == OpCategory::comm && !is_p2p(t, e))
+      out[i] = latest.at({e.name, e.step});
+  }
+  return out;
+}
+
+enum class EdgeKind : std::uint8_t { stream, cross_stream, collective };
+struct EdgeProps {
+  EdgeKind kind;
+};
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
+                                    boost::no_property, EdgeProps>;
+
+constexpr double kEps = 1e-9;
+
+CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<double>& arrival) {
+  CriticalPath cp;
+  // The last steady-state step: enough to show what paces a step, and bounded in size.
+  const double hi = m.window_end_s, lo = hi - m.iteration_time_s;
+  std::vector<std::size_t> ops; // trace indices of the vertices
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    if (t.events[i].end > lo - kEps && t.events[i].start < hi + kEps)
+      ops.push_back(i);
+  if (ops.empty())
+    return cp;
+  Graph g(ops.size());
+  const auto ev = [&](std::size_t v) -> const TraceEvent& { return t.events[ops[v]]; };
+
+  // Stream order, and the cross-stream dependency that released an op: the other stream's op of
+  // the same GPU that ended when this one started.
+  std::map<std::pair<int, int>, std::vector<std::size_t>> by_stream;
+  std::map<int, std::vector<std::size_t>> by_worker_end;
+  for (std::size_t v = 0; v < ops.size(); ++v) {
+    by_stream[{ev(v).worker, static_cast<int>(ev(v).stream)}].push_back(v);
+    by_worker_end[ev(v).worker].push_back(v);
+  }
+  for (auto& [key, list] : by_stream) {
+    std::sort(list.begin(), list.end(), [&](auto a, auto b) { return ev(a).start < ev(b).start; });
+    for (std::size_t k = 1; k < list.size(); ++k)
+      if (ev(list[k - 1]).end <= ev(list[k]).start + kEps)
+        boost::add_edge(list[k - 1], list[k], EdgeProps{EdgeKind::stream}, g);
+  }
+  for (auto& [worker, list] : by_worker_end) {
+    std::sort(list.begin(), list.end(), [&](auto a, auto b) { return ev(a).end < ev(b).end; });
+    for (std::size_t v = 0; v < ops.size(); ++v) {
+      if (ev(v).worker != worker)
+        continue;
+      auto it = std::lower_bound(list.begin(), list.end(), ev(v).start - kEps,
+                                 [&](std::size_t a, double x) { return ev(a).end < x; });
+      for (; it != list.end() && ev(*it).end <= ev(v).start + kEps; ++it)
+        if (ev(*it).stream != ev(v).stream)
+          boost::add_edge(*it, v, EdgeProps{EdgeKind::cross_stream}, g);
+    }
+  }
+  // Collective participation: every rank's op completes after the last rank arrived.
+  std::map<std::pair<std::int32_t, std::int32_t>, std::size_t> last_in;
+  for (std::size_t v = 0; v < ops.size(); ++v)
+    if (arrival[ops[v]] >= 0) {
+      auto [it, fresh] = last_in.try_emplace({ev(v).name, ev(v).step}, v);
+      if (!fresh && ev(v).start > ev(it->second).start)
+        it->second = v;
+    }
+  for (std::size_t v = 0; v < ops.size(); ++v)
+    if (arrival[ops[v]] >= 0) {
+      const std::size_t last = last_in.at({ev(v).name, ev(v).step});
+      if (last != v)
+        boost::add_edge(last, v, EdgeProps{EdgeKind::collective}, g);
+    }
+  std::vector<std::size_t> order;
+  boost::topological_sort(g, std::back_inserter(order)); // throws boost::not_a_dag on a cycle
+
+  // Walk back from the op that ends last, each time to the dependency that released it.
+  std::size_t v = 0;
+  for (std::size_t u = 1; u < ops.size(); ++u)
+    if (ev(u).end > ev(v).end)
+      v = u;
+  std::map<std::pair<std::string, int>, CriticalOp> contributions;
+  bool joined_collective = false; // reached through a collective edge: the same collective
+  double first_start = ev(v).start;
+  for (;;) {
+    const auto& e = ev(v);
+    double gate = -1;
+    std::size_t next = v;
+    EdgeKind next_kind = EdgeKind::stream;
+    for (auto [it, end] = boost::in_edges(v, g); it != end; ++it) {
+      const std::size_t u = boost::source(*it, g);
+      const EdgeKind kind = g[*it].kind;
+      const double when = kind == EdgeKind::collective ? ev(u).start : ev(u).end;
+      if (when > gate)
+        gate = when, next = u, next_kind = kind;
+    }
+    if (!joined_collective) {
+      const double from = std::max({e.start, gate, lo});
+      const double share = std::max(0.0, std::min(e.end, hi) - from);
+      // "all-reduce bucket 17" and its siblings add up under "all-reduce bucket *".
+      std::string name = t.name_of(e.name);
+      const auto digits = name.find_last_not_of("0123456789");
+      if (digits != std::string::npos && digits + 1 < name.size() && name[digits] == ' ')
+        name = name.substr(0, digits + 1) + "*";
+      auto& c = contributions[{name, e.worker}];
+      c.name = name;
+      c.worker = e.worker;
+      c.category = e.category;
+      c.seconds += share;
+      cp.by_category[static_cast<std::size_t>(e.category)] += share;
+      cp.busy_s += share;
+    }
+    first_start = std::min(first_start, std::max(e.start, lo));
+    if (next == v || gate < lo)
+      break;
+    joined_collective = next_kind == EdgeKind::collective;
+    v = next;
+  }
+  cp.length_s = hi - first_start;
+  for (auto& [key, c] : contributions)
+    cp.top.push_back(c);
+  std::sort(cp.top.begin(), cp.top.end(),
+            [](const CriticalOp& a, const CriticalOp& b) { return a.seconds > b.seconds; });
+  if (cp.top.size() > 10)
+    cp.top.resize(10);
+  return cp;
+}
+
+} // namespace
+
+Analysis analyze(const Trace& t, const Metrics& m) {
+  Analysis a;
+  const auto arrival = last_arrivals(t);
+  a.critical_path = critical_path(t, m, arrival);
+
+  const auto workers = static_cast<std::size_t>(t.workers);
+  std::vector<std::vector<Interval>> busy(workers), transfer(workers), waiting(workers), comm(workers);
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    const auto w = static_cast<std::size_t>(e.worker);
+    if (e.category == OpCategory::comm) {
+      comm[w].push_back({e.start, e.end});
+      if (is_p2p(t, e) && e.bytes == 0) {
+        waiting[w].push_back({e.start, e.end}); // a receive waits for its peer's send
+      } else {
+        const double arrived = std::clamp(arrival[i] < 0 ? e.start : arrival[i], e.start, e.end);
+        waiting[w].push_back({e.start, arrived});
+        transfer[w].push_back({arrived, e.end});
+      }
+    } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
+      busy[w].push_back({e.start, e.end});
+    }
+  }
+  a.idle.resize(workers);
+  for (std::size_t w = 0; w < workers; ++w) {
+    const Interval window = w < m.worker_window.size() ? m.worker_window[w]
+                                                        : Interval{m.window_start_s, m.window_end_s};
+    const double length = window.end - window.start;
+    if (length <= 0)
+      continue;
+    auto clip = [&](std::vector<Interval> v) {
+      for (auto& i : v)
+        i = {std::clamp(i.start, window.start, window.end), std::clamp(i.end, window.start, window.end)};
+      return merged(std::move(v));
+    };
+    const auto b = clip(busy[w]);
+    const auto tr = clip(transfer[w]);
+    auto wait_and_transfer = waiting[w];
+    wait_and_transfer.insert(wait_and_transfer.end(), transfer[w].begin(), transfer[w].end());
+    const auto wt = clip(wait_and_transfer);
+    auto with_busy = [&](std::vector<Interval> v) {
+      v.insert(v.end(), b.begin(), b.end());
+      return v;
+    };
+    const double computing = union_length(b);
+    // Idle time covered by this GPU's data moving, then by waits for peers, then the rest.
+    const double exposed = uncovered_length(tr, b);
+    const double waited = uncovered_length(wt, with_busy(tr));
+    IdleBreakdown& d = a.idle[w];
+    d.compute = computing / length;
+    d.exposed_comm = exposed / length;
+    d.waiting = waited / length;
+    d.idle_other = std::max(0.0, 1 - d.compute - d.exposed_comm - d.waiting);
+    a.idle_mean.compute += d.compute / static_cast<double>(workers);
+    a.idle_mean.exposed_comm += d.exposed_comm / static_cast<double>(workers);
+    a.idle_mean.waiting += d.waiting / static_cast<double>(workers);
+    a.idle_mean.idle_other += d.idle_other / static_cast<double>(workers);
+    a.lower_bound_s = std::max(a.lower_bound_s, std::max(computing, union_length(clip(comm[w]))) /
+                                                    std::max(1, m.steps));
+  }
+  return a;
+}
+
+} // namespace overlapsim

@@ -1,0 +1,45 @@
+// Where time goes, from any trace (simulated or measured): the dependency graph of the ops
+// (Boost.Graph), the critical path of the steady state, the attribution of each GPU's idle time to
+// its cause, and the lower bound max(compute, communication) per step.
+#pragma once
+
+#include "trace/metrics.h"
+#include "trace/trace.h"
+
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+struct CriticalOp {
+  std::string name;
+  int worker = 0;
+  OpCategory category = OpCategory::forward;
+  double seconds = 0; // this op's share of the path
+};
+
+struct CriticalPath {
+  double length_s = 0;                  // from the first to the last op of the path, per step
+  double busy_s = 0;                    // sum of the durations of its ops, per step
+  std::vector<CriticalOp> top;          // the largest contributions, aggregated by op name and GPU
+  std::array<double, 6> by_category{};  // per step, indexed by OpCategory
+};
+
+// Fractions of each GPU's steady-state time, summing to 1.
+struct IdleBreakdown {
+  double compute = 0;      // the compute stream runs an op
+  double exposed_comm = 0; // it waits while its own data is on the wire
+  double waiting = 0;      // it waits for a slower peer inside a collective or a point-to-point
+  double idle_other = 0;   // anything else (start-up, dependencies without communication)
+};
+
+struct Analysis {
+  CriticalPath critical_path;
+  std::vector<IdleBreakdown> idle; // per GPU
+  IdleBreakdown idle_mean;
+  double lower_bound_s = 0; // per step: max over GPUs of max(compute, communication busy time)
+};
+
+Analysis analyze(const Trace& trace, const Metrics& metrics);
+
+} // namespace overlapsim
