@@ -37,7 +37,7 @@ public:
     // At least the mini-batch DDP uses per step: grad_accum micro-batches per round, split over
     // ACCO's two stages (the paper's fine-tuning runs ACCO with half DDP's accumulation, Table 5).
     const int accum = w.scenario().training.grad_accum;
-    min_micro_batches_ = min_micro_batches > 0 ? min_micro_batches
+    min_micro_batches_ = min_micro_batches > 0      ? min_micro_batches
                          : variant == Variant::acco ? std::max(1, accum / 2)
                                                     : accum;
     const auto layout = param_layout(w.scenario().model.spec);
@@ -117,7 +117,8 @@ public:
       };
       // Sum of the micro-batch counts, to weight the gradients (Algorithm 1, lines 25 and 34).
       collective(CollectiveOp::all_reduce, Slice{counts_, 0, 1}, {}, "all-reduce counts");
-      collective(CollectiveOp::reduce_scatter, Slice{handoff_, 0, total}, own_, "reduce-scatter grads");
+      collective(CollectiveOp::reduce_scatter, Slice{handoff_, 0, total}, own_,
+                 "reduce-scatter grads");
       const Slice grads{handoff_, own_.offset, own_.count};
       const Slice state{state_.optimizer_state, 0, own_.count};
       const double scale = 1.0 / world_size; // the runtime rescales by the summed counts for real
@@ -127,8 +128,8 @@ public:
       collective(CollectiveOp::all_gather, own_, Slice{handoff_, 0, total}, "all-gather params");
       step_micro_batches += round.micro_batches;
       if (round.stage != 1) { // an optimizer step is complete
-        w_.step_done(round.step, static_cast<double>(step_micro_batches) *
-                                     w_.scenario().training.micro_batch);
+        w_.step_done(round.step,
+                     static_cast<double>(step_micro_batches) * w_.scenario().training.micro_batch);
         step_micro_batches = 0;
       }
       w_.notify(kRoundDone);
@@ -172,9 +173,9 @@ int min_micro_batches(const AlgorithmOptions& opts) {
 
 std::unique_ptr<Algorithm> make_dpu(const spec::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"warmup_steps", "min_micro_batches"});
-  return std::make_unique<DelayedUpdate>(spec.name, Variant::dpu,
-                                         static_cast<int>(opts.integer("warmup_steps", 0, 0, 1 << 30)),
-                                         min_micro_batches(opts));
+  return std::make_unique<DelayedUpdate>(
+      spec.name, Variant::dpu, static_cast<int>(opts.integer("warmup_steps", 0, 0, 1 << 30)),
+      min_micro_batches(opts));
 }
 
 std::unique_ptr<Algorithm> make_acco_wp(const spec::AlgorithmSpec& spec) {

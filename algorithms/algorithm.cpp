@@ -17,14 +17,9 @@ using Factory = std::function<std::unique_ptr<Algorithm>(const spec::AlgorithmSp
 
 const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> factories = {
-      {"ddp", make_ddp},
-      {"s-sgd", make_s_sgd},
-      {"zero1", make_zero1},
-      {"dpu", make_dpu},
-      {"acco-wp", make_acco_wp},
-      {"acco", make_acco},
-      {"cdp-v1", make_cdp_v1},
-      {"cdp-v2", make_cdp_v2},
+      {"ddp", make_ddp},       {"s-sgd", make_s_sgd},     {"zero1", make_zero1},
+      {"dpu", make_dpu},       {"acco-wp", make_acco_wp}, {"acco", make_acco},
+      {"cdp-v1", make_cdp_v1}, {"cdp-v2", make_cdp_v2},
   };
   return factories;
 }
@@ -37,8 +32,9 @@ std::unique_ptr<Algorithm> make_algorithm(const spec::AlgorithmSpec& spec) {
     std::string names;
     for (const auto& n : algorithm_names())
       names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
-    throw spec::ScenarioError(fmt::format("{}: key 'algorithms': unknown algorithm '{}'; expected one of: {}",
-                                          spec.where, spec.name, names));
+    throw spec::ScenarioError(
+        fmt::format("{}: key 'algorithms': unknown algorithm '{}'; expected one of: {}", spec.where,
+                    spec.name, names));
   }
   return it->second(spec);
 }

@@ -25,8 +25,8 @@ public:
   virtual std::unique_ptr<WorkerProgram> program(Worker& worker) const = 0;
 };
 
-// Builds the algorithm of a scenario entry; throws spec::ScenarioError naming the file and line of a
-// bad name or option.
+// Builds the algorithm of a scenario entry; throws spec::ScenarioError naming the file and line of
+// a bad name or option.
 std::unique_ptr<Algorithm> make_algorithm(const spec::AlgorithmSpec& spec);
 std::vector<std::string> algorithm_names();
 

@@ -52,9 +52,15 @@ enum class Setting { multi_gpu, single_gpu };
 enum Signal : int { kParams = 0, kReduced = 1 };
 enum Tag : int { kPartial = 0, kComplete = 1 };
 
-std::int64_t encode(int step, int stage) { return (static_cast<std::int64_t>(step) << 20) | stage; }
-int step_of(std::int64_t v) { return static_cast<int>(v >> 20); }
-int stage_of(std::int64_t v) { return static_cast<int>(v & 0xfffff); }
+std::int64_t encode(int step, int stage) {
+  return (static_cast<std::int64_t>(step) << 20) | stage;
+}
+int step_of(std::int64_t v) {
+  return static_cast<int>(v >> 20);
+}
+int stage_of(std::int64_t v) {
+  return static_cast<int>(v & 0xfffff);
+}
 
 struct Options {
   Rule rule;
@@ -115,7 +121,8 @@ public:
         update(stage, step);
         w_.notify(kParams, encode(step, stage));
         if (next_ != world - 1)
-          sends.push_back(w_.start(p2p(CollectiveOp::send, stage, kComplete, step, next_, *to_next_)));
+          sends.push_back(
+              w_.start(p2p(CollectiveOp::send, stage, kComplete, step, next_, *to_next_)));
       }
       retire(sends, previous);
     }
@@ -133,7 +140,8 @@ private:
     return state_.layout.layers(state_.grads, stages_[static_cast<std::size_t>(stage)]);
   }
 
-  CollectiveCall p2p(CollectiveOp op, int stage, int tag, int step, int peer, const Group& g) const {
+  CollectiveCall p2p(CollectiveOp op, int stage, int tag, int step, int peer,
+                     const Group& g) const {
     CollectiveCall c;
     c.op = op;
     c.group = &g;
@@ -149,8 +157,8 @@ private:
   void update(int stage, int step) {
     const Slice g = stage_grads(stage);
     w_.optimizer_step(OptimizerStep{Slice{state_.params, g.offset, g.count}, g,
-                                    Slice{state_.optimizer_state, g.offset, g.count},
-                                    1.0 / n_, step});
+                                    Slice{state_.optimizer_state, g.offset, g.count}, 1.0 / n_,
+                                    step});
   }
 
   // Blocks until this worker holds the version of `stage` that micro-batch `mb` must use at `step`.
@@ -330,7 +338,8 @@ private:
         all_reduce_and_update(world, step);
       } else {
         const std::int64_t total = state_.layout.total();
-        w_.optimizer_step(OptimizerStep{Slice{state_.params, 0, total}, Slice{state_.grads, 0, total},
+        w_.optimizer_step(OptimizerStep{Slice{state_.params, 0, total},
+                                        Slice{state_.grads, 0, total},
                                         Slice{state_.optimizer_state, 0, total}, 1.0 / n_, step});
       }
       w_.step_done(step, samples * n_);
@@ -367,10 +376,9 @@ std::unique_ptr<Algorithm> make_cdp(const spec::AlgorithmSpec& spec, Rule rule) 
   const AlgorithmOptions opts(spec, {"setting", "schedule"});
   const auto setting = opts.text("setting", "multi-gpu", {"multi-gpu", "single-gpu"});
   const auto schedule = opts.text("schedule", "cyclic", {"cyclic", "simultaneous"});
-  return std::make_unique<Cdp>(spec.name, Options{rule,
-                                                  setting == "multi-gpu" ? Setting::multi_gpu
-                                                                         : Setting::single_gpu,
-                                                  schedule == "cyclic"});
+  return std::make_unique<Cdp>(
+      spec.name, Options{rule, setting == "multi-gpu" ? Setting::multi_gpu : Setting::single_gpu,
+                         schedule == "cyclic"});
 }
 
 } // namespace

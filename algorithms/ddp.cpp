@@ -3,7 +3,6 @@
 #include "algorithms/model_state.h"
 #include "algorithms/options.h"
 
-
 namespace overlapsim {
 namespace {
 
@@ -15,8 +14,8 @@ class DataParallelProgram final : public WorkerProgram {
 public:
   DataParallelProgram(Worker& w, double bucket_cap, bool overlap)
       : w_(w), overlap_(overlap), state_(declare_model_state(w, param_count(w))) {
-    buckets_ = make_buckets(state_.layout, state_.grads, spec::dtype_bytes(w.scenario().model.dtype),
-                            bucket_cap);
+    buckets_ = make_buckets(state_.layout, state_.grads,
+                            spec::dtype_bytes(w.scenario().model.dtype), bucket_cap);
   }
 
   void run_compute() override {

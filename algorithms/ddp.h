@@ -2,9 +2,9 @@
 //
 // ddp: gradients are grouped into buckets of `bucket_cap` bytes (default 25 MiB, PyTorch's
 // bucket_cap_mb) in reverse layer order; during the last micro-batch's backward each bucket's
-// all-reduce starts on the communication stream as soon as its last gradient is ready; the optimizer
-// step runs once every bucket is reduced. The first grad_accum - 1 micro-batches run under no_sync.
-// s-sgd: the same buckets, all reduced after the whole backward pass (no overlap).
+// all-reduce starts on the communication stream as soon as its last gradient is ready; the
+// optimizer step runs once every bucket is reduced. The first grad_accum - 1 micro-batches run
+// under no_sync. s-sgd: the same buckets, all reduced after the whole backward pass (no overlap).
 #pragma once
 
 #include "algorithms/algorithm.h"

@@ -9,9 +9,12 @@ namespace overlapsim {
 double optimizer_state_bytes_per_param(spec::Optimizer optimizer, spec::Dtype dtype) {
   const double master = dtype == spec::Dtype::fp32 ? 0.0 : 4.0;
   switch (optimizer) {
-  case spec::Optimizer::adamw: return master + 8.0;
-  case spec::Optimizer::sgd_momentum: return master + 4.0;
-  case spec::Optimizer::sgd: return master;
+  case spec::Optimizer::adamw:
+    return master + 8.0;
+  case spec::Optimizer::sgd_momentum:
+    return master + 4.0;
+  case spec::Optimizer::sgd:
+    return master;
   }
   return master;
 }
@@ -19,7 +22,8 @@ double optimizer_state_bytes_per_param(spec::Optimizer optimizer, spec::Dtype dt
 double optimizer_bytes_touched_per_param(spec::Optimizer optimizer, spec::Dtype dtype) {
   const double p = spec::dtype_bytes(dtype);
   const double k = optimizer_state_bytes_per_param(optimizer, dtype);
-  const double param_rw = dtype == spec::Dtype::fp32 ? 2 * p : p; // in place, or written from master
+  const double param_rw =
+      dtype == spec::Dtype::fp32 ? 2 * p : p; // in place, or written from master
   return p /*grad read*/ + 2 * k /*state read+write*/ + param_rw;
 }
 
@@ -37,7 +41,8 @@ ParamLayout param_layout(const hw::ModelSpec& model) {
   ParamLayout layout;
   layout.offset.push_back(0);
   for (const auto& l : model.layers)
-    layout.offset.push_back(layout.offset.back() + static_cast<std::int64_t>(std::llround(l.params)));
+    layout.offset.push_back(layout.offset.back() +
+                            static_cast<std::int64_t>(std::llround(l.params)));
   return layout;
 }
 

@@ -27,7 +27,8 @@ AlgorithmOptions::AlgorithmOptions(const spec::AlgorithmSpec& spec,
 void AlgorithmOptions::fail(const std::string& key, const std::string& what) const {
   const auto it = spec_.options.find(key);
   const std::string& where = it == spec_.options.end() ? spec_.where : it->second.where;
-  throw spec::ScenarioError(fmt::format("{}: key 'algorithms.{}.{}': {}", where, spec_.name, key, what));
+  throw spec::ScenarioError(
+      fmt::format("{}: key 'algorithms.{}.{}': {}", where, spec_.name, key, what));
 }
 
 double AlgorithmOptions::size_bytes(const std::string& key, double fallback) const {

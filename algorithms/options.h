@@ -1,5 +1,5 @@
-// Reading an algorithm entry's options ("- {name: ddp, bucket_cap: 25MiB}") with the same error rules
-// as the rest of the scenario: a bad or unknown option names the file, the line and the key.
+// Reading an algorithm entry's options ("- {name: ddp, bucket_cap: 25MiB}") with the same error
+// rules as the rest of the scenario: a bad or unknown option names the file, the line and the key.
 #pragma once
 
 #include "spec/scenario.h"
@@ -13,7 +13,8 @@ namespace overlapsim {
 class AlgorithmOptions {
 public:
   // Throws spec::ScenarioError on an option outside `allowed`.
-  AlgorithmOptions(const spec::AlgorithmSpec& spec, std::initializer_list<std::string_view> allowed);
+  AlgorithmOptions(const spec::AlgorithmSpec& spec,
+                   std::initializer_list<std::string_view> allowed);
 
   bool has(const std::string& key) const { return spec_.options.contains(key); }
   double size_bytes(const std::string& key, double fallback) const;

@@ -4,38 +4,58 @@ namespace overlapsim {
 
 const char* to_string(OpCategory category) {
   switch (category) {
-  case OpCategory::forward: return "forward";
-  case OpCategory::backward: return "backward";
-  case OpCategory::optimizer: return "optimizer";
-  case OpCategory::comm: return "comm";
-  case OpCategory::compress: return "compress";
-  case OpCategory::idle: return "idle";
+  case OpCategory::forward:
+    return "forward";
+  case OpCategory::backward:
+    return "backward";
+  case OpCategory::optimizer:
+    return "optimizer";
+  case OpCategory::comm:
+    return "comm";
+  case OpCategory::compress:
+    return "compress";
+  case OpCategory::idle:
+    return "idle";
   }
   return "?";
 }
 
 const char* to_string(MemoryCategory category) {
   switch (category) {
-  case MemoryCategory::params: return "params";
-  case MemoryCategory::grads: return "grads";
-  case MemoryCategory::optimizer_state: return "optimizer_state";
-  case MemoryCategory::buffers: return "buffers";
-  case MemoryCategory::activations: return "activations";
+  case MemoryCategory::params:
+    return "params";
+  case MemoryCategory::grads:
+    return "grads";
+  case MemoryCategory::optimizer_state:
+    return "optimizer_state";
+  case MemoryCategory::buffers:
+    return "buffers";
+  case MemoryCategory::activations:
+    return "activations";
   }
   return "?";
 }
 
 const char* to_string(CollectiveOp op) {
   switch (op) {
-  case CollectiveOp::all_reduce: return "all-reduce";
-  case CollectiveOp::reduce_scatter: return "reduce-scatter";
-  case CollectiveOp::all_gather: return "all-gather";
-  case CollectiveOp::broadcast: return "broadcast";
-  case CollectiveOp::reduce: return "reduce";
-  case CollectiveOp::all_to_all: return "all-to-all";
-  case CollectiveOp::send: return "send";
-  case CollectiveOp::recv: return "recv";
-  case CollectiveOp::barrier: return "barrier";
+  case CollectiveOp::all_reduce:
+    return "all-reduce";
+  case CollectiveOp::reduce_scatter:
+    return "reduce-scatter";
+  case CollectiveOp::all_gather:
+    return "all-gather";
+  case CollectiveOp::broadcast:
+    return "broadcast";
+  case CollectiveOp::reduce:
+    return "reduce";
+  case CollectiveOp::all_to_all:
+    return "all-to-all";
+  case CollectiveOp::send:
+    return "send";
+  case CollectiveOp::recv:
+    return "recv";
+  case CollectiveOp::barrier:
+    return "barrier";
   }
   return "?";
 }

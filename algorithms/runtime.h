@@ -2,10 +2,10 @@
 // SimRuntime (sim/, SimGrid time) and RealRuntime (validate/, LibTorch + c10d).
 //
 // An algorithm is the program of one worker's two streams (WorkerProgram): a compute stream and a
-// communication stream that run concurrently, like ACCO's two CUDA streams. Each call below blocks the
-// calling stream until the op is done, except start(), which launches a collective and returns a
-// handle to wait on or test. The two streams of a worker synchronise through signals (notify/await),
-// which carry a 64-bit value (a bucket index, a count).
+// communication stream that run concurrently, like ACCO's two CUDA streams. Each call below blocks
+// the calling stream until the op is done, except start(), which launches a collective and returns
+// a handle to wait on or test. The two streams of a worker synchronise through signals
+// (notify/await), which carry a 64-bit value (a bucket index, a count).
 #pragma once
 
 #include "algorithms/topology.h"
@@ -74,7 +74,7 @@ struct CollectiveCall {
   Slice data;
   Slice out;
   int peer = -1;
-  int tag = 0; // send/recv: messages match by (group, tag, source, destination), FIFO
+  int tag = 0;      // send/recv: messages match by (group, tag, source, destination), FIFO
   std::string name; // trace label, e.g. "all-reduce bucket 3"
   int step = -1;
 };
@@ -134,8 +134,8 @@ public:
   virtual double now() const = 0; // seconds since the run started
 
   // Marks the end of an optimizer step on this worker and how many samples it consumed, for the
-  // steady-state metrics (throughput counts samples, so algorithms that accumulate a variable number
-  // of micro-batches per step are measured fairly).
+  // steady-state metrics (throughput counts samples, so algorithms that accumulate a variable
+  // number of micro-batches per step are measured fairly).
   virtual void step_done(int step, double samples) = 0;
 
   // Reported by algorithms that accumulate a variable number of micro-batches (ACCO, DPU).

@@ -37,8 +37,8 @@ public:
   int local_of(int rank) const { return rank % gpus_per_node_; }
 
   const Group& world() const;
-  const Group& intra_node(int node) const;      // the GPUs of one node
-  const Group& replication(int local) const;    // GPUs with the same local index, one per node
+  const Group& intra_node(int node) const;          // the GPUs of one node
+  const Group& replication(int local) const;        // GPUs with the same local index, one per node
   const Group& group(std::vector<int> ranks) const; // any subset, in the given order
 
 private:

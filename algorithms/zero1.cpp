@@ -20,13 +20,14 @@ public:
     const int me = w.topology().world().index_of(w.rank());
     // The rank owns the me-th 1/N piece of every bucket (what reduce-scatter leaves it); its
     // optimizer state holds exactly those pieces, back to back.
-    const auto buckets = make_buckets(layout, 0, spec::dtype_bytes(w.scenario().model.dtype), bucket_cap);
+    const auto buckets =
+        make_buckets(layout, 0, spec::dtype_bytes(w.scenario().model.dtype), bucket_cap);
     std::int64_t owned = 0;
     for (const auto& b : buckets)
       owned += shard(0, b.grads.count, me, n).count;
     state_ = declare_model_state(w, owned);
-    buckets_ = make_buckets(state_.layout, state_.grads, spec::dtype_bytes(w.scenario().model.dtype),
-                            bucket_cap);
+    buckets_ = make_buckets(state_.layout, state_.grads,
+                            spec::dtype_bytes(w.scenario().model.dtype), bucket_cap);
     std::int64_t state_offset = 0;
     for (const auto& b : buckets_) {
       const Slice piece = shard(state_.grads, b.grads.count, me, n);
@@ -55,8 +56,8 @@ public:
       // The sharded update: only this rank's piece of each bucket.
       for (std::size_t b = 0; b < buckets_.size(); ++b) {
         const Slice& g = pieces_[b];
-        w_.optimizer_step(OptimizerStep{Slice{state_.params, g.offset, g.count}, g, state_pieces_[b],
-                                        1.0 / world, step});
+        w_.optimizer_step(OptimizerStep{Slice{state_.params, g.offset, g.count}, g,
+                                        state_pieces_[b], 1.0 / world, step});
       }
       w_.notify(kStepDone);
       // The next forward needs every rank's updated pieces.

@@ -14,17 +14,18 @@ namespace overlapsim::cli {
 namespace {
 
 CollectiveOp parse_op(const std::string& op) {
-  for (auto candidate : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter,
-                         CollectiveOp::all_gather, CollectiveOp::broadcast, CollectiveOp::reduce,
-                         CollectiveOp::all_to_all})
+  for (auto candidate :
+       {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
+        CollectiveOp::broadcast, CollectiveOp::reduce, CollectiveOp::all_to_all})
     if (op == to_string(candidate))
       return candidate;
   throw std::invalid_argument(fmt::format(
-      "--op '{}': expected all-reduce, reduce-scatter, all-gather, broadcast, reduce or all-to-all", op));
+      "--op '{}': expected all-reduce, reduce-scatter, all-gather, broadcast, reduce or all-to-all",
+      op));
 }
 
 nlohmann::ordered_json to_json(const sim::CollectiveTiming& t) {
-  return {{"op", to_string(t.op)},     {"size_bytes", t.size_bytes}, {"workers", t.workers},
+  return {{"op", to_string(t.op)},    {"size_bytes", t.size_bytes}, {"workers", t.workers},
           {"algorithm", t.algorithm}, {"time_s", t.time_s},         {"algbw_Bps", t.algbw_Bps},
           {"busbw_Bps", t.busbw_Bps}};
 }
@@ -39,7 +40,8 @@ std::vector<double> parse_size_range(const std::string& text) {
     const double lo = hw::parse_size_bytes(text.substr(0, colon));
     const double hi = hw::parse_size_bytes(text.substr(colon + 1));
     if (lo <= 0 || hi < lo)
-      throw std::invalid_argument(fmt::format("--size '{}': expected LOW:HIGH with 0 < LOW <= HIGH", text));
+      throw std::invalid_argument(
+          fmt::format("--size '{}': expected LOW:HIGH with 0 < LOW <= HIGH", text));
     std::vector<double> sizes;
     for (double s = lo; s <= hi * (1 + 1e-12); s *= 2)
       sizes.push_back(s);

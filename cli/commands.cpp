@@ -18,7 +18,9 @@ namespace {
 int g_exit_code = 0;
 } // namespace
 
-int exit_code() { return g_exit_code; }
+int exit_code() {
+  return g_exit_code;
+}
 
 std::string version_string() {
   return fmt::format("overlapsim {} (SimGrid backend{})", OVERLAPSIM_VERSION,
@@ -46,11 +48,13 @@ void add_commands(CLI::App& app) {
 
   auto coll = std::make_shared<CollectiveOptions>();
   auto* collective = app.add_subcommand(
-      "collective", "Simulate one collective on the scenario's cluster; print time, algbw and busbw "
-                    "the nccl-tests way");
+      "collective",
+      "Simulate one collective on the scenario's cluster; print time, algbw and busbw "
+      "the nccl-tests way");
   collective->add_option("scenario", coll->scenario, "Scenario YAML file")->required();
-  collective->add_option("--op", coll->op,
-                         "all-reduce | reduce-scatter | all-gather | broadcast | reduce | all-to-all")
+  collective
+      ->add_option("--op", coll->op,
+                   "all-reduce | reduce-scatter | all-gather | broadcast | reduce | all-to-all")
       ->capture_default_str();
   collective->add_option("--size", coll->size, "Size (1GB) or doubling range (1KB:1GB)")
       ->capture_default_str();
@@ -62,8 +66,9 @@ void add_commands(CLI::App& app) {
 
   auto sw = std::make_shared<SweepOptions>();
   auto* sweep = app.add_subcommand(
-      "sweep", "Run a scenario over the cartesian grid of --vary values: one summary with a row per "
-               "point and algorithm (values may not contain commas)");
+      "sweep",
+      "Run a scenario over the cartesian grid of --vary values: one summary with a row per "
+      "point and algorithm (values may not contain commas)");
   sweep->add_option("scenario", sw->scenario, "Scenario YAML file")->required();
   sweep->add_option("--vary", sw->vary, "key.path=v1,v2,... (repeatable; the first varies slowest)")
       ->required();

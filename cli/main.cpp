@@ -6,8 +6,9 @@
 #include <cstdio>
 
 int main(int argc, char** argv) {
-  CLI::App app{"overlapsim: per-GPU timelines, idle time, exposed communication, memory and speedups "
-               "of DDP, ZeRO-1, ACCO, CDP and friends on simulated GPU clusters"};
+  CLI::App app{
+      "overlapsim: per-GPU timelines, idle time, exposed communication, memory and speedups "
+      "of DDP, ZeRO-1, ACCO, CDP and friends on simulated GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", overlapsim::cli::version_string());
   overlapsim::cli::add_commands(app);

@@ -29,21 +29,21 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 bool draw_plots(const std::string& dir) {
   namespace fs = std::filesystem;
-  const std::string script =
-      env_or("OVERLAPSIM_PLOTS_SCRIPT", std::string(OVERLAPSIM_SOURCE_DIR) + "/plots/overlapsim_plots.py");
+  const std::string script = env_or("OVERLAPSIM_PLOTS_SCRIPT", std::string(OVERLAPSIM_SOURCE_DIR) +
+                                                                   "/plots/overlapsim_plots.py");
   // Debian's matplotlib lives with the system interpreter, which may not be first on PATH.
-  const std::string python = env_or("OVERLAPSIM_PYTHON", fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3");
+  const std::string python =
+      env_or("OVERLAPSIM_PYTHON", fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3");
   if (!fs::exists(script)) {
     std::fprintf(stderr, "warning: plots skipped: %s not found\n", script.c_str());
     return false;
   }
   std::fflush(nullptr);
-  const int rc = std::system(fmt::format("{} {} {}", shell_quote(python), shell_quote(script),
-                                         shell_quote(dir))
-                                 .c_str());
+  const int rc = std::system(
+      fmt::format("{} {} {}", shell_quote(python), shell_quote(script), shell_quote(dir)).c_str());
   if (rc != 0) {
-    std::fprintf(stderr, "warning: plotting exited with status %d; the numeric outputs are complete\n",
-                 rc);
+    std::fprintf(stderr,
+                 "warning: plotting exited with status %d; the numeric outputs are complete\n", rc);
     return false;
   }
   return true;

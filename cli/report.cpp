@@ -33,10 +33,13 @@ void add_analysis(SummaryRow& row, const Analysis& a) {
 namespace {
 
 double field(const SummaryRow& r, const char* group, const char* key) {
-  return r.extra.contains(group) && r.extra[group].contains(key) ? r.extra[group][key].get<double>() : 0;
+  return r.extra.contains(group) && r.extra[group].contains(key) ? r.extra[group][key].get<double>()
+                                                                 : 0;
 }
 
-std::string percent(double f) { return fmt::format("{:.1f}%", 100 * f); }
+std::string percent(double f) {
+  return fmt::format("{:.1f}%", 100 * f);
+}
 
 } // namespace
 
@@ -45,10 +48,11 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
                                 "micro-batch {} x {} tokens, {} steady-state steps. Simulated.\n\n",
                                 s.name, s.cluster.world_size(), s.cluster.nodes,
                                 s.cluster.gpus_per_node, s.cluster.gpu.name, s.model.spec.name,
-                                hw::format_count(s.model.spec.total_params()), s.training.micro_batch,
-                                s.training.seq_len, s.training.steps);
-  out += "| algorithm | iteration | speedup vs DDP | computing | exposed comm | waiting for peers | "
-         "other idle | lower bound |\n|---|---|---|---|---|---|---|---|\n";
+                                hw::format_count(s.model.spec.total_params()),
+                                s.training.micro_batch, s.training.seq_len, s.training.steps);
+  out +=
+      "| algorithm | iteration | speedup vs DDP | computing | exposed comm | waiting for peers | "
+      "other idle | lower bound |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows)
     out += fmt::format("| {} | {} | {:.2f}x | {} | {} | {} | {} | {} |\n", r.algorithm,
                        hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
@@ -66,25 +70,30 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
                        hw::format_time(cp["busy_s"].get<double>()));
     std::string parts;
     for (const auto& [cat, sec] : cp["by_category"].items())
-      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", cat, hw::format_time(sec.get<double>()));
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", cat,
+                           hw::format_time(sec.get<double>()));
     if (!parts.empty())
       out += fmt::format(" By kind: {}.", parts);
     out += "\n\nLargest contributions:\n\n";
     for (const auto& op : cp["top"])
-      out += fmt::format("- {} on GPU {} ({}): {}\n", op["name"].get<std::string>(), op["gpu"].get<int>(),
-                         op["category"].get<std::string>(), hw::format_time(op["seconds"].get<double>()));
+      out += fmt::format("- {} on GPU {} ({}): {}\n", op["name"].get<std::string>(),
+                         op["gpu"].get<int>(), op["category"].get<std::string>(),
+                         hw::format_time(op["seconds"].get<double>()));
   }
   // Why the fastest algorithm beats DDP, in the terms above.
-  const auto ddp = std::find_if(rows.begin(), rows.end(), [](const SummaryRow& r) { return r.algorithm == "ddp"; });
-  const auto best = std::max_element(rows.begin(), rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
-    return a.metrics.throughput_samples_s < b.metrics.throughput_samples_s;
-  });
+  const auto ddp = std::find_if(rows.begin(), rows.end(),
+                                [](const SummaryRow& r) { return r.algorithm == "ddp"; });
+  const auto best =
+      std::max_element(rows.begin(), rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
+        return a.metrics.throughput_samples_s < b.metrics.throughput_samples_s;
+      });
   out += "\n## In short\n\n";
   if (ddp != rows.end() && best != rows.end() && best != ddp) {
     const double idle_ddp = 1 - field(*ddp, "idle_breakdown", "compute");
     const double idle_best = 1 - field(*best, "idle_breakdown", "compute");
     out += fmt::format(
-        "{} processes {:.2f}x the samples per second of DDP here. DDP's GPUs sit idle {} of the time "
+        "{} processes {:.2f}x the samples per second of DDP here. DDP's GPUs sit idle {} of the "
+        "time "
         "({} with their own data on the wire, {} waiting for slower peers); {}'s GPUs {}.",
         best->algorithm, best->speedup_vs_ddp, percent(idle_ddp),
         percent(field(*ddp, "idle_breakdown", "exposed_comm")),
@@ -92,13 +101,15 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
         idle_best < 0.01 ? "are almost never idle: communication runs while they keep computing"
                          : fmt::format("are idle {}", percent(idle_best)));
     if (best->metrics.peak_memory_bytes > ddp->metrics.peak_memory_bytes)
-      out += fmt::format(" It needs {} per GPU against DDP's {}.", hw::format_bytes(best->metrics.peak_memory_bytes),
+      out += fmt::format(" It needs {} per GPU against DDP's {}.",
+                         hw::format_bytes(best->metrics.peak_memory_bytes),
                          hw::format_bytes(ddp->metrics.peak_memory_bytes));
     out += "\n";
   } else if (ddp != rows.end()) {
-    out += fmt::format("DDP is the fastest of these algorithms here: its GPUs compute {} of the time, "
-                       "so there is little communication left to hide.\n",
-                       percent(field(*ddp, "idle_breakdown", "compute")));
+    out +=
+        fmt::format("DDP is the fastest of these algorithms here: its GPUs compute {} of the time, "
+                    "so there is little communication left to hide.\n",
+                    percent(field(*ddp, "idle_breakdown", "compute")));
   } else {
     out += "Add ddp to the algorithms for a comparison.\n";
   }

@@ -3,9 +3,9 @@
 #include "algorithms/algorithm.h"
 #include "cli/plots.h"
 #include "cli/report.h"
-#include "trace/analysis.h"
 #include "hw/units.h"
 #include "spec/loader.h"
+#include "trace/analysis.h"
 #include "trace/atomic_file.h"
 #include "trace/chrome_trace.h"
 
@@ -49,9 +49,10 @@ SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const
   add_analysis(row, analyze(trace, row.metrics));
   auto all_warnings = warnings;
   if (row.metrics.peak_memory_bytes > s.cluster.gpu.memory_bytes)
-    all_warnings.push_back(fmt::format("peak memory {} per GPU exceeds the {}'s {}: this would not fit",
-                                       hw::format_bytes(row.metrics.peak_memory_bytes), s.cluster.gpu.name,
-                                       hw::format_bytes(s.cluster.gpu.memory_bytes)));
+    all_warnings.push_back(
+        fmt::format("peak memory {} per GPU exceeds the {}'s {}: this would not fit",
+                    hw::format_bytes(row.metrics.peak_memory_bytes), s.cluster.gpu.name,
+                    hw::format_bytes(s.cluster.gpu.memory_bytes)));
   if (!all_warnings.empty())
     row.extra["warnings"] = all_warnings;
   return row;
@@ -99,9 +100,9 @@ std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progr
     ddp.name = ddp.label = "ddp";
     ddp.where = "(reference for speedup_vs_ddp)";
     const auto reference = sim::simulate(scenario, ddp);
-    ddp_throughput = compute_metrics(reference.trace, scenario.training.warmup_steps,
-                                     scenario.training.steps)
-                         .throughput_samples_s;
+    ddp_throughput =
+        compute_metrics(reference.trace, scenario.training.warmup_steps, scenario.training.steps)
+            .throughput_samples_s;
   }
   for (auto& r : rows)
     r.speedup_vs_ddp = r.metrics.throughput_samples_s / ddp_throughput;
@@ -109,15 +110,15 @@ std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progr
 }
 
 std::string format_table(const std::vector<SummaryRow>& rows) {
-  std::string out = fmt::format("{:<12} {:>10} {:>14} {:>8} {:>9} {:>12} {:>12}\n", "algorithm",
-                                "iteration", "samples/s", "speedup", "idle", "exposed comm",
-                                "peak memory");
+  std::string out =
+      fmt::format("{:<12} {:>10} {:>14} {:>8} {:>9} {:>12} {:>12}\n", "algorithm", "iteration",
+                  "samples/s", "speedup", "idle", "exposed comm", "peak memory");
   for (const auto& r : rows) {
     const auto& m = r.metrics;
     out += fmt::format("{:<12} {:>10} {:>14.1f} {:>7.3f}x {:>8.1f}% {:>12} {:>12}\n", r.algorithm,
-                       hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
-                       100 * m.idle_fraction_mean, hw::format_time(m.exposed_comm_s),
-                       hw::format_bytes(m.peak_memory_bytes));
+                       hw::format_time(m.iteration_time_s), m.throughput_samples_s,
+                       r.speedup_vs_ddp, 100 * m.idle_fraction_mean,
+                       hw::format_time(m.exposed_comm_s), hw::format_bytes(m.peak_memory_bytes));
   }
   return out;
 }
@@ -135,9 +136,10 @@ int run_command(const RunOptions& options) {
     const std::string& dir = scenario.output.dir;
     if (scenario.output.traces)
       for (std::size_t i = 0; i < rows.size(); ++i)
-        write_file_atomically(fmt::format("{}/trace-{}.json", dir, rows[i].algorithm),
-                              chrome_trace_json(results[i].trace,
-                                                fmt::format("{}: {}", scenario.name, rows[i].algorithm)));
+        write_file_atomically(
+            fmt::format("{}/trace-{}.json", dir, rows[i].algorithm),
+            chrome_trace_json(results[i].trace,
+                              fmt::format("{}: {}", scenario.name, rows[i].algorithm)));
     write_summary(dir, spec::to_json(scenario), rows);
     write_file_atomically(dir + "/report.md", report_markdown(scenario, rows));
     if (options.print_table)
@@ -145,7 +147,8 @@ int run_command(const RunOptions& options) {
     for (const auto& r : rows)
       if (r.extra.contains("warnings"))
         for (const auto& w : r.extra["warnings"])
-          std::fprintf(stderr, "warning: %s: %s\n", r.algorithm.c_str(), w.get<std::string>().c_str());
+          std::fprintf(stderr, "warning: %s: %s\n", r.algorithm.c_str(),
+                       w.get<std::string>().c_str());
     if (options.plots && scenario.output.plots)
       draw_plots(dir);
     std::printf("outputs in %s\n", dir.c_str());

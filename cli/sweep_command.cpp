@@ -114,7 +114,8 @@ std::vector<ordered_json> collect(Child& c) {
   for (const auto& [k, v] : c.point->values)
     where += fmt::format("{}{}={}", where.empty() ? "" : " ", k, v);
   if (!c.reply.empty() && c.reply[0] == '!')
-    throw std::runtime_error(fmt::format("point {} ({}): {}", c.point->index, where, c.reply.substr(1)));
+    throw std::runtime_error(
+        fmt::format("point {} ({}): {}", c.point->index, where, c.reply.substr(1)));
   if (c.reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error(fmt::format("point {} ({}) failed", c.point->index, where));
   std::vector<ordered_json> rows;
@@ -129,13 +130,14 @@ void progress_line(std::size_t done, std::size_t total, double elapsed, bool fin
   if (!final && !tty && elapsed - last < 5)
     return;
   last = elapsed;
-  const double eta = done ? elapsed * static_cast<double>(total - done) / static_cast<double>(done) : 0;
+  const double eta =
+      done ? elapsed * static_cast<double>(total - done) / static_cast<double>(done) : 0;
   const int width = 30;
   const int filled = total ? static_cast<int>(width * done / total) : width;
   std::fprintf(stderr, "%s[%s%s] %zu/%zu points, %.1f s elapsed, ~%.0f s left%s", tty ? "\r" : "",
                std::string(static_cast<std::size_t>(filled), '#').c_str(),
-               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total, elapsed,
-               eta, tty && !final ? "" : "\n");
+               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total,
+               elapsed, eta, tty && !final ? "" : "\n");
   std::fflush(stderr);
 }
 
@@ -178,7 +180,8 @@ int sweep_command(const SweepOptions& o) {
       const auto parts = split(o.shard, '/');
       if (parts.size() != 2 || std::sscanf(o.shard.c_str(), "%d/%d", &shard, &shards) != 2 ||
           shards < 1 || shard < 0 || shard >= shards)
-        throw std::invalid_argument(fmt::format("--shard '{}': expected i/n with 0 <= i < n", o.shard));
+        throw std::invalid_argument(
+            fmt::format("--shard '{}': expected i/n with 0 <= i < n", o.shard));
     }
     // Every point is loaded before anything runs: a bad key or value fails the whole sweep early.
     const auto base = spec::load_scenario(o.scenario, o.overrides);
@@ -260,10 +263,12 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
         throw std::runtime_error(fmt::format("{}/summary.json: not a sweep summary", dir));
       if (first.is_null()) {
         first = doc;
-      } else if (doc["scenario"] != first["scenario"] || doc["sweep"]["vary"] != first["sweep"]["vary"] ||
+      } else if (doc["scenario"] != first["scenario"] ||
+                 doc["sweep"]["vary"] != first["sweep"]["vary"] ||
                  doc["sweep"]["points"] != first["sweep"]["points"] ||
                  doc["sweep"]["overrides"] != first["sweep"]["overrides"]) {
-        throw std::runtime_error(fmt::format("{}: a shard of a different sweep than {}", dir, shards[0]));
+        throw std::runtime_error(
+            fmt::format("{}: a shard of a different sweep than {}", dir, shards[0]));
       }
       std::set<int> here;
       for (const auto& r : doc["results"]) {

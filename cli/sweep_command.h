@@ -1,5 +1,5 @@
-// `overlapsim sweep`: a scenario over the cartesian grid of --vary values, one summary with a row per
-// point and algorithm; `overlapsim merge`: shard summaries of one sweep joined back into one.
+// `overlapsim sweep`: a scenario over the cartesian grid of --vary values, one summary with a row
+// per point and algorithm; `overlapsim merge`: shard summaries of one sweep joined back into one.
 #pragma once
 
 #include <string>

@@ -38,8 +38,8 @@ ModelSpec transformer_model(std::string name, const TransformerDims& dims, int s
   // Embedding: a lookup, no FLOPs; its output (16-bit) is kept for the first block's backward.
   m.layers.push_back(LayerSpec{"embedding", v * d + dims.max_positions * d, 0, 0, 2 * s * d, 0, 0});
 
-  const double attn_matmul = 4 * d * d;                            // q, k, v, out projections
-  const double mlp_matmul = (dims.gated_mlp ? 3 : 2) * d * ffn;    // up (and gate), down
+  const double attn_matmul = 4 * d * d;                         // q, k, v, out projections
+  const double mlp_matmul = (dims.gated_mlp ? 3 : 2) * d * ffn; // up (and gate), down
   const double biases = (dims.qkv_bias ? 3 * d : 0) + (dims.linear_bias ? d + ffn + d : 0);
   const double block_params = attn_matmul + mlp_matmul + biases + 2 * norm;
   // 2 FLOPs per matmul parameter per token, plus QK^T and AV: 2 x 2 x s^2 x d per sequence.
@@ -47,8 +47,8 @@ ModelSpec transformer_model(std::string name, const TransformerDims& dims, int s
   // Korthikanti et al. 2022, eq. 1 for one sample: s d (34 + 5 a s / d) bytes.
   const double block_act = s * d * (34 + 5 * dims.n_heads * s / d);
   for (int i = 0; i < dims.n_layers; ++i)
-    m.layers.push_back(
-        LayerSpec{fmt::format("block{}", i), block_params, block_fwd, 2 * block_fwd, block_act, 0, 0});
+    m.layers.push_back(LayerSpec{fmt::format("block{}", i), block_params, block_fwd, 2 * block_fwd,
+                                 block_act, 0, 0});
 
   // Head: final norm and the LM projection (tied to the embedding for GPT-2/Neo: no new params).
   const double head_params = norm + (dims.tied_embeddings ? 0 : v * d);

@@ -39,18 +39,19 @@ struct TransformerDims {
   double d_model = 768;
   int n_layers = 12;
   int n_heads = 12;
-  double ffn_dim = 0;           // 0 means 4 * d_model
-  double max_positions = 2048;  // learned position embeddings; 0 for rotary (Llama)
+  double ffn_dim = 0;          // 0 means 4 * d_model
+  double max_positions = 2048; // learned position embeddings; 0 for rotary (Llama)
   bool tied_embeddings = true;
-  bool gated_mlp = false;       // SwiGLU (three ffn matrices), Llama
-  bool qkv_bias = true;         // GPT-2: yes, GPT-Neo: no
-  bool linear_bias = true;      // biases on out-proj and MLP (false for Llama)
-  bool rms_norm = false;        // RMSNorm (scale only) instead of LayerNorm (scale and bias)
+  bool gated_mlp = false;  // SwiGLU (three ffn matrices), Llama
+  bool qkv_bias = true;    // GPT-2: yes, GPT-Neo: no
+  bool linear_bias = true; // biases on out-proj and MLP (false for Llama)
+  bool rms_norm = false;   // RMSNorm (scale only) instead of LayerNorm (scale and bias)
 };
 
 // Forward FLOPs per sample: 2 x (matmul params) x seq_len + attention 4 x seq_len^2 x d_model per
-// block; backward 2x forward. Activations per block per sample: seq_len x d_model x (34 + 5 x n_heads x
-// seq_len / d_model) bytes (Korthikanti et al. 2022, 16-bit activations, no recomputation).
+// block; backward 2x forward. Activations per block per sample: seq_len x d_model x (34 + 5 x
+// n_heads x seq_len / d_model) bytes (Korthikanti et al. 2022, 16-bit activations, no
+// recomputation).
 ModelSpec transformer_model(std::string name, const TransformerDims& dims, int seq_len);
 
 // A multi-layer perceptron: `depth` Linear(width, width) layers with bias and ReLU, on `width`-wide

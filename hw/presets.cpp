@@ -90,9 +90,17 @@ template <typename T, std::size_t N> std::vector<std::string> names(const std::a
 
 } // namespace
 
-std::optional<GpuSpec> find_gpu_preset(std::string_view name) { return find(kGpus, name); }
-std::optional<LinkSpec> find_link_preset(std::string_view name) { return find(kLinks, name); }
-std::vector<std::string> gpu_preset_names() { return names(kGpus); }
-std::vector<std::string> link_preset_names() { return names(kLinks); }
+std::optional<GpuSpec> find_gpu_preset(std::string_view name) {
+  return find(kGpus, name);
+}
+std::optional<LinkSpec> find_link_preset(std::string_view name) {
+  return find(kLinks, name);
+}
+std::vector<std::string> gpu_preset_names() {
+  return names(kGpus);
+}
+std::vector<std::string> link_preset_names() {
+  return names(kLinks);
+}
 
 } // namespace overlapsim::hw

@@ -1,5 +1,5 @@
-// Named GPUs and links a scenario can refer to by preset name. Each preset's numbers carry a one-line
-// source comment in presets.cpp (vendor datasheet or paper).
+// Named GPUs and links a scenario can refer to by preset name. Each preset's numbers carry a
+// one-line source comment in presets.cpp (vendor datasheet or paper).
 #pragma once
 
 #include <optional>
@@ -11,9 +11,9 @@ namespace overlapsim::hw {
 
 struct GpuSpec {
   std::string name;
-  double peak_flops_bf16 = 0;   // dense bf16/fp16 tensor FLOP/s (no sparsity)
-  double peak_flops_fp32 = 0;   // dense fp32 FLOP/s (tf32 tensor cores where the vendor quotes them)
-  double memory_bytes = 0;      // HBM/GDDR capacity
+  double peak_flops_bf16 = 0; // dense bf16/fp16 tensor FLOP/s (no sparsity)
+  double peak_flops_fp32 = 0; // dense fp32 FLOP/s (tf32 tensor cores where the vendor quotes them)
+  double memory_bytes = 0;    // HBM/GDDR capacity
   double hbm_bandwidth_Bps = 0; // memory bandwidth
   double efficiency = 0.45;     // achievable fraction of peak for transformer training (MFU)
 };

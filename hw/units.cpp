@@ -33,12 +33,23 @@ double take_prefix(std::string_view& unit) {
   double f = 1;
   switch (unit.front()) {
   case 'k':
-  case 'K': f = 1e3; break;
-  case 'M': f = 1e6; break;
-  case 'G': f = 1e9; break;
-  case 'T': f = 1e12; break;
-  case 'P': f = 1e15; break;
-  default: return 1;
+  case 'K':
+    f = 1e3;
+    break;
+  case 'M':
+    f = 1e6;
+    break;
+  case 'G':
+    f = 1e9;
+    break;
+  case 'T':
+    f = 1e12;
+    break;
+  case 'P':
+    f = 1e15;
+    break;
+  default:
+    return 1;
   }
   unit.remove_prefix(1);
   return f;
@@ -69,11 +80,16 @@ std::optional<double> binary_prefix(std::string_view unit) {
   if (unit.size() != 3 || unit.substr(1) != "iB")
     return std::nullopt;
   switch (unit.front()) {
-  case 'K': return 1024.0;
-  case 'M': return 1024.0 * 1024;
-  case 'G': return 1024.0 * 1024 * 1024;
-  case 'T': return 1024.0 * 1024 * 1024 * 1024;
-  default: return std::nullopt;
+  case 'K':
+    return 1024.0;
+  case 'M':
+    return 1024.0 * 1024;
+  case 'G':
+    return 1024.0 * 1024 * 1024;
+  case 'T':
+    return 1024.0 * 1024 * 1024 * 1024;
+  default:
+    return std::nullopt;
   }
 }
 
@@ -130,12 +146,18 @@ namespace {
 std::optional<double> decimal_suffix(char c) {
   switch (c) {
   case 'k':
-  case 'K': return 1e3;
-  case 'M': return 1e6;
-  case 'G': return 1e9;
-  case 'T': return 1e12;
-  case 'P': return 1e15;
-  default: return std::nullopt;
+  case 'K':
+    return 1e3;
+  case 'M':
+    return 1e6;
+  case 'G':
+    return 1e9;
+  case 'T':
+    return 1e12;
+  case 'P':
+    return 1e15;
+  default:
+    return std::nullopt;
   }
 }
 } // namespace

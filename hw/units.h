@@ -1,9 +1,9 @@
 // Parsing and printing of the physical quantities a scenario file is written in.
 //
-// Sizes use powers of 1000 for B/KB/MB/GB/TB and powers of 1024 for KiB/MiB/GiB/TiB; bandwidths accept
-// bits ("100Gb/s", "10Mbit/s") or bytes ("300GB/s") per second with k/M/G/T prefixes; times accept
-// ns/us/ms/s (and min, h); counts accept k/M/G/T suffixes ("7.1M"). A bare number is taken in the
-// base unit (bytes, bytes/s, seconds, ones). Every parser returns SI base units as double.
+// Sizes use powers of 1000 for B/KB/MB/GB/TB and powers of 1024 for KiB/MiB/GiB/TiB; bandwidths
+// accept bits ("100Gb/s", "10Mbit/s") or bytes ("300GB/s") per second with k/M/G/T prefixes; times
+// accept ns/us/ms/s (and min, h); counts accept k/M/G/T suffixes ("7.1M"). A bare number is taken
+// in the base unit (bytes, bytes/s, seconds, ones). Every parser returns SI base units as double.
 #pragma once
 
 #include <stdexcept>
@@ -19,11 +19,11 @@ public:
   using std::invalid_argument::invalid_argument;
 };
 
-double parse_size_bytes(std::string_view text);     // "80GB" -> 8e10, "1.5MiB" -> 1572864
-double parse_bandwidth_Bps(std::string_view text);  // "100Gb/s" -> 1.25e10, "300GB/s" -> 3e11
-double parse_time_s(std::string_view text);         // "2us" -> 2e-6, "50ms" -> 0.05
-double parse_count(std::string_view text);          // "7.1M" -> 7.1e6, "14.6G" -> 1.46e10
-double parse_flops_per_s(std::string_view text);    // "312TFLOPS" or "312T" -> 3.12e14
+double parse_size_bytes(std::string_view text);    // "80GB" -> 8e10, "1.5MiB" -> 1572864
+double parse_bandwidth_Bps(std::string_view text); // "100Gb/s" -> 1.25e10, "300GB/s" -> 3e11
+double parse_time_s(std::string_view text);        // "2us" -> 2e-6, "50ms" -> 0.05
+double parse_count(std::string_view text);         // "7.1M" -> 7.1e6, "14.6G" -> 1.46e10
+double parse_flops_per_s(std::string_view text);   // "312TFLOPS" or "312T" -> 3.12e14
 
 // Human-readable forms for tables and titles ("1.25 GB", "12.5 GB/s", "3.20 ms", "125.2M").
 std::string format_bytes(double bytes);

@@ -55,15 +55,19 @@ private:
 
 double bus_factor(CollectiveOp op, int n) {
   switch (op) {
-  case CollectiveOp::all_reduce: return 2.0 * (n - 1) / n;
+  case CollectiveOp::all_reduce:
+    return 2.0 * (n - 1) / n;
   case CollectiveOp::reduce_scatter:
   case CollectiveOp::all_gather:
-  case CollectiveOp::all_to_all: return static_cast<double>(n - 1) / n;
-  default: return 1.0;
+  case CollectiveOp::all_to_all:
+    return static_cast<double>(n - 1) / n;
+  default:
+    return 1.0;
   }
 }
 
-CollectiveTiming time_collective(const spec::Scenario& scenario, CollectiveOp op, double size_bytes) {
+CollectiveTiming time_collective(const spec::Scenario& scenario, CollectiveOp op,
+                                 double size_bytes) {
   const OneCollective algorithm(op, size_bytes);
   const auto result = simulate(scenario, algorithm);
   CollectiveTiming t;

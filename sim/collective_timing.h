@@ -24,6 +24,7 @@ double bus_factor(CollectiveOp op, int n);
 
 // Simulates one `op` of `size_bytes` over every GPU of the scenario's cluster, with its
 // cluster.collective_algorithm and cluster.collectives settings.
-CollectiveTiming time_collective(const spec::Scenario& scenario, CollectiveOp op, double size_bytes);
+CollectiveTiming time_collective(const spec::Scenario& scenario, CollectiveOp op,
+                                 double size_bytes);
 
 } // namespace overlapsim::sim

@@ -30,7 +30,9 @@ namespace {
 char payload_token; // flows carry no data, only a size; every put sends this address
 char* payload_sink; // and every get writes it here
 
-int tree_depth(int n) { return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(n))); }
+int tree_depth(int n) {
+  return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(n)));
+}
 
 // Binary tree over group indices 0..n-1 (heap order): parent of i is (i-1)/2. The second tree of
 // NCCL's double binary tree is its mirror (index n-1-i), so the leaves of one are mostly the inner
@@ -44,7 +46,8 @@ int tree_parent(int i, bool mirrored, int n) {
 }
 } // namespace
 
-Network::Network(const Platform& platform, const spec::ClusterSpec& cluster, const Topology& topology)
+Network::Network(const Platform& platform, const spec::ClusterSpec& cluster,
+                 const Topology& topology)
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
       algorithm_(cluster.collective_algorithm) {}
 
@@ -59,13 +62,14 @@ sg4::Mailbox* Network::mailbox(const Scope& s, int src, int dst) {
 }
 
 double Network::latency(int src, int dst) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
   auto it = routes_.find(key);
   if (it == routes_.end()) {
     std::vector<sg4::Link*> links;
     double lat = 0;
-    platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)],
-                                                            links, &lat);
+    platform_.gpus[static_cast<std::size_t>(src)]->route_to(
+        platform_.gpus[static_cast<std::size_t>(dst)], links, &lat);
     double bw = std::numeric_limits<double>::infinity();
     for (auto* l : links)
       bw = std::min(bw, l->get_bandwidth());
@@ -76,15 +80,17 @@ double Network::latency(int src, int dst) {
 
 double Network::bandwidth(int src, int dst) {
   latency(src, dst);
-  return routes_.at((static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst)).second;
+  return routes_.at((static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst))
+      .second;
 }
 
 double Network::ring_max_latency(const Group& g) {
   auto [it, fresh] = ring_latency_.try_emplace(g.id, 0.0);
   if (fresh)
     for (int i = 0; i < g.size(); ++i)
-      it->second = std::max(it->second, latency(g.ranks[static_cast<std::size_t>(i)],
-                                                g.ranks[static_cast<std::size_t>((i + 1) % g.size())]));
+      it->second =
+          std::max(it->second, latency(g.ranks[static_cast<std::size_t>(i)],
+                                       g.ranks[static_cast<std::size_t>((i + 1) % g.size())]));
   return it->second;
 }
 
@@ -92,8 +98,9 @@ double Network::ring_min_bandwidth(const Group& g) {
   auto [it, fresh] = ring_bandwidth_.try_emplace(g.id, std::numeric_limits<double>::infinity());
   if (fresh)
     for (int i = 0; i < g.size(); ++i)
-      it->second = std::min(it->second, bandwidth(g.ranks[static_cast<std::size_t>(i)],
-                                                  g.ranks[static_cast<std::size_t>((i + 1) % g.size())]));
+      it->second =
+          std::min(it->second, bandwidth(g.ranks[static_cast<std::size_t>(i)],
+                                         g.ranks[static_cast<std::size_t>((i + 1) % g.size())]));
   return it->second;
 }
 
@@ -208,9 +215,10 @@ CollectiveOutcome Network::ring_steps(int rank, const Scope& s, int steps, doubl
 }
 
 // Pipelined chain along the ring: broadcast flows away from the root, reduce towards it. Every rank
-// but the chain's end forwards the whole array; the pipeline costs (n-1) latencies plus one transfer
-// of S at the bottleneck (NCCL's ring broadcast with many small chunks).
-CollectiveOutcome Network::ring_chain(int rank, const Scope& s, double bytes, int root, bool reduce) {
+// but the chain's end forwards the whole array; the pipeline costs (n-1) latencies plus one
+// transfer of S at the bottleneck (NCCL's ring broadcast with many small chunks).
+CollectiveOutcome Network::ring_chain(int rank, const Scope& s, double bytes, int root,
+                                      bool reduce) {
   const Group& g = s.group;
   const int n = g.size();
   const int r = g.index_of(root);
@@ -227,7 +235,8 @@ CollectiveOutcome Network::ring_chain(int rank, const Scope& s, double bytes, in
     const int prev = g.ranks[static_cast<std::size_t>((i + n - 1) % n)];
     const double alpha = std::max(ring_max_latency(g), 1e-9);
     const int chunks = std::clamp(
-        static_cast<int>(std::sqrt(std::max(1, n - 2) * bytes / (ring_min_bandwidth(g) * alpha))), 1, 4096);
+        static_cast<int>(std::sqrt(std::max(1, n - 2) * bytes / (ring_min_bandwidth(g) * alpha))),
+        1, 4096);
     sg4::CommPtr pending;
     for (int k = 0; k < chunks; ++k) {
       if (receives(i))
@@ -235,7 +244,8 @@ CollectiveOutcome Network::ring_chain(int rank, const Scope& s, double bytes, in
       if (sends(i)) {
         if (pending)
           pending->wait();
-        pending = mailbox(s, rank, next)->put_async(&payload_token, static_cast<std::uint64_t>(bytes / chunks));
+        pending = mailbox(s, rank, next)
+                      ->put_async(&payload_token, static_cast<std::uint64_t>(bytes / chunks));
       }
     }
     if (pending)
@@ -264,7 +274,7 @@ CollectiveOutcome Network::tree_all_reduce(const Scope& s, double bytes) {
       nodes.push_back(intra->ranks);
   else
     nodes.push_back(g.ranks); // one node (or uneven): a single chain
-  std::vector<Flow> flows; // every rank builds it: trees serve small messages and groups
+  std::vector<Flow> flows;    // every rank builds it: trees serve small messages and groups
   double worst = 0;
   auto edge = [&](int a, int b, double amount) {
     flows.push_back({a, b, amount});
@@ -279,7 +289,8 @@ CollectiveOutcome Network::tree_all_reduce(const Scope& s, double bytes) {
     for (int i = 0; i < m; ++i) {
       const int p = tree_parent(i, mirrored, m);
       if (p >= 0)
-        edge(nodes[static_cast<std::size_t>(i)].front(), nodes[static_cast<std::size_t>(p)].front(), bytes / 2);
+        edge(nodes[static_cast<std::size_t>(i)].front(), nodes[static_cast<std::size_t>(p)].front(),
+             bytes / 2);
     }
   const int depth = static_cast<int>(nodes.front().size()) - 1 + tree_depth(m);
   fused(s, (2 * depth - 1) * worst, [&] { return flows; });
@@ -310,15 +321,18 @@ CollectiveOutcome Network::tree_broadcast(const Scope& s, double bytes, int root
 CollectiveOutcome Network::hierarchical_all_reduce(int rank, const Scope& s, double bytes) {
   const Split* sp = split(s.group);
   const int i = s.group.index_of(rank);
-  const Group& intra = *sp->intra[static_cast<std::size_t>(sp->node_index[static_cast<std::size_t>(i)])];
-  const Group& cross = *sp->cross[static_cast<std::size_t>(sp->position[static_cast<std::size_t>(i)])];
+  const Group& intra =
+      *sp->intra[static_cast<std::size_t>(sp->node_index[static_cast<std::size_t>(i)])];
+  const Group& cross =
+      *sp->cross[static_cast<std::size_t>(sp->position[static_cast<std::size_t>(i)])];
   const int tag = s.group.id + 1; // sub-collectives of this group's collective number s.seq
   const int G = intra.size(), M = cross.size();
   const auto a = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag}, G - 1, bytes / G);
   const auto b = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, 2 * (M - 1), bytes / G / M);
   const auto c = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, G - 1, bytes / G);
-  return {a.bytes_sent + b.bytes_sent + c.bytes_sent,
-          fidelity_ == spec::CollectiveFidelity::steps ? "hierarchical/steps" : "hierarchical/fused"};
+  return {a.bytes_sent + b.bytes_sent + c.bytes_sent, fidelity_ == spec::CollectiveFidelity::steps
+                                                          ? "hierarchical/steps"
+                                                          : "hierarchical/fused"};
 }
 
 CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
@@ -328,14 +342,16 @@ CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
   for (int peer : g.ranks) {
     if (peer == rank)
       continue;
-    comms.push_back(mailbox(s, rank, peer)->put_async(&payload_token, static_cast<std::uint64_t>(bytes / n)));
+    comms.push_back(
+        mailbox(s, rank, peer)->put_async(&payload_token, static_cast<std::uint64_t>(bytes / n)));
     comms.push_back(mailbox(s, peer, rank)->get_async<char>(&payload_sink));
   }
   sg4::Comm::wait_all(comms);
   return {bytes * (n - 1) / n, "direct"};
 }
 
-double Network::predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const Group& g, double bytes) {
+double Network::predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const Group& g,
+                                     double bytes) {
   const int n = g.size();
   if (n < 2)
     return 0;
@@ -364,10 +380,12 @@ double Network::predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const 
   }
 }
 
-CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double bytes, std::int64_t seq) {
+CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double bytes,
+                               std::int64_t seq) {
   const Group& g = *call.group;
   if (!g.contains(rank))
-    throw std::logic_error(fmt::format("rank {} runs '{}' on a group it is not in", rank, call.name));
+    throw std::logic_error(
+        fmt::format("rank {} runs '{}' on a group it is not in", rank, call.name));
   const Scope s{g, seq, 0};
   switch (call.op) {
   case CollectiveOp::send:
@@ -400,16 +418,22 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
     if (algo == Algo::hierarchical && split(g))
       return hierarchical_all_reduce(rank, s, bytes);
     return ring_steps(rank, s, 2 * (n - 1), bytes / n);
-  case CollectiveOp::reduce_scatter: return ring_steps(rank, s, n - 1, bytes / n);
-  case CollectiveOp::all_gather: return ring_steps(rank, s, n - 1, bytes);
+  case CollectiveOp::reduce_scatter:
+    return ring_steps(rank, s, n - 1, bytes / n);
+  case CollectiveOp::all_gather:
+    return ring_steps(rank, s, n - 1, bytes);
   case CollectiveOp::broadcast:
     if (algo == Algo::tree)
       return tree_broadcast(s, bytes, call.peer);
     return ring_chain(rank, s, bytes, call.peer, false);
-  case CollectiveOp::reduce: return ring_chain(rank, s, bytes, call.peer, true);
-  case CollectiveOp::all_to_all: return all_to_all(rank, s, bytes);
-  case CollectiveOp::barrier: return ring_steps(rank, s, 2 * (n - 1), 0);
-  default: break;
+  case CollectiveOp::reduce:
+    return ring_chain(rank, s, bytes, call.peer, true);
+  case CollectiveOp::all_to_all:
+    return all_to_all(rank, s, bytes);
+  case CollectiveOp::barrier:
+    return ring_steps(rank, s, 2 * (n - 1), 0);
+  default:
+    break;
   }
   throw std::logic_error("unhandled collective");
 }

@@ -1,19 +1,21 @@
-// Collectives as point-to-point flows on the SimGrid platform, so that links of different speeds and
-// concurrent collectives sharing a link come out of SimGrid's network model, not a formula.
+// Collectives as point-to-point flows on the SimGrid platform, so that links of different speeds
+// and concurrent collectives sharing a link come out of SimGrid's network model, not a formula.
 //
 // Algorithms (cluster.collective_algorithm, or per call from `overlapsim collective`):
 //  - ring: every op; all-reduce is 2(N-1) steps of S/N to the next rank;
 //  - tree: NCCL's double binary tree for all-reduce and broadcast: inside a node the GPUs form a
 //    chain, across nodes two complementary binary trees over the nodes each carry half the data
 //    (reduce up, broadcast down, pipelined); a group within one node is a single chain;
-//  - hierarchical: all-reduce as reduce-scatter inside each node, all-reduce of the shard across the
+//  - hierarchical: all-reduce as reduce-scatter inside each node, all-reduce of the shard across
+//  the
 //    nodes (the "replication group" of GPUs with the same local index), all-gather inside the node;
 //  - auto: the cheapest of the three by the alpha-beta model NCCL's tuner uses
 //    (time = latency x steps + bytes / bandwidth), per call, from the group's size and links.
 //
 // Two fidelities (cluster.collectives):
 //  - steps: every ring step is its own flow (exact, slow at scale);
-//  - fused: once every rank has arrived, the latencies of all steps but the last are slept, then one
+//  - fused: once every rank has arrived, the latencies of all steps but the last are slept, then
+//  one
 //    flow per sender carries all its steps' bytes, and the ranks leave together when the last flow
 //    ends. When one bottleneck paces the ring this matches `steps` (tests/collectives_test.cpp).
 //    Trees always run fused (NCCL pipelines them in small chunks; fused is that pipeline's limit).
@@ -45,10 +47,10 @@ public:
   Network(const Platform& platform, const spec::ClusterSpec& cluster, const Topology& topology);
   ~Network();
 
-  // Runs rank `rank`'s part of `call`, whose data is `bytes` long (NCCL's convention: the full array
-  // for all-reduce, reduce-scatter, broadcast, reduce and all-to-all; the shard for all-gather).
-  // `seq` numbers the collectives of this rank on this group (the same on every member).
-  // Blocks the calling actor until this rank's part is done.
+  // Runs rank `rank`'s part of `call`, whose data is `bytes` long (NCCL's convention: the full
+  // array for all-reduce, reduce-scatter, broadcast, reduce and all-to-all; the shard for
+  // all-gather). `seq` numbers the collectives of this rank on this group (the same on every
+  // member). Blocks the calling actor until this rank's part is done.
   CollectiveOutcome run(int rank, const CollectiveCall& call, double bytes, std::int64_t seq);
 
   // One-way latency and bottleneck bandwidth of the route between two ranks.
@@ -56,7 +58,8 @@ public:
   double bandwidth(int src, int dst);
 
   // The alpha-beta prediction `auto` chooses with (seconds), for an all-reduce of `bytes`.
-  double predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const Group& group, double bytes);
+  double predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const Group& group,
+                              double bytes);
 
 private:
   struct Instance;

@@ -66,8 +66,9 @@ Platform build_platform(const spec::ClusterSpec& c) {
     for (int g = 0; g < c.gpus_per_node; ++g) {
       const int rank = n * c.gpus_per_node + g;
       auto* host = node->create_host(fmt::format("gpu{}", rank), speed / c.slowdown_of(rank));
-      auto* link = node->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
-                       ->set_latency(gpu_link_latency);
+      auto* link =
+          node->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
+              ->set_latency(gpu_link_latency);
       node->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {{link, sg4::LinkInRoute::Direction::UP}}, true);
       p.gpus[static_cast<std::size_t>(rank)] = host;

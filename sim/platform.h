@@ -2,7 +2,8 @@
 //
 //   root (star)                 one WAN link per site when the cluster has sites
 //    └ site zones (star)        only when `sites` is given
-//       └ node zones (star)     one NIC link per node: nics_per_node x bandwidth, in the parent zone
+//       └ node zones (star)     one NIC link per node: nics_per_node x bandwidth, in the parent
+//       zone
 //          └ GPU hosts          one split-duplex NVLink-like link each, to the node's switch
 //
 // A node's NICs are pooled into one link of nics_per_node x bandwidth: NCCL spreads a collective's
@@ -11,8 +12,8 @@
 // Latencies: a GPU link carries half the intra-node latency, so GPU-to-GPU inside a node costs
 // intra.latency; a NIC link carries (inter.latency - intra.latency) / 2, so GPU-to-GPU across nodes
 // costs inter.latency (the GPU links are on that path too); a WAN link carries wan.latency / 2.
-// Inter-node flows also pass through the two GPUs' NVLink-like links: their bandwidth is far above a
-// NIC's, so they only matter when those links are saturated by intra-node traffic.
+// Inter-node flows also pass through the two GPUs' NVLink-like links: their bandwidth is far above
+// a NIC's, so they only matter when those links are saturated by intra-node traffic.
 #pragma once
 
 #include "spec/scenario.h"
@@ -24,9 +25,9 @@
 namespace overlapsim::sim {
 
 struct Platform {
-  std::vector<simgrid::s4u::Host*> gpus;  // by global rank
-  double nominal_speed = 0;               // FLOP/s of a GPU at efficiency, before straggling
-  std::vector<std::string> warnings;      // approximations the cluster description forced
+  std::vector<simgrid::s4u::Host*> gpus; // by global rank
+  double nominal_speed = 0;              // FLOP/s of a GPU at efficiency, before straggling
+  std::vector<std::string> warnings;     // approximations the cluster description forced
 };
 
 // Sets the network model (must run before any zone exists) and builds the platform.

@@ -140,12 +140,13 @@ SimulationResult simulate(const spec::Scenario& scenario, const Algorithm& algor
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    const std::string how = WIFSIGNALED(status) ? fmt::format("killed by signal {}", WTERMSIG(status))
-                                                : fmt::format("exit status {}", WEXITSTATUS(status));
-    throw std::runtime_error(fmt::format(
-        "simulation of '{}' failed ({}); a deadlocked algorithm or a collective called on only some "
-        "ranks of a group does this",
-        algorithm.name(), how));
+    const std::string how = WIFSIGNALED(status)
+                                ? fmt::format("killed by signal {}", WTERMSIG(status))
+                                : fmt::format("exit status {}", WEXITSTATUS(status));
+    throw std::runtime_error(fmt::format("simulation of '{}' failed ({}); a deadlocked algorithm "
+                                         "or a collective called on only some "
+                                         "ranks of a group does this",
+                                         algorithm.name(), how));
   }
   if (reply[0] == '1')
     throw std::runtime_error(

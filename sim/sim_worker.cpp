@@ -50,7 +50,8 @@ const BufferDecl& SimWorker::buffer(BufferId id) const {
 double SimWorker::jitter() {
   const auto& j = ctx_.scenario.cluster.jitter;
   switch (j.distribution) {
-  case spec::JitterDistribution::none: return 1.0;
+  case spec::JitterDistribution::none:
+    return 1.0;
   case spec::JitterDistribution::lognormal: {
     // mu = -sigma^2 / 2 makes the mean 1, so jitter slows no GPU on average.
     std::lognormal_distribution<double> d(-j.sigma * j.sigma / 2, j.sigma);
@@ -73,12 +74,14 @@ double SimWorker::layer_cost(LayerRange layers, bool backward) const {
     const double t = backward ? layer.bwd_time_per_sample_s : layer.fwd_time_per_sample_s;
     // A measured time is turned into the FLOPs that take that long on a nominal GPU, so stragglers
     // and jitter scale it like any other op.
-    amount += t > 0 ? t * speed : (backward ? layer.bwd_flops_per_sample : layer.fwd_flops_per_sample);
+    amount +=
+        t > 0 ? t * speed : (backward ? layer.bwd_flops_per_sample : layer.fwd_flops_per_sample);
   }
   return amount;
 }
 
-void SimWorker::compute(OpCategory category, const std::string& name, double amount, MicroBatch mb) {
+void SimWorker::compute(OpCategory category, const std::string& name, double amount,
+                        MicroBatch mb) {
   const double flops = amount * jitter();
   const double start = sg4::Engine::get_clock();
   if (flops > 0)
@@ -110,7 +113,8 @@ std::string layer_label(const hw::ModelSpec& model, LayerRange r, const char* wh
   const auto& first = model.layers[static_cast<std::size_t>(r.first)].name;
   if (r.last - r.first == 1)
     return fmt::format("{} {}", what, first);
-  return fmt::format("{} {}..{}", what, first, model.layers[static_cast<std::size_t>(r.last - 1)].name);
+  return fmt::format("{} {}..{}", what, first,
+                     model.layers[static_cast<std::size_t>(r.last - 1)].name);
 }
 } // namespace
 
@@ -121,15 +125,15 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
   for (int l = layers.first; l < layers.last; ++l)
     act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
   change_activations(act);
-  compute(OpCategory::forward, layer_label(model, layers, "fwd"), layer_cost(layers, false) * samples,
-          mb);
+  compute(OpCategory::forward, layer_label(model, layers, "fwd"),
+          layer_cost(layers, false) * samples, mb);
 }
 
 void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
   const auto& model = ctx_.scenario.model.spec;
   const double samples = ctx_.scenario.training.micro_batch;
-  compute(OpCategory::backward, layer_label(model, layers, "bwd"), layer_cost(layers, true) * samples,
-          mb);
+  compute(OpCategory::backward, layer_label(model, layers, "bwd"),
+          layer_cost(layers, true) * samples, mb);
   double act = 0;
   for (int l = layers.first; l < layers.last; ++l)
     act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
@@ -164,7 +168,8 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
 
 double SimWorker::bytes_of(const CollectiveCall& call) const {
   if (call.group == nullptr)
-    throw std::logic_error(fmt::format("worker {}: collective '{}' without a group", rank_, call.name));
+    throw std::logic_error(
+        fmt::format("worker {}: collective '{}' without a group", rank_, call.name));
   return call.data.buffer < 0
              ? 0.0
              : static_cast<double>(call.data.count) * buffer(call.data.buffer).element_bytes;
@@ -252,7 +257,9 @@ std::optional<std::int64_t> SimWorker::poll(int signal) {
   return v;
 }
 
-double SimWorker::now() const { return sg4::Engine::get_clock(); }
+double SimWorker::now() const {
+  return sg4::Engine::get_clock();
+}
 
 void SimWorker::step_done(int step, double samples) {
   ctx_.trace.steps.push_back(StepMark{sg4::Engine::get_clock(), rank_, step, samples});

@@ -85,8 +85,8 @@ private:
   double activations_ = 0;
   double peak_activations_ = 0;
   std::map<int, Channel> channels_;
-  std::unordered_map<int, std::int64_t> seq_;                   // per group
-  std::unordered_map<int, std::shared_ptr<State>> last_op_;      // per group, NCCL stream order
+  std::unordered_map<int, std::int64_t> seq_;               // per group
+  std::unordered_map<int, std::shared_ptr<State>> last_op_; // per group, NCCL stream order
   std::int32_t comm_name_ = -1;
 };
 

@@ -60,7 +60,8 @@ public:
         std::string list;
         for (auto a : allowed)
           list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
-        Entry(*ctx_, kv.first, join(key)).fail(fmt::format("unknown key; expected one of: {}", list));
+        Entry(*ctx_, kv.first, join(key))
+            .fail(fmt::format("unknown key; expected one of: {}", list));
       }
     }
   }
@@ -247,25 +248,28 @@ ClusterSpec read_cluster(const Entry& e) {
   if (e.has("jitter")) {
     const Entry j = e.child("jitter");
     j.expect_map({"distribution", "sigma"});
-    c.jitter.distribution = j.child("distribution")
-                                .choice<JitterDistribution>({{"none", JitterDistribution::none},
-                                                             {"lognormal", JitterDistribution::lognormal},
-                                                             {"normal", JitterDistribution::normal}});
+    c.jitter.distribution =
+        j.child("distribution")
+            .choice<JitterDistribution>({{"none", JitterDistribution::none},
+                                         {"lognormal", JitterDistribution::lognormal},
+                                         {"normal", JitterDistribution::normal}});
     c.jitter.sigma = j.has("sigma") ? j.child("sigma").number(0, 10) : 0.0;
   }
   if (e.has("network_model"))
-    c.network_model = e.child("network_model")
-                          .choice<NetworkModel>({{"exact", NetworkModel::exact}, {"tcp", NetworkModel::tcp}});
+    c.network_model =
+        e.child("network_model")
+            .choice<NetworkModel>({{"exact", NetworkModel::exact}, {"tcp", NetworkModel::tcp}});
   if (e.has("collectives"))
     c.collectives = e.child("collectives")
-                        .choice<CollectiveFidelity>(
-                            {{"fused", CollectiveFidelity::fused}, {"steps", CollectiveFidelity::steps}});
+                        .choice<CollectiveFidelity>({{"fused", CollectiveFidelity::fused},
+                                                     {"steps", CollectiveFidelity::steps}});
   if (e.has("collective_algorithm"))
-    c.collective_algorithm = e.child("collective_algorithm")
-                                 .choice<CollectiveAlgorithm>({{"ring", CollectiveAlgorithm::ring},
-                                                               {"tree", CollectiveAlgorithm::tree},
-                                                               {"hierarchical", CollectiveAlgorithm::hierarchical},
-                                                               {"auto", CollectiveAlgorithm::automatic}});
+    c.collective_algorithm =
+        e.child("collective_algorithm")
+            .choice<CollectiveAlgorithm>({{"ring", CollectiveAlgorithm::ring},
+                                          {"tree", CollectiveAlgorithm::tree},
+                                          {"hierarchical", CollectiveAlgorithm::hierarchical},
+                                          {"auto", CollectiveAlgorithm::automatic}});
   if (e.has("sites")) {
     std::vector<int> site_of(static_cast<std::size_t>(c.nodes), -1);
     for (const auto& s : e.child("sites").items()) {
@@ -275,7 +279,8 @@ ClusterSpec read_cluster(const Entry& e) {
       for (const auto& n : s.child("nodes").items()) {
         const int node = static_cast<int>(n.integer(0, c.nodes - 1));
         if (site_of[static_cast<std::size_t>(node)] >= 0)
-          n.fail(fmt::format("node {} is already in site {}", node, site_of[static_cast<std::size_t>(node)]));
+          n.fail(fmt::format("node {} is already in site {}", node,
+                             site_of[static_cast<std::size_t>(node)]));
         site_of[static_cast<std::size_t>(node)] = static_cast<int>(c.sites.size());
         site.nodes.push_back(node);
       }
@@ -283,7 +288,8 @@ ClusterSpec read_cluster(const Entry& e) {
     }
     for (int n = 0; n < c.nodes; ++n)
       if (site_of[static_cast<std::size_t>(n)] < 0)
-        e.child("sites").fail(fmt::format("node {} is in no site; every node must be in exactly one", n));
+        e.child("sites").fail(
+            fmt::format("node {} is in no site; every node must be in exactly one", n));
     if (c.sites.size() > 1)
       c.wan = read_link(e.child("wan"));
   } else if (e.has("wan")) {
@@ -302,9 +308,10 @@ hw::ModelSpec read_layers(const Entry& e) {
     layer.name = l.has("name") ? l.child("name").text() : fmt::format("layer{}", m.layers.size());
     layer.params = l.child("params").quantity(hw::parse_count, true);
     layer.fwd_flops_per_sample = l.child("fwd_flops_per_sample").quantity(hw::parse_count, true);
-    layer.bwd_flops_per_sample = l.has("bwd_flops_per_sample")
-                                     ? l.child("bwd_flops_per_sample").quantity(hw::parse_count, true)
-                                     : 2 * layer.fwd_flops_per_sample;
+    layer.bwd_flops_per_sample =
+        l.has("bwd_flops_per_sample")
+            ? l.child("bwd_flops_per_sample").quantity(hw::parse_count, true)
+            : 2 * layer.fwd_flops_per_sample;
     layer.activation_bytes_per_sample =
         l.has("activation_bytes_per_sample")
             ? l.child("activation_bytes_per_sample").quantity(hw::parse_size_bytes, true)
@@ -326,8 +333,8 @@ hw::ModelSpec read_layers(const Entry& e) {
 }
 
 ModelConfig read_model(const Entry& e, const TrainingSpec& training) {
-  e.expect_map({"preset", "layers", "dtype", "width", "depth", "vocab", "d_model", "n_layers",
-                "n_heads"});
+  e.expect_map(
+      {"preset", "layers", "dtype", "width", "depth", "vocab", "d_model", "n_layers", "n_heads"});
   ModelConfig m;
   if (e.has("dtype"))
     m.dtype = e.child("dtype").choice<Dtype>(
@@ -395,9 +402,10 @@ TrainingSpec read_training(const Entry& e) {
   if (e.has("warmup_steps"))
     t.warmup_steps = static_cast<int>(e.child("warmup_steps").integer(0, 1 << 20));
   if (e.has("optimizer"))
-    t.optimizer = e.child("optimizer").choice<Optimizer>({{"adamw", Optimizer::adamw},
-                                                          {"sgd", Optimizer::sgd},
-                                                          {"sgd-momentum", Optimizer::sgd_momentum}});
+    t.optimizer = e.child("optimizer")
+                      .choice<Optimizer>({{"adamw", Optimizer::adamw},
+                                          {"sgd", Optimizer::sgd},
+                                          {"sgd-momentum", Optimizer::sgd_momentum}});
   return t;
 }
 
@@ -426,7 +434,8 @@ std::vector<AlgorithmSpec> read_algorithms(const Entry& e) {
     if (a.label.empty())
       a.label = a.name;
     if (!seen.insert(a.label).second)
-      item.fail(fmt::format("algorithm '{}' is listed twice; give one a distinct 'label'", a.label));
+      item.fail(
+          fmt::format("algorithm '{}' is listed twice; give one a distinct 'label'", a.label));
     out.push_back(std::move(a));
   }
   if (out.empty())
@@ -459,7 +468,8 @@ void apply_override(YAML::Node root, const std::string& assignment, Context& ctx
   try {
     value = YAML::Load(assignment.substr(eq + 1));
   } catch (const YAML::Exception& ex) {
-    throw ScenarioError(fmt::format("--set '{}': the value is not valid YAML: {}", assignment, ex.msg));
+    throw ScenarioError(
+        fmt::format("--set '{}': the value is not valid YAML: {}", assignment, ex.msg));
   }
   std::vector<std::string> keys;
   std::stringstream ss(path);
@@ -503,7 +513,8 @@ void apply_override(YAML::Node root, const std::string& assignment, Context& ctx
         node.reset(parent[keys[i - 1]]);
       }
       if (!node.IsMap() && !node.IsNull())
-        throw ScenarioError(fmt::format("--set '{}': '{}' is inside a single value", assignment, k));
+        throw ScenarioError(
+            fmt::format("--set '{}': '{}' is inside a single value", assignment, k));
       if (last) {
         node[k] = value;
       } else {
@@ -530,7 +541,8 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
   if (s.name.empty())
     top.child("name").fail("expected a non-empty name");
   if (top.has("seed"))
-    s.seed = static_cast<std::uint64_t>(top.child("seed").integer(0, std::numeric_limits<long long>::max()));
+    s.seed = static_cast<std::uint64_t>(
+        top.child("seed").integer(0, std::numeric_limits<long long>::max()));
   s.cluster = read_cluster(top.child("cluster"));
   s.training = read_training(top.child("training"));
   s.model = read_model(top.child("model"), s.training);

@@ -10,42 +10,59 @@ double ClusterSpec::slowdown_of(int rank) const {
   return s;
 }
 
-double dtype_bytes(Dtype dtype) { return dtype == Dtype::fp32 ? 4.0 : 2.0; }
+double dtype_bytes(Dtype dtype) {
+  return dtype == Dtype::fp32 ? 4.0 : 2.0;
+}
 
 std::string to_string(Dtype dtype) {
   switch (dtype) {
-  case Dtype::fp32: return "fp32";
-  case Dtype::bf16: return "bf16";
-  case Dtype::fp16: return "fp16";
+  case Dtype::fp32:
+    return "fp32";
+  case Dtype::bf16:
+    return "bf16";
+  case Dtype::fp16:
+    return "fp16";
   }
   return "?";
 }
 std::string to_string(Optimizer optimizer) {
   switch (optimizer) {
-  case Optimizer::adamw: return "adamw";
-  case Optimizer::sgd: return "sgd";
-  case Optimizer::sgd_momentum: return "sgd-momentum";
+  case Optimizer::adamw:
+    return "adamw";
+  case Optimizer::sgd:
+    return "sgd";
+  case Optimizer::sgd_momentum:
+    return "sgd-momentum";
   }
   return "?";
 }
-std::string to_string(NetworkModel model) { return model == NetworkModel::exact ? "exact" : "tcp"; }
+std::string to_string(NetworkModel model) {
+  return model == NetworkModel::exact ? "exact" : "tcp";
+}
 std::string to_string(CollectiveFidelity fidelity) {
   return fidelity == CollectiveFidelity::fused ? "fused" : "steps";
 }
 std::string to_string(CollectiveAlgorithm algorithm) {
   switch (algorithm) {
-  case CollectiveAlgorithm::ring: return "ring";
-  case CollectiveAlgorithm::tree: return "tree";
-  case CollectiveAlgorithm::hierarchical: return "hierarchical";
-  case CollectiveAlgorithm::automatic: return "auto";
+  case CollectiveAlgorithm::ring:
+    return "ring";
+  case CollectiveAlgorithm::tree:
+    return "tree";
+  case CollectiveAlgorithm::hierarchical:
+    return "hierarchical";
+  case CollectiveAlgorithm::automatic:
+    return "auto";
   }
   return "?";
 }
 std::string to_string(JitterDistribution distribution) {
   switch (distribution) {
-  case JitterDistribution::none: return "none";
-  case JitterDistribution::lognormal: return "lognormal";
-  case JitterDistribution::normal: return "normal";
+  case JitterDistribution::none:
+    return "none";
+  case JitterDistribution::lognormal:
+    return "lognormal";
+  case JitterDistribution::normal:
+    return "normal";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
-// A scenario, typed: the cluster, the model, the training setup, the algorithms to compare and where
-// the outputs go. spec/ turns a user's YAML file into this (loader.h); every other module reads it.
+// A scenario, typed: the cluster, the model, the training setup, the algorithms to compare and
+// where the outputs go. spec/ turns a user's YAML file into this (loader.h); every other module
+// reads it.
 #pragma once
 
 #include "hw/model.h"

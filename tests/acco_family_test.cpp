@@ -11,13 +11,14 @@ namespace {
 using testing::scenario_from;
 using testing::simulate;
 
-std::string scenario(int nodes, int gpus_per_node, const std::string& inter, const std::string& extra,
-                     const std::string& model) {
+std::string scenario(int nodes, int gpus_per_node, const std::string& inter,
+                     const std::string& extra, const std::string& model) {
   return "name: acco\ncluster:\n  nodes: " + std::to_string(nodes) +
          "\n  gpus_per_node: " + std::to_string(gpus_per_node) +
          "\n  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}\n"
          "  intra_node: {bandwidth: 100GB/s, latency: 1us}\n"
-         "  inter_node: " + inter + "\n" + extra + "model:\n  layers:\n" + model +
+         "  inter_node: " +
+         inter + "\n" + extra + "model:\n  layers:\n" + model +
          "training: {micro_batch: 1, seq_len: 1, steps: 6}\nalgorithms: [ddp]\n";
 }
 
@@ -26,11 +27,13 @@ TEST(AccoFamily, ModelStateMemoryOfTable1) {
   //   DDP    (2 + 2 + 12)        x 7.5e9 = 120 GB
   //   ZeRO-1 (2 + 2 + 12/64)     x 7.5e9 = 31.4 GB
   //   ACCO   (2 + 2 + 2 + 12/64) x 7.5e9 = 46.4 GB
-  const auto s = scenario_from(scenario(8, 8, "{bandwidth: 100Gb/s, latency: 2us}", "",
-                                        "    - {name: b, params: 7.5G, fwd_flops_per_sample: 100T}\n"),
-                               {"training.steps=1", "training.warmup_steps=0"});
+  const auto s =
+      scenario_from(scenario(8, 8, "{bandwidth: 100Gb/s, latency: 2us}", "",
+                             "    - {name: b, params: 7.5G, fwd_flops_per_sample: 100T}\n"),
+                    {"training.steps=1", "training.warmup_steps=0"});
   auto state = [](const Metrics& m) {
-    return m.memory_breakdown[0] + m.memory_breakdown[1] + m.memory_breakdown[2] + m.memory_breakdown[3];
+    return m.memory_breakdown[0] + m.memory_breakdown[1] + m.memory_breakdown[2] +
+           m.memory_breakdown[3];
   };
   EXPECT_NEAR(state(simulate(s, "ddp").metrics), 120e9, 0.02 * 120e9);
   EXPECT_NEAR(state(simulate(s, "zero1").metrics), 31e9, 0.02 * 31e9);
@@ -55,7 +58,8 @@ TEST(AccoFamily, OneSlowGpuAccoKeepsEveryoneBusy) {
     EXPECT_NEAR(ddp.metrics.idle_fraction[static_cast<std::size_t>(w)], 0.75, 0.01) << w;
   for (double idle : acco.metrics.idle_fraction)
     EXPECT_LT(idle, 0.02);
-  EXPECT_NEAR(acco.metrics.throughput_samples_s / ddp.metrics.throughput_samples_s, 3.25, 0.05 * 3.25);
+  EXPECT_NEAR(acco.metrics.throughput_samples_s / ddp.metrics.throughput_samples_s, 3.25,
+              0.05 * 3.25);
   // Faster GPUs accumulate more micro-batches per stage than the slow one.
   std::map<int, double> per_worker;
   for (const auto& a : acco.trace.accumulations)
@@ -68,9 +72,10 @@ TEST(AccoFamily, CommunicationBoundMultiNode) {
   // 4 nodes x 1 GPU over 1 GB/s: a 200 MB gradient's reduce-scatter + all-gather takes
   // 2 x 3/4 x 200 MB / 1 GB/s = 300 ms per round, DDP's all-reduce the same, against 60 ms of
   // compute per micro-batch. DDP and ZeRO-1 expose most of it; ACCO and DPU keep computing.
-  const auto s = scenario_from(scenario(4, 1, "{bandwidth: 1GB/s, latency: 10us}", "",
-                                        "    - {name: b, params: 50M, fwd_flops_per_sample: 1T, repeat: 2}\n"),
-                               {"training.steps=8", "training.warmup_steps=2"});
+  const auto s =
+      scenario_from(scenario(4, 1, "{bandwidth: 1GB/s, latency: 10us}", "",
+                             "    - {name: b, params: 50M, fwd_flops_per_sample: 1T, repeat: 2}\n"),
+                    {"training.steps=8", "training.warmup_steps=2"});
   const auto ddp = simulate(s, "ddp");
   const auto zero1 = simulate(s, "zero1");
   const auto acco = simulate(s, "acco");
@@ -123,8 +128,9 @@ TEST(AccoFamily, Zero1StepMatchesHandCalculation) {
   // 2 nodes x 1 GPU, one 100M-parameter layer, one bucket (cap 1 GB): forward 10 ms, backward
   // 20 ms; reduce-scatter of 200 MB: (N-1)(alpha + S/(N B)) = 10 us + 10 ms; the sharded AdamW
   // step on 50M parameters: 50M x 28 B / 1 TB/s = 1.4 ms; all-gather: 10 us + 10 ms.
-  const auto s = scenario_from(scenario(2, 1, "{bandwidth: 10GB/s, latency: 10us}", "",
-                                        "    - {name: l, params: 100M, fwd_flops_per_sample: 1T}\n"));
+  const auto s =
+      scenario_from(scenario(2, 1, "{bandwidth: 10GB/s, latency: 10us}", "",
+                             "    - {name: l, params: 100M, fwd_flops_per_sample: 1T}\n"));
   const auto r = simulate(s, "zero1", {{"bucket_cap", "1GB"}});
   const double expected = 0.010 + 0.020 + 0.01001 + 0.0014 + 0.01001;
   EXPECT_NEAR(r.metrics.iteration_time_s, expected, 0.01 * expected);

@@ -12,7 +12,8 @@ TEST(Analysis, HandBuiltStraggledCollective) {
   // 1 s and waits for worker 1, who enters at 3 s; the data moves from 3 s to 4 s.
   Trace t;
   t.workers = 2;
-  const auto fwd = t.intern("fwd"), ar = t.intern("all-reduce bucket 0"), ring = t.intern("ring/fused");
+  const auto fwd = t.intern("fwd"), ar = t.intern("all-reduce bucket 0"),
+             ring = t.intern("ring/fused");
   t.events = {{0, 1, 0, StreamKind::compute, OpCategory::forward, fwd, -1, 0, 0, 0, 1e12},
               {0, 3, 1, StreamKind::compute, OpCategory::forward, fwd, -1, 0, 0, 0, 1e12},
               {1, 4, 0, StreamKind::comm, OpCategory::comm, ar, ring, 0, -1, 100, 0},
@@ -63,7 +64,8 @@ algorithms: [ddp]
     const auto a = analyze(r.trace, r.metrics);
     EXPECT_GT(a.lower_bound_s, 0) << algorithm;
     EXPECT_GE(r.metrics.iteration_time_s, a.lower_bound_s * (1 - 1e-9)) << algorithm;
-    double sum = a.idle_mean.compute + a.idle_mean.exposed_comm + a.idle_mean.waiting + a.idle_mean.idle_other;
+    double sum = a.idle_mean.compute + a.idle_mean.exposed_comm + a.idle_mean.waiting +
+                 a.idle_mean.idle_other;
     EXPECT_NEAR(sum, 1.0, 1e-9) << algorithm;
     EXPECT_NEAR(a.idle_mean.compute, 1 - r.metrics.idle_fraction_mean, 1e-9) << algorithm;
     EXPECT_LE(a.critical_path.length_s, r.metrics.iteration_time_s * 1.5) << algorithm;

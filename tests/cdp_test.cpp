@@ -10,20 +10,24 @@ namespace {
 using testing::scenario_from;
 using testing::simulate;
 
-// N = 4 stages of equal cost: one layer each, forward = backward = 10 ms per sample (one time step),
-// 1 GB of activations per sample per stage (Psi_A = 4 GB), 1M parameters per stage.
-std::string scenario(int nodes, int gpus, int grad_accum, const std::string& inter = "{bandwidth: 100GB/s, latency: 1us}",
+// N = 4 stages of equal cost: one layer each, forward = backward = 10 ms per sample (one time
+// step), 1 GB of activations per sample per stage (Psi_A = 4 GB), 1M parameters per stage.
+std::string scenario(int nodes, int gpus, int grad_accum,
+                     const std::string& inter = "{bandwidth: 100GB/s, latency: 1us}",
                      const std::string& extra = "") {
-  return "name: cdp\ncluster:\n  nodes: " + std::to_string(nodes) + "\n  gpus_per_node: " + std::to_string(gpus) +
+  return "name: cdp\ncluster:\n  nodes: " + std::to_string(nodes) +
+         "\n  gpus_per_node: " + std::to_string(gpus) +
          "\n  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}\n"
-         "  intra_node: {bandwidth: 100GB/s, latency: 1us}\n  inter_node: " + inter + "\n" + extra +
-         "model:\n  layers:\n    - {name: s, params: 1M, fwd_flops_per_sample: 1T, bwd_flops_per_sample: 1T,"
+         "  intra_node: {bandwidth: 100GB/s, latency: 1us}\n  inter_node: " +
+         inter + "\n" + extra +
+         "model:\n  layers:\n    - {name: s, params: 1M, fwd_flops_per_sample: 1T, "
+         "bwd_flops_per_sample: 1T,"
          " activation_bytes_per_sample: 1GB, repeat: 4}\n"
-         "training: {micro_batch: 1, seq_len: 1, grad_accum: " + std::to_string(grad_accum) +
-         ", steps: 4, optimizer: sgd}\nalgorithms: [ddp]\n";
+         "training: {micro_batch: 1, seq_len: 1, grad_accum: " +
+         std::to_string(grad_accum) + ", steps: 4, optimizer: sgd}\nalgorithms: [ddp]\n";
 }
 
-constexpr double kPsiA = 4e9;  // activations of the whole model for one sample
+constexpr double kPsiA = 4e9;       // activations of the whole model for one sample
 constexpr double kParams = 4e6 * 2; // bf16 parameters of the whole model
 
 TEST(Cdp, StagesSplitTheModelEvenly) {

@@ -56,7 +56,8 @@ class CliRun : public ::testing::Test {
 protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("overlapsim-cli-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("overlapsim-cli-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "s.yaml") << kScenario;
@@ -67,10 +68,12 @@ protected:
 
 TEST_F(CliRun, WritesSummaryAndTracesDeterministically) {
   // The same scenario and seed twice, into the same directory: byte-identical summaries.
-  const std::string cmd = "run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "a").string() + " --no-plots";
+  const std::string cmd =
+      "run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "a").string() + " --no-plots";
   const auto first = overlapsim(cmd);
   ASSERT_EQ(first.status, 0) << first.output;
-  const std::string json1 = slurp(dir_ / "a" / "summary.json"), csv1 = slurp(dir_ / "a" / "summary.csv");
+  const std::string json1 = slurp(dir_ / "a" / "summary.json"),
+                    csv1 = slurp(dir_ / "a" / "summary.csv");
   const auto second = overlapsim(cmd);
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_EQ(json1, slurp(dir_ / "a" / "summary.json"));
@@ -79,10 +82,11 @@ TEST_F(CliRun, WritesSummaryAndTracesDeterministically) {
   const auto summary = nlohmann::json::parse(slurp(dir_ / "a" / "summary.json"));
   ASSERT_EQ(summary["results"].size(), 2u);
   for (const auto& row : summary["results"]) {
-    for (const char* field : {"algorithm", "workers", "iteration_time_s", "throughput_samples_s",
-                              "throughput_tokens_s", "speedup_vs_ddp", "idle_fraction_mean",
-                              "idle_fraction_max", "exposed_comm_s", "comm_bytes_per_step",
-                              "peak_memory_bytes", "simulated_time_s", "measured", "memory_breakdown"})
+    for (const char* field :
+         {"algorithm", "workers", "iteration_time_s", "throughput_samples_s", "throughput_tokens_s",
+          "speedup_vs_ddp", "idle_fraction_mean", "idle_fraction_max", "exposed_comm_s",
+          "comm_bytes_per_step", "peak_memory_bytes", "simulated_time_s", "measured",
+          "memory_breakdown"})
       EXPECT_TRUE(row.contains(field)) << field;
     EXPECT_EQ(row["workers"], 4);
     EXPECT_EQ(row["measured"], false);
@@ -121,7 +125,8 @@ TEST_F(CliRun, BadScenarioFailsWithLocationAndWritesNothing) {
   std::string bad = kScenario;
   bad.replace(bad.find("nodes: 2"), 8, "nodes: 2\n  gpu_count: 3");
   std::ofstream(dir_ / "bad.yaml") << bad;
-  const auto r = overlapsim("run " + (dir_ / "bad.yaml").string() + " --out " + (dir_ / "o").string());
+  const auto r =
+      overlapsim("run " + (dir_ / "bad.yaml").string() + " --out " + (dir_ / "o").string());
   EXPECT_NE(r.status, 0);
   EXPECT_THAT(r.output, HasSubstr("bad.yaml:5"));
   EXPECT_THAT(r.output, HasSubstr("cluster.gpu_count"));
@@ -131,25 +136,28 @@ TEST_F(CliRun, BadScenarioFailsWithLocationAndWritesNothing) {
   EXPECT_NE(missing.status, 0);
   EXPECT_THAT(missing.output, HasSubstr("nope.yaml"));
 
-  const auto unknown = overlapsim("run " + (dir_ / "s.yaml").string() + " --algorithms ddp,magic --out " +
-                                  (dir_ / "o").string());
+  const auto unknown = overlapsim("run " + (dir_ / "s.yaml").string() +
+                                  " --algorithms ddp,magic --out " + (dir_ / "o").string());
   EXPECT_NE(unknown.status, 0);
   EXPECT_THAT(unknown.output, HasSubstr("unknown algorithm 'magic'"));
   EXPECT_FALSE(fs::exists(dir_ / "o"));
 }
 
 TEST_F(CliRun, DrawsPlotsAndSurvivesABrokenPlotter) {
-  const auto r = overlapsim("run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "p").string());
+  const auto r =
+      overlapsim("run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "p").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  for (const char* png : {"timeline-ddp.png", "timeline-compare.png", "speedup.png", "memory.png"}) {
+  for (const char* png :
+       {"timeline-ddp.png", "timeline-compare.png", "speedup.png", "memory.png"}) {
     const auto bytes = slurp(dir_ / "p" / png);
     EXPECT_GT(bytes.size(), 10000u) << png;
     EXPECT_EQ(bytes.substr(0, 4), "\x89PNG") << png;
   }
   // A plotter that crashes: the run still succeeds and every numeric output is there.
   std::ofstream(dir_ / "broken.py") << "raise SystemExit(3)\n";
-  const auto broken = overlapsim("run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "q").string(),
-                                 "OVERLAPSIM_PLOTS_SCRIPT=" + (dir_ / "broken.py").string() + " ");
+  const auto broken =
+      overlapsim("run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "q").string(),
+                 "OVERLAPSIM_PLOTS_SCRIPT=" + (dir_ / "broken.py").string() + " ");
   EXPECT_EQ(broken.status, 0) << broken.output;
   EXPECT_THAT(broken.output, HasSubstr("warning: plotting"));
   EXPECT_TRUE(fs::exists(dir_ / "q" / "summary.json"));
@@ -157,8 +165,14 @@ TEST_F(CliRun, DrawsPlotsAndSurvivesABrokenPlotter) {
 }
 
 TEST_F(CliRun, SeedChangesJitteredResults) {
-  ASSERT_EQ(overlapsim("run " + (dir_ / "s.yaml").string() + " --no-plots --out " + (dir_ / "a").string()).status, 0);
-  ASSERT_EQ(overlapsim("run " + (dir_ / "s.yaml").string() + " --no-plots --set seed=4 --out " + (dir_ / "b").string()).status, 0);
+  ASSERT_EQ(
+      overlapsim("run " + (dir_ / "s.yaml").string() + " --no-plots --out " + (dir_ / "a").string())
+          .status,
+      0);
+  ASSERT_EQ(overlapsim("run " + (dir_ / "s.yaml").string() + " --no-plots --set seed=4 --out " +
+                       (dir_ / "b").string())
+                .status,
+            0);
   const auto a = nlohmann::json::parse(slurp(dir_ / "a" / "summary.json"));
   const auto b = nlohmann::json::parse(slurp(dir_ / "b" / "summary.json"));
   EXPECT_NE(a["results"][0]["iteration_time_s"], b["results"][0]["iteration_time_s"]);

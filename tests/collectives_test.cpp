@@ -53,10 +53,10 @@ TEST(Collectives, ReduceScatterPlusAllGatherIsAllReduce) {
 TEST(Collectives, HierarchicalAllReduceClosedFormAndFasterThanRing) {
   // 4 nodes x 8 GPUs: 2(G-1)(a_nv + S/(G B_nv)) + 2(M-1)(a_net + S/(M B_net)).
   const double G = 8, M = 4, size = 1e9;
-  const double expected = 2 * (G - 1) * (1e-6 + size / (G * 300e9)) +
-                          2 * (M - 1) * (kNetAlpha + size / (M * kNet));
-  const auto hier = sim::time_collective(cluster(4, 8, {"cluster.collective_algorithm=hierarchical"}),
-                                         CollectiveOp::all_reduce, size);
+  const double expected =
+      2 * (G - 1) * (1e-6 + size / (G * 300e9)) + 2 * (M - 1) * (kNetAlpha + size / (M * kNet));
+  const auto hier = sim::time_collective(
+      cluster(4, 8, {"cluster.collective_algorithm=hierarchical"}), CollectiveOp::all_reduce, size);
   EXPECT_NEAR(hier.time_s, expected, 0.01 * expected);
   EXPECT_EQ(hier.algorithm, "hierarchical/fused");
   const auto ring = sim::time_collective(cluster(4, 8), CollectiveOp::all_reduce, size);
@@ -93,8 +93,8 @@ TEST(Collectives, FusedMatchesSteps) {
        "cluster.wan={bandwidth: 1Gb/s, latency: 10ms}"}};
   const int gpus[] = {1, 4, 2};
   for (std::size_t i = 0; i < topologies.size(); ++i) {
-    for (auto op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
-                    CollectiveOp::broadcast}) {
+    for (auto op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter,
+                    CollectiveOp::all_gather, CollectiveOp::broadcast}) {
       auto fused_s = cluster(4, gpus[i], topologies[i]);
       auto steps_overrides = topologies[i];
       steps_overrides.push_back("cluster.collectives=steps");

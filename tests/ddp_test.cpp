@@ -13,11 +13,16 @@ using testing::simulate;
 // 10 GB/s, 10 us network: every duration below is a round number.
 std::string cluster(int nodes, int gpus_per_node = 1, const std::string& extra = "") {
   return "cluster:\n"
-         "  nodes: " + std::to_string(nodes) + "\n"
-         "  gpus_per_node: " + std::to_string(gpus_per_node) + "\n"
+         "  nodes: " +
+         std::to_string(nodes) +
+         "\n"
+         "  gpus_per_node: " +
+         std::to_string(gpus_per_node) +
+         "\n"
          "  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}\n"
          "  intra_node: {bandwidth: 100GB/s, latency: 1us}\n"
-         "  inter_node: {bandwidth: 10GB/s, latency: 10us}\n" + extra;
+         "  inter_node: {bandwidth: 10GB/s, latency: 10us}\n" +
+         extra;
 }
 
 TEST(Ddp, OneLayerTwoNodesMatchesHandCalculation) {

@@ -79,9 +79,11 @@ TEST(Presets, GpusAndLinks) {
 
 TEST(ModelPresets, ParameterCountsMatchPublishedModels) {
   // Published counts (Hugging Face model cards / configs): the formulas reproduce them exactly.
-  const std::pair<const char*, double> published[] = {
-      {"gpt-neo-125m", 125'198'592}, {"gpt-neo-1.3b", 1'315'575'808}, {"gpt-neo-2.7b", 2'651'307'520},
-      {"gpt2-small", 124'439'808},   {"llama2-7b", 6'738'415'616}};
+  const std::pair<const char*, double> published[] = {{"gpt-neo-125m", 125'198'592},
+                                                      {"gpt-neo-1.3b", 1'315'575'808},
+                                                      {"gpt-neo-2.7b", 2'651'307'520},
+                                                      {"gpt2-small", 124'439'808},
+                                                      {"llama2-7b", 6'738'415'616}};
   for (const auto& [name, count] : published) {
     const auto dims = find_transformer_preset(name);
     ASSERT_TRUE(dims) << name;

@@ -27,10 +27,13 @@ TEST(Metrics, HandBuiltTwoWorkerTrace) {
   // worker 1: 3 s hidden, 1 s exposed) and sends 100 bytes.
   for (int step = 0; step < 3; ++step) {
     const double base = 10.0 * step;
-    t.events.push_back({base, base + 6, 0, StreamKind::compute, OpCategory::forward, fwd, -1, step, 0, 0, 0});
-    t.events.push_back({base, base + 8, 1, StreamKind::compute, OpCategory::forward, fwd, -1, step, 0, 0, 0});
+    t.events.push_back(
+        {base, base + 6, 0, StreamKind::compute, OpCategory::forward, fwd, -1, step, 0, 0, 0});
+    t.events.push_back(
+        {base, base + 8, 1, StreamKind::compute, OpCategory::forward, fwd, -1, step, 0, 0, 0});
     for (int w = 0; w < 2; ++w) {
-      t.events.push_back({base + 5, base + 9, w, StreamKind::comm, OpCategory::comm, ar, -1, step, -1, 100, 0});
+      t.events.push_back(
+          {base + 5, base + 9, w, StreamKind::comm, OpCategory::comm, ar, -1, step, -1, 100, 0});
       t.steps.push_back({base + 10, w, step, 4});
     }
   }

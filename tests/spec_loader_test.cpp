@@ -60,11 +60,11 @@ TEST(Loader, ReadsTypedValues) {
 }
 
 TEST(Loader, SetOverridesKeysByDottedPath) {
-  const auto s = load_scenario_text(
-      kValid, "t.yaml",
-      {"cluster.nodes=8", "cluster.inter_node.bandwidth=10Gb/s", "algorithms.1.bucket_cap=1MB",
-       "algorithms.0.bucket_cap=2MB",
-       "cluster.stragglers=[{gpu: 30, slowdown: 2}]", "output.dir=/tmp/x"});
+  const auto s =
+      load_scenario_text(kValid, "t.yaml",
+                         {"cluster.nodes=8", "cluster.inter_node.bandwidth=10Gb/s",
+                          "algorithms.1.bucket_cap=1MB", "algorithms.0.bucket_cap=2MB",
+                          "cluster.stragglers=[{gpu: 30, slowdown: 2}]", "output.dir=/tmp/x"});
   EXPECT_EQ(s.cluster.nodes, 8);
   EXPECT_DOUBLE_EQ(s.cluster.inter_node.bandwidth_Bps, 1.25e9);
   EXPECT_EQ(s.algorithms[1].options.at("bucket_cap").value, "1MB");
@@ -79,7 +79,8 @@ TEST(Loader, SetOverridesKeysByDottedPath) {
 }
 
 TEST(Loader, UnknownKeyNamesFileLineAndKey) {
-  const auto e = error_of(replace(kValid, "  gpus_per_node: 4\n", "  gpus_per_node: 4\n  gpus: 3\n"));
+  const auto e =
+      error_of(replace(kValid, "  gpus_per_node: 4\n", "  gpus_per_node: 4\n  gpus: 3\n"));
   EXPECT_THAT(e, HasSubstr("bad.yaml:6"));
   EXPECT_THAT(e, HasSubstr("cluster.gpus"));
   EXPECT_THAT(e, HasSubstr("unknown key"));
@@ -100,7 +101,8 @@ TEST(Loader, StragglerPastTheLastGpuIsAnError) {
 }
 
 TEST(Loader, MissingRequiredKeyAndUnknownPreset) {
-  EXPECT_THAT(error_of(replace(kValid, "  nodes: 2\n", "")), HasSubstr("missing required key 'nodes'"));
+  EXPECT_THAT(error_of(replace(kValid, "  nodes: 2\n", "")),
+              HasSubstr("missing required key 'nodes'"));
   const auto e = error_of(replace(kValid, "gpu: a100-80gb", "gpu: a100-81gb"));
   EXPECT_THAT(e, HasSubstr("bad.yaml:6"));
   EXPECT_THAT(e, HasSubstr("unknown GPU preset 'a100-81gb'"));

@@ -48,7 +48,8 @@ class Sweep : public ::testing::Test {
 protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("overlapsim-sweep-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("overlapsim-sweep-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "s.yaml") << kScenario;
@@ -79,7 +80,9 @@ TEST_F(Sweep, GridRowsColumnsAndDirection) {
   ASSERT_EQ(doc["results"].size(), 8u); // 2 x 2 points x 2 algorithms
   EXPECT_EQ(doc["sweep"]["points"], 4);
   const auto csv = slurp(dir_ / "a" / "summary.csv");
-  EXPECT_EQ(csv.substr(0, csv.find('\n')).rfind("cluster.inter_node.bandwidth,cluster.nodes,algorithm,", 0), 0u);
+  EXPECT_EQ(csv.substr(0, csv.find('\n'))
+                .rfind("cluster.inter_node.bandwidth,cluster.nodes,algorithm,", 0),
+            0u);
   // Point 0 is 1 Gb/s with 2 nodes, point 2 is 100 Gb/s with 2 nodes: DDP gets faster.
   double slow = 0, fast = 0;
   for (const auto& row : doc["results"]) {
@@ -114,13 +117,13 @@ TEST_F(Sweep, ShardsMergeIntoTheWholeAndRunsAreDeterministic) {
 }
 
 TEST_F(Sweep, BadKeyFailsBeforeWritingAnything) {
-  const auto r = run("sweep " + (dir_ / "s.yaml").string() + " --no-plots --vary cluster.gpus=1,2 --out " +
-                     (dir_ / "bad").string());
+  const auto r = run("sweep " + (dir_ / "s.yaml").string() +
+                     " --no-plots --vary cluster.gpus=1,2 --out " + (dir_ / "bad").string());
   EXPECT_NE(r.first, 0);
   EXPECT_THAT(r.second, HasSubstr("cluster.gpus"));
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
-  const auto v = run("sweep " + (dir_ / "s.yaml").string() + " --no-plots --vary cluster.nodes=2,zero --out " +
-                     (dir_ / "bad").string());
+  const auto v = run("sweep " + (dir_ / "s.yaml").string() +
+                     " --no-plots --vary cluster.nodes=2,zero --out " + (dir_ / "bad").string());
   EXPECT_NE(v.first, 0);
   EXPECT_THAT(v.second, HasSubstr("--set cluster.nodes"));
   EXPECT_FALSE(fs::exists(dir_ / "bad"));

@@ -159,7 +159,8 @@ Analysis analyze(const Trace& t, const Metrics& m) {
   a.critical_path = critical_path(t, m, arrival);
 
   const auto workers = static_cast<std::size_t>(t.workers);
-  std::vector<std::vector<Interval>> busy(workers), transfer(workers), waiting(workers), comm(workers);
+  std::vector<std::vector<Interval>> busy(workers), transfer(workers), waiting(workers),
+      comm(workers);
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const auto& e = t.events[i];
     const auto w = static_cast<std::size_t>(e.worker);
@@ -179,13 +180,14 @@ Analysis analyze(const Trace& t, const Metrics& m) {
   a.idle.resize(workers);
   for (std::size_t w = 0; w < workers; ++w) {
     const Interval window = w < m.worker_window.size() ? m.worker_window[w]
-                                                        : Interval{m.window_start_s, m.window_end_s};
+                                                       : Interval{m.window_start_s, m.window_end_s};
     const double length = window.end - window.start;
     if (length <= 0)
       continue;
     auto clip = [&](std::vector<Interval> v) {
       for (auto& i : v)
-        i = {std::clamp(i.start, window.start, window.end), std::clamp(i.end, window.start, window.end)};
+        i = {std::clamp(i.start, window.start, window.end),
+             std::clamp(i.end, window.start, window.end)};
       return merged(std::move(v));
     };
     const auto b = clip(busy[w]);

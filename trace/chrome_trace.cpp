@@ -14,8 +14,9 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title) {
   for (const auto& n : trace.names)
     quoted.push_back(nlohmann::json(n).dump());
 
-  fmt::format_to(it, "{{\"otherData\":{{\"title\":{},\"measured\":{}}},\n\"displayTimeUnit\":\"ms\",\n"
-                     "\"traceEvents\":[\n",
+  fmt::format_to(it,
+                 "{{\"otherData\":{{\"title\":{},\"measured\":{}}},\n\"displayTimeUnit\":\"ms\",\n"
+                 "\"traceEvents\":[\n",
                  nlohmann::json(title).dump(), trace.measured);
   bool first = true;
   auto sep = [&] {
@@ -25,13 +26,14 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title) {
   };
   for (int w = 0; w < trace.workers; ++w) {
     sep();
-    fmt::format_to(it,
-                   "{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_name\",\"args\":{{\"name\":\"node {1} "
-                   "gpu {2}\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_sort_index\",\"args\":"
-                   "{{\"sort_index\":{0}}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":0,\"name\":\"thread_name\","
-                   "\"args\":{{\"name\":\"compute\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":1,\"name\":"
-                   "\"thread_name\",\"args\":{{\"name\":\"comm\"}}}}",
-                   w, w / trace.gpus_per_node, w % trace.gpus_per_node);
+    fmt::format_to(
+        it,
+        "{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_name\",\"args\":{{\"name\":\"node {1} "
+        "gpu {2}\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_sort_index\",\"args\":"
+        "{{\"sort_index\":{0}}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":0,\"name\":\"thread_name\","
+        "\"args\":{{\"name\":\"compute\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":1,\"name\":"
+        "\"thread_name\",\"args\":{{\"name\":\"comm\"}}}}",
+        w, w / trace.gpus_per_node, w % trace.gpus_per_node);
   }
   constexpr double us = 1e6;
   for (const auto& e : trace.events) {
@@ -54,15 +56,18 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title) {
   }
   for (const auto& m : trace.memory) {
     sep();
-    fmt::format_to(it, "{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.3f},\"name\":\"memory\",\"args\":{{\"bytes\":{:.0f}}}}}",
+    fmt::format_to(it,
+                   "{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.3f},\"name\":\"memory\",\"args\":{{"
+                   "\"bytes\":{:.0f}}}}}",
                    m.worker, m.time * us, m.bytes);
   }
   for (const auto& s : trace.steps) {
     sep();
-    fmt::format_to(it,
-                   "{{\"ph\":\"i\",\"s\":\"p\",\"pid\":{},\"tid\":0,\"ts\":{:.3f},\"name\":\"step_end\","
-                   "\"args\":{{\"step\":{},\"samples\":{}}}}}",
-                   s.worker, s.time * us, s.step, s.samples);
+    fmt::format_to(
+        it,
+        "{{\"ph\":\"i\",\"s\":\"p\",\"pid\":{},\"tid\":0,\"ts\":{:.3f},\"name\":\"step_end\","
+        "\"args\":{{\"step\":{},\"samples\":{}}}}}",
+        s.worker, s.time * us, s.step, s.samples);
   }
   fmt::format_to(it, "\n]}}\n");
   return fmt::to_string(out);

@@ -11,7 +11,8 @@ namespace {
 
 // Sorts and merges overlapping intervals in place.
 void normalize(std::vector<Interval>& v) {
-  std::sort(v.begin(), v.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
+  std::sort(v.begin(), v.end(),
+            [](const Interval& x, const Interval& y) { return x.start < y.start; });
   std::size_t out = 0;
   for (const auto& i : v) {
     if (i.end <= i.start)
@@ -149,8 +150,8 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     for (double a : acc)
       sum += a, sq += a * a;
     m.accumulation_mean = sum / static_cast<double>(acc.size());
-    m.accumulation_stddev =
-        std::sqrt(std::max(0.0, sq / static_cast<double>(acc.size()) - m.accumulation_mean * m.accumulation_mean));
+    m.accumulation_stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(acc.size()) -
+                                                        m.accumulation_mean * m.accumulation_mean));
     m.accumulation_min = *std::min_element(acc.begin(), acc.end());
     m.accumulation_max = *std::max_element(acc.begin(), acc.end());
   }

@@ -1,7 +1,8 @@
-// Metrics of SCENARIO.md computed from a trace (simulated or measured). Iteration time and throughput
-// use the steady-state window that opens when every worker has finished the warm-up steps and closes
-// when every worker has finished the last step; per-GPU figures (idle, exposed communication, bytes)
-// use each GPU's own steady-state steps, since staggered schedules end them at different times.
+// Metrics of SCENARIO.md computed from a trace (simulated or measured). Iteration time and
+// throughput use the steady-state window that opens when every worker has finished the warm-up
+// steps and closes when every worker has finished the last step; per-GPU figures (idle, exposed
+// communication, bytes) use each GPU's own steady-state steps, since staggered schedules end them
+// at different times.
 #pragma once
 
 #include "trace/trace.h"
@@ -19,19 +20,19 @@ struct Metrics {
   double window_start_s = 0;
   double window_end_s = 0;
   int steps = 0;
-  double iteration_time_s = 0;     // window / steps
-  double samples = 0;              // samples consumed by the window's steps, whole cluster
-  double throughput_samples_s = 0; // samples / window
-  std::vector<double> idle_fraction; // per worker: compute stream idle / its own window
+  double iteration_time_s = 0;         // window / steps
+  double samples = 0;                  // samples consumed by the window's steps, whole cluster
+  double throughput_samples_s = 0;     // samples / window
+  std::vector<double> idle_fraction;   // per worker: compute stream idle / its own window
   std::vector<Interval> worker_window; // per worker: its own steady-state steps
   double idle_fraction_mean = 0;
   double idle_fraction_max = 0;
   std::vector<double> exposed_comm_per_worker_s; // per step
-  double exposed_comm_s = 0;                      // mean over workers, per step
-  double comm_bytes_per_step = 0;                 // mean over workers
+  double exposed_comm_s = 0;                     // mean over workers, per step
+  double comm_bytes_per_step = 0;                // mean over workers
   double compute_s_per_step = 0; // compute-stream busy time per step, mean over workers
   double comm_s_per_step = 0;    // time with a collective in flight per step, mean over workers
-  MemoryByCategory memory_breakdown{};            // worst worker
+  MemoryByCategory memory_breakdown{}; // worst worker
   double peak_memory_bytes = 0;
   double simulated_time_s = 0;
   double accumulation_mean = 0; // micro-batches per worker per step (window), when recorded

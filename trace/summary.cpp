@@ -2,8 +2,8 @@
 
 #include "trace/atomic_file.h"
 
-#include <fmt/format.h>
 #include <algorithm>
+#include <fmt/format.h>
 
 namespace overlapsim {
 
@@ -25,12 +25,14 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   j["measured"] = r.measured;
   nlohmann::ordered_json mem;
   for (int c = 0; c < kMemoryCategories; ++c)
-    mem[to_string(static_cast<MemoryCategory>(c))] = m.memory_breakdown[static_cast<std::size_t>(c)];
+    mem[to_string(static_cast<MemoryCategory>(c))] =
+        m.memory_breakdown[static_cast<std::size_t>(c)];
   j["memory_breakdown"] = mem;
   j["compute_s_per_step"] = m.compute_s_per_step;
   j["comm_s_per_step"] = m.comm_s_per_step;
   j["gpu_memory_bytes"] = r.gpu_memory_bytes;
-  j["steady_state"] = {{"start_s", m.window_start_s}, {"end_s", m.window_end_s}, {"steps", m.steps}};
+  j["steady_state"] = {
+      {"start_s", m.window_start_s}, {"end_s", m.window_end_s}, {"steps", m.steps}};
   j["samples_per_step"] = m.samples / m.steps;
   j["micro_batches_per_step"] = {{"mean", m.accumulation_mean},
                                  {"stddev", m.accumulation_stddev},
@@ -64,10 +66,18 @@ std::string csv_cell(const nlohmann::ordered_json& v) {
 
 std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
                         const std::vector<std::string>& leading) {
-  static const char* kFields[] = {"algorithm",          "workers",           "iteration_time_s",
-                                  "throughput_samples_s", "throughput_tokens_s", "speedup_vs_ddp",
-                                  "idle_fraction_mean", "idle_fraction_max", "exposed_comm_s",
-                                  "comm_bytes_per_step", "peak_memory_bytes", "simulated_time_s",
+  static const char* kFields[] = {"algorithm",
+                                  "workers",
+                                  "iteration_time_s",
+                                  "throughput_samples_s",
+                                  "throughput_tokens_s",
+                                  "speedup_vs_ddp",
+                                  "idle_fraction_mean",
+                                  "idle_fraction_max",
+                                  "exposed_comm_s",
+                                  "comm_bytes_per_step",
+                                  "peak_memory_bytes",
+                                  "simulated_time_s",
                                   "measured"};
   static const char* kMemory[] = {"params", "grads", "optimizer_state", "buffers", "activations"};
   std::string out;

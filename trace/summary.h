@@ -17,8 +17,8 @@ struct SummaryRow {
   bool measured = false;
   double gpu_memory_bytes = 0;
   Metrics metrics;
-  double speedup_vs_ddp = 0;       // filled in by the caller, against ddp on the same scenario
-  nlohmann::ordered_json extra;    // extra fields for summary.json only
+  double speedup_vs_ddp = 0;    // filled in by the caller, against ddp on the same scenario
+  nlohmann::ordered_json extra; // extra fields for summary.json only
 };
 
 nlohmann::ordered_json to_json(const SummaryRow& row);
@@ -33,7 +33,8 @@ void write_summary(const std::string& dir, const nlohmann::json& scenario,
                    const std::vector<nlohmann::ordered_json>& rows,
                    const nlohmann::ordered_json& top_level = nlohmann::ordered_json::object());
 
-// The CSV of the rows: `leading` columns first (a sweep's varied keys), then the SCENARIO.md fields.
+// The CSV of the rows: `leading` columns first (a sweep's varied keys), then the SCENARIO.md
+// fields.
 std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
                         const std::vector<std::string>& leading = {});
 

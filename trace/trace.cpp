@@ -12,7 +12,8 @@ std::int32_t Trace::intern(std::string_view name) {
     for (std::size_t i = 0; i < names.size(); ++i)
       index_.emplace(names[i], static_cast<std::int32_t>(i));
   }
-  auto [it, inserted] = index_.try_emplace(std::string(name), static_cast<std::int32_t>(names.size()));
+  auto [it, inserted] =
+      index_.try_emplace(std::string(name), static_cast<std::int32_t>(names.size()));
   if (inserted)
     names.emplace_back(name);
   return it->second;

@@ -1,5 +1,6 @@
-// The trace: every op either runtime executed, with the same schema for simulated and measured runs,
-// so that metrics, plots and the critical-path analysis are computed by the same code from both.
+// The trace: every op either runtime executed, with the same schema for simulated and measured
+// runs, so that metrics, plots and the critical-path analysis are computed by the same code from
+// both.
 #pragma once
 
 #include "algorithms/runtime.h"
@@ -19,7 +20,7 @@ struct TraceEvent {
   std::int32_t worker = 0;
   StreamKind stream = StreamKind::compute;
   OpCategory category = OpCategory::forward;
-  std::int32_t name = 0;   // index into Trace::names
+  std::int32_t name = 0;    // index into Trace::names
   std::int32_t detail = -1; // index into Trace::names (e.g. "ring/fused"), -1 for none
   std::int32_t step = -1;
   std::int32_t micro_batch = -1;
