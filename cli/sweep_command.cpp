@@ -2,21 +2,20 @@
 
 #include "cli/plots.h"
 #include "cli/run_command.h"
+#include "sim/child_process.h"
 #include "spec/loader.h"
 #include "trace/summary.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
+#include <deque>
 #include <cstdio>
-#include <cstring>
 #include <fmt/format.h>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -57,69 +56,28 @@ std::vector<ordered_json> point_rows(const spec::Scenario& scenario, const Sweep
   return rows;
 }
 
+// A point running in a child process; its rows come back as JSON.
 struct Child {
-  pid_t pid;
-  int fd;
+  sim::ChildProcess process;
   const SweepPoint* point;
-  std::string reply;
 };
 
-// Runs a point in a child process; its rows come back as JSON on a pipe ("!" + message on error).
 Child spawn(const spec::Scenario& scenario, const SweepPoint& p) {
-  int fds[2];
-  if (::pipe(fds) != 0)
-    throw std::runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0)
-    throw std::runtime_error(fmt::format("cannot fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    ::close(fds[0]);
-    std::string reply;
-    try {
-      reply = ordered_json(point_rows(scenario, p)).dump();
-    } catch (const std::exception& e) {
-      reply = std::string("!") + e.what();
-    }
-    std::string_view rest(reply);
-    while (!rest.empty()) {
-      const ssize_t n = ::write(fds[1], rest.data(), rest.size());
-      if (n <= 0 && errno != EINTR)
-        _exit(3);
-      if (n > 0)
-        rest.remove_prefix(static_cast<std::size_t>(n));
-    }
-    _exit(0);
-  }
-  ::close(fds[1]);
-  return Child{pid, fds[0], &p, {}};
+  return Child{sim::ChildProcess([&] { return ordered_json(point_rows(scenario, p)).dump(); }), &p};
 }
 
-// Reads a child's reply to the end and reaps it.
 std::vector<ordered_json> collect(Child& c) {
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(c.fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    c.reply.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(c.fd);
-  int status = 0;
-  while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
-  }
   std::string where;
   for (const auto& [k, v] : c.point->values)
     where += fmt::format("{}{}={}", where.empty() ? "" : " ", k, v);
-  if (!c.reply.empty() && c.reply[0] == '!')
-    throw std::runtime_error(
-        fmt::format("point {} ({}): {}", c.point->index, where, c.reply.substr(1)));
-  if (c.reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(fmt::format("point {} ({}) failed", c.point->index, where));
+  std::string reply;
+  try {
+    reply = c.process.collect();
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("point {} ({}): {}", c.point->index, where, e.what()));
+  }
   std::vector<ordered_json> rows;
-  for (auto& r : ordered_json::parse(c.reply))
+  for (auto& r : ordered_json::parse(reply))
     rows.push_back(std::move(r));
   return rows;
 }
@@ -200,7 +158,7 @@ int sweep_command(const SweepOptions& o) {
         o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
     const auto start = std::chrono::steady_clock::now();
     std::map<int, std::vector<ordered_json>> by_point;
-    std::vector<Child> running;
+    std::deque<Child> running;
     std::size_t next = 0;
     auto elapsed = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -212,14 +170,11 @@ int sweep_command(const SweepOptions& o) {
       }
       // The oldest child first: replies are small, and points take similar times.
       Child c = std::move(running.front());
-      running.erase(running.begin());
+      running.pop_front();
       try {
         by_point[c.point->index] = collect(c);
       } catch (...) {
-        for (auto& other : running) {
-          ::kill(other.pid, SIGTERM);
-          collect(other);
-        }
+        running.clear(); // the other points' children are killed
         throw;
       }
       if (o.progress)
