@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <cstdio>
+#include <deque>
 #include <fmt/format.h>
 #include <fstream>
 #include <map>

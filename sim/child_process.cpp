@@ -89,8 +89,9 @@ std::string ChildProcess::collect() {
   if (!reply.empty() && reply[0] == '1')
     throw std::runtime_error(reply.substr(1));
   if (reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(WIFSIGNALED(status) ? fmt::format("killed by signal {}", WTERMSIG(status))
-                                                 : fmt::format("exit status {}", WEXITSTATUS(status)));
+    throw std::runtime_error(WIFSIGNALED(status)
+                                 ? fmt::format("killed by signal {}", WTERMSIG(status))
+                                 : fmt::format("exit status {}", WEXITSTATUS(status)));
   return reply.substr(1);
 }
 

@@ -93,6 +93,33 @@ TEST(Cdp, Table1MultiGpuRow) {
   EXPECT_LE(worst, kPsiA + 1e9);
 }
 
+TEST(Cdp, Table1ZeroRow) {
+  // ZeRO-DP on N = 4 GPUs: each keeps a 1/N shard of the model states, (2 + 2 + K) Psi / N with
+  // SGD (K = 4, the fp32 master copy): 8 B x 4M / 4 = 8 MB, and all-gathers / reduce-scatters every
+  // stage. CDP with ZeRO: the states of a stage move point to point to the one GPU that computes it
+  // next; a GPU holds at most two stages' states (the one in use, the next one received):
+  // 2 x 8 B x 1M = 16 MB, and no collective.
+  const auto s = scenario_from(scenario(4, 1, 1));
+  const auto zero = simulate(s, "cdp-v2", {{"setting", "zero"}, {"schedule", "simultaneous"}});
+  const auto cdp = simulate(s, "cdp-v2", {{"setting", "zero"}});
+  auto states = [](const Metrics& m) {
+    return m.memory_breakdown[0] + m.memory_breakdown[1] + m.memory_breakdown[2];
+  };
+  EXPECT_DOUBLE_EQ(states(zero.metrics), 8e6);
+  EXPECT_DOUBLE_EQ(states(cdp.metrics), 16e6);
+  EXPECT_TRUE(has_collective(zero.trace));
+  EXPECT_FALSE(has_collective(cdp.trace));
+  for (const auto* r : {&zero, &cdp})
+    EXPECT_NEAR(r->metrics.iteration_time_s, 0.080, 0.03 * 0.080);
+  // Each hop carries one stage's states, 8 B x 1M, to a single GPU.
+  for (const auto& e : cdp.trace.events) {
+    if (e.category == OpCategory::comm && e.bytes > 0) {
+      EXPECT_DOUBLE_EQ(e.bytes, 8e6);
+    }
+  }
+  EXPECT_THROW(simulate(s, "cdp-v1", {{"setting", "zero"}}), std::runtime_error);
+}
+
 TEST(Cdp, NoIdleWhenCommunicationFitsInATimeStep) {
   const auto s = scenario_from(scenario(4, 1, 1));
   for (const char* rule : {"cdp-v1", "cdp-v2"}) {

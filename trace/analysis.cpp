@@ -5,6 +5,7 @@
 #include <boost/graph/topological_sort.hpp>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 namespace overlapsim {
@@ -15,22 +16,46 @@ bool is_p2p(const Trace& t, const TraceEvent& e) {
   return e.detail >= 0 && t.name_of(e.detail) == "p2p";
 }
 
-// When the last participant of each collective arrived: a rank's collective op is waiting for a
-// slower peer until then, and moving data after. Instances are told apart by name and step.
-std::vector<double> last_arrivals(const Trace& t) {
-  std::map<std::pair<std::int32_t, std::int32_t>, double> latest;
-  for (const auto& e : t.events)
-    if (e.category == OpCategory::comm && !is_p2p(t, e)) {
-      auto [it, fresh] = latest.try_emplace({e.name, e.step}, e.start);
-      if (!fresh)
-        it->second = std::max(it->second, e.start);
-    }
-  std::vector<double> out(t.events.size(), -1);
-  for (std::size_t i = 0; i < t.events.size(); ++i) {
+// A collective instance: the k-th op with this name and step on each participating GPU (an
+// algorithm may run the same-named collective twice in a step, like ZeRO's all-gathers before the
+// forward and the backward).
+struct InstanceKey {
+  std::int32_t name;
+  std::int32_t step;
+  std::int32_t occurrence;
+  auto operator<=>(const InstanceKey&) const = default;
+};
+
+std::vector<InstanceKey> instance_keys(const Trace& t) {
+  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int32_t> seen; // per worker
+  std::vector<InstanceKey> keys(t.events.size(), InstanceKey{-1, -1, -1});
+  std::vector<std::size_t> order(t.events.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](auto a, auto b) { return t.events[a].start < t.events[b].start; });
+  for (std::size_t i : order) {
     const auto& e = t.events[i];
     if (e.category == OpCategory::comm && !is_p2p(t, e))
-      out[i] = latest.at({e.name, e.step});
+      keys[i] = {e.name, e.step, seen[{e.worker, e.name, e.step}]++};
   }
+  return keys;
+}
+
+// When the last participant of each collective arrived: a rank's collective op is waiting for a
+// slower peer until then, and moving data after.
+std::vector<double> last_arrivals(const Trace& t, const std::vector<InstanceKey>& keys) {
+  std::map<InstanceKey, double> latest;
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    if (keys[i].name >= 0) {
+      auto [it, fresh] = latest.try_emplace(keys[i], t.events[i].start);
+      if (!fresh)
+        it->second = std::max(it->second, t.events[i].start);
+    }
+  std::vector<double> out(t.events.size(), -1);
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    if (keys[i].name >= 0)
+      out[i] = latest.at(keys[i]);
   return out;
 }
 
@@ -43,7 +68,7 @@ using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirection
 
 constexpr double kEps = 1e-9;
 
-CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<double>& arrival) {
+CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<InstanceKey>& keys) {
   CriticalPath cp;
   // The last steady-state step: enough to show what paces a step, and bounded in size.
   const double hi = m.window_end_s, lo = hi - m.iteration_time_s;
@@ -77,27 +102,35 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<d
         continue;
       auto it = std::lower_bound(list.begin(), list.end(), ev(v).start - kEps,
                                  [&](std::size_t a, double x) { return ev(a).end < x; });
-      for (; it != list.end() && ev(*it).end <= ev(v).start + kEps; ++it)
-        if (ev(*it).stream != ev(v).stream)
+      for (; it != list.end() && ev(*it).end <= ev(v).start + kEps; ++it) {
+        // Ties between instantaneous ops are broken by trace order, so no edge pair makes a cycle.
+        const bool before =
+            ev(*it).start < ev(v).start || (ev(*it).start == ev(v).start && *it < v);
+        if (ev(*it).stream != ev(v).stream && before)
           boost::add_edge(*it, v, EdgeProps{EdgeKind::cross_stream}, g);
+      }
     }
   }
   // Collective participation: every rank's op completes after the last rank arrived.
-  std::map<std::pair<std::int32_t, std::int32_t>, std::size_t> last_in;
+  std::map<InstanceKey, std::size_t> last_in;
   for (std::size_t v = 0; v < ops.size(); ++v)
-    if (arrival[ops[v]] >= 0) {
-      auto [it, fresh] = last_in.try_emplace({ev(v).name, ev(v).step}, v);
+    if (keys[ops[v]].name >= 0) {
+      auto [it, fresh] = last_in.try_emplace(keys[ops[v]], v);
       if (!fresh && ev(v).start > ev(it->second).start)
         it->second = v;
     }
   for (std::size_t v = 0; v < ops.size(); ++v)
-    if (arrival[ops[v]] >= 0) {
-      const std::size_t last = last_in.at({ev(v).name, ev(v).step});
-      if (last != v)
+    if (keys[ops[v]].name >= 0) {
+      const std::size_t last = last_in.at(keys[ops[v]]);
+      if (last != v && ev(last).start > ev(v).start)
         boost::add_edge(last, v, EdgeProps{EdgeKind::collective}, g);
     }
-  std::vector<std::size_t> order;
-  boost::topological_sort(g, std::back_inserter(order)); // throws boost::not_a_dag on a cycle
+  try {
+    std::vector<std::size_t> order;
+    boost::topological_sort(g, std::back_inserter(order));
+  } catch (const boost::not_a_dag&) {
+    return cp; // dependencies inferred from an unusual trace loop: report no path rather than fail
+  }
 
   // Walk back from the op that ends last, each time to the dependency that released it.
   std::size_t v = 0;
@@ -155,8 +188,9 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<d
 
 Analysis analyze(const Trace& t, const Metrics& m) {
   Analysis a;
-  const auto arrival = last_arrivals(t);
-  a.critical_path = critical_path(t, m, arrival);
+  const auto keys = instance_keys(t);
+  const auto arrival = last_arrivals(t, keys);
+  a.critical_path = critical_path(t, m, keys);
 
   const auto workers = static_cast<std::size_t>(t.workers);
   std::vector<std::vector<Interval>> busy(workers), transfer(workers), waiting(workers),
