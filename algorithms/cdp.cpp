@@ -1,5 +1,6 @@
 #include "algorithms/cdp.h"
 
+#include "algorithms/cdp_mp.h"
 #include "algorithms/cdp_zero.h"
 #include "algorithms/model_state.h"
 #include "algorithms/options.h"
@@ -48,7 +49,7 @@ std::vector<LayerRange> split_stages(const hw::ModelSpec& model, int stages) {
 namespace {
 
 enum class Rule { v1, v2 };
-enum class Setting { multi_gpu, single_gpu, zero };
+enum class Setting { multi_gpu, single_gpu, zero, model_parallel };
 
 enum Signal : int { kParams = 0, kReduced = 1 };
 enum Tag : int { kPartial = 0, kComplete = 1 };
@@ -367,6 +368,8 @@ public:
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
     if (o_.setting == Setting::zero)
       return make_cdp_zero_program(w, o_.cyclic);
+    if (o_.setting == Setting::model_parallel)
+      return make_cdp_mp_program(w, o_.cyclic);
     return std::make_unique<CdpProgram>(w, o_);
   }
 
@@ -377,18 +380,20 @@ private:
 
 std::unique_ptr<Algorithm> make_cdp(const spec::AlgorithmSpec& spec, Rule rule) {
   const AlgorithmOptions opts(spec, {"setting", "schedule"});
-  const auto setting = opts.text("setting", "multi-gpu", {"multi-gpu", "single-gpu", "zero"});
+  const auto setting =
+      opts.text("setting", "multi-gpu", {"multi-gpu", "single-gpu", "zero", "model-parallel"});
   const auto schedule = opts.text("schedule", "cyclic", {"cyclic", "simultaneous"});
-  if (setting == "zero" && rule == Rule::v1 && schedule == "cyclic")
-    throw spec::ScenarioError(fmt::format("{}: key 'algorithms.{}.setting': the zero setting moves "
-                                          "one version of each stage's states "
-                                          "from GPU to GPU, which is CDP-v2's rule; use cdp-v2",
-                                          spec.options.at("setting").where, spec.name));
-  return std::make_unique<Cdp>(spec.name, Options{rule,
-                                                  setting == "multi-gpu"    ? Setting::multi_gpu
-                                                  : setting == "single-gpu" ? Setting::single_gpu
-                                                                            : Setting::zero,
-                                                  schedule == "cyclic"});
+  if ((setting == "zero" || setting == "model-parallel") && rule == Rule::v1 &&
+      schedule == "cyclic")
+    throw spec::ScenarioError(fmt::format(
+        "{}: key 'algorithms.{}.setting': the {} setting keeps one version of each stage's "
+        "parameters, which is CDP-v2's rule; use cdp-v2",
+        spec.options.at("setting").where, spec.name, setting));
+  const Setting chosen = setting == "multi-gpu"    ? Setting::multi_gpu
+                         : setting == "single-gpu" ? Setting::single_gpu
+                         : setting == "zero"       ? Setting::zero
+                                                   : Setting::model_parallel;
+  return std::make_unique<Cdp>(spec.name, Options{rule, chosen, schedule == "cyclic"});
 }
 
 } // namespace

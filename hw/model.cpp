@@ -56,16 +56,20 @@ ModelSpec transformer_model(std::string name, const TransformerDims& dims, int s
   // fp32 logits for the loss, plus the 16-bit normalised input of the projection.
   const double head_act = 4 * s * v + 2 * s * d;
   m.layers.push_back(LayerSpec{"head", head_params, head_fwd, 2 * head_fwd, head_act, 0, 0});
+  for (std::size_t l = 0; l + 1 < m.layers.size(); ++l)
+    m.layers[l].output_bytes_per_sample = 2 * s * d; // the 16-bit hidden states
   return m;
 }
 
 ModelSpec mlp_model(double width, int depth, double bytes_per_activation) {
   ModelSpec m;
   m.name = "mlp";
-  for (int i = 0; i < depth; ++i)
-    // y = relu(W x + b): 2 w^2 FLOPs forward per sample; the input is kept for backward.
+  // y = relu(W x + b): 2 w^2 FLOPs forward per sample; the input is kept for backward.
+  for (int i = 0; i < depth; ++i) {
     m.layers.push_back(LayerSpec{fmt::format("fc{}", i), width * width + width, 2 * width * width,
                                  4 * width * width, width * bytes_per_activation, 0, 0});
+    m.layers.back().output_bytes_per_sample = width * bytes_per_activation;
+  }
   return m;
 }
 
@@ -80,6 +84,7 @@ ModelSpec resnet50_model(int image) {
     const double w = conv(7, 3, 64);
     m.layers.push_back(LayerSpec{"stem", w + 2 * 64, 2 * w * hw * hw, 4 * w * hw * hw,
                                  kept(hw, 64) + 2 * (hw / 2) * (hw / 2) * 64, 0, 0});
+    m.layers.back().output_bytes_per_sample = 2 * (hw / 2) * (hw / 2) * 64;
     hw /= 2; // max pool
   }
   const int blocks[] = {3, 4, 6, 3};
@@ -97,6 +102,7 @@ ModelSpec resnet50_model(int image) {
                          (down ? kept(out_hw, cout) : 0);
       m.layers.push_back(LayerSpec{fmt::format("layer{}.{}", stage + 1, b), params, 2 * macs,
                                    4 * macs, act, 0, 0});
+      m.layers.back().output_bytes_per_sample = 2 * out_hw * out_hw * cout;
       hw = out_hw;
       cin = cout;
     }

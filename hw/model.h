@@ -19,6 +19,8 @@ struct LayerSpec {
   // Measured times (from a calibration profile) override the FLOP-based estimate when > 0.
   double fwd_time_per_sample_s = 0;
   double bwd_time_per_sample_s = 0;
+  // Bytes the layer's output takes per sample: what model parallelism sends to the next GPU.
+  double output_bytes_per_sample = 0;
 };
 
 struct ModelSpec {

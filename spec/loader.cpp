@@ -303,7 +303,7 @@ hw::ModelSpec read_layers(const Entry& e) {
   m.name = "custom";
   for (const auto& l : e.items()) {
     l.expect_map({"name", "params", "fwd_flops_per_sample", "bwd_flops_per_sample",
-                  "activation_bytes_per_sample", "repeat"});
+                  "activation_bytes_per_sample", "output_bytes_per_sample", "repeat"});
     hw::LayerSpec layer;
     layer.name = l.has("name") ? l.child("name").text() : fmt::format("layer{}", m.layers.size());
     layer.params = l.child("params").quantity(hw::parse_count, true);
@@ -316,6 +316,9 @@ hw::ModelSpec read_layers(const Entry& e) {
         l.has("activation_bytes_per_sample")
             ? l.child("activation_bytes_per_sample").quantity(hw::parse_size_bytes, true)
             : 0.0;
+    if (l.has("output_bytes_per_sample"))
+      layer.output_bytes_per_sample =
+          l.child("output_bytes_per_sample").quantity(hw::parse_size_bytes, true);
     const int repeat = l.has("repeat") ? static_cast<int>(l.child("repeat").integer(1, 100000)) : 1;
     if (repeat == 1) {
       m.layers.push_back(layer);

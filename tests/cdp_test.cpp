@@ -120,6 +120,41 @@ TEST(Cdp, Table1ZeroRow) {
   EXPECT_THROW(simulate(s, "cdp-v1", {{"setting", "zero"}}), std::runtime_error);
 }
 
+TEST(Cdp, Table1ModelParallelRow) {
+  // N = 4 stages and micro-batches. DP + MP: every micro-batch its own 4 GPUs, N^2 = 16; CDP + MP:
+  // stage j (0-based) shared by N - j GPUs, N(N+1)/2 = 10. Per GPU both hold one stage's
+  // parameters (Psi_P / N = 1M x 2 B) and one micro-batch's activations of it (B Psi_A / N = 1 GB);
+  // both send 10 MB of activations between stages; only DP all-reduces the stage gradients.
+  const auto layers = std::string("    - {name: s, params: 1M, fwd_flops_per_sample: 1T, "
+                                  "bwd_flops_per_sample: 1T, activation_bytes_per_sample: 1GB, "
+                                  "output_bytes_per_sample: 10MB, repeat: 4}\n");
+  auto mp = [&](int gpus) {
+    return scenario_from("name: mp\ncluster:\n  nodes: " + std::to_string(gpus) +
+                         "\n  gpus_per_node: 1\n  gpu: {peak_tflops: 100, efficiency: 1.0, memory: "
+                         "80GB, hbm_bandwidth: 1TB/s}\n  inter_node: {bandwidth: 100GB/s, latency: "
+                         "1us}\nmodel:\n  layers:\n" +
+                         layers +
+                         "training: {micro_batch: 1, seq_len: 1, steps: 4, optimizer: sgd}\n"
+                         "algorithms: [ddp]\n");
+  };
+  const auto cdp = simulate(mp(10), "cdp-v2", {{"setting", "model-parallel"}});
+  const auto dp =
+      simulate(mp(16), "cdp-v2", {{"setting", "model-parallel"}, {"schedule", "simultaneous"}});
+  EXPECT_EQ(cdp.trace.workers, 10);
+  EXPECT_EQ(dp.trace.workers, 16);
+  for (const auto* r : {&cdp, &dp}) {
+    EXPECT_DOUBLE_EQ(r->metrics.memory_breakdown[0], 1e6 * 2);
+    EXPECT_NEAR(r->metrics.memory_breakdown[4], 1e9, 1e-3 * 1e9);
+    EXPECT_NEAR(r->metrics.iteration_time_s, 0.080, 0.02 * 0.080);
+    EXPECT_NEAR(r->metrics.samples, 4.0 * 4, 1e-9); // 4 micro-batches of 1 per step, 4 steps
+  }
+  EXPECT_FALSE(has_collective(cdp.trace));
+  EXPECT_TRUE(has_collective(dp.trace));
+  // Fewer GPUs for the same work: each GPU idles less.
+  EXPECT_LT(cdp.metrics.idle_fraction_mean, dp.metrics.idle_fraction_mean);
+  EXPECT_THROW(simulate(mp(9), "cdp-v2", {{"setting", "model-parallel"}}), std::runtime_error);
+}
+
 TEST(Cdp, NoIdleWhenCommunicationFitsInATimeStep) {
   const auto s = scenario_from(scenario(4, 1, 1));
   for (const char* rule : {"cdp-v1", "cdp-v2"}) {
