@@ -96,10 +96,9 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
         boost::add_edge(list[k - 1], list[k], EdgeProps{EdgeKind::stream}, g);
   }
   for (auto& [worker, list] : by_worker_end) {
+    const std::vector<std::size_t> own = list; // this GPU's ops, in trace order
     std::sort(list.begin(), list.end(), [&](auto a, auto b) { return ev(a).end < ev(b).end; });
-    for (std::size_t v = 0; v < ops.size(); ++v) {
-      if (ev(v).worker != worker)
-        continue;
+    for (const std::size_t v : own) {
       auto it = std::lower_bound(list.begin(), list.end(), ev(v).start - kEps,
                                  [&](std::size_t a, double x) { return ev(a).end < x; });
       for (; it != list.end() && ev(*it).end <= ev(v).start + kEps; ++it) {
