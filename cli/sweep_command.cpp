@@ -1,5 +1,6 @@
 #include "cli/sweep_command.h"
 
+#include "algorithms/algorithm.h"
 #include "cli/plots.h"
 #include "cli/run_command.h"
 #include "sim/child_process.h"
@@ -7,23 +8,30 @@
 #include "trace/summary.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <deque>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
+#include <list>
 #include <map>
+#include <poll.h>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace overlapsim::cli {
 
 namespace {
 
 using nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -38,6 +46,36 @@ std::vector<std::string> point_overrides(const SweepOptions& o, const SweepPoint
   for (const auto& [key, value] : p.values)
     overrides.push_back(key + "=" + value);
   return overrides;
+}
+
+// "point 3 (cluster.nodes=8 cluster.inter_node.bandwidth=10Gb/s)": how errors name a point.
+std::string describe(const SweepPoint& p) {
+  std::string values;
+  for (const auto& [key, value] : p.values)
+    values += fmt::format("{}{}={}", values.empty() ? "" : " ", key, value);
+  return fmt::format("point {} ({})", p.index, values);
+}
+
+// "i/n" with 0 <= i < n, nothing else.
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto bad = [&] {
+    return std::invalid_argument(fmt::format("--shard '{}': expected i/n with 0 <= i < n", text));
+  };
+  const auto slash = text.find('/');
+  if (slash == std::string::npos)
+    throw bad();
+  const auto number = [&](std::size_t from, std::size_t to) {
+    int v = -1;
+    const auto [end, ec] = std::from_chars(text.data() + from, text.data() + to, v);
+    if (ec != std::errc() || end != text.data() + to)
+      throw bad();
+    return v;
+  };
+  const int i = number(0, slash);
+  const int n = number(slash + 1, text.size());
+  if (n < 1 || i < 0 || i >= n)
+    throw bad();
+  return {i, n};
 }
 
 // The rows of one point, with the varied keys as their first columns.
@@ -56,25 +94,63 @@ std::vector<ordered_json> point_rows(const spec::Scenario& scenario, const Sweep
   return rows;
 }
 
-// A point running in a child process; its rows come back as JSON.
+// An owned file descriptor.
+class Fd {
+public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    std::swap(fd_, other.fd_);
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+private:
+  int fd_;
+};
+
+// A point running in a child process; its rows come back as JSON. ChildProcess only offers a
+// blocking collect(), so each child also holds the write end of a `ready` pipe: it writes a byte
+// there when its rows are ready (or it failed), and the pipe hangs up when it crashes (once its
+// running simulation, which inherits the pipe, is over too). The parent polls those pipes and
+// collects whichever point is done first, so a slow point does not hold up the others' slots (a
+// cluster.nodes sweep mixes points of very different cost).
 struct Child {
   sim::ChildProcess process;
+  Fd ready;
   const SweepPoint* point;
 };
 
 Child spawn(const spec::Scenario& scenario, const SweepPoint& p) {
-  return Child{sim::ChildProcess([&] { return ordered_json(point_rows(scenario, p)).dump(); }), &p};
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  Fd read_end(fds[0]);
+  Fd write_end(fds[1]);
+  sim::ChildProcess process([&scenario, &p, r = fds[0], w = fds[1]] {
+    ::close(r);
+    // Written on return and on a throw alike; the reply follows through ChildProcess's pipe.
+    struct Notify {
+      int fd;
+      ~Notify() { [[maybe_unused]] const auto n = ::write(fd, "1", 1); }
+    } notify{w};
+    return ordered_json(point_rows(scenario, p)).dump();
+  });
+  return Child{std::move(process), std::move(read_end), &p};
 }
 
 std::vector<ordered_json> collect(Child& c) {
-  std::string where;
-  for (const auto& [k, v] : c.point->values)
-    where += fmt::format("{}{}={}", where.empty() ? "" : " ", k, v);
   std::string reply;
   try {
     reply = c.process.collect();
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("point {} ({}): {}", c.point->index, where, e.what()));
+    throw std::runtime_error(fmt::format("{}: {}", describe(*c.point), e.what()));
   }
   std::vector<ordered_json> rows;
   for (auto& r : ordered_json::parse(reply))
@@ -82,32 +158,91 @@ std::vector<ordered_json> collect(Child& c) {
   return rows;
 }
 
-void progress_line(std::size_t done, std::size_t total, double elapsed, bool final) {
-  static double last = -10;
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  if (!final && !tty && elapsed - last < 5)
-    return;
-  last = elapsed;
-  const double eta =
-      done ? elapsed * static_cast<double>(total - done) / static_cast<double>(done) : 0;
-  const int width = 30;
-  const int filled = total ? static_cast<int>(width * done / total) : width;
-  std::fprintf(stderr, "%s[%s%s] %zu/%zu points, %.1f s elapsed, ~%.0f s left%s", tty ? "\r" : "",
-               std::string(static_cast<std::size_t>(filled), '#').c_str(),
-               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total,
-               elapsed, eta, tty && !final ? "" : "\n");
-  std::fflush(stderr);
+// A progress bar with an ETA on stderr: redrawn in place on a terminal, a line every 5 s (and a
+// last one) otherwise, so that a batch job's log stays short.
+class Progress {
+public:
+  Progress(std::size_t total, bool enabled)
+      : total_(total), enabled_(enabled), tty_(::isatty(STDERR_FILENO) != 0) {}
+
+  void update(std::size_t done, bool final = false) {
+    if (!enabled_)
+      return;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (!final && !tty_ && elapsed - last_ < 5)
+      return;
+    last_ = elapsed;
+    const std::size_t width = 30;
+    const std::size_t filled = total_ ? width * done / total_ : width;
+    const std::string eta =
+        done ? fmt::format("~{:.0f} s left",
+                           elapsed * static_cast<double>(total_ - done) / static_cast<double>(done))
+             : "ETA after the first point";
+    std::fprintf(stderr, "%s[%s%s] %zu/%zu points, %.1f s elapsed, %s%s", tty_ ? "\r" : "",
+                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done,
+                 total_, elapsed, eta.c_str(), tty_ && !final ? "\x1b[K" : "\n");
+    std::fflush(stderr);
+  }
+
+private:
+  std::size_t total_;
+  bool enabled_;
+  bool tty_;
+  Clock::time_point start_ = Clock::now();
+  double last_ = 0;
+};
+
+// Runs the points, up to `jobs` at once; their rows by point index.
+std::map<int, std::vector<ordered_json>> run_points(const std::vector<spec::Scenario>& scenarios,
+                                                    const std::vector<const SweepPoint*>& points,
+                                                    std::size_t jobs, bool show_progress) {
+  std::map<int, std::vector<ordered_json>> by_point;
+  std::list<Child> running; // on an exception its destructor kills the points still running
+  std::size_t next = 0;
+  Progress progress(points.size(), show_progress);
+  while (next < points.size() || !running.empty()) {
+    while (next < points.size() && running.size() < jobs) {
+      running.push_back(spawn(scenarios[next], *points[next]));
+      ++next;
+    }
+    std::vector<pollfd> fds;
+    for (const auto& c : running)
+      fds.push_back({c.ready.get(), POLLIN, 0});
+    // A timeout keeps the progress line's elapsed time moving while every point is busy.
+    if (::poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR)
+      throw std::runtime_error(fmt::format("poll: {}", std::strerror(errno)));
+    auto it = running.begin();
+    for (const auto& f : fds) {
+      if (f.revents == 0) {
+        ++it;
+        continue;
+      }
+      by_point[it->point->index] = collect(*it);
+      it = running.erase(it);
+    }
+    if (by_point.size() < points.size())
+      progress.update(by_point.size());
+  }
+  progress.update(by_point.size(), /*final=*/true);
+  return by_point;
 }
 
 } // namespace
 
 std::vector<SweepPoint> sweep_grid(const std::vector<std::string>& vary) {
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+  std::set<std::string> keys;
   for (const auto& v : vary) {
     const auto eq = v.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
       throw std::invalid_argument(fmt::format("--vary '{}': expected key.path=v1,v2,...", v));
     axes.emplace_back(v.substr(0, eq), split(v.substr(eq + 1), ','));
+    if (!keys.insert(axes.back().first).second)
+      throw std::invalid_argument(
+          fmt::format("--vary {}: the key is varied twice; give all its values in one list",
+                      axes.back().first));
+    if (v.back() == ',')
+      axes.back().second.emplace_back(); // getline drops a trailing empty field
     for (const auto& value : axes.back().second)
       if (value.empty())
         throw std::invalid_argument(fmt::format("--vary '{}': empty value in the list", v));
@@ -133,53 +268,34 @@ int sweep_command(const SweepOptions& o) {
     if (o.vary.empty())
       throw std::invalid_argument("expected at least one --vary key.path=v1,v2,...");
     const auto grid = sweep_grid(o.vary);
-    int shard = 0, shards = 1;
-    if (!o.shard.empty()) {
-      const auto parts = split(o.shard, '/');
-      if (parts.size() != 2 || std::sscanf(o.shard.c_str(), "%d/%d", &shard, &shards) != 2 ||
-          shards < 1 || shard < 0 || shard >= shards)
-        throw std::invalid_argument(
-            fmt::format("--shard '{}': expected i/n with 0 <= i < n", o.shard));
-    }
-    // Every point is loaded before anything runs: a bad key or value fails the whole sweep early.
+    const auto [shard, shards] = o.shard.empty() ? std::pair{0, 1} : parse_shard(o.shard);
+    // Every point of the grid (not only this shard's: shards should agree on what is valid) is
+    // loaded and its algorithms built before anything runs, so a bad key, value or algorithm
+    // option fails the whole sweep at once and writes nothing.
     const auto base = spec::load_scenario(o.scenario, o.overrides);
     std::vector<const SweepPoint*> mine;
     std::vector<spec::Scenario> scenarios;
     for (const auto& p : grid) {
-      auto s = spec::load_scenario(o.scenario, point_overrides(o, p));
+      spec::Scenario s;
+      try {
+        s = spec::load_scenario(o.scenario, point_overrides(o, p));
+        for (const auto& a : s.algorithms)
+          make_algorithm(a);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("{}: {}", describe(p), e.what()));
+      }
       if (p.index % shards != shard)
         continue;
-      s.output.traces = false;
+      s.output.traces = false; // a trace per point and algorithm would be too many files
       mine.push_back(&p);
       scenarios.push_back(std::move(s));
     }
     const std::string dir = o.out.empty() ? base.output.dir : o.out;
-    const std::size_t jobs = static_cast<std::size_t>(
+    const auto jobs = static_cast<std::size_t>(
         o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
-    const auto start = std::chrono::steady_clock::now();
-    std::map<int, std::vector<ordered_json>> by_point;
-    std::deque<Child> running;
-    std::size_t next = 0;
-    auto elapsed = [&] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
-    while (next < mine.size() || !running.empty()) {
-      while (next < mine.size() && running.size() < jobs) {
-        running.push_back(spawn(scenarios[next], *mine[next]));
-        ++next;
-      }
-      // The oldest child first: replies are small, and points take similar times.
-      Child c = std::move(running.front());
-      running.pop_front();
-      try {
-        by_point[c.point->index] = collect(c);
-      } catch (...) {
-        running.clear(); // the other points' children are killed
-        throw;
-      }
-      if (o.progress)
-        progress_line(by_point.size(), mine.size(), elapsed(), by_point.size() == mine.size());
-    }
+    auto by_point = run_points(scenarios, mine, jobs, o.progress);
+
+    // Point order, then the scenario's algorithm order: the same file whatever finished first.
     std::vector<ordered_json> rows;
     for (auto& [index, point_rows_] : by_point)
       for (auto& r : point_rows_)
@@ -193,6 +309,7 @@ int sweep_command(const SweepOptions& o) {
                     {"shard", fmt::format("{}/{}", shard, shards)},
                     {"overrides", o.overrides}};
     write_summary(dir, spec::to_json(base), rows, top);
+    // A shard's plots would show part of the grid; merge draws the whole one.
     if (o.plots && base.output.plots && shards == 1)
       draw_plots(dir);
     std::printf("%zu points x %zu algorithms: outputs in %s\n", mine.size(), base.algorithms.size(),

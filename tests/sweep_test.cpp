@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 namespace {
 
@@ -71,6 +72,8 @@ TEST(SweepGrid, CartesianFirstKeySlowest) {
   EXPECT_EQ(g[5].index, 5);
   EXPECT_THROW(overlapsim::cli::sweep_grid({"a"}), std::invalid_argument);
   EXPECT_THROW(overlapsim::cli::sweep_grid({"a=1,,2"}), std::invalid_argument);
+  EXPECT_THROW(overlapsim::cli::sweep_grid({"a=1,2,"}), std::invalid_argument);
+  EXPECT_THROW(overlapsim::cli::sweep_grid({"a=1", "a=2"}), std::invalid_argument);
 }
 
 TEST_F(Sweep, GridRowsColumnsAndDirection) {
@@ -127,6 +130,37 @@ TEST_F(Sweep, BadKeyFailsBeforeWritingAnything) {
   EXPECT_NE(v.first, 0);
   EXPECT_THAT(v.second, HasSubstr("--set cluster.nodes"));
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
+TEST_F(Sweep, BadAlgorithmAtOnePointFailsBeforeAnyPointRuns) {
+  // The loader accepts any algorithm name; building the algorithms of every point up front
+  // catches it before a simulation runs.
+  const auto r =
+      run("sweep " + (dir_ / "s.yaml").string() +
+          " --no-plots --vary algorithms.1.name=acco,nosuch --out " + (dir_ / "bad").string());
+  EXPECT_NE(r.first, 0);
+  EXPECT_THAT(r.second, HasSubstr("point 1 (algorithms.1.name=nosuch)"));
+  EXPECT_THAT(r.second, HasSubstr("unknown algorithm 'nosuch'"));
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+  const auto s = run(base_ + "--shard 2/2 --out " + (dir_ / "bad").string());
+  EXPECT_NE(s.first, 0);
+  EXPECT_THAT(s.second, HasSubstr("--shard '2/2'"));
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
+TEST_F(Sweep, RowsFollowPointOrderWhateverFinishesFirst) {
+  // Point 0 is the slow one: with two jobs point 1 finishes first.
+  const std::string args = "sweep " + (dir_ / "s.yaml").string() +
+                           " --no-plots --no-progress --vary training.steps=600,3 --out ";
+  ASSERT_EQ(run(args + (dir_ / "j2").string() + " --jobs 2").first, 0);
+  ASSERT_EQ(run(args + (dir_ / "j1").string() + " --jobs 1").first, 0);
+  const std::string j2 = slurp(dir_ / "j2" / "summary.json");
+  EXPECT_EQ(j2, slurp(dir_ / "j1" / "summary.json"));
+  std::vector<int> points;
+  const auto doc = nlohmann::json::parse(j2);
+  for (const auto& row : doc["results"])
+    points.push_back(row["point"].get<int>());
+  EXPECT_EQ(points, (std::vector<int>{0, 0, 1, 1}));
 }
 
 } // namespace
