@@ -43,52 +43,70 @@ public:
     const auto layout = param_layout(w.scenario().model.spec);
     const int n = w.topology().world_size();
     const int me = w.topology().world().index_of(w.rank());
+    const double element_bytes = spec::dtype_bytes(w.scenario().model.dtype);
     state_ = declare_model_state(w, shard(0, layout.total(), me, n).count);
     // The buffer the compute stream hands to the communication stream (Buffer_i of Algorithm 1):
     // gradients going out, parameters coming back.
-    handoff_ = w.declare({"handoff_buffer", MemoryCategory::buffers, layout.total(),
-                          spec::dtype_bytes(w.scenario().model.dtype)});
+    handoff_ =
+        w.declare({"handoff_buffer", MemoryCategory::buffers, layout.total(), element_bytes});
     own_ = shard(state_.params, layout.total(), me, n);
-    counts_ = w.declare({"micro_batch_count", MemoryCategory::buffers, 1, 8});
+    // This rank's shard of the summed gradients; ACCO keeps the estimate round's sum in it for the
+    // correction round (Algorithm 1, line 35).
+    reduced_ =
+        w.declare({"reduced_grads_shard", MemoryCategory::buffers, own_.count, element_bytes});
+    // Micro-batch counts: [0] the estimate round's (or the only round's), [1] the correction's.
+    counts_ = w.declare({"micro_batch_counts", MemoryCategory::buffers, 2, 8});
   }
 
   int rounds_per_step() const { return variant_ == Variant::acco ? 2 : 1; }
 
+  // Compute stream. Round r computes on the parameters the communication stream produced in round
+  // r - 2 (it finished round r - 1's input while round r - 1 was being computed): for ACCO, odd
+  // rounds run on theta(t) and even rounds on the estimate theta~(t+1) (Algorithm 1, lines 8 and
+  // 15); round 0 runs on theta(0) and provides the initial gradients (g~(0), or g(-1) for DPU).
   void run_compute() override {
     const auto& t = w_.scenario().training;
     const int layers = static_cast<int>(w_.scenario().model.spec.layers.size());
     const int total_steps = t.warmup_steps + t.steps;
     const int rounds = total_steps * rounds_per_step();
-    // ACCO's initialisation g~(0) (and DPU's g(-1)): the first round is handed over after the
-    // minimum accumulation, with no round running yet.
-    w_.notify(kRoundDone);
-    int mb_index = 0;
+    const std::int64_t total = state_.layout.total();
+    const Slice params{state_.params, 0, total}, grads{state_.grads, 0, total};
+    const Slice handoff{handoff_, 0, total};
+    w_.notify(kRoundDone); // no round runs before the first hand-off
+    bool handoff_has_params = false;
     for (int r = 0; r < rounds; ++r) {
       const Round round{r / rounds_per_step(), rounds_per_step() == 2 ? 1 + r % 2 : 0, 0};
-      // Stage 1 computes on theta(t), stage 2 on the estimate theta~(t+1) (Algorithm 1, lines
-      // 8 and 15); DPU and ACCO-wp always on the latest parameters they received.
-      const BufferId params = round.stage == 2 ? handoff_ : state_.params;
       int accumulated = 0;
       // Accumulate until the running round has finished, and at least the minimum number of
       // micro-batches (Algorithm 1, lines 6-9 and 13-16; N_i >= 1 in eq. DPU).
       bool round_done = false;
       while (!round_done || accumulated < min_micro_batches_) {
-        const MicroBatch mb{round.step, mb_index++};
-        w_.forward({0, layers}, mb, params);
-        w_.backward({0, layers}, mb, params, state_.grads);
+        const MicroBatch mb{round.step, accumulated};
+        w_.forward({0, layers}, mb, state_.params);
+        w_.backward({0, layers}, mb, state_.params, state_.grads);
         ++accumulated;
         if (!round_done)
           round_done = w_.poll(kRoundDone).has_value();
       }
+      // The exchange through Buffer_i (Algorithm 1, lines 10-11 and 18-19): take the parameters
+      // the finished round produced, leave this round's gradients.
+      if (handoff_has_params)
+        w_.copy(handoff, params);
+      w_.copy(grads, handoff);
+      handoff_has_params = true;
       w_.record_accumulation(round.step, accumulated);
       w_.notify(kHandOff, encode(Round{round.step, round.stage, accumulated}));
-      if (r < warmup_rounds_) // non-delayed warm-up: wait for this very round
-        w_.await(kRoundDone), w_.notify(kRoundDone);
+      if (r < warmup_rounds_) { // non-delayed warm-up: wait for this very round's parameters
+        w_.await(kRoundDone);
+        w_.notify(kRoundDone);
+        w_.copy(handoff, params);
+        handoff_has_params = false;
+      }
     }
     // Training goes on past the last measured step: keep computing (micro-batches no step
     // counts) until the last round ends, so the measured window has no artificial drain.
-    while (!w_.poll(kRoundDone).has_value()) {
-      const MicroBatch mb{total_steps, mb_index++};
+    for (int i = 0; !w_.poll(kRoundDone).has_value(); ++i) {
+      const MicroBatch mb{total_steps, i};
       w_.forward({0, layers}, mb, state_.params);
       w_.backward({0, layers}, mb, state_.params, state_.grads);
     }
@@ -97,12 +115,16 @@ public:
   void run_comm() override {
     const auto& t = w_.scenario().training;
     const Group& world = w_.topology().world();
-    const int world_size = world.size();
     const std::int64_t total = state_.layout.total();
     const int rounds = (t.warmup_steps + t.steps) * rounds_per_step();
-    int step_micro_batches = 0; // ACCO: N~ of stage 1 plus N of stage 2
+    const Slice handoff{handoff_, 0, total};
+    const Slice handoff_own{handoff_, own_.offset, own_.count};
+    const Slice reduced{reduced_, 0, own_.count};
+    const Slice state{state_.optimizer_state, 0, own_.count};
+    int step_micro_batches = 0; // ACCO: N~ of the estimate round plus N of the correction
     for (int r = 0; r < rounds; ++r) {
       const Round round = decode(w_.await(kHandOff));
+      const bool correction = round.stage == 2;
       const std::string label =
           round.stage == 0 ? std::string() : fmt::format(" (stage {})", round.stage);
       auto collective = [&](CollectiveOp op, Slice data, Slice out, const std::string& what) {
@@ -116,16 +138,27 @@ public:
         w_.run(call);
       };
       // Sum of the micro-batch counts, to weight the gradients (Algorithm 1, lines 25 and 34).
-      collective(CollectiveOp::all_reduce, Slice{counts_, 0, 1}, {}, "all-reduce counts");
-      collective(CollectiveOp::reduce_scatter, Slice{handoff_, 0, total}, own_,
-                 "reduce-scatter grads");
-      const Slice grads{handoff_, own_.offset, own_.count};
-      const Slice state{state_.optimizer_state, 0, own_.count};
-      const double scale = 1.0 / world_size; // the runtime rescales by the summed counts for real
-      w_.optimizer_step(OptimizerStep{own_, grads, state, scale, round.step});
-      if (variant_ == Variant::acco_wp) // theta~(t+2) = Opt(theta(t+1), same gradients)
-        w_.optimizer_step(OptimizerStep{own_, grads, state, scale, round.step});
-      collective(CollectiveOp::all_gather, own_, Slice{handoff_, 0, total}, "all-gather params");
+      const Slice count{counts_, correction ? 1 : 0, 1};
+      w_.fill(count, round.micro_batches);
+      collective(CollectiveOp::all_reduce, count, {}, "all-reduce counts");
+      // The correction reduces g + sum(g~): this rank adds the kept sum of g~ to its own shard
+      // only, so the reduce-scatter leaves sum(g) + sum(g~) in it (line 35).
+      if (correction)
+        w_.accumulate(reduced, handoff_own);
+      collective(CollectiveOp::reduce_scatter, handoff, reduced, "reduce-scatter grads");
+      OptimizerStep step{own_, reduced, state, 1.0 / world.size(), round.step};
+      step.out = handoff_own;
+      step.divisor = correction ? Slice{counts_, 0, 2} : count;
+      // ACCO: the estimate round computes theta~(t+1) without committing it (line 27), the
+      // correction commits theta(t+1) (line 36). DPU commits every round; ACCO-WP commits
+      // theta(t+1) and then estimates theta~(t+2) = Opt(theta(t+1), same gradients).
+      step.commit = variant_ != Variant::acco || correction;
+      w_.optimizer_step(step);
+      if (variant_ == Variant::acco_wp) {
+        step.commit = false;
+        w_.optimizer_step(step);
+      }
+      collective(CollectiveOp::all_gather, handoff_own, handoff, "all-gather params");
       step_micro_batches += round.micro_batches;
       if (round.stage != 1) { // an optimizer step is complete
         w_.step_done(round.step,
@@ -143,6 +176,7 @@ private:
   int min_micro_batches_ = 1;
   ModelState state_;
   BufferId handoff_ = -1;
+  BufferId reduced_ = -1;
   BufferId counts_ = -1;
   Slice own_;
 };

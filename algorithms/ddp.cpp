@@ -39,7 +39,8 @@ public:
       w_.await(kGradsReduced);
       const std::int64_t n = state_.layout.total();
       w_.optimizer_step(OptimizerStep{Slice{state_.params, 0, n}, Slice{state_.grads, 0, n},
-                                      Slice{state_.optimizer_state, 0, n}, 1.0 / world, step});
+                                      Slice{state_.optimizer_state, 0, n},
+                                      1.0 / (world * t.grad_accum), step});
       w_.step_done(step, static_cast<double>(t.grad_accum) * t.micro_batch);
     }
   }

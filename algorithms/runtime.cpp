@@ -16,6 +16,8 @@ const char* to_string(OpCategory category) {
     return "compress";
   case OpCategory::idle:
     return "idle";
+  case OpCategory::copy:
+    return "copy";
   }
   return "?";
 }

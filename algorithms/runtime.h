@@ -19,7 +19,8 @@
 namespace overlapsim {
 
 enum class StreamKind : std::uint8_t { compute = 0, comm = 1 };
-enum class OpCategory : std::uint8_t { forward, backward, optimizer, comm, compress, idle };
+enum class OpCategory : std::uint8_t { forward, backward, optimizer, comm, compress, idle, copy };
+inline constexpr int kOpCategories = 7;
 enum class MemoryCategory : std::uint8_t { params, grads, optimizer_state, buffers, activations };
 inline constexpr int kMemoryCategories = 5;
 
@@ -91,12 +92,25 @@ struct CommHandle {
 
 // What one optimizer step updates: a slice of parameters from the matching gradient slice, with the
 // optimizer state of the same elements (sharded optimizers pass their shard).
+//
+// The optimizer keeps the master copy of the parameters it updates with their state (the fp32 copy
+// that K counts in mixed precision): it is initialised from `params` on the first step of a state
+// slice, and every step writes the updated parameters to `out` (`params` when `out` is unset).
 struct OptimizerStep {
+  OptimizerStep() = default;
+  OptimizerStep(Slice params_, Slice grads_, Slice state_, double grad_scale_, int step_)
+      : params(params_), grads(grads_), state(state_), grad_scale(grad_scale_), step(step_) {}
+
   Slice params;
   Slice grads;
   Slice state; // the optimizer state of the same elements, in the (possibly sharded) state buffer
   double grad_scale = 1.0; // e.g. 1/N to average a summed gradient
   int step = 0;
+  Slice out;          // where the updated parameters go; unset (buffer -1): `params`
+  bool commit = true; // false: write Opt(master, grads) to `out` but keep master and state
+                      // (ACCO's estimate theta~(t+1), Algorithm 1 line 27)
+  Slice divisor;      // set: divide the gradients by the sum of these elements (a summed
+                      // micro-batch count, Algorithm 1 lines 27 and 36) instead of grad_scale
 };
 
 class Worker {
@@ -111,10 +125,20 @@ public:
   virtual BufferId declare(const BufferDecl& decl) = 0;
   virtual const BufferDecl& buffer(BufferId id) const = 0;
 
-  // Compute, on the calling stream.
+  // Compute, on the calling stream. forward() of the layers [first, last) of micro-batch `mb`
+  // with the parameters in `params`; backward() adds the gradients of those layers to `grads`, the
+  // micro-batch with index 0 of a step starting them afresh: its first backward call (the one that
+  // contains the output layer) zeroes the whole buffer, since tied weights (an LM head sharing the
+  // embedding) put gradients outside the range being run.
   virtual void forward(LayerRange layers, MicroBatch mb, BufferId params) = 0;
   virtual void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) = 0;
   virtual void optimizer_step(const OptimizerStep& op) = 0;
+
+  // Element-wise data movement on the calling stream (device memory bandwidth in simulation):
+  // to = from, to += from, to = value. Slices of one call have the same count (fill: `to` only).
+  virtual void copy(Slice from, Slice to) = 0;
+  virtual void accumulate(Slice from, Slice to) = 0;
+  virtual void fill(Slice to, double value) = 0;
 
   // Communication. start() returns at once; wait() blocks the calling stream until done.
   virtual CommHandle start(const CollectiveCall& call) = 0;

@@ -57,7 +57,7 @@ public:
       for (std::size_t b = 0; b < buckets_.size(); ++b) {
         const Slice& g = pieces_[b];
         w_.optimizer_step(OptimizerStep{Slice{state_.params, g.offset, g.count}, g,
-                                        state_pieces_[b], 1.0 / world, step});
+                                        state_pieces_[b], 1.0 / (world * t.grad_accum), step});
       }
       w_.notify(kStepDone);
       // The next forward needs every rank's updated pieces.

@@ -15,7 +15,7 @@ void add_analysis(SummaryRow& row, const Analysis& a) {
                    {"category", to_string(op.category)},
                    {"seconds", op.seconds}});
   nlohmann::ordered_json by_category;
-  for (int c = 0; c < 6; ++c)
+  for (int c = 0; c < kOpCategories; ++c)
     if (a.critical_path.by_category[static_cast<std::size_t>(c)] > 0)
       by_category[to_string(static_cast<OpCategory>(c))] =
           a.critical_path.by_category[static_cast<std::size_t>(c)];

@@ -30,6 +30,7 @@ CATEGORY_COLOURS = {
     "comm": "#DD8452",
     "compress": "#8172B3",
     "idle": "#DDDDDD",
+    "copy": "#937860",
 }
 ALGORITHM_ORDER = ["ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco", "cdp-v1", "cdp-v2",
                    "diloco", "local-sgd", "dreamddp", "demo", "flexdemo"]

@@ -150,6 +150,27 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
           MicroBatch{op.step, -1});
 }
 
+void SimWorker::memory_op(const char* name, double bytes) {
+  const double seconds = bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
+  compute(OpCategory::copy, name, seconds * ctx_.platform.nominal_speed, MicroBatch{-1, -1});
+}
+
+void SimWorker::copy(Slice from, Slice to) {
+  // Read one, write the other.
+  memory_op("copy", static_cast<double>(to.count) *
+                        (buffer(from.buffer).element_bytes + buffer(to.buffer).element_bytes));
+}
+
+void SimWorker::accumulate(Slice from, Slice to) {
+  // Read both, write one.
+  memory_op("accumulate", static_cast<double>(to.count) * (buffer(from.buffer).element_bytes +
+                                                           2 * buffer(to.buffer).element_bytes));
+}
+
+void SimWorker::fill(Slice to, double) {
+  memory_op("fill", static_cast<double>(to.count) * buffer(to.buffer).element_bytes);
+}
+
 void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::int64_t seq) {
   const double start = sg4::Engine::get_clock();
   const auto outcome = ctx_.network.run(rank_, call, bytes, seq);

@@ -42,6 +42,9 @@ public:
   void forward(LayerRange layers, MicroBatch mb, BufferId params) override;
   void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) override;
   void optimizer_step(const OptimizerStep& op) override;
+  void copy(Slice from, Slice to) override;
+  void accumulate(Slice from, Slice to) override;
+  void fill(Slice to, double value) override;
 
   CommHandle start(const CollectiveCall& call) override;
   void run(const CollectiveCall& call) override;
@@ -71,6 +74,8 @@ private:
   void compute(OpCategory category, const std::string& name, double amount, MicroBatch mb);
   double layer_cost(LayerRange layers, bool backward) const; // FLOP-equivalents per sample
   void change_activations(double delta);
+  // An element-wise op that moves `bytes` through HBM, on the calling stream.
+  void memory_op(const char* name, double bytes);
   void run_collective(const CollectiveCall& call, double bytes, std::int64_t seq);
   double bytes_of(const CollectiveCall& call) const;
   std::int64_t next_seq(const CollectiveCall& call);

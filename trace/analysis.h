@@ -22,7 +22,7 @@ struct CriticalPath {
   double length_s = 0;                 // from the first to the last op of the path, per step
   double busy_s = 0;                   // sum of the durations of its ops, per step
   std::vector<CriticalOp> top;         // the largest contributions, aggregated by op name and GPU
-  std::array<double, 6> by_category{}; // per step, indexed by OpCategory
+  std::array<double, kOpCategories> by_category{}; // per step, indexed by OpCategory
 };
 
 // Fractions of each GPU's steady-state time, summing to 1.
