@@ -4,6 +4,7 @@
 #include "cli/plots.h"
 #include "cli/run_command.h"
 #include "cli/sweep_command.h"
+#include "cli/validate_command.h"
 
 #include <fmt/format.h>
 #include <memory>
@@ -63,6 +64,58 @@ void add_commands(CLI::App& app) {
   collective->add_flag("--json", coll->json, "Print JSON");
   collective->add_option("--set", coll->overrides, "Override a scenario key: key.path=value");
   collective->callback([coll] { g_exit_code = collective_command(*coll); });
+
+  auto val = std::make_shared<ValidateOptions>();
+  auto* validate = app.add_subcommand(
+      "validate",
+      "Run the scenario's algorithms for real (LibTorch + c10d), profile first, predict "
+      "the same run with that calibration and write comparison.json/csv, loss.csv, "
+      "measured and predicted summaries and traces");
+  validate->add_option("scenario", val->scenario, "Scenario YAML file (model mlp or gpt-tiny)")
+      ->required();
+  validate->add_option("--out", val->out, "Output directory (default: the scenario's output.dir)");
+  validate->add_option("--workers", val->workers, "Worker processes started on this machine")
+      ->capture_default_str();
+  validate->add_option("--backend", val->backend, "gloo (CPU) | nccl (CUDA LibTorch builds)")
+      ->capture_default_str();
+  validate->add_option("--emulate-link", val->emulate_link,
+                       "Shape every worker's link to this rate (e.g. 100Mbit/s) in its own "
+                       "network namespace; root only");
+  validate
+      ->add_option("--timeout", val->timeout_s,
+                   "Seconds one collective (or the rendezvous) may wait before the run fails")
+      ->capture_default_str();
+  validate->add_option("--algorithms", val->algorithms, "Comma-separated subset of algorithms")
+      ->delimiter(',');
+  validate->add_option("--set", val->overrides, "Override a scenario key: key.path=value");
+  validate->add_flag("!--no-plots", val->plots, "Do not draw PNG plots");
+  validate->callback([val] { g_exit_code = validate_command(*val); });
+
+  auto prof = std::make_shared<ProfileOptions>();
+  auto* profile = app.add_subcommand(
+      "profile", "Measure per-layer forward/backward times, the optimizer step, copies and "
+                 "all-reduce times over a size sweep; fit alpha-beta; write a calibration "
+                 "profile (or import an nccl-tests log with --import-nccl-tests)");
+  profile->add_option("scenario", prof->scenario, "Scenario YAML file (model mlp or gpt-tiny)");
+  profile->add_option("--out", prof->out, "Profile file (default: <output.dir>/profile.json)");
+  profile->add_option("--workers", prof->workers, "Worker processes started on this machine")
+      ->capture_default_str();
+  profile->add_option("--backend", prof->backend, "gloo | nccl")->capture_default_str();
+  profile->add_option("--emulate-link", prof->emulate_link, "As for validate; root only");
+  profile->add_option("--timeout", prof->timeout_s, "Seconds one collective may wait")
+      ->capture_default_str();
+  profile->add_option("--set", prof->overrides, "Override a scenario key: key.path=value");
+  profile->add_option("--import-nccl-tests", prof->nccl_tests_log,
+                      "Fit alpha/beta from an nccl-tests output log instead of measuring");
+  profile
+      ->add_option("--op", prof->op,
+                   "The log's collective: all_reduce | reduce_scatter | "
+                   "all_gather | broadcast | reduce")
+      ->capture_default_str();
+  profile->add_option("--ranks", prof->ranks, "Ranks of the log (default: its '#  Rank' lines)");
+  profile->add_option("--link", prof->link, "Which link the log measured: inter_node | intra_node")
+      ->capture_default_str();
+  profile->callback([prof] { g_exit_code = profile_command(*prof); });
 
   auto sw = std::make_shared<SweepOptions>();
   auto* sweep = app.add_subcommand(

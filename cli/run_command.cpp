@@ -37,6 +37,8 @@ sim::ProgressFn make_progress(const std::string& algorithm) {
   };
 }
 
+} // namespace
+
 SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const Trace& trace,
                     const std::vector<std::string>& warnings) {
   SummaryRow row;
@@ -57,8 +59,6 @@ SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const
     row.extra["warnings"] = all_warnings;
   return row;
 }
-
-} // namespace
 
 void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>& names) {
   if (names.empty())

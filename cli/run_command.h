@@ -26,6 +26,11 @@ struct RunOptions {
 std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progress,
                                       std::vector<sim::SimulationResult>* results = nullptr);
 
+// A summary row from a trace (simulated or measured): metrics, critical path, idle breakdown,
+// and a warning when peak memory exceeds the GPU's.
+SummaryRow make_row(const spec::Scenario& scenario, const std::string& algorithm,
+                    const Trace& trace, const std::vector<std::string>& warnings = {});
+
 // Loads, simulates, writes outputs; returns the process exit code. Errors go to stderr as one
 // paragraph and leave no outputs.
 int run_command(const RunOptions& options);

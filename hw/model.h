@@ -26,6 +26,9 @@ struct LayerSpec {
 struct ModelSpec {
   std::string name;
   std::vector<LayerSpec> layers;
+  // Measured (calibration profile): one optimizer step's time per parameter it updates; replaces
+  // the memory-bandwidth estimate when > 0.
+  double optimizer_time_per_param_s = 0;
 
   double total_params() const;
   double total_fwd_flops_per_sample() const;

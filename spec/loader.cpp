@@ -1,6 +1,7 @@
 #include "spec/loader.h"
 
 #include "hw/units.h"
+#include "spec/calibration.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -124,6 +126,24 @@ public:
     return v;
   }
 
+  // A file path: relative paths resolve against the scenario file's directory, or against the
+  // working directory when the value came from --set.
+  std::string path_value() const {
+    const std::filesystem::path p(text());
+    if (p.is_absolute() || where().starts_with("--set"))
+      return p.string();
+    return (std::filesystem::path(ctx_->file).parent_path() / p).lexically_normal().string();
+  }
+
+  // Reads a calibration profile, reporting its problems at this key.
+  Calibration calibration() const {
+    try {
+      return read_calibration(path_value());
+    } catch (const std::runtime_error& e) {
+      fail(e.what());
+    }
+  }
+
   bool boolean() const {
     const std::string s = text();
     if (s == "true" || s == "yes" || s == "on")
@@ -225,15 +245,34 @@ hw::LinkSpec read_link(const Entry& e) {
 ClusterSpec read_cluster(const Entry& e) {
   e.expect_map({"nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "nics_per_node",
                 "stragglers", "jitter", "network_model", "collectives", "collective_algorithm",
-                "sites", "wan"});
+                "sites", "wan", "calibration"});
   ClusterSpec c;
   c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
   c.gpus_per_node = static_cast<int>(e.child("gpus_per_node").integer(1, 1024));
   c.gpu = read_gpu(e.child("gpu"));
+  // A calibration profile's fitted links replace the latency and bandwidth of the ones it holds;
+  // those links may then be left out.
+  std::optional<Calibration> calibration;
+  if (e.has("calibration")) {
+    calibration = e.child("calibration").calibration();
+    c.calibration = e.child("calibration").path_value();
+  }
+  auto link = [&](const char* key, bool needed, const std::optional<LinkFit>& fit) {
+    hw::LinkSpec l;
+    if (e.has(key) || (needed && !fit))
+      l = read_link(e.child(key));
+    if (fit) {
+      l.name = l.name.empty() ? "calibrated" : l.name + " (calibrated)";
+      l.latency_s = fit->latency_s;
+      l.bandwidth_Bps = fit->bandwidth_Bps;
+    }
+    return l;
+  };
   if (c.gpus_per_node > 1 || e.has("intra_node"))
-    c.intra_node = read_link(e.child("intra_node"));
-  if (c.nodes > 1 || e.has("inter_node"))
-    c.inter_node = read_link(e.child("inter_node"));
+    c.intra_node = link("intra_node", true, calibration ? calibration->intra_node : std::nullopt);
+  if (c.nodes > 1 || e.has("inter_node") || (calibration && calibration->inter_node))
+    c.inter_node =
+        link("inter_node", c.nodes > 1, calibration ? calibration->inter_node : std::nullopt);
   if (e.has("nics_per_node"))
     c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
   if (e.has("stragglers")) {
@@ -335,9 +374,39 @@ hw::ModelSpec read_layers(const Entry& e) {
   return m;
 }
 
-ModelConfig read_model(const Entry& e, const TrainingSpec& training) {
-  e.expect_map(
-      {"preset", "layers", "dtype", "width", "depth", "vocab", "d_model", "n_layers", "n_heads"});
+// Measured per-layer times replace the FLOP-based estimate; the layers must match by count and
+// name, since a profile of another model would silently mean nothing.
+void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
+  const Calibration cal = e.calibration();
+  m.profile = e.path_value();
+  auto& layers = m.spec.layers;
+  if (cal.layers.size() != layers.size())
+    e.fail(fmt::format("the profile has {} layers, the model {}: it was measured on another model",
+                       cal.layers.size(), layers.size()));
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (cal.layers[i].name != layers[i].name)
+      e.fail(fmt::format("profile layer {} is '{}', the model's is '{}'", i, cal.layers[i].name,
+                         layers[i].name));
+    layers[i].fwd_time_per_sample_s = cal.layers[i].fwd_time_per_sample_s;
+    layers[i].bwd_time_per_sample_s = cal.layers[i].bwd_time_per_sample_s;
+  }
+  m.spec.optimizer_time_per_param_s = cal.optimizer_time_per_param_s;
+  if (cal.memory_bandwidth_Bps > 0)
+    cluster.gpu.hbm_bandwidth_Bps = cal.memory_bandwidth_Bps;
+}
+
+ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training);
+
+ModelConfig read_model(const Entry& e, const TrainingSpec& training, ClusterSpec& cluster) {
+  ModelConfig m = read_model_spec(e, training);
+  if (e.has("profile"))
+    apply_profile(m, e.child("profile"), cluster);
+  return m;
+}
+
+ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training) {
+  e.expect_map({"preset", "layers", "dtype", "width", "depth", "vocab", "d_model", "n_layers",
+                "n_heads", "profile"});
   ModelConfig m;
   if (e.has("dtype"))
     m.dtype = e.child("dtype").choice<Dtype>(
@@ -360,6 +429,7 @@ ModelConfig read_model(const Entry& e, const TrainingSpec& training) {
     const double width = e.child("width").quantity(hw::parse_count);
     const int depth = static_cast<int>(e.child("depth").integer(1, 100000));
     m.spec = hw::mlp_model(width, depth);
+    m.dims = {{"width", width}, {"depth", depth}};
     return m;
   }
   if (m.preset == "gpt-tiny") {
@@ -373,6 +443,10 @@ ModelConfig read_model(const Entry& e, const TrainingSpec& training) {
     if (std::fmod(d.d_model, d.n_heads) != 0)
       e.child("n_heads").fail("d_model must be a multiple of n_heads");
     m.spec = hw::transformer_model("gpt-tiny", d, training.seq_len);
+    m.dims = {{"vocab", d.vocab},
+              {"d_model", d.d_model},
+              {"n_layers", d.n_layers},
+              {"n_heads", d.n_heads}};
     return m;
   }
   reject_dims({"width", "depth", "vocab", "d_model", "n_layers", "n_heads"});
@@ -393,7 +467,8 @@ ModelConfig read_model(const Entry& e, const TrainingSpec& training) {
 }
 
 TrainingSpec read_training(const Entry& e) {
-  e.expect_map({"micro_batch", "seq_len", "grad_accum", "steps", "warmup_steps", "optimizer"});
+  e.expect_map({"micro_batch", "seq_len", "grad_accum", "steps", "warmup_steps", "optimizer",
+                "learning_rate", "weight_decay"});
   TrainingSpec t;
   t.micro_batch = static_cast<int>(e.child("micro_batch").integer(1, 1 << 24));
   if (e.has("seq_len"))
@@ -409,6 +484,11 @@ TrainingSpec read_training(const Entry& e) {
                       .choice<Optimizer>({{"adamw", Optimizer::adamw},
                                           {"sgd", Optimizer::sgd},
                                           {"sgd-momentum", Optimizer::sgd_momentum}});
+  t.learning_rate = e.has("learning_rate")            ? e.child("learning_rate").number(0, 1e3)
+                    : t.optimizer == Optimizer::adamw ? 1e-3
+                                                      : 1e-2;
+  if (e.has("weight_decay"))
+    t.weight_decay = e.child("weight_decay").number(0, 1e3);
   return t;
 }
 
@@ -548,7 +628,7 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
         top.child("seed").integer(0, std::numeric_limits<long long>::max()));
   s.cluster = read_cluster(top.child("cluster"));
   s.training = read_training(top.child("training"));
-  s.model = read_model(top.child("model"), s.training);
+  s.model = read_model(top.child("model"), s.training, s.cluster);
   s.algorithms = read_algorithms(top.child("algorithms"));
   s.output = read_output(Entry(ctx, root["output"], "output"), s.name);
   return s;
@@ -615,6 +695,7 @@ nlohmann::json to_json(const Scenario& s) {
       {"network_model", to_string(c.network_model)},
       {"collectives", to_string(c.collectives)},
       {"collective_algorithm", to_string(c.collective_algorithm)},
+      {"calibration", c.calibration},
   };
   if (!c.sites.empty()) {
     cluster["sites"] = sites;
@@ -637,6 +718,7 @@ nlohmann::json to_json(const Scenario& s) {
         {"preset", s.model.preset},
         {"dtype", to_string(s.model.dtype)},
         {"params", s.model.spec.total_params()},
+        {"profile", s.model.profile},
         {"layers", layers}}},
       {"training",
        {{"micro_batch", s.training.micro_batch},
@@ -644,7 +726,9 @@ nlohmann::json to_json(const Scenario& s) {
         {"grad_accum", s.training.grad_accum},
         {"steps", s.training.steps},
         {"warmup_steps", s.training.warmup_steps},
-        {"optimizer", to_string(s.training.optimizer)}}},
+        {"optimizer", to_string(s.training.optimizer)},
+        {"learning_rate", s.training.learning_rate},
+        {"weight_decay", s.training.weight_decay}}},
       {"algorithms", algorithms},
       {"output", {{"dir", s.output.dir}, {"traces", s.output.traces}, {"plots", s.output.plots}}},
   };

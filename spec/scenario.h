@@ -52,6 +52,7 @@ struct ClusterSpec {
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::ring;
   std::vector<Site> sites; // empty: one site, no WAN
   hw::LinkSpec wan;
+  std::string calibration; // calibration profile whose fitted links replaced the given ones
 
   int world_size() const { return nodes * gpus_per_node; }
   double slowdown_of(int rank) const;
@@ -65,6 +66,9 @@ struct ModelConfig {
   std::string preset;        // empty for an explicit layer list
   Dtype dtype = Dtype::bf16; // params, grads and communication
   std::string profile;       // calibration profile path, if any
+  // The dimensions of a sized preset (mlp: width, depth; gpt-tiny: vocab, d_model, n_layers,
+  // n_heads), which the real runs build the model from.
+  std::map<std::string, double> dims;
 };
 
 struct TrainingSpec {
@@ -74,6 +78,9 @@ struct TrainingSpec {
   int steps = 20;
   int warmup_steps = 1; // steps simulated before the steady-state window opens
   Optimizer optimizer = Optimizer::adamw;
+  // Used by real runs (validate/); the simulator's timing does not depend on them.
+  double learning_rate = 1e-3;
+  double weight_decay = 0;
 };
 
 // An algorithm entry with its options, kept as text plus where it was written so that the

@@ -1,5 +1,6 @@
 #include "trace/trace.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -17,6 +18,27 @@ std::int32_t Trace::intern(std::string_view name) {
   if (inserted)
     names.emplace_back(name);
   return it->second;
+}
+
+void Trace::append(const Trace& other) {
+  std::vector<std::int32_t> remap(other.names.size());
+  for (std::size_t i = 0; i < other.names.size(); ++i)
+    remap[i] = intern(other.names[i]);
+  for (TraceEvent e : other.events) {
+    e.name = remap[static_cast<std::size_t>(e.name)];
+    if (e.detail >= 0)
+      e.detail = remap[static_cast<std::size_t>(e.detail)];
+    events.push_back(e);
+  }
+  memory.insert(memory.end(), other.memory.begin(), other.memory.end());
+  steps.insert(steps.end(), other.steps.begin(), other.steps.end());
+  accumulations.insert(accumulations.end(), other.accumulations.begin(), other.accumulations.end());
+  if (peak_memory.size() < other.peak_memory.size())
+    peak_memory.resize(other.peak_memory.size(), MemoryByCategory{});
+  for (std::size_t w = 0; w < other.peak_memory.size(); ++w)
+    for (std::size_t c = 0; c < peak_memory[w].size(); ++c)
+      peak_memory[w][c] = std::max(peak_memory[w][c], other.peak_memory[w][c]);
+  end_time = std::max(end_time, other.end_time);
 }
 
 namespace {

@@ -64,6 +64,10 @@ struct Trace {
   std::int32_t intern(std::string_view name);
   const std::string& name_of(std::int32_t id) const { return names[static_cast<std::size_t>(id)]; }
 
+  // Adds another trace's records (re-interning its names); peak memory is merged per worker. Used
+  // to assemble a measured run from the traces each rank recorded.
+  void append(const Trace& other);
+
   // A compact binary form, to hand a trace from a simulation process to its parent.
   std::string serialize() const;
   static Trace deserialize(std::string_view bytes);

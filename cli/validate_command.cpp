@@ -1,0 +1,378 @@
+#include "cli/validate_command.h"
+
+#include "cli/plots.h"
+#include "cli/run_command.h"
+#include "hw/units.h"
+#include "spec/calibration.h"
+#include "spec/loader.h"
+#include "trace/atomic_file.h"
+#include "trace/chrome_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#ifdef OVERLAPSIM_HAVE_TORCH
+#include "validate/launcher.h"
+#include "validate/real_run.h"
+#endif
+
+namespace overlapsim::cli {
+
+const std::vector<std::string>& real_algorithm_names() {
+  static const std::vector<std::string> names = {"ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco"};
+  return names;
+}
+
+namespace {
+
+// A temporary directory removed on every path out.
+class TempDir {
+public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "overlapsim-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("cannot create a temporary directory");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+[[maybe_unused]] double parse_rate(const std::string& text) {
+  try {
+    return hw::parse_bandwidth_Bps(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("--emulate-link '{}': {}", text, e.what()));
+  }
+}
+
+#ifdef OVERLAPSIM_HAVE_TORCH
+
+bool externally_launched() {
+  for (const char* v : {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"})
+    if (std::getenv(v) != nullptr)
+      return true;
+  return false;
+}
+
+// The scenario as the real job runs it: its shape, fp32 (CPU Gloo reduces fp32), the selected
+// algorithms; checked for what has a real implementation.
+spec::Scenario real_scenario(const std::string& path, std::vector<std::string> overrides,
+                             const std::vector<std::string>& algorithms, int world) {
+  const auto base = spec::load_scenario(path, overrides);
+  const auto [nodes, gpus] = real::job_shape(base, world);
+  overrides.push_back(fmt::format("cluster.nodes={}", nodes));
+  overrides.push_back(fmt::format("cluster.gpus_per_node={}", gpus));
+  overrides.push_back("model.dtype=fp32");
+  auto s = spec::load_scenario(path, overrides);
+  select_algorithms(s, algorithms);
+  if (s.model.preset != "mlp" && s.model.preset != "gpt-tiny")
+    throw std::runtime_error(fmt::format(
+        "{}: model '{}' has no real implementation; validate runs the presets mlp and gpt-tiny",
+        path, s.model.preset.empty() ? s.model.spec.name : s.model.preset));
+  const auto& real = real_algorithm_names();
+  for (const auto& a : s.algorithms)
+    if (std::find(real.begin(), real.end(), a.name) == real.end())
+      throw std::runtime_error(
+          fmt::format("{}: algorithm '{}' is simulated only so far; validate runs: {}", a.where,
+                      a.name, fmt::join(real, ", ")));
+  return s;
+}
+
+double machine_memory_bytes() {
+  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+         static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+double relative_error(double predicted, double measured) {
+  if (measured == 0)
+    return predicted == 0 ? 0.0 : std::nan("");
+  return (predicted - measured) / measured;
+}
+
+nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// Rank 0, after the real runs: predict the same job with the calibration, compare, write.
+int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
+                      const real::WorkerResult& result, int world) {
+  const std::string dir = o.out.empty() ? real.output.dir : o.out;
+  const std::string profile_path = dir + "/profile.json";
+  TempDir tmp;
+  auto overrides = o.overrides;
+  const auto [nodes, gpus] = real::job_shape(real, world);
+  overrides.push_back(fmt::format("cluster.nodes={}", nodes));
+  overrides.push_back(fmt::format("cluster.gpus_per_node={}", gpus));
+  overrides.push_back("model.dtype=fp32");
+  std::string calibration_text;
+  if (result.calibration) {
+    calibration_text = spec::calibration_json(*result.calibration);
+    const std::string cal = tmp.path() + "/profile.json";
+    write_file_atomically(cal, calibration_text);
+    overrides.push_back("model.profile=" + cal);
+    overrides.push_back("cluster.calibration=" + cal);
+    overrides.push_back(fmt::format("cluster.gpu={{name: '{} (calibrated)', peak_tflops: 1, "
+                                    "memory: {}B, hbm_bandwidth: {}B/s}}",
+                                    result.calibration->device,
+                                    std::llround(machine_memory_bytes()),
+                                    std::llround(result.calibration->memory_bandwidth_Bps)));
+  }
+  auto predicted = spec::load_scenario(real.source, overrides);
+  select_algorithms(predicted, o.algorithms);
+  predicted.output.dir = dir;
+  if (result.calibration)
+    predicted.model.profile = predicted.cluster.calibration = profile_path;
+  std::vector<sim::SimulationResult> sims;
+  const auto predicted_rows = simulate_rows(predicted, false, &sims);
+
+  // Measured rows, with speedups against the measured ddp when it ran.
+  std::vector<SummaryRow> measured_rows;
+  for (const auto& run : result.runs)
+    measured_rows.push_back(make_row(real, run.algorithm, run.trace));
+  double ddp = 0;
+  for (std::size_t i = 0; i < measured_rows.size(); ++i)
+    if (real.algorithms[i].name == "ddp" && ddp == 0)
+      ddp = measured_rows[i].metrics.throughput_samples_s;
+  for (auto& r : measured_rows) {
+    r.speedup_vs_ddp = ddp > 0 ? r.metrics.throughput_samples_s / ddp : 0.0;
+    r.gpu_memory_bytes = machine_memory_bytes();
+  }
+
+  // comparison.json / .csv
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::string csv = "algorithm,metric,predicted,measured,relative_error\n";
+  std::string table = fmt::format("{:<10} {:<22} {:>12} {:>12} {:>9}\n", "algorithm", "metric",
+                                  "predicted", "measured", "error");
+  for (std::size_t i = 0; i < measured_rows.size(); ++i) {
+    const auto& m = measured_rows[i].metrics;
+    const auto& p = predicted_rows[i].metrics;
+    const std::pair<const char*, std::pair<double, double>> metrics[] = {
+        {"iteration_time_s", {p.iteration_time_s, m.iteration_time_s}},
+        {"throughput_samples_s", {p.throughput_samples_s, m.throughput_samples_s}},
+        {"idle_fraction_mean", {p.idle_fraction_mean, m.idle_fraction_mean}},
+        {"exposed_comm_s", {p.exposed_comm_s, m.exposed_comm_s}},
+    };
+    for (const auto& [metric, values] : metrics) {
+      const double err = relative_error(values.first, values.second);
+      nlohmann::ordered_json row;
+      row["algorithm"] = measured_rows[i].algorithm;
+      row["metric"] = metric;
+      row["predicted"] = values.first;
+      row["measured"] = values.second;
+      row["relative_error"] = number_or_null(err);
+      rows.push_back(row);
+      csv += fmt::format("{},{},{:.9g},{:.9g},{}\n", measured_rows[i].algorithm, metric,
+                         values.first, values.second,
+                         std::isfinite(err) ? fmt::format("{:.6f}", err) : std::string());
+      table += fmt::format("{:<10} {:<22} {:>12.6g} {:>12.6g} {:>8}\n", measured_rows[i].algorithm,
+                           metric, values.first, values.second,
+                           std::isfinite(err) ? fmt::format("{:+.1f}%", 100 * err) : "n/a");
+    }
+  }
+  nlohmann::ordered_json comparison;
+  comparison["scenario"] = real.name;
+  comparison["workers"] = world;
+  comparison["emulated_link_Bps"] = o.emulate_link.empty()
+                                        ? nlohmann::ordered_json(nullptr)
+                                        : nlohmann::ordered_json(parse_rate(o.emulate_link));
+  comparison["rows"] = rows;
+
+  std::string loss = "algorithm,step,samples,loss,wall_time_s\n";
+  for (const auto& run : result.runs)
+    for (const auto& l : run.loss)
+      loss += fmt::format("{},{},{},{:.9g},{:.6f}\n", run.algorithm, l.step, l.samples, l.loss,
+                          l.wall_time_s);
+
+  // Everything is computed: now the files, each atomically.
+  std::vector<SummaryRow> all = measured_rows;
+  all.insert(all.end(), predicted_rows.begin(), predicted_rows.end());
+  for (std::size_t i = 0; i < result.runs.size(); ++i)
+    write_file_atomically(
+        fmt::format("{}/trace-{}-measured.json", dir, result.runs[i].algorithm),
+        chrome_trace_json(result.runs[i].trace,
+                          fmt::format("{}: {} (measured)", real.name, result.runs[i].algorithm)));
+  if (predicted.output.traces)
+    for (std::size_t i = 0; i < predicted_rows.size(); ++i)
+      write_file_atomically(
+          fmt::format("{}/trace-{}.json", dir, predicted_rows[i].algorithm),
+          chrome_trace_json(sims[i].trace, fmt::format("{}: {} (predicted)", real.name,
+                                                       predicted_rows[i].algorithm)));
+  if (!calibration_text.empty())
+    write_file_atomically(profile_path, calibration_text);
+  write_file_atomically(dir + "/comparison.json", comparison.dump(2) + "\n");
+  write_file_atomically(dir + "/comparison.csv", csv);
+  write_file_atomically(dir + "/loss.csv", loss);
+  write_summary(dir, spec::to_json(predicted), all);
+  std::printf("%s: %d workers%s, measured vs predicted\n%s", real.name.c_str(), world,
+              o.emulate_link.empty() ? "" : fmt::format(", links {}", o.emulate_link).c_str(),
+              table.c_str());
+  if (o.plots && real.output.plots)
+    draw_plots(dir);
+  std::printf("outputs in %s\n", dir.c_str());
+  return 0;
+}
+
+// This process is one worker of the job.
+int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
+  if (!o.emulate_link.empty() && env.launched_by != "overlapsim")
+    throw std::runtime_error("--emulate-link works with the local launcher only (drop RANK/"
+                             "WORLD_SIZE and pass --workers)");
+  const auto s = real_scenario(o.scenario, o.overrides, o.algorithms, env.world);
+  real::WorkerOptions wo;
+  wo.timeout_s = o.timeout_s;
+  wo.backend = o.backend;
+  wo.profile = s.model.profile.empty();
+  const auto result = real::run_worker(s, env, wo);
+  if (!result.root)
+    return 0;
+  return finish_validation(o, s, result, env.world);
+}
+
+#endif // OVERLAPSIM_HAVE_TORCH
+
+} // namespace
+
+int validate_command(const ValidateOptions& o) {
+#ifndef OVERLAPSIM_HAVE_TORCH
+  (void)o;
+  std::fprintf(stderr, "overlapsim validate: this build has no LibTorch (install libtorch-dev and "
+                       "libgloo-dev, then rebuild): real runs are not available\n");
+  return 1;
+#else
+  try {
+    if (externally_launched()) {
+      const auto env = real::job_env_from_environment();
+      return validate_worker(o, *env);
+    }
+    // Launcher: check everything that can be checked before starting workers.
+    if (o.workers < 1)
+      throw std::runtime_error(fmt::format("--workers {}: expected at least 1", o.workers));
+    (void)real_scenario(o.scenario, o.overrides, o.algorithms, o.workers);
+    real::LocalLaunch launch;
+    launch.workers = o.workers;
+    launch.argv = {
+        "overlapsim", "validate", o.scenario, "--timeout", fmt::format("{}", o.timeout_s),
+        "--backend",  o.backend};
+    if (!o.out.empty())
+      launch.argv.insert(launch.argv.end(), {"--out", o.out});
+    for (const auto& a : o.algorithms)
+      launch.argv.insert(launch.argv.end(), {"--algorithms", a});
+    for (const auto& s : o.overrides)
+      launch.argv.insert(launch.argv.end(), {"--set", s});
+    if (!o.emulate_link.empty())
+      launch.argv.insert(launch.argv.end(), {"--emulate-link", o.emulate_link});
+    if (!o.plots)
+      launch.argv.push_back("--no-plots");
+    TempDir work;
+    launch.work_dir = work.path();
+    if (!o.emulate_link.empty())
+      launch.emulate_rate_Bps = parse_rate(o.emulate_link);
+    real::launch_local(launch);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "overlapsim validate: %s\n", e.what());
+    return 1;
+  }
+#endif
+}
+
+int profile_command(const ProfileOptions& o) {
+  try {
+    if (!o.nccl_tests_log.empty()) {
+      if (o.out.empty())
+        throw std::runtime_error("--import-nccl-tests needs --out FILE");
+      std::ifstream in(o.nccl_tests_log);
+      if (!in)
+        throw std::runtime_error(fmt::format("{}: cannot open", o.nccl_tests_log));
+      std::stringstream text;
+      text << in.rdbuf();
+      const auto fit = spec::import_nccl_tests(text.str(), o.nccl_tests_log, o.op, o.ranks);
+      spec::Calibration cal;
+      cal.source = "nccl-tests: " + o.nccl_tests_log;
+      if (o.link == "inter_node")
+        cal.inter_node = fit;
+      else if (o.link == "intra_node")
+        cal.intra_node = fit;
+      else
+        throw std::runtime_error(
+            fmt::format("--link '{}': expected inter_node or intra_node", o.link));
+      write_file_atomically(o.out, spec::calibration_json(cal));
+      std::printf("%s: %s over %d ranks, %zu sizes: latency %s, bandwidth %s (worst residual "
+                  "%.1f%%)\nwrote %s\n",
+                  o.nccl_tests_log.c_str(), fit.op.c_str(), fit.ranks, fit.points.size(),
+                  hw::format_time(fit.latency_s).c_str(),
+                  hw::format_bandwidth(fit.bandwidth_Bps).c_str(), 100 * fit.max_relative_residual,
+                  o.out.c_str());
+      return 0;
+    }
+#ifndef OVERLAPSIM_HAVE_TORCH
+    throw std::runtime_error("this build has no LibTorch: only --import-nccl-tests is available");
+#else
+    if (o.scenario.empty())
+      throw std::runtime_error("expected a SCENARIO to profile (or --import-nccl-tests LOG)");
+    if (externally_launched()) {
+      const auto env = real::job_env_from_environment();
+      auto s = real_scenario(o.scenario, o.overrides, {}, env->world);
+      s.algorithms.clear();
+      real::WorkerOptions wo;
+      wo.timeout_s = o.timeout_s;
+      wo.backend = o.backend;
+      const auto result = real::run_worker(s, *env, wo);
+      if (!result.root)
+        return 0;
+      const std::string out = o.out.empty() ? s.output.dir + "/profile.json" : o.out;
+      write_file_atomically(out, spec::calibration_json(*result.calibration));
+      const auto& c = *result.calibration;
+      std::printf("%s: %zu layers, optimizer %s/param, copies %s\n", s.name.c_str(),
+                  c.layers.size(), hw::format_time(c.optimizer_time_per_param_s).c_str(),
+                  hw::format_bandwidth(c.memory_bandwidth_Bps).c_str());
+      for (const auto* link : {&c.intra_node, &c.inter_node})
+        if (*link)
+          std::printf("  %s link: latency %s, bandwidth %s (worst residual %.1f%%)\n",
+                      link == &c.intra_node ? "intra-node" : "inter-node",
+                      hw::format_time((*link)->latency_s).c_str(),
+                      hw::format_bandwidth((*link)->bandwidth_Bps).c_str(),
+                      100 * (*link)->max_relative_residual);
+      std::printf("wrote %s\n", out.c_str());
+      return 0;
+    }
+    (void)real_scenario(o.scenario, o.overrides, {}, o.workers);
+    real::LocalLaunch launch;
+    launch.workers = o.workers;
+    launch.argv = {"overlapsim", "profile", o.scenario, "--timeout", fmt::format("{}", o.timeout_s),
+                   "--backend",  o.backend};
+    if (!o.out.empty())
+      launch.argv.insert(launch.argv.end(), {"--out", std::filesystem::absolute(o.out).string()});
+    for (const auto& s : o.overrides)
+      launch.argv.insert(launch.argv.end(), {"--set", s});
+    TempDir work;
+    launch.work_dir = work.path();
+    if (!o.emulate_link.empty())
+      launch.emulate_rate_Bps = parse_rate(o.emulate_link);
+    real::launch_local(launch);
+    return 0;
+#endif
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "overlapsim profile: %s\n", e.what());
+    return 1;
+  }
+}
+
+} // namespace overlapsim::cli

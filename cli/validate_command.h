@@ -1,0 +1,43 @@
+// `overlapsim validate` (run the scenario's algorithms for real, then predict the same run with
+// the measured calibration and score the prediction) and `overlapsim profile` (measure, or import
+// nccl-tests logs, and write a calibration profile).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace overlapsim::cli {
+
+struct ValidateOptions {
+  std::string scenario;
+  std::string out;
+  std::vector<std::string> algorithms;
+  std::vector<std::string> overrides;
+  int workers = 2;
+  std::string backend = "gloo";
+  std::string emulate_link; // a bandwidth ("100Mbit/s"); empty: no emulation
+  double timeout_s = 120;
+  bool plots = true;
+};
+int validate_command(const ValidateOptions& options);
+
+struct ProfileOptions {
+  std::string scenario;
+  std::string out; // the profile file (default: <output.dir>/profile.json)
+  std::vector<std::string> overrides;
+  int workers = 2;
+  std::string backend = "gloo";
+  std::string emulate_link;
+  double timeout_s = 120;
+  // Import instead of measuring:
+  std::string nccl_tests_log;
+  std::string op = "all_reduce";
+  int ranks = 0;
+  std::string link = "inter_node";
+};
+int profile_command(const ProfileOptions& options);
+
+// The algorithms that run for real (the rest are simulated only, so far).
+const std::vector<std::string>& real_algorithm_names();
+
+} // namespace overlapsim::cli

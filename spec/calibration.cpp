@@ -1,0 +1,229 @@
+#include "spec/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+namespace overlapsim::spec {
+
+namespace {
+
+using nlohmann::json;
+
+json link_json(const LinkFit& f) {
+  json points = json::array();
+  for (const auto& p : f.points)
+    points.push_back({{"bytes", p.bytes}, {"seconds", p.seconds}});
+  return json{{"op", f.op},
+              {"ranks", f.ranks},
+              {"latency_s", f.latency_s},
+              {"bandwidth_Bps", f.bandwidth_Bps},
+              {"max_relative_residual", f.max_relative_residual},
+              {"points", points}};
+}
+
+// json::at with the file and key in the message.
+const json& field(const json& j, const char* key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key))
+    throw std::runtime_error(fmt::format("{}: missing key '{}'", where, key));
+  return j.at(key);
+}
+
+double positive(const json& j, const char* key, const std::string& where, bool allow_zero) {
+  const json& v = field(j, key, where);
+  if (!v.is_number() || v.get<double>() < 0 || (!allow_zero && v.get<double>() == 0))
+    throw std::runtime_error(fmt::format("{}: '{}' must be a {} number", where, key,
+                                         allow_zero ? "non-negative" : "positive"));
+  return v.get<double>();
+}
+
+LinkFit read_link(const json& j, const std::string& where) {
+  LinkFit f;
+  f.op = j.value("op", "");
+  f.ranks = j.value("ranks", 0);
+  f.latency_s = positive(j, "latency_s", where, true);
+  f.bandwidth_Bps = positive(j, "bandwidth_Bps", where, false);
+  f.max_relative_residual = j.value("max_relative_residual", 0.0);
+  if (j.contains("points"))
+    for (const auto& p : j.at("points"))
+      f.points.push_back(SizeTime{p.value("bytes", 0.0), p.value("seconds", 0.0)});
+  return f;
+}
+
+} // namespace
+
+Calibration read_calibration(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw std::runtime_error(fmt::format("{}: cannot open the calibration profile", path));
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  const std::string schema = j.is_object() ? j.value("schema", "") : "";
+  if (schema != kCalibrationSchema)
+    throw std::runtime_error(fmt::format("{}: expected \"schema\": \"{}\", found '{}'", path,
+                                         kCalibrationSchema, schema));
+  Calibration c;
+  c.source = j.value("source", "");
+  c.device = j.value("device", "");
+  if (j.contains("model")) {
+    const json& m = j.at("model");
+    const std::string where = path + ": model";
+    c.model = m.value("name", "");
+    c.micro_batch = m.value("micro_batch", 0);
+    for (const auto& l : field(m, "layers", where)) {
+      const std::string lw = fmt::format("{}.layers[{}]", where, c.layers.size());
+      c.layers.push_back(LayerTiming{field(l, "name", lw).get<std::string>(),
+                                     positive(l, "fwd_time_per_sample_s", lw, true),
+                                     positive(l, "bwd_time_per_sample_s", lw, true)});
+    }
+    if (m.contains("optimizer_time_per_param_s"))
+      c.optimizer_time_per_param_s = positive(m, "optimizer_time_per_param_s", where, true);
+    if (m.contains("memory_bandwidth_Bps"))
+      c.memory_bandwidth_Bps = positive(m, "memory_bandwidth_Bps", where, false);
+  }
+  if (j.contains("links")) {
+    const json& l = j.at("links");
+    if (l.contains("intra_node"))
+      c.intra_node = read_link(l.at("intra_node"), path + ": links.intra_node");
+    if (l.contains("inter_node"))
+      c.inter_node = read_link(l.at("inter_node"), path + ": links.inter_node");
+  }
+  return c;
+}
+
+std::string calibration_json(const Calibration& c) {
+  json layers = json::array();
+  for (const auto& l : c.layers)
+    layers.push_back({{"name", l.name},
+                      {"fwd_time_per_sample_s", l.fwd_time_per_sample_s},
+                      {"bwd_time_per_sample_s", l.bwd_time_per_sample_s}});
+  json links = json::object();
+  if (c.intra_node)
+    links["intra_node"] = link_json(*c.intra_node);
+  if (c.inter_node)
+    links["inter_node"] = link_json(*c.inter_node);
+  json out = {{"schema", kCalibrationSchema}, {"source", c.source}, {"device", c.device}};
+  if (!c.layers.empty()) {
+    json model = {{"name", c.model}, {"micro_batch", c.micro_batch}, {"layers", layers}};
+    if (c.optimizer_time_per_param_s > 0)
+      model["optimizer_time_per_param_s"] = c.optimizer_time_per_param_s;
+    if (c.memory_bandwidth_Bps > 0)
+      model["memory_bandwidth_Bps"] = c.memory_bandwidth_Bps;
+    out["model"] = model;
+  }
+  out["links"] = links;
+  return out.dump(2) + "\n";
+}
+
+CollectiveShape ring_shape(std::string_view op, int ranks) {
+  if (ranks < 2)
+    throw std::runtime_error(fmt::format("a collective fit needs at least 2 ranks, got {}", ranks));
+  const double n = ranks;
+  if (op == "all_reduce" || op == "allreduce")
+    return {2 * (n - 1), 2 * (n - 1) / n};
+  if (op == "reduce_scatter" || op == "all_gather" || op == "reducescatter" || op == "allgather")
+    return {n - 1, (n - 1) / n};
+  if (op == "broadcast" || op == "reduce")
+    return {n - 1, 1.0};
+  throw std::runtime_error(fmt::format(
+      "unknown collective '{}'; expected all_reduce, reduce_scatter, all_gather, broadcast or "
+      "reduce",
+      op));
+}
+
+LinkFit fit_alpha_beta(std::string op, int ranks, std::vector<SizeTime> points) {
+  const CollectiveShape shape = ring_shape(op, ranks);
+  double smallest = 0, largest = 0;
+  for (const auto& p : points) {
+    if (!(p.seconds > 0) || p.bytes < 0)
+      throw std::runtime_error(
+          fmt::format("a measured point has a non-positive time ({} B, {} s)", p.bytes, p.seconds));
+    smallest = smallest == 0 ? p.bytes : std::min(smallest, p.bytes);
+    largest = std::max(largest, p.bytes);
+  }
+  if (points.size() < 2 || largest <= smallest)
+    throw std::runtime_error("fitting alpha and beta needs measurements at two sizes at least");
+  // Weighted least squares of t = a + b S with weights 1/t: between plain least squares (only
+  // the largest sizes count) and relative errors (1/t^2, which lets the noisy small sizes, a few
+  // jittery milliseconds on a busy host, bend the bandwidth).
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& p : points) {
+    const double w = 1.0 / p.seconds;
+    sw += w, sx += w * p.bytes, sy += w * p.seconds;
+    sxx += w * p.bytes * p.bytes, sxy += w * p.bytes * p.seconds;
+  }
+  const double det = sw * sxx - sx * sx;
+  double b = (sw * sxy - sx * sy) / det;
+  double a = (sy - b * sx) / sw;
+  if (!(b > 0))
+    throw std::runtime_error(fmt::format(
+        "the {} times do not grow with size (slope {:.3g} s/B): no bandwidth to fit", op, b));
+  if (a < 0) { // refit the slope through the origin: zero latency
+    a = 0;
+    b = sxy / sxx;
+  }
+  LinkFit f;
+  f.op = std::move(op);
+  f.ranks = ranks;
+  f.latency_s = a / shape.latency_steps;
+  f.bandwidth_Bps = shape.bytes_factor / b;
+  for (const auto& p : points)
+    f.max_relative_residual =
+        std::max(f.max_relative_residual, std::abs(a + b * p.bytes - p.seconds) / p.seconds);
+  f.points = std::move(points);
+  return f;
+}
+
+LinkFit import_nccl_tests(std::string_view text, const std::string& name, std::string op,
+                          int ranks) {
+  std::vector<SizeTime> points;
+  int counted_ranks = 0;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string s; words >> s;)
+      w.push_back(s);
+    if (w.empty())
+      continue;
+    if (w[0] == "#") {
+      if (w.size() > 2 && w[1] == "Rank")
+        ++counted_ranks;
+      continue;
+    }
+    if (w[0][0] == '#')
+      continue;
+    // size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
+    const std::size_t time_column = w.size() >= 13 ? 5 : 4;
+    if (w.size() < 8)
+      throw std::runtime_error(fmt::format(
+          "{}:{}: expected an nccl-tests row (size count type redop [root] time algbw busbw ...)",
+          name, number));
+    try {
+      points.push_back(SizeTime{std::stod(w[0]), std::stod(w[time_column]) * 1e-6});
+    } catch (const std::exception&) {
+      throw std::runtime_error(
+          fmt::format("{}:{}: expected numbers for size and time, got '{}' and '{}'", name, number,
+                      w[0], w[time_column]));
+    }
+  }
+  if (ranks == 0)
+    ranks = counted_ranks;
+  if (ranks < 2)
+    throw std::runtime_error(
+        fmt::format("{}: cannot tell how many ranks ran (no '#  Rank' lines): pass --ranks", name));
+  // nccl-tests' smallest sizes sit on a latency floor that is not the ring's per-step latency
+  // times steps; all points still enter the fit, weighted by relative error.
+  return fit_alpha_beta(std::move(op), ranks, std::move(points));
+}
+
+} // namespace overlapsim::spec

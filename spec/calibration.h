@@ -1,0 +1,75 @@
+// Calibration profiles: what `overlapsim profile` measured on real hardware (per-layer forward and
+// backward times, the optimizer's cost, memory bandwidth, and alpha-beta fits of the links), in a
+// JSON file that scenarios reference with `model.profile` and `cluster.calibration`. The schema is
+// documented in docs/CALIBRATION.md. Also the alpha-beta fit itself and the import of nccl-tests
+// logs, so that users can calibrate links from the tables they already have.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace overlapsim::spec {
+
+inline constexpr const char* kCalibrationSchema = "overlapsim-calibration/1";
+
+struct LayerTiming {
+  std::string name;
+  double fwd_time_per_sample_s = 0;
+  double bwd_time_per_sample_s = 0;
+};
+
+struct SizeTime {
+  double bytes = 0;
+  double seconds = 0;
+};
+
+// t = steps x latency + bytes_factor x bytes / bandwidth, fitted to measured (size, time) points.
+struct LinkFit {
+  std::string op; // the collective the points were measured with, e.g. "all_reduce"
+  int ranks = 0;  // group size of those measurements
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
+  double max_relative_residual = 0; // worst |fit - measured| / measured over the points
+  std::vector<SizeTime> points;
+};
+
+struct Calibration {
+  std::string source; // what produced it: "overlapsim profile", "nccl-tests"
+  std::string device; // e.g. "cpu (2 threads)"
+  std::string model;  // the model it was measured on, with its micro-batch
+  int micro_batch = 0;
+  std::vector<LayerTiming> layers;
+  double optimizer_time_per_param_s = 0; // one optimizer step, per parameter updated
+  double memory_bandwidth_Bps = 0;       // element-wise copies (the simulator's HBM bandwidth)
+  std::optional<LinkFit> intra_node;
+  std::optional<LinkFit> inter_node;
+};
+
+// Throws std::runtime_error naming the file and what is wrong.
+Calibration read_calibration(const std::string& path);
+std::string calibration_json(const Calibration& calibration);
+
+// Latency steps and bytes factor of a ring collective on `ranks` ranks, as functions of the array
+// size S that nccl-tests reports: all_reduce 2(n-1) steps and 2(n-1)/n S bytes; reduce_scatter and
+// all_gather (n-1) and (n-1)/n S; broadcast/reduce (n-1) and S (pipelined ring). Throws on an
+// unknown op.
+struct CollectiveShape {
+  double latency_steps;
+  double bytes_factor;
+};
+CollectiveShape ring_shape(std::string_view op, int ranks);
+
+// Weighted least squares (weights 1/t: the large sizes pin the bandwidth, the small ones still
+// count for the latency). Throws when fewer than two distinct sizes are given or the fit is not
+// physical (negative bandwidth); a negative intercept is clamped to zero latency.
+LinkFit fit_alpha_beta(std::string op, int ranks, std::vector<SizeTime> points);
+
+// Parses the table nccl-tests prints (all_reduce_perf and friends): the out-of-place time column
+// (microseconds) against the size column (bytes). Ranks are counted from its "#  Rank" lines when
+// `ranks` is 0. Throws naming the line of a malformed row.
+LinkFit import_nccl_tests(std::string_view log_text, const std::string& name_for_errors,
+                          std::string op, int ranks);
+
+} // namespace overlapsim::spec

@@ -1,0 +1,145 @@
+#include "validate/profiler.h"
+
+#include "algorithms/model_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <thread>
+
+namespace overlapsim::real {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Durations of the events the worker recorded since `from`, by name.
+std::map<std::string, std::vector<double>> durations(const Trace& t, std::size_t from) {
+  std::map<std::string, std::vector<double>> out;
+  for (std::size_t i = from; i < t.events.size(); ++i)
+    out[t.name_of(t.events[i].name)].push_back(t.events[i].end - t.events[i].start);
+  return out;
+}
+
+// Times an all-reduce over `group` at sizes min..max (geometric), rank-synchronised by a barrier
+// before every repeat; returns the median per size as this rank saw it.
+std::vector<spec::SizeTime> sweep(RealWorker& w, const Group& group, BufferId buffer, BufferId out,
+                                  const ProfileOptions& o, double max_bytes, CollectiveOp op) {
+  std::vector<spec::SizeTime> points;
+  const int sizes = std::max(2, o.sizes);
+  for (int i = 0; i < sizes; ++i) {
+    const double bytes = o.min_bytes * std::pow(max_bytes / o.min_bytes, i / (sizes - 1.0));
+    const auto elements = std::max<std::int64_t>(group.size(), std::llround(bytes / 4));
+    const int me = group.index_of(w.rank());
+    std::vector<double> times;
+    for (int r = -1; r < o.repeats; ++r) { // one untimed warm-up
+      CollectiveCall barrier;
+      barrier.op = CollectiveOp::barrier;
+      barrier.group = &group;
+      barrier.name = "barrier";
+      w.run(barrier);
+      CollectiveCall ar;
+      ar.op = op;
+      ar.group = &group;
+      ar.name = "profile";
+      // Sizes are the full array, as nccl-tests reports them.
+      const Slice mine = shard(buffer, elements, me, group.size());
+      ar.data = op == CollectiveOp::all_gather ? mine : Slice{buffer, 0, elements};
+      if (op == CollectiveOp::all_gather)
+        ar.out = Slice{out, 0, elements};
+      if (op == CollectiveOp::reduce_scatter)
+        ar.out = Slice{out, 0, mine.count};
+      const std::size_t before = w.trace().events.size();
+      w.run(ar);
+      const auto& e = w.trace().events[before];
+      if (r >= 0)
+        times.push_back(e.end - e.start);
+    }
+    points.push_back(spec::SizeTime{static_cast<double>(elements) * 4, median(times)});
+  }
+  return points;
+}
+
+} // namespace
+
+spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions& o) {
+  const auto& s = ctx.scenario;
+  RealWorker w(ctx, rank);
+  RealWorker::set_stream(StreamKind::compute);
+  const auto layout = param_layout(s.model.spec);
+  const std::int64_t n = layout.total();
+  const BufferId params = w.declare({"params", MemoryCategory::params, n, 4});
+  const BufferId grads = w.declare({"grads", MemoryCategory::grads, n, 4});
+  const BufferId state = w.declare({"optimizer_state", MemoryCategory::optimizer_state, n, 4});
+  const int layers = static_cast<int>(s.model.spec.layers.size());
+
+  spec::Calibration cal;
+  cal.source = "overlapsim profile";
+  cal.device = ctx.device.is_cuda()
+                   ? fmt::format("cuda:{}", ctx.device.index())
+                   : fmt::format("cpu ({} intra-op thread)", at::get_num_threads());
+  cal.model = s.model.spec.name;
+  cal.micro_batch = s.training.micro_batch;
+
+  // Layer by layer, as DDP's bucketed backward runs them; one warm-up micro-batch first.
+  const std::size_t first_timed = [&] {
+    w.forward({0, layers}, {0, 0}, params);
+    w.backward({0, layers}, {0, 0}, params, grads);
+    return w.trace().events.size();
+  }();
+  for (int r = 0; r < o.repeats; ++r) {
+    const MicroBatch mb{r + 1, 0};
+    for (int l = 0; l < layers; ++l)
+      w.forward({l, l + 1}, mb, params);
+    for (int l = layers - 1; l >= 0; --l)
+      w.backward({l, l + 1}, mb, params, grads);
+  }
+  auto d = durations(w.trace(), first_timed);
+  for (const auto& layer : s.model.spec.layers) {
+    const double b = s.training.micro_batch;
+    cal.layers.push_back(spec::LayerTiming{layer.name, median(d["fwd " + layer.name]) / b,
+                                           median(d["bwd " + layer.name]) / b});
+  }
+
+  // Optimizer step over the whole model, and copies (the data movement of ACCO's hand-off).
+  const std::size_t first_update = w.trace().events.size();
+  for (int r = 0; r < o.repeats; ++r) {
+    w.optimizer_step(
+        OptimizerStep{Slice{params, 0, n}, Slice{grads, 0, n}, Slice{state, 0, n}, 1e-6, r});
+    w.copy(Slice{grads, 0, n}, Slice{state, 0, n});
+  }
+  d = durations(w.trace(), first_update);
+  cal.optimizer_time_per_param_s = median(d["optimizer step"]) / static_cast<double>(n);
+  cal.memory_bandwidth_Bps = 2.0 * 4 * static_cast<double>(n) / median(d["copy"]);
+
+  // Links: across nodes on the world group, inside a node on node 0's group.
+  const Topology& topo = ctx.topology;
+  const double max_bytes = o.max_bytes > 0 ? o.max_bytes : std::max(4.0 * n, 2 * o.min_bytes);
+  RealWorker::set_stream(StreamKind::comm);
+  const BufferId scratch =
+      w.declare({"profile_buffer", MemoryCategory::buffers, std::llround(max_bytes / 4) + 1, 4});
+  const BufferId scratch_out =
+      w.declare({"profile_output", MemoryCategory::buffers, std::llround(max_bytes / 4) + 1, 4});
+  if (topo.world_size() > 1) {
+    const auto points =
+        sweep(w, topo.world(), scratch, scratch_out, o, max_bytes, CollectiveOp::all_reduce);
+    auto fit = spec::fit_alpha_beta("all_reduce", topo.world_size(), points);
+    if (topo.nodes() > 1)
+      cal.inter_node = fit;
+    else
+      cal.intra_node = fit;
+  }
+  if (topo.nodes() > 1 && topo.gpus_per_node() > 1 && topo.node_of(rank) == 0) {
+    const auto points =
+        sweep(w, topo.intra_node(0), scratch, scratch_out, o, max_bytes, CollectiveOp::all_reduce);
+    cal.intra_node = spec::fit_alpha_beta("all_reduce", topo.gpus_per_node(), points);
+  }
+  RealWorker::set_stream(StreamKind::compute);
+  return cal;
+}
+
+} // namespace overlapsim::real

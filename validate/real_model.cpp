@@ -1,0 +1,184 @@
+#include "validate/real_model.h"
+
+#include "algorithms/model_state.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace overlapsim::real {
+
+namespace F = torch::nn::functional;
+
+namespace {
+
+std::int64_t dim(const spec::Scenario& s, const char* key) {
+  const auto it = s.model.dims.find(key);
+  if (it == s.model.dims.end())
+    throw std::runtime_error(
+        fmt::format("model preset '{}' has no dimension '{}'", s.model.preset, key));
+  return static_cast<std::int64_t>(std::llround(it->second));
+}
+
+void require_real_preset(const spec::Scenario& s) {
+  if (s.model.preset != "mlp" && s.model.preset != "gpt-tiny")
+    throw std::runtime_error(fmt::format(
+        "model '{}' has no real implementation: real runs support the presets mlp (width, depth) "
+        "and gpt-tiny (vocab, d_model, n_layers, n_heads)",
+        s.model.preset.empty() ? s.model.spec.name : s.model.preset));
+}
+
+} // namespace
+
+Dataset::Dataset(const spec::Scenario& s, std::int64_t samples) {
+  require_real_preset(s);
+  auto gen = at::detail::createCPUGenerator(s.seed * 7919 + 17);
+  if (s.model.preset == "mlp") {
+    const std::int64_t w = dim(s, "width");
+    inputs_ = torch::randn({samples, w}, gen);
+    const auto teacher = torch::randn({w, w}, gen) / std::sqrt(static_cast<double>(w));
+    targets_ = torch::tanh(inputs_.matmul(teacher));
+    return;
+  }
+  tokens_ = true;
+  const std::int64_t vocab = dim(s, "vocab"), seq = s.training.seq_len;
+  const auto successors = torch::randint(vocab, {vocab, 4}, gen, torch::kLong);
+  const auto choice = torch::randint(4, {samples, seq}, gen, torch::kLong);
+  auto text = torch::empty({samples, seq + 1}, torch::kLong);
+  text.select(1, 0).copy_(torch::randint(vocab, {samples}, gen, torch::kLong));
+  auto t = text.accessor<std::int64_t, 2>();
+  auto c = choice.accessor<std::int64_t, 2>();
+  auto next = successors.accessor<std::int64_t, 2>();
+  for (std::int64_t i = 0; i < samples; ++i)
+    for (std::int64_t j = 0; j < seq; ++j)
+      t[i][j + 1] = next[t[i][j]][c[i][j]];
+  inputs_ = text.narrow(1, 0, seq).contiguous();
+  targets_ = text.narrow(1, 1, seq).contiguous();
+}
+
+Batch Dataset::batch(std::int64_t first, int count) const {
+  const std::int64_t n = inputs_.size(0);
+  auto index = (torch::arange(count, torch::kLong) + first).remainder(n);
+  return Batch{inputs_.index_select(0, index), targets_.index_select(0, index)};
+}
+
+void RealModel::add(Layer& layer, std::vector<std::int64_t> shape, double std, double value) {
+  std::int64_t numel = 1;
+  for (auto d : shape)
+    numel *= d;
+  layer.params.push_back(Param{std::move(shape), offsets_.back(), std, value});
+  offsets_.back() += numel;
+}
+
+RealModel::RealModel(const spec::Scenario& s) {
+  require_real_preset(s);
+  offsets_.push_back(0);
+  auto open_layer = [&] {
+    layers_.emplace_back();
+    offsets_.push_back(offsets_.back());
+    return &layers_.back();
+  };
+  if (s.model.preset == "mlp") {
+    const std::int64_t w = dim(s, "width"), depth = dim(s, "depth");
+    for (std::int64_t l = 0; l < depth; ++l) {
+      Layer* layer = open_layer();
+      add(*layer, {w, w}, 1.0 / std::sqrt(static_cast<double>(w)));
+      add(*layer, {w}, 0.0);
+    }
+  } else {
+    gpt_ = true;
+    d_ = dim(s, "d_model"), heads_ = dim(s, "n_heads"), vocab_ = dim(s, "vocab");
+    seq_ = s.training.seq_len;
+    const std::int64_t d = d_;
+    Layer* emb = open_layer(); // token and learned position embeddings
+    add(*emb, {vocab_, d}, 0.02);
+    add(*emb, {seq_, d}, 0.01);
+    for (std::int64_t b = 0; b < dim(s, "n_layers"); ++b) { // GPT-2 blocks, pre-norm
+      Layer* block = open_layer();
+      add(*block, {d}, 0, 1), add(*block, {d}, 0);            // ln_1
+      add(*block, {3 * d, d}, 0.02), add(*block, {3 * d}, 0); // c_attn
+      add(*block, {d, d}, 0.02), add(*block, {d}, 0);         // attention c_proj
+      add(*block, {d}, 0, 1), add(*block, {d}, 0);            // ln_2
+      add(*block, {4 * d, d}, 0.02), add(*block, {4 * d}, 0); // c_fc
+      add(*block, {d, 4 * d}, 0.02), add(*block, {d}, 0);     // mlp c_proj
+    }
+    Layer* head = open_layer(); // ln_f; the projection is tied to the token embedding
+    add(*head, {d}, 0, 1), add(*head, {d}, 0);
+  }
+  // The simulator sizes the flat buffers from hw/model.h: the two must agree exactly.
+  const auto layout = param_layout(s.model.spec);
+  if (layout.offset != offsets_)
+    throw std::runtime_error(
+        fmt::format("internal: the real {} has {} parameters, the simulator's model {}",
+                    s.model.preset, offsets_.back(), layout.total()));
+  bound_.resize(layers_.size());
+}
+
+void RealModel::init_params(torch::Tensor flat, std::uint64_t seed) const {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(seed * 104729 + 3);
+  for (const auto& layer : layers_)
+    for (const auto& p : layer.params) {
+      auto view = flat.narrow(0, p.offset, c10::multiply_integers(p.shape));
+      if (p.init_std > 0)
+        view.copy_(torch::randn({view.numel()}, gen) * p.init_std);
+      else
+        view.fill_(p.init_value);
+    }
+}
+
+void RealModel::bind_params(const torch::Tensor& params) {
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    bound_[l].clear();
+    for (const auto& p : layers_[l].params) {
+      const auto n = c10::multiply_integers(p.shape);
+      bound_[l].push_back(
+          params.narrow(0, p.offset, n).view(p.shape).detach().requires_grad_(true));
+    }
+  }
+  if (grads_.defined())
+    bind_grads(grads_);
+}
+
+void RealModel::bind_grads(const torch::Tensor& grads) {
+  grads_ = grads;
+  for (std::size_t l = 0; l < layers_.size(); ++l)
+    for (std::size_t i = 0; i < bound_[l].size(); ++i) {
+      const auto& p = layers_[l].params[i];
+      bound_[l][i].mutable_grad() =
+          grads.narrow(0, p.offset, c10::multiply_integers(p.shape)).view(p.shape);
+    }
+}
+
+torch::Tensor RealModel::run_layer(int l, const torch::Tensor& x, const Batch& batch) const {
+  const auto& p = bound_[static_cast<std::size_t>(l)];
+  const bool last = l + 1 == layers();
+  if (!gpt_) {
+    auto y = F::linear(x, p[0], p[1]);
+    return last ? F::mse_loss(y, batch.target) : torch::relu(y);
+  }
+  if (l == 0) {
+    const auto seq = x.size(1);
+    return torch::embedding(p[0], x) + p[1].narrow(0, 0, seq);
+  }
+  if (last) {
+    const auto& wte = bound_[0][0];
+    auto h = torch::layer_norm(x, {d_}, p[0], p[1]);
+    auto logits = F::linear(h, wte);
+    return F::cross_entropy(logits.view({-1, vocab_}), batch.target.reshape({-1}));
+  }
+  const auto B = x.size(0), S = x.size(1), hd = d_ / heads_;
+  auto h = torch::layer_norm(x, {d_}, p[0], p[1]);
+  auto qkv = F::linear(h, p[2], p[3]).split(d_, -1);
+  auto heads = [&](const torch::Tensor& t) { return t.view({B, S, heads_, hd}).transpose(1, 2); };
+  auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+  auto att = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
+  auto mask = torch::ones({S, S}, torch::kBool).triu(1);
+  att = torch::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
+  auto y = att.matmul(v).transpose(1, 2).contiguous().view({B, S, d_});
+  auto out = x + F::linear(y, p[4], p[5]);
+  auto h2 = torch::layer_norm(out, {d_}, p[6], p[7]);
+  return out + F::linear(torch::gelu(F::linear(h2, p[8], p[9])), p[10], p[11]);
+}
+
+} // namespace overlapsim::real

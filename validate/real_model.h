@@ -1,0 +1,80 @@
+// The model presets as real LibTorch computations with the simulator's layer structure: the same
+// layers in the same order with exactly the parameter counts of hw/model.h, so that the flat
+// parameter, gradient and optimizer buffers the algorithms declare line up with the real tensors.
+// Layers run one at a time (each layer's input is a fresh leaf), which lets a runtime run the
+// backward pass of any range of layers, as DDP's bucketed backward does.
+#pragma once
+
+#include "spec/scenario.h"
+
+#include <cstdint>
+#include <torch/torch.h>
+#include <vector>
+
+namespace overlapsim::real {
+
+// Inputs and targets of one micro-batch: mlp takes [B, width] floats and regresses [B, width];
+// gpt-tiny takes [B, seq_len] tokens and predicts the next token at every position.
+struct Batch {
+  torch::Tensor input;
+  torch::Tensor target;
+};
+
+// A synthetic data set generated from the seed, no downloads: mlp regresses a fixed random
+// teacher y = tanh(x A); gpt-tiny reads sequences of a random Markov chain over the vocabulary in
+// which each token has four possible successors, so the loss can fall from ln(vocab) to ln(4).
+class Dataset {
+public:
+  Dataset(const spec::Scenario& scenario, std::int64_t samples = 2048);
+  // Samples first .. first + count - 1 (taken modulo the data set's size).
+  Batch batch(std::int64_t first, int count) const;
+
+private:
+  bool tokens_ = false;
+  torch::Tensor inputs_;
+  torch::Tensor targets_;
+};
+
+class RealModel {
+public:
+  // Throws std::runtime_error for a model that has no real implementation (only mlp and gpt-tiny
+  // run for real) or whose parameter counts would not match the simulator's.
+  explicit RealModel(const spec::Scenario& scenario);
+
+  int layers() const { return static_cast<int>(layers_.size()); }
+  std::int64_t param_count() const { return offsets_.back(); }
+
+  // Deterministic initial parameters from the seed (GPT-2's N(0, 0.02) for matrices, ones and
+  // zeros for norms and biases; mlp: N(0, 1/width)), written into a flat buffer.
+  void init_params(torch::Tensor flat, std::uint64_t seed) const;
+
+  // Makes the layers' parameters views of `params` (1-D fp32 of param_count()), as new leaves,
+  // and their gradients views of `grads`: autograd then accumulates straight into the flat
+  // gradient buffer. bind_grads() re-points the current leaves' gradients only.
+  void bind_params(const torch::Tensor& params);
+  void bind_grads(const torch::Tensor& grads);
+
+  // Runs layer l; the last layer returns the mean loss of the micro-batch against its targets.
+  torch::Tensor run_layer(int l, const torch::Tensor& x, const Batch& batch) const;
+
+private:
+  struct Param {
+    std::vector<std::int64_t> shape;
+    std::int64_t offset = 0;
+    double init_std = 0; // 0: constant `init_value`
+    double init_value = 0;
+  };
+  struct Layer {
+    std::vector<Param> params;
+  };
+  void add(Layer& layer, std::vector<std::int64_t> shape, double std, double value = 0);
+
+  bool gpt_ = false;
+  std::int64_t d_ = 0, heads_ = 0, vocab_ = 0, seq_ = 0;
+  std::vector<Layer> layers_;
+  std::vector<std::int64_t> offsets_; // per layer, plus one past the end
+  std::vector<std::vector<torch::Tensor>> bound_;
+  torch::Tensor grads_;
+};
+
+} // namespace overlapsim::real

@@ -1,0 +1,39 @@
+// The optimizers of spec::Optimizer on flat tensors, as the real runtime applies them to the
+// slices algorithms pass in OptimizerStep: AdamW (Loshchilov & Hutter 2019, decoupled weight
+// decay, bias-corrected moments), SGD and SGD with momentum 0.9 (PyTorch's formulation).
+#pragma once
+
+#include "spec/scenario.h"
+
+#include <torch/torch.h>
+
+namespace overlapsim::real {
+
+struct OptimizerConfig {
+  spec::Optimizer kind = spec::Optimizer::adamw;
+  double lr = 1e-3;
+  double weight_decay = 0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double momentum = 0.9;
+
+  static OptimizerConfig from(const spec::TrainingSpec& training);
+};
+
+// What an optimizer keeps for the elements it updates: the master copy of the parameters and the
+// moments (K bytes per parameter in the memory model), and how many steps it has committed.
+struct OptimizerSlots {
+  torch::Tensor master;
+  torch::Tensor m;
+  torch::Tensor v;
+  std::int64_t steps = 0;
+};
+
+// Computes the update of `slots.master` with gradient `grad` (already averaged) into `out`. With
+// commit, the slots advance (master, moments, step count); without, they are left as they were,
+// which is how ACCO estimates theta~(t+1) (Algorithm 1, line 27).
+void apply_optimizer(const OptimizerConfig& config, OptimizerSlots& slots,
+                     const torch::Tensor& grad, torch::Tensor out, bool commit);
+
+} // namespace overlapsim::real

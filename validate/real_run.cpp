@@ -1,0 +1,326 @@
+#include "validate/real_run.h"
+
+#include "algorithms/algorithm.h"
+#include "validate/profiler.h"
+#include "validate/real_worker.h"
+
+#include <cstdlib>
+#include <fmt/format.h>
+#include <map>
+#include <sstream>
+#include <sys/resource.h>
+#include <thread>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <unistd.h>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace overlapsim::real {
+
+namespace {
+
+constexpr int kComputeNice = 19;
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0')
+    return std::nullopt;
+  return std::string(v);
+}
+
+int env_int(const char* name, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    const int v = std::stoi(value, &used);
+    if (used == value.size())
+      return v;
+  } catch (const std::exception&) {
+  }
+  throw std::runtime_error(
+      fmt::format("environment variable {}='{}' is not a number", name, value));
+}
+
+std::vector<std::uint8_t> bytes_of(const std::string& s) {
+  return {s.begin(), s.end()};
+}
+std::string string_of(const std::vector<std::uint8_t>& v) {
+  return {v.begin(), v.end()};
+}
+
+// The job's rendezvous and its process groups, one per (group, stream), created on first use.
+class Job {
+public:
+  Job(const JobEnv& e, const WorkerOptions& o) : env_(e), options_(o) {
+    const auto timeout = std::chrono::milliseconds(std::llround(o.timeout_s * 1000));
+    if (!e.store_file.empty()) {
+      store_ = c10::make_intrusive<c10d::FileStore>(e.store_file, e.world);
+    } else {
+      c10d::TCPStoreOptions so;
+      so.port = static_cast<std::uint16_t>(e.master_port);
+      so.isServer = e.rank == 0;
+      so.numWorkers = e.world;
+      so.timeout = timeout;
+      store_ = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+    }
+    store_->setTimeout(timeout);
+    if (o.backend == "gloo") {
+      device_ = e.gloo_iface.empty()
+                    ? c10d::ProcessGroupGloo::createDeviceForHostname(
+                          e.bind_addr.empty() ? e.master_addr : e.bind_addr)
+                    : c10d::ProcessGroupGloo::createDeviceForInterface(e.gloo_iface);
+    } else if (o.backend == "nccl") {
+#ifndef USE_C10D_NCCL
+      throw std::runtime_error("--backend nccl: this overlapsim was built against a LibTorch "
+                               "without CUDA/NCCL (Debian's is CPU-only); build against an "
+                               "official CUDA LibTorch (CMAKE_PREFIX_PATH) to run on GPUs");
+#endif
+    } else {
+      throw std::runtime_error(fmt::format("--backend '{}': expected gloo or nccl", o.backend));
+    }
+  }
+
+  c10::intrusive_ptr<c10d::ProcessGroup> group(const Group& g, StreamKind stream) {
+    std::lock_guard lock(mutex_);
+    auto& pg = groups_[{g.id, static_cast<int>(stream)}];
+    if (pg)
+      return pg;
+    const auto timeout = std::chrono::milliseconds(std::llround(options_.timeout_s * 1000));
+    auto prefix = c10::make_intrusive<c10d::PrefixStore>(
+        fmt::format("group{}/stream{}", g.id, static_cast<int>(stream)), store_);
+    const int index = g.index_of(env_.rank);
+#ifdef USE_C10D_NCCL
+    if (options_.backend == "nccl") {
+      auto o = c10d::ProcessGroupNCCL::Options::create();
+      o->timeout = timeout;
+      pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefix, index, g.size(), o);
+      return pg;
+    }
+#endif
+    auto o = c10d::ProcessGroupGloo::Options::create(timeout);
+    o->devices.push_back(device_);
+    o->threads = 1; // one op at a time per group, in issue order, as on one NCCL stream
+    pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefix, index, g.size(), o);
+    return pg;
+  }
+
+  c10d::Store& store() {
+    return *store_;
+  }
+
+  // Every rank arrives before any leaves (a store counter: works before any group exists).
+  void barrier(const std::string& name) {
+    const std::string key = "barrier/" + name;
+    store_->add(key, 1);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(std::llround(options_.timeout_s * 1000));
+    while (store_->add(key, 0) < env_.world) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error(
+            fmt::format("rank {}: timed out after {} s at '{}' waiting for the other ranks",
+                        env_.rank, options_.timeout_s, name));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+private:
+  JobEnv env_;
+  WorkerOptions options_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::shared_ptr<::gloo::transport::Device> device_;
+  std::mutex mutex_;
+  std::map<std::pair<int, int>, c10::intrusive_ptr<c10d::ProcessGroup>> groups_;
+};
+
+std::string encode_losses(const std::vector<LossRecord>& losses) {
+  std::ostringstream out;
+  out.precision(17);
+  for (const auto& l : losses)
+    out << l.step << ' ' << l.micro_batch << ' ' << l.loss << ' ' << l.time << '\n';
+  return out.str();
+}
+
+// Per step: the mean loss of its micro-batches over every rank, the samples the job had consumed
+// once it ended, and when it ended (the last rank's step mark).
+std::vector<LossPoint> loss_curve(const std::vector<std::string>& per_rank, const Trace& trace,
+                                  int steps) {
+  std::vector<double> sum(static_cast<std::size_t>(steps)), count(sum.size()), samples(sum.size()),
+      end(sum.size());
+  for (const auto& text : per_rank) {
+    std::istringstream in(text);
+    int step = 0, mb = 0;
+    double loss = 0, time = 0;
+    while (in >> step >> mb >> loss >> time)
+      if (step >= 0 && step < steps) {
+        sum[static_cast<std::size_t>(step)] += loss;
+        count[static_cast<std::size_t>(step)] += 1;
+      }
+  }
+  for (const auto& m : trace.steps)
+    if (m.step >= 0 && m.step < steps) {
+      samples[static_cast<std::size_t>(m.step)] += m.samples;
+      end[static_cast<std::size_t>(m.step)] =
+          std::max(end[static_cast<std::size_t>(m.step)], m.time);
+    }
+  std::vector<LossPoint> out;
+  double total = 0;
+  for (int s = 0; s < steps; ++s) {
+    const auto i = static_cast<std::size_t>(s);
+    total += samples[i];
+    if (count[i] > 0)
+      out.push_back(LossPoint{s, total, sum[i] / count[i], end[i]});
+  }
+  return out;
+}
+
+} // namespace
+
+std::optional<JobEnv> job_env_from_environment() {
+  JobEnv e;
+  if (auto r = env("RANK"), w = env("WORLD_SIZE"); r && w) {
+    e.rank = env_int("RANK", *r), e.world = env_int("WORLD_SIZE", *w);
+    e.launched_by = env("OVERLAPSIM_LAUNCHER").value_or("torchrun-style");
+  } else if (auto sr = env("SLURM_PROCID"), sw = env("SLURM_NTASKS"); sr && sw) {
+    e.rank = env_int("SLURM_PROCID", *sr), e.world = env_int("SLURM_NTASKS", *sw);
+    e.launched_by = "slurm";
+  } else if (auto orr = env("OMPI_COMM_WORLD_RANK"), ow = env("OMPI_COMM_WORLD_SIZE"); orr && ow) {
+    e.rank = env_int("OMPI_COMM_WORLD_RANK", *orr), e.world = env_int("OMPI_COMM_WORLD_SIZE", *ow);
+    e.launched_by = "open-mpi";
+  } else {
+    return std::nullopt;
+  }
+  if (e.world < 1 || e.rank < 0 || e.rank >= e.world)
+    throw std::runtime_error(
+        fmt::format("rank {} is outside a world of {} (from the {} environment)", e.rank, e.world,
+                    e.launched_by));
+  if (auto a = env("MASTER_ADDR"))
+    e.master_addr = *a;
+  else if (e.world > 1 && e.launched_by != "overlapsim")
+    throw std::runtime_error(fmt::format(
+        "MASTER_ADDR is not set: a {} job needs the address of rank 0's host (and MASTER_PORT, "
+        "default 29500)",
+        e.launched_by));
+  if (auto p = env("MASTER_PORT"))
+    e.master_port = env_int("MASTER_PORT", *p);
+  e.store_file = env("OVERLAPSIM_STORE_FILE").value_or("");
+  e.bind_addr = env("OVERLAPSIM_BIND_ADDR").value_or("");
+  e.gloo_iface = env("GLOO_SOCKET_IFNAME").value_or("");
+  return e;
+}
+
+std::pair<int, int> job_shape(const spec::Scenario& s, int world) {
+  if (s.cluster.world_size() == world)
+    return {s.cluster.nodes, s.cluster.gpus_per_node};
+  return {world, 1};
+}
+
+WorkerResult run_worker(const spec::Scenario& s, const JobEnv& e, const WorkerOptions& o) {
+  // Stable timings on few cores: one intra-op thread per worker (NOTES.md).
+  at::set_num_threads(1);
+  torch::manual_seed(s.seed);
+  Job job(e, o);
+  const auto [nodes, gpus] = job_shape(s, e.world);
+  const Topology topology(nodes, gpus);
+  std::atomic<bool> aborted{false};
+  const Dataset data(s);
+  torch::Device device = torch::kCPU;
+  if (o.backend == "nccl")
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(e.rank % gpus));
+  auto group_fn = [&job](const Group& g, StreamKind stream) { return job.group(g, stream); };
+  const auto timeout = std::chrono::milliseconds(std::llround(o.timeout_s * 1000));
+  // Both streams' world groups exist before anything runs: creating a group is itself collective.
+  job.group(topology.world(), StreamKind::compute);
+  job.group(topology.world(), StreamKind::comm);
+
+  WorkerResult result;
+  result.root = e.rank == 0;
+  if (o.profile) {
+    RealModel model(s);
+    RealContext ctx{s,
+                    topology,
+                    model,
+                    data,
+                    OptimizerConfig::from(s.training),
+                    group_fn,
+                    std::chrono::steady_clock::now(),
+                    timeout,
+                    &aborted,
+                    device};
+    result.calibration = profile_costs(ctx, e.rank, ProfileOptions{});
+  }
+
+  for (const auto& a : s.algorithms) {
+    const auto algorithm = make_algorithm(a);
+    RealModel model(s);
+    job.barrier("start/" + a.label);
+    RealContext ctx{s,
+                    topology,
+                    model,
+                    data,
+                    OptimizerConfig::from(s.training),
+                    group_fn,
+                    std::chrono::steady_clock::now(),
+                    timeout,
+                    &aborted,
+                    device};
+    RealWorker worker(ctx, e.rank);
+    auto program = algorithm->program(worker);
+    std::exception_ptr failure[2];
+    std::thread comm([&] {
+      RealWorker::set_stream(StreamKind::comm);
+      try {
+        program->run_comm();
+      } catch (...) {
+        failure[1] = std::current_exception();
+        worker.abort();
+      }
+    });
+    std::thread compute([&] {
+      RealWorker::set_stream(StreamKind::compute);
+      // The compute thread yields the CPU to the communication thread (and to the kernel's
+      // network processing) whenever that needs it: on a GPU, NCCL runs on SMs of its own and a
+      // busy compute stream does not starve it. Linux applies nice per thread.
+      ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kComputeNice);
+      try {
+        program->run_compute();
+      } catch (...) {
+        failure[0] = std::current_exception();
+        worker.abort();
+      }
+    });
+    compute.join();
+    comm.join();
+    for (auto& f : failure)
+      if (f)
+        std::rethrow_exception(f);
+
+    Trace local = worker.trace();
+    local.end_time = worker.now();
+    const std::string key = "run/" + a.label;
+    job.store().set(fmt::format("{}/trace/{}", key, e.rank), bytes_of(local.serialize()));
+    job.store().set(fmt::format("{}/loss/{}", key, e.rank),
+                    bytes_of(encode_losses(worker.losses())));
+    if (e.rank == 0) {
+      MeasuredRun run;
+      run.algorithm = a.label;
+      run.trace.workers = topology.world_size();
+      run.trace.gpus_per_node = gpus;
+      run.trace.measured = true;
+      std::vector<std::string> losses;
+      for (int r = 0; r < e.world; ++r) {
+        run.trace.append(
+            Trace::deserialize(string_of(job.store().get(fmt::format("{}/trace/{}", key, r)))));
+        losses.push_back(string_of(job.store().get(fmt::format("{}/loss/{}", key, r))));
+      }
+      run.loss = loss_curve(losses, run.trace, s.training.warmup_steps + s.training.steps);
+      result.runs.push_back(std::move(run));
+    }
+  }
+  // Rank 0 serves the TCP store and leaves last: it has read every rank's hand-over above.
+  return result;
+}
+
+} // namespace overlapsim::real

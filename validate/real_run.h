@@ -1,0 +1,66 @@
+// One worker process of a real run: joins the job (a c10d store and one Gloo process group per
+// group and stream), profiles the model and the links when asked, runs each algorithm of the
+// scenario with RealWorker (a compute thread and a communication thread), and hands everything
+// to rank 0, which returns the merged, measured traces and the loss curves.
+#pragma once
+
+#include "spec/calibration.h"
+#include "spec/scenario.h"
+#include "trace/trace.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace overlapsim::real {
+
+// Where this process sits in the job and how it reaches the others.
+struct JobEnv {
+  int rank = 0;
+  int world = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string store_file;  // set by the local launcher: a FileStore, no listening socket
+  std::string bind_addr;   // the address Gloo binds (the worker's own); default master_addr
+  std::string gloo_iface;  // GLOO_SOCKET_IFNAME, when given
+  std::string launched_by; // "overlapsim", "torchrun-style", "slurm", "open-mpi"
+};
+
+// Reads RANK/WORLD_SIZE (torchrun and our launcher), SLURM_PROCID/SLURM_NTASKS or
+// OMPI_COMM_WORLD_RANK/SIZE, with MASTER_ADDR/MASTER_PORT; nullopt when none is set. Throws
+// std::runtime_error when they are inconsistent (a rank outside the world).
+std::optional<JobEnv> job_env_from_environment();
+
+struct LossPoint {
+  int step = 0;
+  double samples = 0; // samples consumed by the whole job up to the end of this step
+  double loss = 0;    // mean over the step's micro-batches on every rank
+  double wall_time_s = 0;
+};
+
+struct MeasuredRun {
+  std::string algorithm; // the scenario's label
+  Trace trace;           // every rank's ops, measured: true
+  std::vector<LossPoint> loss;
+};
+
+struct WorkerOptions {
+  double timeout_s = 120; // one collective, and the rendezvous
+  bool profile = true;    // measure per-layer and link costs first
+  std::string backend = "gloo";
+};
+
+struct WorkerResult {
+  bool root = false; // rank 0 holds the rest
+  std::optional<spec::Calibration> calibration;
+  std::vector<MeasuredRun> runs;
+};
+
+// The topology a real job has: the scenario's nodes x gpus_per_node when that is the job's size,
+// else one worker per node.
+std::pair<int, int> job_shape(const spec::Scenario& scenario, int world);
+
+WorkerResult run_worker(const spec::Scenario& scenario, const JobEnv& env,
+                        const WorkerOptions& options);
+
+} // namespace overlapsim::real

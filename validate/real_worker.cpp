@@ -1,0 +1,529 @@
+#include "validate/real_worker.h"
+
+#include "algorithms/model_state.h"
+
+#include <fmt/format.h>
+#include <stdexcept>
+#include <thread>
+
+namespace overlapsim::real {
+
+namespace {
+thread_local StreamKind current_stream = StreamKind::compute;
+
+// Reduce-scatter and all-gather run in pieces of this many elements per shard (256 KiB of fp32).
+constexpr std::int64_t kPieceElements = 64 * 1024;
+
+std::string layer_label(const hw::ModelSpec& model, LayerRange r, const char* what) {
+  const auto& first = model.layers[static_cast<std::size_t>(r.first)].name;
+  if (r.last - r.first == 1)
+    return fmt::format("{} {}", what, first);
+  return fmt::format("{} {}..{}", what, first,
+                     model.layers[static_cast<std::size_t>(r.last - 1)].name);
+}
+
+// Bytes a rank sends in the ring form of each collective (Gloo's algorithms for these sizes).
+double bytes_sent(CollectiveOp op, int n, double bytes) {
+  if (n <= 1)
+    return 0;
+  switch (op) {
+  case CollectiveOp::all_reduce:
+    return 2.0 * (n - 1) / n * bytes;
+  case CollectiveOp::reduce_scatter:
+  case CollectiveOp::all_to_all:
+    return (n - 1.0) / n * bytes;
+  case CollectiveOp::all_gather:
+    return (n - 1.0) * bytes;
+  case CollectiveOp::broadcast:
+  case CollectiveOp::reduce:
+  case CollectiveOp::send:
+    return bytes;
+  case CollectiveOp::recv:
+  case CollectiveOp::barrier:
+    return 0;
+  }
+  return 0;
+}
+} // namespace
+
+// A started collective: the c10d work, the tensors it owns until it completes, and what to do
+// with its result once it has (sum the reduce-scatter's pieces, unpack the all-gather).
+class RealWorker::State final : public CommState {
+public:
+  CollectiveCall call;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works; // pieces, completing in order
+  std::vector<torch::Tensor> inputs;
+  std::vector<std::vector<torch::Tensor>> outputs;
+  torch::Tensor scratch;
+  std::function<void()> finish;
+  std::shared_ptr<std::atomic<double>> completed = std::make_shared<std::atomic<double>>(-1.0);
+  double issued = 0;
+  double bytes = 0;
+  StreamKind stream = StreamKind::comm;
+  bool done = false;
+};
+
+void RealWorker::set_stream(StreamKind stream) {
+  current_stream = stream;
+}
+
+RealWorker::RealWorker(RealContext& context, int rank) : ctx_(context), rank_(rank) {
+  slowdown_ = ctx_.scenario.cluster.slowdown_of(rank);
+  trace_.workers = ctx_.topology.world_size();
+  trace_.gpus_per_node = ctx_.topology.gpus_per_node();
+  trace_.measured = true;
+}
+
+BufferId RealWorker::declare(const BufferDecl& decl) {
+  decls_.push_back(decl);
+  tensors_.push_back(torch::zeros({decl.elements}, options()));
+  static_bytes_ += static_cast<double>(decl.elements) * 4;
+  // The model's parameters start from the same seeded values on every rank.
+  if (decl.category == MemoryCategory::params && decl.elements == ctx_.model.param_count())
+    ctx_.model.init_params(tensors_.back(), ctx_.scenario.seed);
+  memory_changed();
+  return static_cast<BufferId>(decls_.size()) - 1;
+}
+
+const BufferDecl& RealWorker::buffer(BufferId id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= decls_.size())
+    throw std::logic_error(fmt::format("worker {}: no buffer {}", rank_, id));
+  return decls_[static_cast<std::size_t>(id)];
+}
+
+torch::Tensor RealWorker::tensor(Slice s) const {
+  const auto& t = tensors_.at(static_cast<std::size_t>(s.buffer));
+  if (s.offset < 0 || s.count < 0 || s.offset + s.count > t.numel())
+    throw std::logic_error(fmt::format("worker {}: slice [{}, +{}) outside buffer '{}' of {}",
+                                       rank_, s.offset, s.count, buffer(s.buffer).name, t.numel()));
+  return t.narrow(0, s.offset, s.count);
+}
+
+double RealWorker::now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.start).count();
+}
+
+void RealWorker::record(StreamKind stream, OpCategory category, const std::string& name,
+                        double start, double end, MicroBatch mb, double bytes,
+                        const std::string& detail) {
+  std::lock_guard lock(mutex_);
+  TraceEvent e;
+  e.start = start;
+  e.end = end;
+  e.worker = rank_;
+  e.stream = stream;
+  e.category = category;
+  e.name = trace_.intern(name);
+  e.detail = detail.empty() ? -1 : trace_.intern(detail);
+  e.step = mb.step;
+  e.micro_batch = mb.index;
+  e.bytes = bytes;
+  trace_.events.push_back(e);
+}
+
+void RealWorker::memory_changed() {
+  std::lock_guard lock(mutex_);
+  trace_.memory.push_back(MemorySample{now(), rank_, static_bytes_ + activation_bytes_});
+  if (trace_.peak_memory.empty())
+    trace_.peak_memory.assign(static_cast<std::size_t>(trace_.workers), MemoryByCategory{});
+  auto& peak = trace_.peak_memory[static_cast<std::size_t>(rank_)];
+  MemoryByCategory now_bytes{};
+  for (std::size_t i = 0; i < decls_.size(); ++i)
+    now_bytes[static_cast<std::size_t>(decls_[i].category)] +=
+        static_cast<double>(decls_[i].elements) * 4;
+  now_bytes[static_cast<std::size_t>(MemoryCategory::activations)] = activation_bytes_;
+  for (std::size_t c = 0; c < peak.size(); ++c)
+    peak[c] = std::max(peak[c], now_bytes[c]);
+}
+
+void RealWorker::sync() const {
+  // Kernels launch asynchronously: an op's end is when the device has finished it.
+  if (ctx_.device.is_cuda())
+    torch::cuda::synchronize(ctx_.device.index());
+}
+
+void RealWorker::straggle(double start) {
+  sync();
+  // The ACCO paper's straggler: sleep after each op, for (slowdown - 1) times its duration.
+  if (slowdown_ > 1.0)
+    std::this_thread::sleep_for(std::chrono::duration<double>((slowdown_ - 1) * (now() - start)));
+}
+
+void RealWorker::bind(BufferId params, BufferId grads) {
+  if (params != bound_params_) {
+    ctx_.model.bind_params(whole(params));
+    bound_params_ = params;
+  }
+  if (grads >= 0 && grads != bound_grads_) {
+    ctx_.model.bind_grads(whole(grads));
+    bound_grads_ = grads;
+  }
+}
+
+void RealWorker::forward(LayerRange layers, MicroBatch mb, BufferId params) {
+  const double start = now();
+  bind(params, -1);
+  auto& a = activations_[{mb.step, mb.index}];
+  const int count = ctx_.model.layers();
+  if (layers.first == 0) {
+    // Disjoint samples on every rank: the k-th micro-batch of rank r takes global samples
+    // [(k W + r) B, (k W + r + 1) B), so one rank with W x B samples sees the same data.
+    const int b = ctx_.scenario.training.micro_batch;
+    const std::int64_t k = micro_batches_started_++;
+    a.batch = ctx_.data.batch((k * ctx_.topology.world_size() + rank_) * b, b);
+    a.batch.input = a.batch.input.to(ctx_.device);
+    a.batch.target = a.batch.target.to(ctx_.device);
+    a.inputs.assign(static_cast<std::size_t>(count), torch::Tensor());
+    a.outputs.assign(static_cast<std::size_t>(count), torch::Tensor());
+  }
+  double kept = 0;
+  for (int l = layers.first; l < layers.last; ++l) {
+    const auto i = static_cast<std::size_t>(l);
+    a.inputs[i] = l == 0 ? a.batch.input : a.outputs[i - 1].detach().requires_grad_(true);
+    a.outputs[i] = ctx_.model.run_layer(l, a.inputs[i], a.batch);
+    kept += static_cast<double>(a.outputs[i].numel()) * 4;
+  }
+  activation_bytes_ += kept;
+  memory_changed();
+  if (layers.last == count) {
+    const double loss = a.outputs.back().item<double>();
+    std::lock_guard lock(mutex_);
+    losses_.push_back(LossRecord{mb.step, mb.index, loss, now()});
+  }
+  straggle(start);
+  record(current_stream, OpCategory::forward, layer_label(ctx_.scenario.model.spec, layers, "fwd"),
+         start, now(), mb);
+}
+
+void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) {
+  const double start = now();
+  bind(params, grads);
+  const int count = ctx_.model.layers();
+  // A step's first micro-batch starts its gradients afresh (see runtime.h).
+  if (mb.index == 0 && layers.last == count)
+    whole(grads).zero_();
+  const auto it = activations_.find({mb.step, mb.index});
+  if (it == activations_.end())
+    throw std::logic_error(fmt::format("worker {}: backward of micro-batch ({}, {}) before its "
+                                       "forward",
+                                       rank_, mb.step, mb.index));
+  auto& a = it->second;
+  double freed = 0;
+  for (int l = layers.last - 1; l >= layers.first; --l) {
+    const auto i = static_cast<std::size_t>(l);
+    if (l + 1 == count) {
+      torch::autograd::backward({a.outputs[i]});
+    } else {
+      const auto& grad = a.inputs[i + 1].grad();
+      if (!grad.defined())
+        throw std::logic_error(
+            fmt::format("worker {}: backward of layer {} before layer {}", rank_, l, l + 1));
+      torch::autograd::backward({a.outputs[i]}, {grad});
+      freed += static_cast<double>(a.outputs[i + 1].numel()) * 4;
+      a.inputs[i + 1] = torch::Tensor();
+      a.outputs[i + 1] = torch::Tensor();
+    }
+  }
+  if (layers.first == 0) {
+    freed += static_cast<double>(a.outputs[0].numel()) * 4;
+    activations_.erase(it);
+  }
+  activation_bytes_ = std::max(0.0, activation_bytes_ - freed);
+  memory_changed();
+  straggle(start);
+  record(current_stream, OpCategory::backward, layer_label(ctx_.scenario.model.spec, layers, "bwd"),
+         start, now(), mb);
+}
+
+void RealWorker::optimizer_step(const OptimizerStep& op) {
+  const double start = now();
+  torch::NoGradGuard no_grad;
+  auto& slots = optimizer_[{op.state.buffer, op.state.offset}];
+  if (!slots.master.defined())
+    slots.master = tensor(op.params).clone();
+  if (slots.master.numel() != op.grads.count)
+    throw std::logic_error(fmt::format("worker {}: optimizer step of {} gradients on a state of {}",
+                                       rank_, op.grads.count, slots.master.numel()));
+  torch::Tensor grad = tensor(op.grads);
+  if (op.divisor.buffer >= 0)
+    grad = grad / tensor(op.divisor).sum().item<double>();
+  else
+    grad = grad * op.grad_scale;
+  apply_optimizer(ctx_.optimizer, slots, grad, tensor(op.out.buffer >= 0 ? op.out : op.params),
+                  op.commit);
+  sync();
+  record(current_stream, OpCategory::optimizer, op.commit ? "optimizer step" : "optimizer estimate",
+         start, now(), {op.step, -1});
+}
+
+void RealWorker::copy(Slice from, Slice to) {
+  const double start = now();
+  torch::NoGradGuard no_grad;
+  tensor(to).copy_(tensor(from));
+  sync();
+  record(current_stream, OpCategory::copy, "copy", start, now(), {-1, -1});
+}
+
+void RealWorker::accumulate(Slice from, Slice to) {
+  const double start = now();
+  torch::NoGradGuard no_grad;
+  tensor(to).add_(tensor(from));
+  sync();
+  record(current_stream, OpCategory::copy, "accumulate", start, now(), {-1, -1});
+}
+
+void RealWorker::fill(Slice to, double value) {
+  const double start = now();
+  torch::NoGradGuard no_grad;
+  tensor(to).fill_(value);
+  sync();
+  record(current_stream, OpCategory::copy, "fill", start, now(), {-1, -1});
+}
+
+CommHandle RealWorker::start(const CollectiveCall& call) {
+  if (call.group == nullptr)
+    throw std::logic_error(
+        fmt::format("worker {}: collective '{}' without a group", rank_, call.name));
+  const Group& g = *call.group;
+  const int me = g.index_of(rank_);
+  if (me < 0)
+    throw std::logic_error(
+        fmt::format("rank {} runs '{}' on a group it is not in", rank_, call.name));
+  auto s = std::make_shared<State>();
+  s->call = call;
+  s->stream = current_stream;
+  s->group = ctx_.group(g, current_stream);
+  s->issued = now();
+  const int n = g.size();
+  torch::Tensor data = call.data.buffer >= 0 ? tensor(call.data) : torch::zeros({0}, options());
+  s->bytes = static_cast<double>(data.numel()) * 4;
+  auto peer_index = [&] {
+    const int p = g.index_of(call.peer);
+    if (p < 0)
+      throw std::logic_error(fmt::format("worker {}: '{}' names peer {} outside its group", rank_,
+                                         call.name, call.peer));
+    return p;
+  };
+  switch (call.op) {
+  case CollectiveOp::all_reduce:
+    s->inputs = {data};
+    s->works.push_back(s->group->allreduce(s->inputs));
+    break;
+  case CollectiveOp::broadcast: {
+    s->inputs = {data};
+    c10d::BroadcastOptions o;
+    o.rootRank = peer_index();
+    s->works.push_back(s->group->broadcast(s->inputs, o));
+    break;
+  }
+  case CollectiveOp::reduce: {
+    s->inputs = {data};
+    c10d::ReduceOptions o;
+    o.rootRank = peer_index();
+    s->works.push_back(s->group->reduce(s->inputs, o));
+    break;
+  }
+  case CollectiveOp::reduce_scatter: {
+    // Gloo in LibTorch 1.13 has no reduce-scatter: an all-to-all moves exactly its volume (each
+    // rank receives every peer's copy of its shard), then the copies are summed here. It runs in
+    // pieces, one after the other on the group's thread, as NCCL's ring runs in chunks: one
+    // large exchange lets one TCP direction starve the other on a shaped link (measured: 2x).
+    auto out = tensor(call.out);
+    const std::int64_t mine = shard(0, data.numel(), me, n).count;
+    if (out.numel() != mine)
+      throw std::logic_error(fmt::format("worker {}: '{}' writes {} elements, its shard has {}",
+                                         rank_, call.name, out.numel(), mine));
+    const std::int64_t largest = shard(0, data.numel(), 0, n).count;
+    std::vector<std::function<void()>> finishers;
+    for (std::int64_t a = 0; a < largest; a += kPieceElements) {
+      std::vector<std::int64_t> in_split, out_split;
+      std::vector<torch::Tensor> parts;
+      for (int j = 0; j < n; ++j) {
+        const Slice sj = shard(0, data.numel(), j, n);
+        const std::int64_t len = std::clamp<std::int64_t>(sj.count - a, 0, kPieceElements);
+        in_split.push_back(len);
+        parts.push_back(data.narrow(0, sj.offset + std::min(a, sj.count), len));
+      }
+      const std::int64_t len_mine = in_split[static_cast<std::size_t>(me)];
+      out_split.assign(static_cast<std::size_t>(n), len_mine);
+      auto input = torch::cat(parts);
+      auto output = torch::empty({n * len_mine}, options());
+      s->inputs.push_back(input);
+      s->inputs.push_back(output);
+      s->works.push_back(s->group->alltoall_base(output, input, out_split, in_split));
+      if (len_mine > 0)
+        finishers.push_back([out, output, a, n, len_mine]() mutable {
+          out.narrow(0, a, len_mine).copy_(output.view({n, len_mine}).sum(0));
+        });
+    }
+    s->finish = [finishers]() {
+      for (const auto& f : finishers)
+        f();
+    };
+    break;
+  }
+  case CollectiveOp::all_gather: {
+    // Gloo's list all-gather wants equal sizes: every shard's piece is padded to the largest.
+    // In pieces, like reduce-scatter.
+    auto out = tensor(call.out);
+    const std::int64_t largest = shard(0, out.numel(), 0, n).count;
+    if (data.numel() != shard(0, out.numel(), me, n).count)
+      throw std::logic_error(fmt::format("worker {}: '{}' gathers {} elements as shard {} of {}",
+                                         rank_, call.name, data.numel(), me, out.numel()));
+    std::vector<std::function<void()>> finishers;
+    for (std::int64_t a = 0; a < largest; a += kPieceElements) {
+      const std::int64_t piece = std::min(kPieceElements, largest - a);
+      auto padded = torch::zeros({piece}, options());
+      const std::int64_t have = std::clamp<std::int64_t>(data.numel() - a, 0, piece);
+      if (have > 0)
+        padded.narrow(0, 0, have).copy_(data.narrow(0, a, have));
+      std::vector<torch::Tensor> inputs = {padded};
+      std::vector<std::vector<torch::Tensor>> outputs(1);
+      for (int j = 0; j < n; ++j)
+        outputs[0].push_back(torch::empty({piece}, options()));
+      s->works.push_back(s->group->allgather(outputs, inputs));
+      s->inputs.push_back(padded);
+      s->outputs.push_back(outputs[0]);
+      finishers.push_back([out, gathered = outputs[0], a, n]() mutable {
+        for (int j = 0; j < n; ++j) {
+          const Slice part = shard(0, out.numel(), j, n);
+          const std::int64_t len = std::clamp<std::int64_t>(
+              part.count - a, 0, gathered[static_cast<std::size_t>(j)].numel());
+          if (len > 0)
+            out.narrow(0, part.offset + a, len)
+                .copy_(gathered[static_cast<std::size_t>(j)].narrow(0, 0, len));
+        }
+      });
+    }
+    s->finish = [finishers]() {
+      for (const auto& f : finishers)
+        f();
+    };
+    break;
+  }
+  case CollectiveOp::all_to_all: {
+    auto out = call.out.buffer >= 0 ? tensor(call.out) : data;
+    s->scratch = torch::empty_like(data);
+    s->inputs = {data};
+    std::vector<std::int64_t> none;
+    s->works.push_back(s->group->alltoall_base(s->scratch, s->inputs[0], none, none));
+    s->finish = [s, out]() mutable { out.copy_(s->scratch); };
+    break;
+  }
+  case CollectiveOp::send:
+    s->inputs = {data};
+    s->works.push_back(s->group->send(s->inputs, peer_index(), call.tag));
+    break;
+  case CollectiveOp::recv:
+    s->inputs = {data};
+    s->bytes = 0;
+    s->works.push_back(s->group->recv(s->inputs, peer_index(), call.tag));
+    break;
+  case CollectiveOp::barrier:
+    s->works.push_back(s->group->barrier());
+    break;
+  }
+  s->bytes = bytes_sent(call.op, n, s->bytes);
+  try { // the completion time, taken by c10d's thread the moment the work finishes
+    auto completed = s->completed;
+    auto& ctx = ctx_;
+    s->works.back()->getFuture()->addCallback([completed, &ctx](c10::ivalue::Future&) {
+      completed->store(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.start).count());
+    });
+  } catch (const std::exception&) {
+    // Work without a future (Gloo's send/recv): the wait's return time stands in.
+  }
+  ++seq_[g.id];
+  return CommHandle{s};
+}
+
+void RealWorker::wait(CommHandle& handle) {
+  if (!handle.valid())
+    return;
+  auto& s = static_cast<State&>(*handle.state);
+  if (s.done)
+    return;
+  try {
+    for (auto& work : s.works)
+      work->wait(ctx_.timeout);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("rank {}: '{}' failed: {}", rank_,
+                                         s.call.name.empty() ? to_string(s.call.op) : s.call.name,
+                                         e.what()));
+  }
+  if (s.finish)
+    s.finish();
+  s.done = true;
+  double end = s.completed->load();
+  if (end < 0)
+    end = now();
+  double begin = s.issued;
+  {
+    // Ops on one process group run one after the other (one Gloo thread, like one NCCL stream):
+    // this one started when it was issued or when the previous one ended, whichever is later.
+    std::lock_guard lock(mutex_);
+    auto& busy = group_busy_until_[s.group.get()];
+    begin = std::min(end, std::max(begin, busy));
+    busy = std::max(busy, end);
+  }
+  record(StreamKind::comm, OpCategory::comm,
+         s.call.name.empty() ? to_string(s.call.op) : s.call.name, begin, end, {s.call.step, -1},
+         s.bytes, "gloo");
+}
+
+bool RealWorker::test(CommHandle& handle) {
+  if (!handle.valid())
+    return true;
+  auto& s = static_cast<State&>(*handle.state);
+  if (!s.done && s.works.back()->isCompleted())
+    wait(handle);
+  return s.done;
+}
+
+void RealWorker::notify(int signal, std::int64_t value) {
+  {
+    std::lock_guard lock(mutex_);
+    signals_[signal].push_back(value);
+  }
+  signalled_.notify_all();
+}
+
+std::int64_t RealWorker::await(int signal) {
+  std::unique_lock lock(mutex_);
+  auto& q = signals_[signal];
+  signalled_.wait(lock, [&] { return !q.empty() || ctx_.aborted->load(); });
+  if (q.empty())
+    throw std::runtime_error(fmt::format("rank {}: stopped: the other stream failed", rank_));
+  const auto v = q.front();
+  q.pop_front();
+  return v;
+}
+
+std::optional<std::int64_t> RealWorker::poll(int signal) {
+  std::lock_guard lock(mutex_);
+  auto& q = signals_[signal];
+  if (q.empty())
+    return std::nullopt;
+  const auto v = q.front();
+  q.pop_front();
+  return v;
+}
+
+void RealWorker::abort() {
+  ctx_.aborted->store(true);
+  signalled_.notify_all();
+}
+
+void RealWorker::step_done(int step, double samples) {
+  std::lock_guard lock(mutex_);
+  trace_.steps.push_back(StepMark{now(), rank_, step, samples});
+}
+
+void RealWorker::record_accumulation(int step, int micro_batches) {
+  std::lock_guard lock(mutex_);
+  trace_.accumulations.push_back(AccumulationMark{rank_, step, micro_batches});
+}
+
+} // namespace overlapsim::real

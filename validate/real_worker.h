@@ -1,0 +1,127 @@
+// RealWorker: the Worker interface of algorithms/runtime.h on real tensors. Buffers are fp32
+// tensors, forward/backward run the real model layer by layer with autograd, optimizer steps
+// update real parameters, and collectives go through c10d process groups (Gloo on CPU). The two
+// streams are two threads of one process; every op lands in a Trace with the simulator's schema,
+// timed by the wall clock.
+#pragma once
+
+#include "algorithms/runtime.h"
+#include "trace/trace.h"
+#include "validate/real_model.h"
+#include "validate/real_optimizer.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <vector>
+
+namespace overlapsim::real {
+
+// A process group for (group, stream): each stream gets its own so that the two threads' calls
+// never interleave in a group's sequence (ranks must issue a group's collectives in one order).
+using GroupFn = std::function<c10::intrusive_ptr<c10d::ProcessGroup>(const Group&, StreamKind)>;
+
+struct LossRecord {
+  int step = 0;
+  int micro_batch = 0;
+  double loss = 0;
+  double time = 0;
+};
+
+struct RealContext {
+  const spec::Scenario& scenario;
+  const Topology& topology;
+  RealModel& model;
+  const Dataset& data;
+  OptimizerConfig optimizer;
+  GroupFn group;
+  std::chrono::steady_clock::time_point start; // time 0 of the trace, the same on every rank
+  std::chrono::milliseconds timeout{60000};    // for one collective
+  std::atomic<bool>* aborted = nullptr;        // set when either stream failed
+  torch::Device device = torch::kCPU;          // cuda:<local rank> with the NCCL backend
+};
+
+class RealWorker final : public Worker {
+public:
+  RealWorker(RealContext& context, int rank);
+
+  // The stream the calling thread runs (set by each thread before it runs its program).
+  static void set_stream(StreamKind stream);
+
+  int rank() const override { return rank_; }
+  const Topology& topology() const override { return ctx_.topology; }
+  const spec::Scenario& scenario() const override { return ctx_.scenario; }
+
+  BufferId declare(const BufferDecl& decl) override;
+  const BufferDecl& buffer(BufferId id) const override;
+
+  void forward(LayerRange layers, MicroBatch mb, BufferId params) override;
+  void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) override;
+  void optimizer_step(const OptimizerStep& op) override;
+  void copy(Slice from, Slice to) override;
+  void accumulate(Slice from, Slice to) override;
+  void fill(Slice to, double value) override;
+
+  CommHandle start(const CollectiveCall& call) override;
+  void wait(CommHandle& handle) override;
+  bool test(CommHandle& handle) override;
+
+  void notify(int signal, std::int64_t value) override;
+  std::int64_t await(int signal) override;
+  std::optional<std::int64_t> poll(int signal) override;
+
+  double now() const override;
+  void step_done(int step, double samples) override;
+  void record_accumulation(int step, int micro_batches) override;
+
+  // Wakes every await() so that a failed run ends instead of hanging.
+  void abort();
+
+  torch::Tensor tensor(Slice s) const;
+  torch::Tensor whole(BufferId id) const { return tensors_.at(static_cast<std::size_t>(id)); }
+  const Trace& trace() const { return trace_; }
+  const std::vector<LossRecord>& losses() const { return losses_; }
+
+private:
+  struct Activations {
+    Batch batch;
+    std::vector<torch::Tensor> inputs;  // per layer: the leaf fed to it
+    std::vector<torch::Tensor> outputs; // per layer
+  };
+  class State;
+
+  void record(StreamKind stream, OpCategory category, const std::string& name, double start,
+              double end, MicroBatch mb, double bytes = 0, const std::string& detail = {});
+  void bind(BufferId params, BufferId grads);
+  void straggle(double start);
+  void sync() const;
+  torch::TensorOptions options() const { return torch::TensorOptions().device(ctx_.device); }
+  void memory_changed();
+
+  RealContext& ctx_;
+  int rank_;
+  double slowdown_ = 1.0;
+  std::vector<BufferDecl> decls_;
+  std::vector<torch::Tensor> tensors_;
+  BufferId bound_params_ = -1, bound_grads_ = -1;
+  std::map<std::pair<int, int>, Activations> activations_; // by (step, index)
+  std::int64_t micro_batches_started_ = 0;
+  std::map<std::pair<BufferId, std::int64_t>, OptimizerSlots> optimizer_; // by state slice
+  std::map<int, std::int64_t> seq_; // per group: collectives started
+
+  std::mutex mutex_; // trace, signals and completion times: touched by both streams
+  std::condition_variable signalled_;
+  std::map<int, std::deque<std::int64_t>> signals_;
+  std::map<const void*, double> group_busy_until_; // per process group: last completion
+  Trace trace_;
+  std::vector<LossRecord> losses_;
+  double static_bytes_ = 0;
+  double activation_bytes_ = 0;
+};
+
+} // namespace overlapsim::real
