@@ -1,0 +1,306 @@
+// `overlapsim validate` end to end with 2 Gloo workers on this machine: exact gradient averaging,
+// ACCO vs DPU convergence, failure handling, and (as root) predictions on an emulated 100 Mbit/s
+// link.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct Run {
+  int status = -1;
+  std::string output;
+};
+
+Run overlapsim(const std::string& args) {
+  const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Run r;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p) != nullptr)
+    r.output += buf;
+  const int s = pclose(p);
+  r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  return r;
+}
+
+fs::path temp_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("overlapsim-validate-test-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+fs::path write_scenario(const fs::path& dir, const std::string& text) {
+  const auto path = dir / "scenario.yaml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+// loss.csv: algorithm -> [(samples, loss)] in step order.
+std::map<std::string, std::vector<std::pair<double, double>>> read_loss(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "algorithm,step,samples,loss,wall_time_s");
+  std::map<std::string, std::vector<std::pair<double, double>>> out;
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string algorithm, step, samples, loss;
+    std::getline(ss, algorithm, ',');
+    std::getline(ss, step, ',');
+    std::getline(ss, samples, ',');
+    std::getline(ss, loss, ',');
+    out[algorithm].emplace_back(std::stod(samples), std::stod(loss));
+  }
+  return out;
+}
+
+// Mean relative deviation of `curve` from `reference` at the same numbers of samples (the
+// reference linearly interpolated), over the points inside the reference's range.
+double deviation(const std::vector<std::pair<double, double>>& curve,
+                 const std::vector<std::pair<double, double>>& reference) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& [samples, loss] : curve)
+    for (std::size_t i = 0; i + 1 < reference.size(); ++i) {
+      const auto [s0, l0] = reference[i];
+      const auto [s1, l1] = reference[i + 1];
+      if (samples >= s0 && samples <= s1) {
+        const double ref = l0 + (l1 - l0) * (samples - s0) / (s1 - s0);
+        sum += std::abs(loss - ref) / ref;
+        ++n;
+        break;
+      }
+    }
+  EXPECT_GT(n, 3) << "too few comparable points";
+  return n > 0 ? sum / n : 1e9;
+}
+
+const char* kMlp = R"(name: validate-test
+seed: 2
+cluster:
+  nodes: 2
+  gpus_per_node: 1
+  gpu: {name: cpu, peak_tflops: 0.05, memory: 16GB, hbm_bandwidth: 10GB/s}
+  inter_node: ethernet-10g
+model: {preset: mlp, width: 256, depth: 4, dtype: fp32}
+training: {micro_batch: 1024, grad_accum: 2, steps: 30, warmup_steps: 0, optimizer: adamw,
+           learning_rate: 0.002}
+algorithms: [ddp, acco, dpu]
+)";
+
+// Gradient averaging is exact: 2 workers with B samples each follow, step for step, one worker
+// with 2B samples (the samples are the same: worker r's k-th micro-batch is global micro-batch
+// 2k + r). With SGD, which is linear in the gradient: AdamW's g / sqrt(v) blows the last-bit
+// differences of sums taken in another order up to ~1e-4 over 30 steps.
+TEST(Validate, DdpOnTwoWorkersEqualsOneWorkerOnTheSameGlobalBatch) {
+  const auto dir = temp_dir("ddp-exact");
+  const auto scenario = write_scenario(dir, kMlp);
+  const std::string sgd = "--set training.optimizer=sgd --set training.learning_rate=0.05";
+  const auto two =
+      overlapsim(fmt::format("validate {} --workers 2 --algorithms ddp --no-plots {} --out {}",
+                             scenario.string(), sgd, (dir / "two").string()));
+  ASSERT_EQ(two.status, 0) << two.output;
+  const auto one = overlapsim(fmt::format("validate {} --workers 1 --algorithms ddp --no-plots {} "
+                                          "--set training.micro_batch=2048 --out {}",
+                                          scenario.string(), sgd, (dir / "one").string()));
+  ASSERT_EQ(one.status, 0) << one.output;
+  const auto a = read_loss(dir / "two" / "loss.csv").at("ddp");
+  const auto b = read_loss(dir / "one" / "loss.csv").at("ddp");
+  ASSERT_EQ(a.size(), 30u);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first) << "step " << i;
+    EXPECT_NEAR(a[i].second, b[i].second, 1e-5 * b[i].second) << "step " << i;
+  }
+  EXPECT_LT(a.back().second, 0.9 * a.front().second); // it trains
+}
+
+// ACCO tracks DDP at the same numbers of samples; DPU without warm-up strays further (ACCO paper,
+// Fig. 5-6). The tolerance: ACCO computes half of each step's gradients on the estimate
+// theta~(t+1) and may accumulate an extra micro-batch when a round runs long, so its curve is not
+// DDP's; measured here it stays within 0.5% of DDP's (DPU: 4.7%, its update one step stale). 2%
+// leaves room for the machine's timing noise and still separates the two by far.
+TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
+  const auto dir = temp_dir("convergence");
+  const auto scenario = write_scenario(dir, kMlp);
+  const auto r = overlapsim(
+      fmt::format("validate {} --workers 2 --no-plots --out {}", scenario.string(), dir.string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto loss = read_loss(dir / "loss.csv");
+  const double acco = deviation(loss.at("acco"), loss.at("ddp"));
+  const double dpu = deviation(loss.at("dpu"), loss.at("ddp"));
+  EXPECT_LT(acco, 0.02);
+  EXPECT_GT(dpu, 2 * acco);
+  // The outputs of a validate run.
+  for (const char* f :
+       {"comparison.json", "comparison.csv", "loss.csv", "profile.json", "summary.json",
+        "summary.csv", "trace-acco-measured.json", "trace-acco.json"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  std::ifstream in(dir / "comparison.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["rows"].size(), 3u * 4u); // 3 algorithms x 4 metrics
+  for (const auto& row : j["rows"])
+    for (const char* k : {"algorithm", "metric", "predicted", "measured", "relative_error"})
+      EXPECT_TRUE(row.contains(k)) << k;
+  std::ifstream summary(dir / "summary.json");
+  const auto s = nlohmann::json::parse(summary);
+  int measured = 0;
+  for (const auto& row : s["results"])
+    measured += row["measured"].get<bool>() ? 1 : 0;
+  EXPECT_EQ(measured, 3);
+  EXPECT_EQ(s["results"].size(), 6u);
+}
+
+// The rank of a worker launched by `launcher_pid` whose RANK is `rank`, from /proc.
+pid_t find_worker(pid_t launcher_pid, int rank) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string comm_and_rest;
+    std::getline(stat, comm_and_rest);
+    const auto close = comm_and_rest.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream rest(comm_and_rest.substr(close + 2));
+    char state = 0;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != launcher_pid)
+      continue;
+    std::ifstream env(entry.path() / "environ");
+    std::string var;
+    while (std::getline(env, var, '\0'))
+      if (var == "RANK=" + std::to_string(rank))
+        return static_cast<pid_t>(std::stoi(name));
+  }
+  return -1;
+}
+
+// A killed worker fails the run within the timeout, names the rank, and leaves no outputs.
+TEST(Validate, KillingAWorkerFailsTheRunNamingTheRank) {
+  const auto dir = temp_dir("kill");
+  std::string text = kMlp;
+  text.replace(text.find("steps: 30"), 9, "steps: 100000");
+  const auto scenario = write_scenario(dir, text);
+  const auto out = dir / "out";
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    close(pipe_fds[0]);
+    execl(OVERLAPSIM_BINARY, OVERLAPSIM_BINARY, "validate", scenario.c_str(), "--workers", "2",
+          "--algorithms", "ddp", "--timeout", "20", "--no-plots", "--out", out.c_str(), nullptr);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  // Wait until training runs (both workers exist and the profile is done), then kill rank 1.
+  pid_t victim = -1;
+  for (int i = 0; i < 200 && victim < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    victim = find_worker(launcher, 1);
+  }
+  ASSERT_GT(victim, 0) << "no worker with RANK=1 under the launcher";
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  std::string output;
+  char buf[4096];
+  for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof buf)) > 0;)
+    output.append(buf, static_cast<std::size_t>(n));
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_LT(seconds, 20.0) << output;
+  EXPECT_THAT(output, HasSubstr("rank 1 was killed by signal 9"));
+  EXPECT_FALSE(fs::exists(out / "summary.json"));
+  EXPECT_FALSE(fs::exists(out / "comparison.json"));
+}
+
+TEST(Validate, BadInputFailsBeforeAnyWorkerStarts) {
+  const auto dir = temp_dir("bad");
+  std::string text = kMlp;
+  text.replace(text.find("[ddp, acco, dpu]"), 16, "[ddp, cdp-v1]");
+  auto r = overlapsim(fmt::format("validate {} --workers 2 --out {}",
+                                  write_scenario(dir, text).string(), (dir / "out").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("cdp-v1"));
+  EXPECT_THAT(r.output, HasSubstr("simulated only"));
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+bool can_make_namespaces() {
+  if (geteuid() != 0)
+    return false;
+  const std::string name = "ovstest" + std::to_string(getpid());
+  if (std::system(("ip netns add " + name + " >/dev/null 2>&1").c_str()) != 0)
+    return false;
+  return std::system(("ip netns del " + name + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// The acceptance check of the calibrate -> predict -> measure loop: on a shaped 100 Mbit/s link
+// (bandwidth-bound: the regime ACCO targets), the predicted iteration time of DDP and ACCO is
+// within 15% of the measured one.
+TEST(Validate, PredictionsWithin15PercentOnAnEmulated100MbitLink) {
+  if (!can_make_namespaces())
+    GTEST_SKIP() << "needs root and network namespaces (ip netns)";
+  const auto dir = temp_dir("emulated");
+  const auto scenario = write_scenario(dir, R"(name: validate-emulated
+seed: 1
+cluster: {nodes: 2, gpus_per_node: 1, gpu: {name: cpu, peak_tflops: 0.05, memory: 16GB, hbm_bandwidth: 10GB/s}, inter_node: ethernet-1g}
+model: {preset: mlp, width: 512, depth: 4, dtype: fp32}
+training: {micro_batch: 64, steps: 8, warmup_steps: 2, optimizer: adamw}
+algorithms: [ddp, acco]
+)");
+  const auto r =
+      overlapsim(fmt::format("validate {} --workers 2 --emulate-link 100Mbit/s --no-plots "
+                             "--out {}",
+                             scenario.string(), dir.string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::cout << r.output;
+  std::ifstream in(dir / "comparison.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_DOUBLE_EQ(j["emulated_link_Bps"].get<double>(), 12.5e6);
+  int checked = 0;
+  for (const auto& row : j["rows"])
+    if (row["metric"] == "iteration_time_s") {
+      EXPECT_LT(std::abs(row["relative_error"].get<double>()), 0.15) << row.dump();
+      ++checked;
+    }
+  EXPECT_EQ(checked, 2);
+  // Namespaces are gone afterwards.
+  std::string netns;
+  FILE* p = popen("ip netns list", "r");
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, p) != nullptr)
+    netns += buf;
+  pclose(p);
+  EXPECT_THAT(netns, ::testing::Not(HasSubstr("ovs")));
+}
+
+} // namespace
