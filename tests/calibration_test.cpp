@@ -1,0 +1,181 @@
+// Calibration profiles: the alpha-beta fit, nccl-tests import, and how scenarios consume a
+// profile (per-layer times, the optimizer's cost, fitted links) through model.profile and
+// cluster.calibration.
+#include "spec/calibration.h"
+#include "spec/loader.h"
+#include "test_util.h"
+
+#include <filesystem>
+#include <fstream>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace overlapsim::spec {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// Points of an exact ring all-reduce on 4 ranks: t = 6 alpha + 1.5 S / B.
+std::vector<SizeTime> ring_points(double alpha, double bandwidth) {
+  std::vector<SizeTime> p;
+  for (double s = 1e3; s <= 1e9; s *= 10)
+    p.push_back({s, 6 * alpha + 1.5 * s / bandwidth});
+  return p;
+}
+
+TEST(Calibration, FitRecoversAlphaAndBetaOfARingAllReduce) {
+  const auto f = fit_alpha_beta("all_reduce", 4, ring_points(5e-6, 12.5e9));
+  EXPECT_NEAR(f.latency_s, 5e-6, 1e-9);
+  EXPECT_NEAR(f.bandwidth_Bps, 12.5e9, 1e3);
+  EXPECT_LT(f.max_relative_residual, 1e-9);
+  // reduce-scatter: (n-1) alpha + (n-1)/n S / B.
+  std::vector<SizeTime> rs;
+  for (double s : {1e4, 1e6, 1e8})
+    rs.push_back({s, 3 * 2e-6 + 0.75 * s / 1e9});
+  const auto g = fit_alpha_beta("reduce_scatter", 4, rs);
+  EXPECT_NEAR(g.latency_s, 2e-6, 1e-10);
+  EXPECT_NEAR(g.bandwidth_Bps, 1e9, 1);
+}
+
+TEST(Calibration, FitRejectsUnusableMeasurements) {
+  EXPECT_THROW(fit_alpha_beta("all_reduce", 2, {{1e6, 1e-3}}), std::runtime_error);
+  EXPECT_THROW(fit_alpha_beta("all_reduce", 2, {{1e3, 2e-3}, {1e6, 1e-3}}), std::runtime_error);
+  EXPECT_THROW(fit_alpha_beta("gather", 2, ring_points(1e-6, 1e9)), std::runtime_error);
+  EXPECT_THROW(fit_alpha_beta("all_reduce", 1, ring_points(1e-6, 1e9)), std::runtime_error);
+}
+
+const char* kNcclTestsLog = R"(# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor)
+#
+# Using devices
+#  Rank  0 Group  0 Pid  10 on node1 device  0 [0x07] NVIDIA A100-SXM4-80GB
+#  Rank  1 Group  0 Pid  11 on node1 device  1 [0x0b] NVIDIA A100-SXM4-80GB
+#  Rank  2 Group  0 Pid  12 on node2 device  0 [0x07] NVIDIA A100-SXM4-80GB
+#  Rank  3 Group  0 Pid  13 on node2 device  1 [0x0b] NVIDIA A100-SXM4-80GB
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        262144     float     sum      -1    156.0    6.72   10.08      0    157.0    6.68   10.02      0
+    16777216       4194304     float     sum      -1   2046.0    8.20   12.30      0   2050.0    8.18   12.28      0
+   268435456      67108864     float     sum      -1  32226.0    8.33   12.49      0  32230.0    8.33   12.49      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 11.6
+)";
+
+TEST(Calibration, ImportsAnNcclTestsLog) {
+  // Rows were made from alpha = 5 us, B = 12.5 GB/s on 4 ranks: t = 30 us + 1.5 S / B.
+  const auto f = import_nccl_tests(kNcclTestsLog, "log.txt", "all_reduce", 0);
+  EXPECT_EQ(f.ranks, 4);
+  ASSERT_EQ(f.points.size(), 3u);
+  EXPECT_DOUBLE_EQ(f.points[0].bytes, 1048576);
+  EXPECT_DOUBLE_EQ(f.points[0].seconds, 156e-6);
+  EXPECT_NEAR(f.bandwidth_Bps, 12.5e9, 0.01 * 12.5e9);
+  EXPECT_NEAR(f.latency_s, 5e-6, 1e-6);
+  // The older table without the root column, and a malformed row.
+  const auto g = import_nccl_tests("  1048576  262144  float  sum  156.0  6.72  10.08  0  157.0  "
+                                   "6.68  10.02  0\n  16777216 4194304 float sum 2046.0 8.20 "
+                                   "12.30 0 2050.0 8.18 12.28 0\n",
+                                   "old.txt", "all_reduce", 4);
+  EXPECT_NEAR(g.bandwidth_Bps, f.bandwidth_Bps, 0.02 * f.bandwidth_Bps);
+  try {
+    import_nccl_tests("#  Rank 0\n#  Rank 1\n 1048576 262144 float sum -1 abc 1 2 0 1 2 3 0\n",
+                      "bad.txt", "all_reduce", 0);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bad.txt:3"));
+  }
+  EXPECT_THROW(
+      import_nccl_tests(" 1048576 262144 float sum -1 156 1 2 0 1 2 3 0\n", "x", "all_reduce", 0),
+      std::runtime_error); // no rank count
+}
+
+Calibration mlp_profile() {
+  Calibration c;
+  c.source = "test";
+  c.model = "mlp";
+  c.micro_batch = 8;
+  c.layers = {{"fc0", 1e-3, 2e-3}, {"fc1", 3e-3, 4e-3}};
+  c.optimizer_time_per_param_s = 1e-9;
+  c.memory_bandwidth_Bps = 5e9;
+  c.inter_node =
+      fit_alpha_beta("all_reduce", 2, {{1e3, 2e-3 + 1e3 / 1e7}, {1e6, 2e-3 + 1e6 / 1e7}});
+  return c;
+}
+
+TEST(Calibration, JsonRoundTrips) {
+  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-test";
+  fs::create_directories(dir);
+  const auto path = (dir / "p.json").string();
+  std::ofstream(path) << calibration_json(mlp_profile());
+  const auto c = read_calibration(path);
+  ASSERT_EQ(c.layers.size(), 2u);
+  EXPECT_EQ(c.layers[1].name, "fc1");
+  EXPECT_DOUBLE_EQ(c.layers[1].bwd_time_per_sample_s, 4e-3);
+  EXPECT_DOUBLE_EQ(c.optimizer_time_per_param_s, 1e-9);
+  ASSERT_TRUE(c.inter_node.has_value());
+  EXPECT_NEAR(c.inter_node->bandwidth_Bps, 1e7, 1);
+  EXPECT_NEAR(c.inter_node->latency_s, 1e-3, 1e-9); // 2 ms over 2(n-1) = 2 steps
+  EXPECT_FALSE(c.intra_node.has_value());
+  std::ofstream(path) << "{\"schema\": \"something-else\"}";
+  EXPECT_THROW(read_calibration(path), std::runtime_error);
+}
+
+TEST(Calibration, ScenarioConsumesProfileAndCalibration) {
+  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-scenario";
+  fs::create_directories(dir);
+  std::ofstream(dir / "profile.json") << calibration_json(mlp_profile());
+  const auto scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << R"(name: cal
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, calibration: profile.json}
+model: {preset: mlp, width: 16, depth: 2, profile: profile.json}
+training: {micro_batch: 8, steps: 2}
+algorithms: [ddp]
+)";
+  const auto s = load_scenario(scenario);
+  EXPECT_DOUBLE_EQ(s.model.spec.layers[0].fwd_time_per_sample_s, 1e-3);
+  EXPECT_DOUBLE_EQ(s.model.spec.layers[1].bwd_time_per_sample_s, 4e-3);
+  EXPECT_DOUBLE_EQ(s.model.spec.optimizer_time_per_param_s, 1e-9);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.hbm_bandwidth_Bps, 5e9);
+  EXPECT_NEAR(s.cluster.inter_node.bandwidth_Bps, 1e7, 1); // no inter_node key needed
+  EXPECT_NEAR(s.cluster.inter_node.latency_s, 1e-3, 1e-9);
+  EXPECT_EQ(s.model.profile, (dir / "profile.json").lexically_normal().string());
+
+  // A profile of another model is an error naming the file, line and key.
+  std::ofstream(scenario) << R"(name: cal
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, calibration: profile.json}
+model: {preset: mlp, width: 16, depth: 3, profile: profile.json}
+training: {micro_batch: 8, steps: 2}
+algorithms: [ddp]
+)";
+  try {
+    load_scenario(scenario);
+    FAIL() << "expected an error";
+  } catch (const ScenarioError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("s.yaml:3"));
+    EXPECT_THAT(e.what(), HasSubstr("model.profile"));
+    EXPECT_THAT(e.what(), HasSubstr("2 layers, the model 3"));
+  }
+}
+
+// Measured times drive the simulation: one GPU's DDP step is the profile's per-sample forward
+// and backward times times the micro-batch, plus the optimizer's time per parameter.
+TEST(Calibration, ProfiledTimesSetTheSimulatedStep) {
+  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-sim";
+  fs::create_directories(dir);
+  std::ofstream(dir / "profile.json") << calibration_json(mlp_profile());
+  const auto scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << R"(name: cal
+cluster: {nodes: 1, gpus_per_node: 1, gpu: a100-80gb}
+model: {preset: mlp, width: 16, depth: 2, profile: profile.json}
+training: {micro_batch: 8, steps: 3}
+algorithms: [ddp]
+)";
+  const auto s = load_scenario(scenario);
+  const auto r = overlapsim::testing::simulate(s, "ddp");
+  const double params = 2 * (16 * 16 + 16);
+  EXPECT_NEAR(r.metrics.iteration_time_s, 8 * (1e-3 + 2e-3 + 3e-3 + 4e-3) + params * 1e-9, 1e-9);
+}
+
+} // namespace
+} // namespace overlapsim::spec
