@@ -8,6 +8,19 @@ find_package(fmt REQUIRED)
 find_package(Boost 1.74 REQUIRED)  # Boost.Graph is header-only
 find_package(Python3 COMPONENTS Interpreter)
 
+# jemalloc (libjemalloc-dev): SimGrid allocates and frees an object per flow, activity and context
+# switch; glibc's malloc spent ~40% of a 1024-GPU run consolidating (36 s -> 21 s measured). The
+# executable links it when present; nothing changes in behaviour.
+option(OVERLAPSIM_WITH_JEMALLOC "Link the overlapsim executable with jemalloc when found" ON)
+set(OVERLAPSIM_HAVE_JEMALLOC OFF)
+if(OVERLAPSIM_WITH_JEMALLOC)
+  pkg_check_modules(JEMALLOC IMPORTED_TARGET jemalloc)
+  if(JEMALLOC_FOUND)
+    set(OVERLAPSIM_HAVE_JEMALLOC ON)
+  endif()
+endif()
+message(STATUS "overlapsim: jemalloc ${OVERLAPSIM_HAVE_JEMALLOC}")
+
 # LibTorch: required for the validate target, which is skipped (with a message) when it is absent.
 set(OVERLAPSIM_HAVE_TORCH OFF)
 if(OVERLAPSIM_WITH_TORCH)

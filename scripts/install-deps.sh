@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libsimgrid-dev                          # simulated time and networking
+  libjemalloc-dev                         # allocator: SimGrid allocates per flow (36 s -> 21 s at 1024 GPUs)
   libtorch-dev libgloo-dev libopenblas0-pthread   # real runs (validate/); gloo headers for c10d
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libboost-dev libboost-graph-dev         # critical-path analysis
