@@ -25,8 +25,10 @@ int exit_code() {
 
 std::string version_string() {
   return fmt::format("overlapsim {} (SimGrid backend{})", OVERLAPSIM_VERSION,
-#ifdef OVERLAPSIM_HAVE_TORCH
+#if defined(OVERLAPSIM_HAVE_TORCH)
                      ", LibTorch validate backend"
+#elif defined(OVERLAPSIM_REAL_SIBLING)
+                     ", LibTorch validate backend in " OVERLAPSIM_REAL_SIBLING
 #else
                      ""
 #endif

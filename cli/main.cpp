@@ -4,8 +4,35 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+namespace {
+
+// `validate` and `profile` (except importing nccl-tests logs) need LibTorch, which lives in the
+// sibling executable: run it in this process's place.
+void hand_real_runs_to_sibling([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
+#ifdef OVERLAPSIM_REAL_SIBLING
+  if (argc < 2 || (std::strcmp(argv[1], "validate") != 0 && std::strcmp(argv[1], "profile") != 0))
+    return;
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "--import-nccl-tests") == 0 || std::strcmp(argv[i], "--help") == 0 ||
+        std::strcmp(argv[i], "-h") == 0)
+      return;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    return;
+  const auto sibling = (self.parent_path() / OVERLAPSIM_REAL_SIBLING).string();
+  ::execv(sibling.c_str(), argv); // returns only on failure: then this binary says what is missing
+#endif
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
+  hand_real_runs_to_sibling(argc, argv);
   CLI::App app{
       "overlapsim: per-GPU timelines, idle time, exposed communication, memory and speedups "
       "of DDP, ZeRO-1, ACCO, CDP and friends on simulated GPU clusters"};

@@ -252,8 +252,9 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
 int validate_command(const ValidateOptions& o) {
 #ifndef OVERLAPSIM_HAVE_TORCH
   (void)o;
-  std::fprintf(stderr, "overlapsim validate: this build has no LibTorch (install libtorch-dev and "
-                       "libgloo-dev, then rebuild): real runs are not available\n");
+  std::fprintf(stderr,
+               "overlapsim validate: real runs need overlapsim-real, built when LibTorch is "
+               "found (install libtorch-dev and libgloo-dev, then rebuild)\n");
   return 1;
 #else
   try {
