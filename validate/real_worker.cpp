@@ -145,7 +145,8 @@ void RealWorker::sync() const {
 
 void RealWorker::straggle(double start) {
   sync();
-  // The ACCO paper's straggler: sleep after each op, for (slowdown - 1) times its duration.
+  // The ACCO paper's straggler: sleep after each op, for (slowdown - 1) times its duration. Every
+  // op the simulator runs on the GPU (optimizer steps and copies too) is slowed, as there.
   if (slowdown_ > 1.0)
     std::this_thread::sleep_for(std::chrono::duration<double>((slowdown_ - 1) * (now() - start)));
 }
@@ -252,7 +253,7 @@ void RealWorker::optimizer_step(const OptimizerStep& op) {
     grad = grad * op.grad_scale;
   apply_optimizer(ctx_.optimizer, slots, grad, tensor(op.out.buffer >= 0 ? op.out : op.params),
                   op.commit);
-  sync();
+  straggle(start);
   record(current_stream, OpCategory::optimizer, op.commit ? "optimizer step" : "optimizer estimate",
          start, now(), {op.step, -1});
 }
@@ -261,7 +262,7 @@ void RealWorker::copy(Slice from, Slice to) {
   const double start = now();
   torch::NoGradGuard no_grad;
   tensor(to).copy_(tensor(from));
-  sync();
+  straggle(start);
   record(current_stream, OpCategory::copy, "copy", start, now(), {-1, -1});
 }
 
@@ -269,7 +270,7 @@ void RealWorker::accumulate(Slice from, Slice to) {
   const double start = now();
   torch::NoGradGuard no_grad;
   tensor(to).add_(tensor(from));
-  sync();
+  straggle(start);
   record(current_stream, OpCategory::copy, "accumulate", start, now(), {-1, -1});
 }
 
@@ -277,7 +278,7 @@ void RealWorker::fill(Slice to, double value) {
   const double start = now();
   torch::NoGradGuard no_grad;
   tensor(to).fill_(value);
-  sync();
+  straggle(start);
   record(current_stream, OpCategory::copy, "fill", start, now(), {-1, -1});
 }
 
