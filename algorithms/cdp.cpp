@@ -78,13 +78,31 @@ public:
     stages_ = split_stages(s.model.spec, n_);
     state_ = declare_model_state(w, param_layout(s.model.spec).total());
     const double p = spec::dtype_bytes(s.model.dtype);
-    if (o.rule == Rule::v1 && o.cyclic) // CDP-v1 keeps the previous parameters too
-      w.declare({"previous_params", MemoryCategory::params, state_.layout.total(), p});
+    const std::int64_t total = state_.layout.total();
+    // Two versions of the parameters: a stage's forward may need the version before the newest
+    // (CDP-v1 always, CDP-v2 for the stages j < N - 1 - i), and the update that makes the newest
+    // writes the other buffer, never the one a forward or backward in flight is reading. CDP-v1
+    // counts it as parameters (the paper's second copy); for CDP-v2 it is a working buffer.
+    if (o.cyclic && o.setting == Setting::multi_gpu) {
+      versions_[0] = state_.params;
+      versions_[1] = w.declare(
+          {o.rule == Rule::v1 ? "previous_params" : "params_next_version",
+           o.rule == Rule::v1 ? MemoryCategory::params : MemoryCategory::buffers, total, p});
+    } else if (o.rule == Rule::v1 && o.cyclic) {
+      w.declare({"previous_params", MemoryCategory::params, total, p});
+    }
     if (o.setting == Setting::multi_gpu && o.cyclic) {
-      std::int64_t largest = 0;
-      for (const auto& r : stages_)
-        largest = std::max(largest, state_.layout.layers(0, r).count);
-      ring_ = w.declare({"ring_buffer", MemoryCategory::buffers, largest, p});
+      // The gradient sums travelling the ring, by step modulo 3: a step's sends are retired after
+      // the next step (on the stream that sent them), and the other stream may run a step ahead,
+      // so a buffer is rewritten only three steps later. Lap one (partial sums) and lap two
+      // (complete sums; lap one's receives too, consumed before the step's complete sum exists).
+      for (int k = 0; k < kRingBuffers; ++k) {
+        partial_[k] =
+            w.declare({fmt::format("ring_partial_sums_{}", k), MemoryCategory::buffers, total, p});
+        complete_[k] =
+            w.declare({fmt::format("ring_complete_sums_{}", k), MemoryCategory::buffers, total, p});
+      }
+      token_ = w.declare({"start_token", MemoryCategory::buffers, 1, p});
     }
     version_.assign(static_cast<std::size_t>(n_), -1);
     const int world = w.topology().world_size();
@@ -115,16 +133,20 @@ public:
     for (int step = 0; step < total_steps(); ++step) {
       for (int k = 0; k < n_; ++k) {
         int stage = n_ - 1 - k;
+        // The complete sum: the last worker made it in its lap-one buffer, the others receive it.
+        Slice sum;
         if (last) {
           stage = stage_of(w_.await(kReduced));
+          sum = stage_slice(partial_[step % kRingBuffers], stage);
         } else {
-          w_.run(p2p(CollectiveOp::recv, stage, kComplete, step, prev_, *to_prev_));
+          sum = stage_slice(complete_[step % kRingBuffers], stage);
+          w_.run(p2p(CollectiveOp::recv, stage, kComplete, step, prev_, *to_prev_, sum));
         }
-        update(stage, step);
+        update(stage, step, sum);
         w_.notify(kParams, encode(step, stage));
         if (next_ != world - 1)
           sends.push_back(
-              w_.start(p2p(CollectiveOp::send, stage, kComplete, step, next_, *to_next_)));
+              w_.start(p2p(CollectiveOp::send, stage, kComplete, step, next_, *to_next_, sum)));
       }
       retire(sends, previous);
     }
@@ -142,12 +164,21 @@ private:
     return state_.layout.layers(state_.grads, stages_[static_cast<std::size_t>(stage)]);
   }
 
-  CollectiveCall p2p(CollectiveOp op, int stage, int tag, int step, int peer,
-                     const Group& g) const {
+  Slice stage_slice(BufferId buffer, int stage) const {
+    return state_.layout.layers(buffer, stages_[static_cast<std::size_t>(stage)]);
+  }
+
+  // The buffer holding parameter version v (the update of step v applied; -1: the initial ones).
+  BufferId version_buffer(int v) const {
+    return versions_[static_cast<std::size_t>((std::max(v, -1) + 1) % 2)];
+  }
+
+  CollectiveCall p2p(CollectiveOp op, int stage, int tag, int step, int peer, const Group& g,
+                     Slice data) const {
     CollectiveCall c;
     c.op = op;
     c.group = &g;
-    c.data = Slice{ring_, 0, stage_grads(stage).count};
+    c.data = data;
     c.peer = peer;
     c.tag = tag;
     c.step = step;
@@ -156,11 +187,23 @@ private:
     return c;
   }
 
-  void update(int stage, int step) {
+  // Updates `stage` from the summed gradients `sum` of its N micro-batches (their mean). In the
+  // multi-GPU cycle the result is parameter version `step`, written to its own buffer.
+  void update(int stage, int step, Slice sum) {
     const Slice g = stage_grads(stage);
-    w_.optimizer_step(OptimizerStep{Slice{state_.params, g.offset, g.count}, g,
-                                    Slice{state_.optimizer_state, g.offset, g.count}, 1.0 / n_,
-                                    step});
+    OptimizerStep op{Slice{state_.params, g.offset, g.count}, sum,
+                     Slice{state_.optimizer_state, g.offset, g.count}, 1.0 / n_, step};
+    if (versions_[1] >= 0)
+      op.out = stage_slice(version_buffer(step), stage);
+    w_.optimizer_step(op);
+  }
+
+  // The parameters micro-batch `mb` uses for `stage` at `step` (see await_params).
+  BufferId params_for(int step, int stage, int mb) const {
+    if (versions_[1] < 0)
+      return state_.params;
+    const bool fresh = o_.rule == Rule::v2 && stage >= n_ - 1 - mb;
+    return version_buffer(step - (fresh ? 1 : 2));
   }
 
   // Blocks until this worker holds the version of `stage` that micro-batch `mb` must use at `step`.
@@ -183,8 +226,10 @@ private:
     // Worker i starts two time steps after worker i-1: the predecessor's token arrives once it has
     // run the forward of its first two stages.
     const Group* self_chain = world > 1 ? to_prev_ : nullptr;
+    const Slice token_slice{token_, 0, 1};
     if (me > 0) {
-      CollectiveCall token{CollectiveOp::recv, self_chain, {}, {}, prev_, 2, "start token", 0};
+      CollectiveCall token{CollectiveOp::recv, self_chain, token_slice, {}, prev_, 2,
+                           "start token",      0};
       w_.run(token);
     }
     std::deque<std::pair<int, CommHandle>> partials; // lap-one receives not yet passed on
@@ -192,18 +237,21 @@ private:
     for (int step = 0; step < total_steps(); ++step) {
       for (int j = 0; j < n_; ++j) {
         await_params(step, j, me);
-        w_.forward(stages_[static_cast<std::size_t>(j)], MicroBatch{step, 0}, state_.params);
+        w_.forward(stages_[static_cast<std::size_t>(j)], MicroBatch{step, 0},
+                   params_for(step, j, me));
         if (step == 0 && j == std::min(1, n_ - 1) && me + 1 < world) {
-          CollectiveCall token{CollectiveOp::send, to_next_, {}, {}, next_, 2, "start token", 0};
+          CollectiveCall token{CollectiveOp::send, to_next_, token_slice, {}, next_, 2,
+                               "start token",      0};
           sends.push_back(w_.start(token));
         }
       }
       for (int j = n_ - 1; j >= 0; --j) {
         CommHandle partial;
         if (me > 0 && world > 1)
-          partial = w_.start(p2p(CollectiveOp::recv, j, kPartial, step, prev_, *to_prev_));
-        w_.backward(stages_[static_cast<std::size_t>(j)], MicroBatch{step, 0}, state_.params,
-                    state_.grads);
+          partial = w_.start(p2p(CollectiveOp::recv, j, kPartial, step, prev_, *to_prev_,
+                                 stage_slice(complete_[step % kRingBuffers], j)));
+        w_.backward(stages_[static_cast<std::size_t>(j)], MicroBatch{step, 0},
+                    params_for(step, j, me), state_.grads);
         partials.emplace_back(j, partial);
         pass_on(partials, sends, step, false);
       }
@@ -237,15 +285,22 @@ private:
       if (!end_of_step && !w_.test(handle))
         return;
       w_.wait(handle);
+      // This worker's partial sum: its own gradient plus what the previous worker sent (received
+      // into this step's lap-two buffer, free until the step's complete sums arrive).
+      const Slice sum = stage_slice(partial_[step % kRingBuffers], stage);
+      w_.copy(stage_grads(stage), sum);
+      if (w_.rank() > 0 && world > 1)
+        w_.accumulate(stage_slice(complete_[step % kRingBuffers], stage), sum);
       if (world == 1 || (last && o_.rule == Rule::v2)) {
         if (world == 1)
-          update(stage, step), w_.notify(kParams, encode(step, stage));
+          update(stage, step, sum), w_.notify(kParams, encode(step, stage));
         else
           w_.notify(kReduced, stage);
       } else if (last) {
         reduced_after_barrier_.push_back(stage);
       } else {
-        sends.push_back(w_.start(p2p(CollectiveOp::send, stage, kPartial, step, next_, *to_next_)));
+        sends.push_back(
+            w_.start(p2p(CollectiveOp::send, stage, kPartial, step, next_, *to_next_, sum)));
       }
       partials.pop_front();
     }
@@ -309,13 +364,13 @@ private:
         // The N-th micro-batch completed this stage's gradient: CDP-v2 updates it at once,
         // CDP-v1 all stages after its last backward.
         if (o_.rule == Rule::v2 && w_.topology().world_size() == 1)
-          update(stage, step);
+          update(stage, step, stage_grads(stage));
         if (stage == 0) {
           if (w_.topology().world_size() > 1)
             all_reduce_and_update(world, step);
           else if (o_.rule == Rule::v1)
             for (int j = 0; j < n_; ++j)
-              update(j, step);
+              update(j, step, stage_grads(j));
           w_.step_done(step, samples * n_);
           done = step + 1 == steps;
         }
@@ -353,7 +408,11 @@ private:
   int n_ = 1;
   std::vector<LayerRange> stages_;
   ModelState state_;
-  BufferId ring_ = -1;
+  BufferId versions_[2] = {-1, -1}; // multi-GPU cycle: parameter versions by parity
+  static constexpr int kRingBuffers = 3;
+  BufferId partial_[kRingBuffers] = {-1, -1, -1};  // lap one, by step modulo 3
+  BufferId complete_[kRingBuffers] = {-1, -1, -1}; // lap two (and lap one's receives)
+  BufferId token_ = -1;
   std::vector<int> version_; // per stage: the last step whose update this worker applied
   int prev_ = -1, next_ = -1;
   const Group* to_prev_ = nullptr;

@@ -27,7 +27,8 @@
 namespace overlapsim::cli {
 
 const std::vector<std::string>& real_algorithm_names() {
-  static const std::vector<std::string> names = {"ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco"};
+  static const std::vector<std::string> names = {"ddp",     "s-sgd", "zero1",  "dpu",
+                                                 "acco-wp", "acco",  "cdp-v1", "cdp-v2"};
   return names;
 }
 
@@ -87,11 +88,18 @@ spec::Scenario real_scenario(const std::string& path, std::vector<std::string> o
         "{}: model '{}' has no real implementation; validate runs the presets mlp and gpt-tiny",
         path, s.model.preset.empty() ? s.model.spec.name : s.model.preset));
   const auto& real = real_algorithm_names();
-  for (const auto& a : s.algorithms)
+  for (const auto& a : s.algorithms) {
     if (std::find(real.begin(), real.end(), a.name) == real.end())
       throw std::runtime_error(
           fmt::format("{}: algorithm '{}' is simulated only so far; validate runs: {}", a.where,
                       a.name, fmt::join(real, ", ")));
+    // CDP runs for real in its default setting, one stage per worker.
+    if (const auto it = a.options.find("setting");
+        it != a.options.end() && it->second.value != "multi-gpu")
+      throw std::runtime_error(fmt::format(
+          "{}: {} with setting '{}' is simulated only so far; validate runs setting multi-gpu",
+          it->second.where, a.name, it->second.value));
+  }
   return s;
 }
 

@@ -132,8 +132,10 @@ void RealModel::bind_params(const torch::Tensor& params) {
     bound_[l].clear();
     for (const auto& p : layers_[l].params) {
       const auto n = c10::multiply_integers(p.shape);
+      // variable_data(): the leaf shares the buffer's memory but not its version counter, so an
+      // update of another stage's slice (CDP) does not invalidate this layer's saved tensors.
       bound_[l].push_back(
-          params.narrow(0, p.offset, n).view(p.shape).detach().requires_grad_(true));
+          params.narrow(0, p.offset, n).view(p.shape).variable_data().requires_grad_(true));
     }
   }
   if (grads_.defined())
