@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <stdexcept>
+#include <utility>
 
 namespace overlapsim::sim {
 
@@ -148,8 +149,8 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
   const double measured = s.model.spec.optimizer_time_per_param_s;
   const double seconds = measured > 0 ? measured * static_cast<double>(op.params.count)
                                       : bytes / s.cluster.gpu.hbm_bandwidth_Bps;
-  compute(OpCategory::optimizer, op.commit ? "optimizer step" : "optimizer estimate", seconds * ctx_.platform.nominal_speed,
-          MicroBatch{op.step, -1});
+  compute(OpCategory::optimizer, op.commit ? "optimizer step" : "optimizer estimate",
+          seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
 }
 
 void SimWorker::memory_op(const char* name, double bytes) {
@@ -205,15 +206,24 @@ std::int64_t SimWorker::next_seq(const CollectiveCall& call) {
   return p2p ? -1 : seq_[call.group->id]++;
 }
 
+std::tuple<int, int, int> SimWorker::send_key(const CollectiveCall& call) {
+  const bool compute = sg4::this_actor::get_name()[0] == 'c';
+  return {call.group->id, call.peer, compute ? 0 : 1};
+}
+
 CommHandle SimWorker::start(const CollectiveCall& call) {
   const double bytes = bytes_of(call);
   const std::int64_t seq = next_seq(call);
   const bool p2p = call.op == CollectiveOp::send || call.op == CollectiveOp::recv;
-  // Point-to-point ops match by tag and need no ordering with the group's collectives.
-  auto previous = p2p ? nullptr : last_op_[call.group->id];
+  // Point-to-point ops match by tag and need no ordering with the group's collectives; sends to
+  // one peer from one stream queue behind each other.
   auto state = std::make_shared<State>();
-  if (!p2p)
-    last_op_[call.group->id] = state;
+  std::shared_ptr<State> previous;
+  if (!p2p) {
+    previous = std::exchange(last_op_[call.group->id], state);
+  } else if (call.op == CollectiveOp::send) {
+    previous = std::exchange(last_send_[send_key(call)], state);
+  }
   // Collectives on one group run in the order they were started, as on one NCCL communicator; a
   // helper actor waits for the previous one so that the caller returns at once.
   sg4::Actor::create(fmt::format("x{}", rank_), host_, [this, call, bytes, seq, previous, state] {
@@ -229,8 +239,8 @@ void SimWorker::run(const CollectiveCall& call) {
   const double bytes = bytes_of(call);
   const std::int64_t seq = next_seq(call);
   const bool p2p = call.op == CollectiveOp::send || call.op == CollectiveOp::recv;
-  if (!p2p) {
-    auto& last = last_op_[call.group->id];
+  if (!p2p || call.op == CollectiveOp::send) {
+    auto& last = p2p ? last_send_[send_key(call)] : last_op_[call.group->id];
     if (last) {
       last->wait();
       last.reset();

@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <simgrid/s4u.hpp>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -79,6 +80,7 @@ private:
   void run_collective(const CollectiveCall& call, double bytes, std::int64_t seq);
   double bytes_of(const CollectiveCall& call) const;
   std::int64_t next_seq(const CollectiveCall& call);
+  static std::tuple<int, int, int> send_key(const CollectiveCall& call);
   Channel& channel(int signal);
 
   SimContext& ctx_;
@@ -92,6 +94,9 @@ private:
   std::map<int, Channel> channels_;
   std::unordered_map<int, std::int64_t> seq_;               // per group
   std::unordered_map<int, std::shared_ptr<State>> last_op_; // per group, NCCL stream order
+  // Sends to one peer from one stream go one after the other (NCCL runs a stream's operations in
+  // order; Gloo's pair is one TCP connection): keyed by (group, peer, stream).
+  std::map<std::tuple<int, int, int>, std::shared_ptr<State>> last_send_;
   std::int32_t comm_name_ = -1;
 };
 

@@ -174,7 +174,8 @@ TEST(Cdp, SpreadTransfersBeatDdpWhenCommunicationIsNearCompute) {
   // still pays is its rule's boundary stage: micro-batch i needs stage N-1-i (0-based) updated by
   // the last worker's backward that ends exactly when i's forward of it starts, so that forward
   // waits for the relay hops (docs/MODEL.md). CDP-v1 has a step of slack, but its barrier
-  // releases every stage's sum at once, a burst the ring relays within a few milliseconds of it.
+  // releases every stage's sum at once, a burst the ring relays within a few milliseconds of it
+  // (84 ms: a stream's sends to one peer queue behind each other, as on one NCCL stream).
   const auto s = scenario_from(scenario(4, 1, 1, "{bandwidth: 300MB/s, latency: 10us}"));
   const auto ddp = simulate(s, "ddp", {{"bucket_cap", "2MB"}});
   const auto v2 = simulate(s, "cdp-v2");
@@ -182,7 +183,7 @@ TEST(Cdp, SpreadTransfersBeatDdpWhenCommunicationIsNearCompute) {
   EXPECT_NEAR(ddp.metrics.iteration_time_s, 0.090, 0.02 * 0.090);
   EXPECT_LT(v2.metrics.iteration_time_s, ddp.metrics.iteration_time_s);
   EXPECT_LT(v1.metrics.iteration_time_s, ddp.metrics.iteration_time_s);
-  EXPECT_NEAR(v1.metrics.iteration_time_s, 0.080, 0.05 * 0.080);
+  EXPECT_NEAR(v1.metrics.iteration_time_s, 0.084, 0.03 * 0.084);
 }
 
 TEST(Cdp, AStragglerSetsTheCyclesPace) {
