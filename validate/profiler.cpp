@@ -64,6 +64,33 @@ std::vector<spec::SizeTime> sweep(RealWorker& w, const Group& group, BufferId bu
   return points;
 }
 
+// The alpha-beta fit, or, when noise makes the times not grow with size (a fast loopback and a
+// small model), the bound the largest size gives: no latency, its bandwidth. The residual in the
+// profile says how well either describes the points.
+spec::LinkFit robust_fit(int ranks, const std::vector<spec::SizeTime>& points) {
+  try {
+    return spec::fit_alpha_beta("all_reduce", ranks, points);
+  } catch (const std::runtime_error& e) {
+    const auto shape = spec::ring_shape("all_reduce", ranks);
+    const auto& big =
+        *std::max_element(points.begin(), points.end(),
+                          [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+    spec::LinkFit f;
+    f.op = "all_reduce";
+    f.ranks = ranks;
+    f.latency_s = 0;
+    f.bandwidth_Bps = shape.bytes_factor * big.bytes / big.seconds;
+    for (const auto& p : points)
+      f.max_relative_residual = std::max(
+          f.max_relative_residual,
+          std::abs(shape.bytes_factor * p.bytes / f.bandwidth_Bps - p.seconds) / p.seconds);
+    f.points = points;
+    fmt::print(stderr, "overlapsim profile: {}; using the largest size's bandwidth instead\n",
+               e.what());
+    return f;
+  }
+}
+
 } // namespace
 
 spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions& o) {
@@ -118,7 +145,9 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
 
   // Links: across nodes on the world group, inside a node on node 0's group.
   const Topology& topo = ctx.topology;
-  const double max_bytes = o.max_bytes > 0 ? o.max_bytes : std::max(4.0 * n, 2 * o.min_bytes);
+  // Up to the gradients' size, and at least 4 MiB: below that, loopback times are mostly noise.
+  const double max_bytes =
+      o.max_bytes > 0 ? o.max_bytes : std::max({4.0 * n, 4.0 * 1024 * 1024, 2 * o.min_bytes});
   RealWorker::set_stream(StreamKind::comm);
   const BufferId scratch =
       w.declare({"profile_buffer", MemoryCategory::buffers, std::llround(max_bytes / 4) + 1, 4});
@@ -127,7 +156,7 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
   if (topo.world_size() > 1) {
     const auto points =
         sweep(w, topo.world(), scratch, scratch_out, o, max_bytes, CollectiveOp::all_reduce);
-    auto fit = spec::fit_alpha_beta("all_reduce", topo.world_size(), points);
+    auto fit = robust_fit(topo.world_size(), points);
     if (topo.nodes() > 1)
       cal.inter_node = fit;
     else
@@ -136,7 +165,7 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
   if (topo.nodes() > 1 && topo.gpus_per_node() > 1 && topo.node_of(rank) == 0) {
     const auto points =
         sweep(w, topo.intra_node(0), scratch, scratch_out, o, max_bytes, CollectiveOp::all_reduce);
-    cal.intra_node = spec::fit_alpha_beta("all_reduce", topo.gpus_per_node(), points);
+    cal.intra_node = robust_fit(topo.gpus_per_node(), points);
   }
   RealWorker::set_stream(StreamKind::compute);
   return cal;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -190,6 +191,29 @@ TEST(Validate, CdpRunsForRealAndV2TracksDdp) {
   EXPECT_LT(v2, 0.02);
   EXPECT_GT(v1, v2);
   EXPECT_LT(loss.at("cdp-v2").back().second, 0.8 * loss.at("cdp-v2").front().second);
+}
+
+// gpt-tiny end to end: the GPT-style decoder trains for real under DDP, ACCO and CDP-v2 (the
+// loss starts at ln(vocab) and falls towards ln(4), the corpus' entropy).
+TEST(Validate, GptTinyTrainsForReal) {
+  const auto dir = temp_dir("gpt-tiny");
+  const auto scenario = write_scenario(dir, R"(name: gpt-tiny-validate
+seed: 3
+cluster: {nodes: 2, gpus_per_node: 1, gpu: {name: cpu, peak_tflops: 0.05, memory: 16GB, hbm_bandwidth: 10GB/s}, inter_node: ethernet-1g}
+model: {preset: gpt-tiny, vocab: 256, d_model: 64, n_layers: 2, n_heads: 4, dtype: fp32}
+training: {micro_batch: 16, seq_len: 32, steps: 20, warmup_steps: 2, optimizer: adamw, learning_rate: 0.003}
+algorithms: [ddp, acco, cdp-v2]
+)");
+  const auto r = overlapsim(
+      fmt::format("validate {} --workers 2 --no-plots --out {}", scenario.string(), dir.string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto loss = read_loss(dir / "loss.csv");
+  for (const char* a : {"ddp", "acco", "cdp-v2"}) {
+    const auto& curve = loss.at(a);
+    ASSERT_EQ(curve.size(), 22u) << a;
+    EXPECT_NEAR(curve.front().second, std::log(256.0), 0.1) << a;
+    EXPECT_LT(curve.back().second, 0.8 * curve.front().second) << a;
+  }
 }
 
 // The rank of a worker launched by `launcher_pid` whose RANK is `rank`, from /proc.
