@@ -1,6 +1,7 @@
 #include "validate/launcher.h"
 
 #include "validate/emulated_link.h"
+#include "validate/heartbeat.h"
 
 #include <atomic>
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fstream>
 #include <sched.h>
 #include <stdexcept>
 #include <sys/prctl.h>
@@ -55,6 +57,16 @@ private:
   struct sigaction old_term_ {};
 };
 
+// Whether a process is stopped (state T or t in /proc/<pid>/stat).
+bool stopped(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() &&
+         (line[close + 2] == 'T' || line[close + 2] == 't');
+}
+
 // A port nothing listens on now (the kernel's pick), for MASTER_PORT.
 int free_port() {
   return 20000 + static_cast<int>(::getpid() % 20000);
@@ -91,6 +103,7 @@ void launch_local(const LocalLaunch& l) {
         fmt::format("MASTER_ADDR={}", master),
         fmt::format("MASTER_PORT={}", port),
         fmt::format("OVERLAPSIM_STORE_FILE={}", store),
+        fmt::format("OVERLAPSIM_HEARTBEAT={}/heartbeat.{}", l.work_dir, r),
         fmt::format("OVERLAPSIM_BIND_ADDR={}", net ? net->address(r) : master),
         "OVERLAPSIM_LAUNCHER=overlapsim",
         "OMP_NUM_THREADS=1",
@@ -151,6 +164,26 @@ void launch_local(const LocalLaunch& l) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
       continue;
     failure = fmt::format("worker rank {} {}", rank, describe(status));
+    // Blame a hung peer: the rank whose last sign of progress is oldest, when clearly older than
+    // the failing rank's (that one probably timed out waiting for it).
+    if (WIFEXITED(status)) {
+      const double own = seconds_since_heartbeat(fmt::format("{}/heartbeat.{}", l.work_dir, rank));
+      int stalest = -1;
+      double oldest = own + 1.0;
+      for (int r = 0; r < l.workers; ++r) {
+        const double age = seconds_since_heartbeat(fmt::format("{}/heartbeat.{}", l.work_dir, r));
+        if (r != rank && pids[static_cast<std::size_t>(r)] > 0 && age > oldest)
+          stalest = r, oldest = age;
+      }
+      if (stalest >= 0)
+        failure += fmt::format("; worker rank {} had made no progress for {:.1f} s (hung?)",
+                               stalest, oldest);
+    }
+    for (int r = 0; r < l.workers; ++r)
+      if (pids[static_cast<std::size_t>(r)] > 0 && stopped(pids[static_cast<std::size_t>(r)]))
+        failure += fmt::format("; worker rank {} is stopped (SIGSTOP or a debugger): the others "
+                               "timed out waiting for it",
+                               r);
     // Give the others a moment to print their own view (a peer's timeout names what it waited
     // for), then stop them.
     const auto deadline =

@@ -1,6 +1,7 @@
 #include "validate/real_run.h"
 
 #include "algorithms/algorithm.h"
+#include "validate/heartbeat.h"
 #include "validate/profiler.h"
 #include "validate/real_worker.h"
 
@@ -221,6 +222,8 @@ WorkerResult run_worker(const spec::Scenario& s, const JobEnv& e, const WorkerOp
   // Stable timings on few cores: one intra-op thread per worker (NOTES.md).
   at::set_num_threads(1);
   torch::manual_seed(s.seed);
+  if (const auto hb = env("OVERLAPSIM_HEARTBEAT"))
+    set_heartbeat_file(*hb);
   Job job(e, o);
   const auto [nodes, gpus] = job_shape(s, e.world);
   const Topology topology(nodes, gpus);
@@ -268,13 +271,17 @@ WorkerResult run_worker(const spec::Scenario& s, const JobEnv& e, const WorkerOp
                     device};
     RealWorker worker(ctx, e.rank);
     auto program = algorithm->program(worker);
+    // The first failure is the cause; the other stream then stops with "the other stream failed".
     std::exception_ptr failure[2];
+    std::atomic<int> first_failure{-1};
     std::thread comm([&] {
       RealWorker::set_stream(StreamKind::comm);
       try {
         program->run_comm();
       } catch (...) {
         failure[1] = std::current_exception();
+        int none = -1;
+        first_failure.compare_exchange_strong(none, 1);
         worker.abort();
       }
     });
@@ -288,14 +295,15 @@ WorkerResult run_worker(const spec::Scenario& s, const JobEnv& e, const WorkerOp
         program->run_compute();
       } catch (...) {
         failure[0] = std::current_exception();
+        int none = -1;
+        first_failure.compare_exchange_strong(none, 0);
         worker.abort();
       }
     });
     compute.join();
     comm.join();
-    for (auto& f : failure)
-      if (f)
-        std::rethrow_exception(f);
+    if (first_failure.load() >= 0)
+      std::rethrow_exception(failure[first_failure.load()]);
 
     Trace local = worker.trace();
     local.end_time = worker.now();

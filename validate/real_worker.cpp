@@ -1,6 +1,7 @@
 #include "validate/real_worker.h"
 
 #include "algorithms/model_state.h"
+#include "validate/heartbeat.h"
 
 #include <fmt/format.h>
 #include <stdexcept>
@@ -107,6 +108,7 @@ double RealWorker::now() const {
 void RealWorker::record(StreamKind stream, OpCategory category, const std::string& name,
                         double start, double end, MicroBatch mb, double bytes,
                         const std::string& detail) {
+  heartbeat();
   std::lock_guard lock(mutex_);
   TraceEvent e;
   e.start = start;

@@ -243,49 +243,78 @@ pid_t find_worker(pid_t launcher_pid, int rank) {
   return -1;
 }
 
-// A killed worker fails the run within the timeout, names the rank, and leaves no outputs.
-TEST(Validate, KillingAWorkerFailsTheRunNamingTheRank) {
-  const auto dir = temp_dir("kill");
+struct Signalled {
+  std::string output;
+  int status = -1;
+  double seconds = 0; // from the signal to the launcher's exit
+  fs::path out;
+};
+
+// Starts a long DDP run on 2 workers, sends `sig` to rank 1 once training runs, and waits for the
+// launcher to end.
+Signalled signal_rank_1(const std::string& name, int sig, const char* timeout) {
+  const auto dir = temp_dir(name);
   std::string text = kMlp;
   text.replace(text.find("steps: 30"), 9, "steps: 100000");
   const auto scenario = write_scenario(dir, text);
-  const auto out = dir / "out";
+  Signalled r;
+  r.out = dir / "out";
   int pipe_fds[2];
-  ASSERT_EQ(pipe(pipe_fds), 0);
+  EXPECT_EQ(pipe(pipe_fds), 0);
   const pid_t launcher = fork();
   if (launcher == 0) {
     dup2(pipe_fds[1], STDOUT_FILENO);
     dup2(pipe_fds[1], STDERR_FILENO);
     close(pipe_fds[0]);
     execl(OVERLAPSIM_BINARY, OVERLAPSIM_BINARY, "validate", scenario.c_str(), "--workers", "2",
-          "--algorithms", "ddp", "--timeout", "20", "--no-plots", "--out", out.c_str(), nullptr);
+          "--algorithms", "ddp", "--timeout", timeout, "--no-plots", "--out", r.out.c_str(),
+          nullptr);
     _exit(127);
   }
   close(pipe_fds[1]);
-  // Wait until training runs (both workers exist and the profile is done), then kill rank 1.
+  // Wait until training runs (both workers exist and the profile is done), then signal rank 1.
   pid_t victim = -1;
   for (int i = 0; i < 200 && victim < 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     victim = find_worker(launcher, 1);
   }
-  ASSERT_GT(victim, 0) << "no worker with RANK=1 under the launcher";
+  EXPECT_GT(victim, 0) << "no worker with RANK=1 under the launcher";
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  const auto killed_at = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(victim, SIGKILL), 0);
-  std::string output;
+  const auto signalled_at = std::chrono::steady_clock::now();
+  if (victim > 0) {
+    EXPECT_EQ(kill(victim, sig), 0);
+  }
   char buf[4096];
   for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof buf)) > 0;)
-    output.append(buf, static_cast<std::size_t>(n));
+    r.output.append(buf, static_cast<std::size_t>(n));
+  close(pipe_fds[0]);
   int status = 0;
   waitpid(launcher, &status, 0);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_NE(WEXITSTATUS(status), 0);
-  EXPECT_LT(seconds, 20.0) << output;
-  EXPECT_THAT(output, HasSubstr("rank 1 was killed by signal 9"));
-  EXPECT_FALSE(fs::exists(out / "summary.json"));
-  EXPECT_FALSE(fs::exists(out / "comparison.json"));
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled_at).count();
+  return r;
+}
+
+// A killed worker fails the run at once, names the rank, and leaves no outputs.
+TEST(Validate, KillingAWorkerFailsTheRunNamingTheRank) {
+  const auto r = signal_rank_1("kill", SIGKILL, "20");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_LT(r.seconds, 20.0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 1 was killed by signal 9"));
+  EXPECT_FALSE(fs::exists(r.out / "summary.json"));
+  EXPECT_FALSE(fs::exists(r.out / "comparison.json"));
+}
+
+// A worker that stops (SIGSTOP) fails the run within the timeout plus the launcher's grace, and
+// the message names it, not only the peer that timed out waiting.
+TEST(Validate, AHangingWorkerFailsTheRunWithinTheTimeout) {
+  const auto r = signal_rank_1("hang", SIGSTOP, "5");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_LT(r.seconds, 5.0 + 5.0 + 3.0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("timed out"));
+  EXPECT_THAT(r.output, HasSubstr("worker rank 1 is stopped"));
+  EXPECT_FALSE(fs::exists(r.out / "summary.json"));
 }
 
 TEST(Validate, BadInputFailsBeforeAnyWorkerStarts) {
