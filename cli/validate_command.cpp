@@ -274,6 +274,7 @@ int validate_command(const ValidateOptions& o) {
     if (o.workers < 1)
       throw std::runtime_error(fmt::format("--workers {}: expected at least 1", o.workers));
     (void)real_scenario(o.scenario, o.overrides, o.algorithms, o.workers);
+    real::check_backend(o.backend);
     real::LocalLaunch launch;
     launch.workers = o.workers;
     launch.argv = {
@@ -363,6 +364,7 @@ int profile_command(const ProfileOptions& o) {
       return 0;
     }
     (void)real_scenario(o.scenario, o.overrides, {}, o.workers);
+    real::check_backend(o.backend);
     real::LocalLaunch launch;
     launch.workers = o.workers;
     launch.argv = {"overlapsim", "profile", o.scenario, "--timeout", fmt::format("{}", o.timeout_s),

@@ -68,19 +68,12 @@ public:
       store_ = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
     }
     store_->setTimeout(timeout);
+    check_backend(o.backend);
     if (o.backend == "gloo") {
       device_ = e.gloo_iface.empty()
                     ? c10d::ProcessGroupGloo::createDeviceForHostname(
                           e.bind_addr.empty() ? e.master_addr : e.bind_addr)
                     : c10d::ProcessGroupGloo::createDeviceForInterface(e.gloo_iface);
-    } else if (o.backend == "nccl") {
-#ifndef USE_C10D_NCCL
-      throw std::runtime_error("--backend nccl: this overlapsim was built against a LibTorch "
-                               "without CUDA/NCCL (Debian's is CPU-only); build against an "
-                               "official CUDA LibTorch (CMAKE_PREFIX_PATH) to run on GPUs");
-#endif
-    } else {
-      throw std::runtime_error(fmt::format("--backend '{}': expected gloo or nccl", o.backend));
     }
   }
 
@@ -210,6 +203,18 @@ std::optional<JobEnv> job_env_from_environment() {
   e.bind_addr = env("OVERLAPSIM_BIND_ADDR").value_or("");
   e.gloo_iface = env("GLOO_SOCKET_IFNAME").value_or("");
   return e;
+}
+
+void check_backend(const std::string& backend) {
+  if (backend == "gloo")
+    return;
+  if (backend != "nccl")
+    throw std::runtime_error(fmt::format("--backend '{}': expected gloo or nccl", backend));
+#ifndef USE_C10D_NCCL
+  throw std::runtime_error("--backend nccl: this overlapsim was built against a LibTorch without "
+                           "CUDA/NCCL (Debian's is CPU-only); build against an official CUDA "
+                           "LibTorch (CMAKE_PREFIX_PATH) to run on GPUs");
+#endif
 }
 
 std::pair<int, int> job_shape(const spec::Scenario& s, int world) {

@@ -60,6 +60,9 @@ struct WorkerResult {
 // else one worker per node.
 std::pair<int, int> job_shape(const spec::Scenario& scenario, int world);
 
+// Throws std::runtime_error when this build cannot run `backend` ("gloo" or "nccl").
+void check_backend(const std::string& backend);
+
 WorkerResult run_worker(const spec::Scenario& scenario, const JobEnv& env,
                         const WorkerOptions& options);
 
