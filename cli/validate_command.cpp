@@ -165,7 +165,7 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
 
   // comparison.json / .csv
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  std::string csv = "algorithm,metric,predicted,measured,relative_error\n";
+  std::string csv = "algorithm,metric,predicted,measured,relative_error,absolute_error\n";
   std::string table = fmt::format("{:<10} {:<22} {:>12} {:>12} {:>9}\n", "algorithm", "metric",
                                   "predicted", "measured", "error");
   for (std::size_t i = 0; i < measured_rows.size(); ++i) {
@@ -185,10 +185,14 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
       row["predicted"] = values.first;
       row["measured"] = values.second;
       row["relative_error"] = number_or_null(err);
+      // Near-zero measured values (idle, exposed communication of overlapping algorithms) make
+      // relative errors meaningless; the difference says how far off the prediction is.
+      row["absolute_error"] = values.first - values.second;
       rows.push_back(row);
-      csv += fmt::format("{},{},{:.9g},{:.9g},{}\n", measured_rows[i].algorithm, metric,
+      csv += fmt::format("{},{},{:.9g},{:.9g},{},{:.9g}\n", measured_rows[i].algorithm, metric,
                          values.first, values.second,
-                         std::isfinite(err) ? fmt::format("{:.6f}", err) : std::string());
+                         std::isfinite(err) ? fmt::format("{:.6f}", err) : std::string(),
+                         values.first - values.second);
       table += fmt::format("{:<10} {:<22} {:>12.6g} {:>12.6g} {:>8}\n", measured_rows[i].algorithm,
                            metric, values.first, values.second,
                            std::isfinite(err) ? fmt::format("{:+.1f}%", 100 * err) : "n/a");

@@ -159,9 +159,16 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
   std::ifstream in(dir / "comparison.json");
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["rows"].size(), 3u * 4u); // 3 algorithms x 4 metrics
-  for (const auto& row : j["rows"])
+  for (const auto& row : j["rows"]) {
     for (const char* k : {"algorithm", "metric", "predicted", "measured", "relative_error"})
       EXPECT_TRUE(row.contains(k)) << k;
+    EXPECT_DOUBLE_EQ(row["absolute_error"].get<double>(),
+                     row["predicted"].get<double>() - row["measured"].get<double>());
+    if (row["measured"].get<double>() != 0) {
+      EXPECT_NEAR(row["relative_error"].get<double>(),
+                  row["absolute_error"].get<double>() / row["measured"].get<double>(), 1e-12);
+    }
+  }
   std::ifstream summary(dir / "summary.json");
   const auto s = nlohmann::json::parse(summary);
   int measured = 0;
