@@ -13,6 +13,14 @@ enum class Variant { dpu, acco_wp, acco };
 
 enum Signal : int { kHandOff = 0, kRoundDone = 1 };
 
+// Micro-batches the compute stream accumulates per round: at least `min` (0: the variant's
+// default), at most `max` (0: unbounded, the paper's behaviour: keep computing while the round
+// runs).
+struct Accumulation {
+  int min = 0;
+  int max = 0;
+};
+
 // A round as the compute stream hands it over: which optimizer step it feeds, which stage (ACCO's
 // stage 1 or 2; 0 for the one-round variants) and how many micro-batches it accumulated.
 struct Round {
@@ -32,14 +40,17 @@ Round decode(std::int64_t v) {
 
 class DelayedUpdateProgram final : public WorkerProgram {
 public:
-  DelayedUpdateProgram(Worker& w, Variant variant, int warmup_rounds, int min_micro_batches)
-      : w_(w), variant_(variant), warmup_rounds_(warmup_rounds) {
+  DelayedUpdateProgram(Worker& w, Variant variant, int warmup_rounds, Accumulation accumulation)
+      : w_(w), variant_(variant), warmup_rounds_(warmup_rounds),
+        max_micro_batches_(accumulation.max) {
     // At least the mini-batch DDP uses per step: grad_accum micro-batches per round, split over
     // ACCO's two stages (the paper's fine-tuning runs ACCO with half DDP's accumulation, Table 5).
+    // A cap below that default lowers it (an explicit minimum above the cap is refused earlier).
     const int accum = w.scenario().training.grad_accum;
-    min_micro_batches_ = min_micro_batches > 0      ? min_micro_batches
-                         : variant == Variant::acco ? std::max(1, accum / 2)
-                                                    : accum;
+    const int fallback = variant == Variant::acco ? std::max(1, accum / 2) : accum;
+    min_micro_batches_ = accumulation.min > 0 ? accumulation.min : fallback;
+    if (max_micro_batches_ > 0)
+      min_micro_batches_ = std::min(min_micro_batches_, max_micro_batches_);
     const auto layout = param_layout(w.scenario().model.spec);
     const int n = w.topology().world_size();
     const int me = w.topology().world().index_of(w.rank());
@@ -79,8 +90,15 @@ public:
       int accumulated = 0;
       // Accumulate until the running round has finished, and at least the minimum number of
       // micro-batches (Algorithm 1, lines 6-9 and 13-16; N_i >= 1 in eq. DPU).
+      // With a cap (max_micro_batches), a compute stream that reached it waits for the round
+      // instead: min = max makes the accumulation, and so the real math, independent of timing.
       bool round_done = false;
       while (!round_done || accumulated < min_micro_batches_) {
+        if (!round_done && max_micro_batches_ > 0 && accumulated >= max_micro_batches_) {
+          w_.await(kRoundDone);
+          round_done = true;
+          continue;
+        }
         const MicroBatch mb{round.step, accumulated};
         w_.forward({0, layers}, mb, state_.params);
         w_.backward({0, layers}, mb, state_.params, state_.grads);
@@ -173,6 +191,7 @@ private:
   Worker& w_;
   Variant variant_;
   int warmup_rounds_;
+  int max_micro_batches_ = 0; // 0: no cap
   int min_micro_batches_ = 1;
   ModelState state_;
   BufferId handoff_ = -1;
@@ -183,43 +202,47 @@ private:
 
 class DelayedUpdate final : public Algorithm {
 public:
-  DelayedUpdate(std::string name, Variant variant, int warmup, int min_micro_batches)
-      : name_(std::move(name)), variant_(variant), warmup_(warmup), min_(min_micro_batches) {}
+  DelayedUpdate(std::string name, Variant variant, int warmup, Accumulation accumulation)
+      : name_(std::move(name)), variant_(variant), warmup_(warmup), accumulation_(accumulation) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
-    return std::make_unique<DelayedUpdateProgram>(w, variant_, warmup_, min_);
+    return std::make_unique<DelayedUpdateProgram>(w, variant_, warmup_, accumulation_);
   }
 
 private:
   std::string name_;
   Variant variant_;
   int warmup_;
-  int min_;
+  Accumulation accumulation_;
 };
 
 } // namespace
 
 namespace {
-int min_micro_batches(const AlgorithmOptions& opts) {
-  return static_cast<int>(opts.integer("min_micro_batches", 0, 1, 1 << 20));
+Accumulation accumulation(const AlgorithmOptions& opts) {
+  Accumulation a;
+  a.min = static_cast<int>(opts.integer("min_micro_batches", 0, 1, 1 << 20));
+  // The cap may not be below an explicit minimum (the option's error names max_micro_batches).
+  a.max = static_cast<int>(opts.integer("max_micro_batches", 0, std::max(1, a.min), 1 << 20));
+  return a;
 }
 } // namespace
 
 std::unique_ptr<Algorithm> make_dpu(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"warmup_steps", "min_micro_batches"});
+  const AlgorithmOptions opts(spec, {"warmup_steps", "min_micro_batches", "max_micro_batches"});
   return std::make_unique<DelayedUpdate>(
       spec.name, Variant::dpu, static_cast<int>(opts.integer("warmup_steps", 0, 0, 1 << 30)),
-      min_micro_batches(opts));
+      accumulation(opts));
 }
 
 std::unique_ptr<Algorithm> make_acco_wp(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"min_micro_batches"});
-  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco_wp, 0, min_micro_batches(opts));
+  const AlgorithmOptions opts(spec, {"min_micro_batches", "max_micro_batches"});
+  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco_wp, 0, accumulation(opts));
 }
 
 std::unique_ptr<Algorithm> make_acco(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"min_micro_batches"});
-  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco, 0, min_micro_batches(opts));
+  const AlgorithmOptions opts(spec, {"min_micro_batches", "max_micro_batches"});
+  return std::make_unique<DelayedUpdate>(spec.name, Variant::acco, 0, accumulation(opts));
 }
 
 } // namespace overlapsim

@@ -106,6 +106,30 @@ TEST(AccoFamily, NoGainWhenCommunicationIsNegligible) {
   EXPECT_NEAR(acco.metrics.accumulation_mean, 1.0, 1e-9);
 }
 
+TEST(AccoFamily, MaxMicroBatchesCapsAccumulationAndTheComputeStreamWaits) {
+  // The communication-bound case above: a 300 ms round against 60 ms micro-batches lets ACCO
+  // accumulate ~5 micro-batches per stage. Capped at 2 (= the minimum: fixed accumulation), every
+  // stage accumulates exactly 2 and the compute stream waits out the rest of the round, so the
+  // GPUs idle and throughput drops to 2 stages x 2 micro-batches x 4 GPUs per 2 rounds.
+  const auto s =
+      scenario_from(scenario(4, 1, "{bandwidth: 1GB/s, latency: 10us}", "",
+                             "    - {name: b, params: 50M, fwd_flops_per_sample: 1T, repeat: 2}\n"),
+                    {"training.steps=8", "training.warmup_steps=2"});
+  const auto free = simulate(s, "acco");
+  const auto capped = simulate(s, "acco", {{"min_micro_batches", "2"}, {"max_micro_batches", "2"}});
+  for (const auto& a : capped.trace.accumulations)
+    EXPECT_EQ(a.micro_batches, 2);
+  EXPECT_GT(free.metrics.accumulation_mean, 4.0);
+  EXPECT_GT(capped.metrics.idle_fraction_mean, 0.5);
+  // A round is the 300 ms exchange plus the sharded step (0.7 ms); a step is two rounds.
+  const double round = 0.3 + 0.0007;
+  EXPECT_NEAR(capped.metrics.throughput_samples_s, 4 * 4 / (2 * round), 0.03 * 16 / (2 * round));
+  // A cap alone lowers the default minimum (grad_accum / 2 = 1 here) only where it must.
+  const auto one = simulate(s, "dpu", {{"max_micro_batches", "1"}});
+  for (const auto& a : one.trace.accumulations)
+    EXPECT_EQ(a.micro_batches, 1);
+}
+
 TEST(AccoFamily, TwoCommunicationRoundsPerStepForAccoOneForDpu) {
   const auto s = scenario_from(scenario(2, 1, "{bandwidth: 10GB/s, latency: 1us}", "", kLayers));
   auto rounds_per_step = [&](const char* algorithm) {
