@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h> // fmt::join (in <fmt/format.h> before fmt 11)
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>

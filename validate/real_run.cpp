@@ -77,7 +77,7 @@ public:
     }
   }
 
-  c10::intrusive_ptr<c10d::ProcessGroup> group(const Group& g, StreamKind stream) {
+  CommBackendPtr group(const Group& g, StreamKind stream) {
     std::lock_guard lock(mutex_);
     auto& pg = groups_[{g.id, static_cast<int>(stream)}];
     if (pg)
@@ -126,7 +126,7 @@ private:
   c10::intrusive_ptr<c10d::Store> store_;
   std::shared_ptr<::gloo::transport::Device> device_;
   std::mutex mutex_;
-  std::map<std::pair<int, int>, c10::intrusive_ptr<c10d::ProcessGroup>> groups_;
+  std::map<std::pair<int, int>, CommBackendPtr> groups_;
 };
 
 std::string encode_losses(const std::vector<LossRecord>& losses) {

@@ -52,7 +52,7 @@ double bytes_sent(CollectiveOp op, int n, double bytes) {
 class RealWorker::State final : public CommState {
 public:
   CollectiveCall call;
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  CommBackendPtr group;
   std::vector<c10::intrusive_ptr<c10d::Work>> works; // pieces, completing in order
   std::vector<torch::Tensor> inputs;
   std::vector<std::vector<torch::Tensor>> outputs;

@@ -17,14 +17,14 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include "validate/c10d_compat.h"
 #include <vector>
 
 namespace overlapsim::real {
 
 // A process group for (group, stream): each stream gets its own so that the two threads' calls
 // never interleave in a group's sequence (ranks must issue a group's collectives in one order).
-using GroupFn = std::function<c10::intrusive_ptr<c10d::ProcessGroup>(const Group&, StreamKind)>;
+using GroupFn = std::function<CommBackendPtr(const Group&, StreamKind)>;
 
 struct LossRecord {
   int step = 0;
