@@ -96,7 +96,7 @@ spec::LinkFit robust_fit(int ranks, const std::vector<spec::SizeTime>& points) {
 spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions& o) {
   const auto& s = ctx.scenario;
   RealWorker w(ctx, rank);
-  RealWorker::set_stream(StreamKind::compute);
+  w.enter(StreamKind::compute);
   const auto layout = param_layout(s.model.spec);
   const std::int64_t n = layout.total();
   const BufferId params = w.declare({"params", MemoryCategory::params, n, 4});
@@ -148,7 +148,7 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
   // Up to the gradients' size, and at least 4 MiB: below that, loopback times are mostly noise.
   const double max_bytes =
       o.max_bytes > 0 ? o.max_bytes : std::max({4.0 * n, 4.0 * 1024 * 1024, 2 * o.min_bytes});
-  RealWorker::set_stream(StreamKind::comm);
+  w.enter(StreamKind::comm);
   const BufferId scratch =
       w.declare({"profile_buffer", MemoryCategory::buffers, std::llround(max_bytes / 4) + 1, 4});
   const BufferId scratch_out =
@@ -167,7 +167,7 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
         sweep(w, topo.intra_node(0), scratch, scratch_out, o, max_bytes, CollectiveOp::all_reduce);
     cal.intra_node = robust_fit(topo.gpus_per_node(), points);
   }
-  RealWorker::set_stream(StreamKind::compute);
+  w.enter(StreamKind::compute);
   return cal;
 }
 

@@ -56,9 +56,17 @@ Dataset::Dataset(const spec::Scenario& s, std::int64_t samples) {
   targets_ = text.narrow(1, 1, seq).contiguous();
 }
 
+void Dataset::to(const torch::Device& device) {
+  inputs_ = inputs_.to(device);
+  targets_ = targets_.to(device);
+}
+
 Batch Dataset::batch(std::int64_t first, int count) const {
   const std::int64_t n = inputs_.size(0);
-  auto index = (torch::arange(count, torch::kLong) + first).remainder(n);
+  auto index =
+      (torch::arange(count, torch::TensorOptions().dtype(torch::kLong).device(inputs_.device())) +
+       first)
+          .remainder(n);
   return Batch{inputs_.index_select(0, index), targets_.index_select(0, index)};
 }
 
@@ -175,7 +183,9 @@ torch::Tensor RealModel::run_layer(int l, const torch::Tensor& x, const Batch& b
   auto heads = [&](const torch::Tensor& t) { return t.view({B, S, heads_, hd}).transpose(1, 2); };
   auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
   auto att = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
-  auto mask = torch::ones({S, S}, torch::kBool).triu(1);
+  // On the activations' device: a CPU mask against CUDA scores is an error.
+  auto mask =
+      torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
   att = torch::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
   auto y = att.matmul(v).transpose(1, 2).contiguous().view({B, S, d_});
   auto out = x + F::linear(y, p[4], p[5]);

@@ -26,7 +26,11 @@ struct Batch {
 class Dataset {
 public:
   Dataset(const spec::Scenario& scenario, std::int64_t samples = 2048);
-  // Samples first .. first + count - 1 (taken modulo the data set's size).
+  // Moves the whole data set to the worker's device once, so that a micro-batch is a gather on
+  // the device: no host-to-device copy inside a timed forward (the GPU profile timed one into
+  // the first layer: 12.1 ms against 0.40 ms for the identical later layers).
+  void to(const torch::Device& device);
+  // Samples first .. first + count - 1 (taken modulo the data set's size), on the data's device.
   Batch batch(std::int64_t first, int count) const;
 
 private:

@@ -233,10 +233,11 @@ WorkerResult run_worker(const spec::Scenario& s, const JobEnv& e, const WorkerOp
   const auto [nodes, gpus] = job_shape(s, e.world);
   const Topology topology(nodes, gpus);
   std::atomic<bool> aborted{false};
-  const Dataset data(s);
   torch::Device device = torch::kCPU;
   if (o.backend == "nccl")
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(e.rank % gpus));
+  Dataset data(s);
+  data.to(device); // micro-batches are gathered on the device, never copied in a timed op
   auto group_fn = [&job](const Group& g, StreamKind stream) { return job.group(g, stream); };
   const auto timeout = std::chrono::milliseconds(std::llround(o.timeout_s * 1000));
   // Both streams' world groups exist before anything runs: creating a group is itself collective.
@@ -280,7 +281,7 @@ WorkerResult run_worker(const spec::Scenario& s, const JobEnv& e, const WorkerOp
     std::exception_ptr failure[2];
     std::atomic<int> first_failure{-1};
     std::thread comm([&] {
-      RealWorker::set_stream(StreamKind::comm);
+      worker.enter(StreamKind::comm);
       try {
         program->run_comm();
       } catch (...) {
@@ -291,7 +292,7 @@ WorkerResult run_worker(const spec::Scenario& s, const JobEnv& e, const WorkerOp
       }
     });
     std::thread compute([&] {
-      RealWorker::set_stream(StreamKind::compute);
+      worker.enter(StreamKind::compute);
       // The compute thread yields the CPU to the communication thread (and to the kernel's
       // network processing) whenever that needs it: on a GPU, NCCL runs on SMs of its own and a
       // busy compute stream does not starve it. Linux applies nice per thread.

@@ -59,17 +59,19 @@ public:
   torch::Tensor scratch;
   std::function<void()> finish;
   std::shared_ptr<std::atomic<double>> completed = std::make_shared<std::atomic<double>>(-1.0);
-  double issued = 0;
+  StreamMark issued;
   double bytes = 0;
   StreamKind stream = StreamKind::comm;
   bool done = false;
 };
 
-void RealWorker::set_stream(StreamKind stream) {
+void RealWorker::enter(StreamKind stream) {
   current_stream = stream;
+  streams_.enter(stream);
 }
 
-RealWorker::RealWorker(RealContext& context, int rank) : ctx_(context), rank_(rank) {
+RealWorker::RealWorker(RealContext& context, int rank)
+    : ctx_(context), rank_(rank), streams_(context.device, context.start) {
   slowdown_ = ctx_.scenario.cluster.slowdown_of(rank);
   trace_.workers = ctx_.topology.world_size();
   trace_.gpus_per_node = ctx_.topology.gpus_per_node();
@@ -102,17 +104,19 @@ torch::Tensor RealWorker::tensor(Slice s) const {
 }
 
 double RealWorker::now() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.start).count();
+  return streams_.host_now();
 }
 
 void RealWorker::record(StreamKind stream, OpCategory category, const std::string& name,
-                        double start, double end, MicroBatch mb, double bytes,
+                        StreamMark start, StreamMark end, MicroBatch mb, double bytes,
                         const std::string& detail) {
   heartbeat();
   std::lock_guard lock(mutex_);
+  if (start.event >= 0 || end.event >= 0)
+    pending_timings_.push_back(PendingTiming{trace_.events.size(), start, end});
   TraceEvent e;
-  e.start = start;
-  e.end = end;
+  e.start = start.host_s;
+  e.end = end.host_s;
   e.worker = rank_;
   e.stream = stream;
   e.category = category;
@@ -139,18 +143,43 @@ void RealWorker::memory_changed() {
     peak[c] = std::max(peak[c], now_bytes[c]);
 }
 
-void RealWorker::sync() const {
-  // Kernels launch asynchronously: an op's end is when the device has finished it.
-  if (ctx_.device.is_cuda())
-    torch::cuda::synchronize(ctx_.device.index());
+void RealWorker::resolve_timings() {
+  std::lock_guard lock(mutex_);
+  for (const auto& p : pending_timings_) {
+    auto& e = trace_.events[p.event];
+    e.start = streams_.seconds(p.start);
+    e.end = std::max(e.start, streams_.seconds(p.end));
+  }
+  pending_timings_.clear();
+  for (const auto& [index, at] : pending_steps_)
+    trace_.steps[index].time = streams_.seconds(at);
+  pending_steps_.clear();
+  for (const auto& [index, loss] : pending_losses_)
+    losses_[index].loss = loss.item<double>();
+  pending_losses_.clear();
 }
 
-void RealWorker::straggle(double start) {
-  sync();
+const Trace& RealWorker::trace() {
+  resolve_timings();
+  return trace_;
+}
+
+const std::vector<LossRecord>& RealWorker::losses() {
+  resolve_timings();
+  return losses_;
+}
+
+StreamMark RealWorker::finish_op(StreamMark start) {
   // The ACCO paper's straggler: sleep after each op, for (slowdown - 1) times its duration. Every
-  // op the simulator runs on the GPU (optimizer steps and copies too) is slowed, as there.
-  if (slowdown_ > 1.0)
-    std::this_thread::sleep_for(std::chrono::duration<double>((slowdown_ - 1) * (now() - start)));
+  // op the simulator runs on the GPU (optimizer steps and copies too) is slowed, as there. Only
+  // then does the host need to wait for the device.
+  if (slowdown_ > 1.0) {
+    streams_.drain();
+    const StreamMark end = streams_.mark();
+    const double took = streams_.seconds(end) - streams_.seconds(start);
+    std::this_thread::sleep_for(std::chrono::duration<double>((slowdown_ - 1) * took));
+  }
+  return streams_.mark();
 }
 
 void RealWorker::bind(BufferId params, BufferId grads) {
@@ -165,7 +194,7 @@ void RealWorker::bind(BufferId params, BufferId grads) {
 }
 
 void RealWorker::forward(LayerRange layers, MicroBatch mb, BufferId params) {
-  const double start = now();
+  const StreamMark start = streams_.mark();
   bind(params, -1);
   auto& a = activations_[{mb.step, mb.index}];
   const int count = ctx_.model.layers();
@@ -190,17 +219,21 @@ void RealWorker::forward(LayerRange layers, MicroBatch mb, BufferId params) {
   activation_bytes_ += kept;
   memory_changed();
   if (layers.last == count) {
-    const double loss = a.outputs.back().item<double>();
+    // On a GPU the loss stays on the device until the end: reading it now would wait for it.
+    const auto loss = a.outputs.back().detach();
     std::lock_guard lock(mutex_);
-    losses_.push_back(LossRecord{mb.step, mb.index, loss, now()});
+    losses_.push_back(LossRecord{mb.step, mb.index, 0.0, now()});
+    if (loss.is_cuda())
+      pending_losses_.emplace_back(losses_.size() - 1, loss);
+    else
+      losses_.back().loss = loss.item<double>();
   }
-  straggle(start);
   record(current_stream, OpCategory::forward, layer_label(ctx_.scenario.model.spec, layers, "fwd"),
-         start, now(), mb);
+         start, finish_op(start), mb);
 }
 
 void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) {
-  const double start = now();
+  const StreamMark start = streams_.mark();
   bind(params, grads);
   const int count = ctx_.model.layers();
   // A step's first micro-batch starts its gradients afresh (see runtime.h).
@@ -234,13 +267,12 @@ void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, Buf
   }
   activation_bytes_ = std::max(0.0, activation_bytes_ - freed);
   memory_changed();
-  straggle(start);
   record(current_stream, OpCategory::backward, layer_label(ctx_.scenario.model.spec, layers, "bwd"),
-         start, now(), mb);
+         start, finish_op(start), mb);
 }
 
 void RealWorker::optimizer_step(const OptimizerStep& op) {
-  const double start = now();
+  const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
   auto& slots = optimizer_[{op.state.buffer, op.state.offset}];
   if (!slots.master.defined())
@@ -255,33 +287,29 @@ void RealWorker::optimizer_step(const OptimizerStep& op) {
     grad = grad * op.grad_scale;
   apply_optimizer(ctx_.optimizer, slots, grad, tensor(op.out.buffer >= 0 ? op.out : op.params),
                   op.commit);
-  straggle(start);
   record(current_stream, OpCategory::optimizer, op.commit ? "optimizer step" : "optimizer estimate",
-         start, now(), {op.step, -1});
+         start, finish_op(start), {op.step, -1});
 }
 
 void RealWorker::copy(Slice from, Slice to) {
-  const double start = now();
+  const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
   tensor(to).copy_(tensor(from));
-  straggle(start);
-  record(current_stream, OpCategory::copy, "copy", start, now(), {-1, -1});
+  record(current_stream, OpCategory::copy, "copy", start, finish_op(start), {-1, -1});
 }
 
 void RealWorker::accumulate(Slice from, Slice to) {
-  const double start = now();
+  const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
   tensor(to).add_(tensor(from));
-  straggle(start);
-  record(current_stream, OpCategory::copy, "accumulate", start, now(), {-1, -1});
+  record(current_stream, OpCategory::copy, "accumulate", start, finish_op(start), {-1, -1});
 }
 
 void RealWorker::fill(Slice to, double value) {
-  const double start = now();
+  const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
   tensor(to).fill_(value);
-  straggle(start);
-  record(current_stream, OpCategory::copy, "fill", start, now(), {-1, -1});
+  record(current_stream, OpCategory::copy, "fill", start, finish_op(start), {-1, -1});
 }
 
 CommHandle RealWorker::start(const CollectiveCall& call) {
@@ -297,7 +325,7 @@ CommHandle RealWorker::start(const CollectiveCall& call) {
   s->call = call;
   s->stream = current_stream;
   s->group = ctx_.group(g, current_stream);
-  s->issued = now();
+  s->issued = streams_.mark(); // on a GPU the collective starts after what the stream issued
   const int n = g.size();
   torch::Tensor data = call.data.buffer >= 0 ? tensor(call.data) : torch::zeros({0}, options());
   s->bytes = static_cast<double>(data.numel()) * 4;
@@ -459,10 +487,18 @@ void RealWorker::wait(CommHandle& handle) {
   if (s.finish)
     s.finish();
   s.done = true;
+  const std::string name = s.call.name.empty() ? to_string(s.call.op) : s.call.name;
+  if (streams_.on_gpu()) {
+    // NCCL runs the collective on its stream, which waited for this stream at the start; the
+    // work's wait() made this stream wait for it: the two marks bracket it on the device.
+    record(StreamKind::comm, OpCategory::comm, name, s.issued, streams_.mark(), {s.call.step, -1},
+           s.bytes, "nccl");
+    return;
+  }
   double end = s.completed->load();
   if (end < 0)
     end = now();
-  double begin = s.issued;
+  double begin = s.issued.host_s;
   {
     // Ops on one process group run one after the other (one Gloo thread, like one NCCL stream):
     // this one started when it was issued or when the previous one ended, whichever is later.
@@ -471,9 +507,8 @@ void RealWorker::wait(CommHandle& handle) {
     begin = std::min(end, std::max(begin, busy));
     busy = std::max(busy, end);
   }
-  record(StreamKind::comm, OpCategory::comm,
-         s.call.name.empty() ? to_string(s.call.op) : s.call.name, begin, end, {s.call.step, -1},
-         s.bytes, "gloo");
+  record(StreamKind::comm, OpCategory::comm, name, StreamMark{begin}, StreamMark{end},
+         {s.call.step, -1}, s.bytes, "gloo");
 }
 
 bool RealWorker::test(CommHandle& handle) {
@@ -486,6 +521,8 @@ bool RealWorker::test(CommHandle& handle) {
 }
 
 void RealWorker::notify(int signal, std::int64_t value) {
+  // What this stream issued before the signal is done before the other stream hears of it.
+  streams_.drain();
   {
     std::lock_guard lock(mutex_);
     signals_[signal].push_back(value);
@@ -520,8 +557,11 @@ void RealWorker::abort() {
 }
 
 void RealWorker::step_done(int step, double samples) {
+  const StreamMark at = streams_.mark(); // on a GPU: when the stream gets there
   std::lock_guard lock(mutex_);
-  trace_.steps.push_back(StepMark{now(), rank_, step, samples});
+  if (at.event >= 0)
+    pending_steps_.emplace_back(trace_.steps.size(), at);
+  trace_.steps.push_back(StepMark{at.host_s, rank_, step, samples});
 }
 
 void RealWorker::record_accumulation(int step, int micro_batches) {

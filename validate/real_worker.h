@@ -1,8 +1,9 @@
 // RealWorker: the Worker interface of algorithms/runtime.h on real tensors. Buffers are fp32
 // tensors, forward/backward run the real model layer by layer with autograd, optimizer steps
-// update real parameters, and collectives go through c10d process groups (Gloo on CPU). The two
-// streams are two threads of one process; every op lands in a Trace with the simulator's schema,
-// timed by the wall clock.
+// update real parameters, and collectives go through c10d process groups (Gloo on CPU, NCCL on
+// GPU). The two streams are two threads of one process, each issuing to a CUDA stream of its own
+// on a GPU (validate/device_streams.h); every op lands in a Trace with the simulator's schema,
+// timed by the wall clock on a CPU and by CUDA events on a GPU.
 #pragma once
 
 #include "algorithms/runtime.h"
@@ -10,6 +11,8 @@
 #include "validate/real_model.h"
 #include "validate/real_optimizer.h"
 
+#include "validate/c10d_compat.h"
+#include "validate/device_streams.h"
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,7 +20,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include "validate/c10d_compat.h"
 #include <vector>
 
 namespace overlapsim::real {
@@ -50,8 +52,8 @@ class RealWorker final : public Worker {
 public:
   RealWorker(RealContext& context, int rank);
 
-  // The stream the calling thread runs (set by each thread before it runs its program).
-  static void set_stream(StreamKind stream);
+  // The stream the calling thread runs: each thread calls it before it runs its program.
+  void enter(StreamKind stream);
 
   int rank() const override { return rank_; }
   const Topology& topology() const override { return ctx_.topology; }
@@ -84,8 +86,10 @@ public:
 
   torch::Tensor tensor(Slice s) const;
   torch::Tensor whole(BufferId id) const { return tensors_.at(static_cast<std::size_t>(id)); }
-  const Trace& trace() const { return trace_; }
-  const std::vector<LossRecord>& losses() const { return losses_; }
+  // Both resolve the device's timings first (waiting for the ops still running on a GPU): call
+  // them when the streams are idle or from the stream whose ops are read.
+  const Trace& trace();
+  const std::vector<LossRecord>& losses();
 
 private:
   struct Activations {
@@ -95,11 +99,13 @@ private:
   };
   class State;
 
-  void record(StreamKind stream, OpCategory category, const std::string& name, double start,
-              double end, MicroBatch mb, double bytes = 0, const std::string& detail = {});
+  // An op from `start` to `end` on its stream; on a GPU its times are resolved later.
+  void record(StreamKind stream, OpCategory category, const std::string& name, StreamMark start,
+              StreamMark end, MicroBatch mb, double bytes = 0, const std::string& detail = {});
+  void resolve_timings();
   void bind(BufferId params, BufferId grads);
-  void straggle(double start);
-  void sync() const;
+  // Ends a compute op begun at `start`: applies the straggler's slowdown and returns the end.
+  StreamMark finish_op(StreamMark start);
   torch::TensorOptions options() const { return torch::TensorOptions().device(ctx_.device); }
   void memory_changed();
 
@@ -120,6 +126,14 @@ private:
   std::map<const void*, double> group_busy_until_; // per process group: last completion
   Trace trace_;
   std::vector<LossRecord> losses_;
+  DeviceStreams streams_;
+  struct PendingTiming {
+    std::size_t event;
+    StreamMark start, end;
+  };
+  std::vector<PendingTiming> pending_timings_; // GPU: events whose times are CUDA events
+  std::vector<std::pair<std::size_t, torch::Tensor>> pending_losses_; // GPU: losses on the device
+  std::vector<std::pair<std::size_t, StreamMark>> pending_steps_;     // GPU: step ends
   double static_bytes_ = 0;
   double activation_bytes_ = 0;
 };
