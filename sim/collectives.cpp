@@ -49,7 +49,7 @@ int tree_parent(int i, bool mirrored, int n) {
 Network::Network(const Platform& platform, const spec::ClusterSpec& cluster,
                  const Topology& topology)
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
-      algorithm_(cluster.collective_algorithm) {}
+      algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes) {}
 
 Network::~Network() = default;
 
@@ -386,7 +386,6 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
   if (!g.contains(rank))
     throw std::logic_error(
         fmt::format("rank {} runs '{}' on a group it is not in", rank, call.name));
-  const Scope s{g, seq, 0};
   switch (call.op) {
   case CollectiveOp::send:
     exchange(Scope{g, seq, -1 - call.tag}, rank, call.peer, bytes, -1);
@@ -399,6 +398,28 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
   }
   if (g.size() == 1)
     return {0, "local"};
+  // A calibrated op runs with the bytes that make the link's model give its own measured time
+  // (spec::CollectiveBytesMap; S is the full array, all-gather's data is the shard); what it
+  // reports as sent stays the op's real volume.
+  if (collective_bytes_.empty())
+    return run_uncalibrated(rank, call, bytes, seq);
+  std::string op_name = to_string(call.op);
+  std::replace(op_name.begin(), op_name.end(), '-', '_');
+  if (const auto it = collective_bytes_.find(op_name); it != collective_bytes_.end()) {
+    const double per_array = call.op == CollectiveOp::all_gather ? g.size() : 1.0;
+    const double mapped =
+        std::max(0.0, it->second.scale * bytes * per_array + it->second.offset) / per_array;
+    auto outcome = run_uncalibrated(rank, call, mapped, seq);
+    outcome.bytes_sent = mapped > 0 ? outcome.bytes_sent * bytes / mapped : 0.0;
+    return outcome;
+  }
+  return run_uncalibrated(rank, call, bytes, seq);
+}
+
+CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call, double bytes,
+                                            std::int64_t seq) {
+  const Group& g = *call.group;
+  const Scope s{g, seq, 0};
   using Algo = spec::CollectiveAlgorithm;
   Algo algo = algorithm_;
   if (call.op == CollectiveOp::all_reduce && algo == Algo::automatic) {

@@ -72,6 +72,8 @@ private:
     int tag = 0;
   };
   struct Split; // a group cut into nodes (intra) and same-position ranks (cross)
+  CollectiveOutcome run_uncalibrated(int rank, const CollectiveCall& call, double bytes,
+                                     std::int64_t seq);
 
   simgrid::s4u::Mailbox* mailbox(const Scope& s, int src, int dst);
   struct Flow {
@@ -98,6 +100,7 @@ private:
   const Topology& topology_;
   spec::CollectiveFidelity fidelity_;
   spec::CollectiveAlgorithm algorithm_;
+  std::map<std::string, spec::CollectiveBytesMap> collective_bytes_; // calibrated ops
   std::unordered_map<std::string, simgrid::s4u::Mailbox*> mailboxes_;
   std::unordered_map<std::uint64_t, std::pair<double, double>> routes_; // latency, bandwidth
   std::unordered_map<int, double> ring_latency_;

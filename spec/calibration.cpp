@@ -95,6 +95,18 @@ Calibration read_calibration(const std::string& path) {
       c.intra_node = read_link(l.at("intra_node"), path + ": links.intra_node");
     if (l.contains("inter_node"))
       c.inter_node = read_link(l.at("inter_node"), path + ": links.inter_node");
+    for (const auto& [key, ops] : {std::pair{"intra_node_ops", &c.intra_node_ops},
+                                   std::pair{"inter_node_ops", &c.inter_node_ops}})
+      if (l.contains(key))
+        for (const auto& f : l.at(key)) {
+          const std::string where = fmt::format("{}: links.{}[{}]", path, key, ops->size());
+          ops->push_back(read_link(f, where));
+          try {
+            ring_shape(ops->back().op, std::max(2, ops->back().ranks)); // a known op
+          } catch (const std::exception& e) {
+            throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
+          }
+        }
   }
   return c;
 }
@@ -110,6 +122,13 @@ std::string calibration_json(const Calibration& c) {
     links["intra_node"] = link_json(*c.intra_node);
   if (c.inter_node)
     links["inter_node"] = link_json(*c.inter_node);
+  for (const auto& [key, ops] : {std::pair{"intra_node_ops", &c.intra_node_ops},
+                                 std::pair{"inter_node_ops", &c.inter_node_ops}})
+    if (!ops->empty()) {
+      links[key] = json::array();
+      for (const auto& f : *ops)
+        links[key].push_back(link_json(f));
+    }
   json out = {{"schema", kCalibrationSchema}, {"source", c.source}, {"device", c.device}};
   if (!c.layers.empty()) {
     json model = {{"name", c.model}, {"micro_batch", c.micro_batch}, {"layers", layers}};
@@ -224,6 +243,16 @@ LinkFit import_nccl_tests(std::string_view text, const std::string& name, std::s
   // nccl-tests' smallest sizes sit on a latency floor that is not the ring's per-step latency
   // times steps; all points still enter the fit, weighted by relative error.
   return fit_alpha_beta(std::move(op), ranks, std::move(points));
+}
+
+BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op) {
+  const auto shape = ring_shape(op.op, op.ranks);
+  BytesMap m;
+  m.scale = link.bandwidth_Bps / op.bandwidth_Bps;
+  m.offset = shape.bytes_factor > 0 ? shape.latency_steps * (op.latency_s - link.latency_s) *
+                                          link.bandwidth_Bps / shape.bytes_factor
+                                    : 0.0;
+  return m;
 }
 
 } // namespace overlapsim::spec

@@ -45,7 +45,19 @@ struct Calibration {
   double memory_bandwidth_Bps = 0;       // element-wise copies (the simulator's HBM bandwidth)
   std::optional<LinkFit> intra_node;
   std::optional<LinkFit> inter_node;
+  // Fits of the other collectives the algorithms use, on the same links (profile measures them
+  // where they differ: a CPU's Gloo implements each its own way).
+  std::vector<LinkFit> intra_node_ops;
+  std::vector<LinkFit> inter_node_ops;
 };
+
+// The byte mapping that makes `link`'s alpha-beta model give `op`'s fitted time (both fits of
+// ring_shape form on the same ranks): S' = S x B_link / B_op + steps (a_op - a_link) B_link / k.
+struct BytesMap {
+  double scale = 1;
+  double offset = 0;
+};
+BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op);
 
 // Throws std::runtime_error naming the file and what is wrong.
 Calibration read_calibration(const std::string& path);

@@ -273,6 +273,17 @@ ClusterSpec read_cluster(const Entry& e) {
   if (c.nodes > 1 || e.has("inter_node") || (calibration && calibration->inter_node))
     c.inter_node =
         link("inter_node", c.nodes > 1, calibration ? calibration->inter_node : std::nullopt);
+  // Per-op fits map onto the link that carries the job's collectives: across nodes when there
+  // are several, else inside the node.
+  if (calibration) {
+    const bool across = c.nodes > 1;
+    const auto& base = across ? calibration->inter_node : calibration->intra_node;
+    if (base)
+      for (const auto& f : across ? calibration->inter_node_ops : calibration->intra_node_ops) {
+        const auto m = collective_bytes_map(*base, f);
+        c.collective_bytes[f.op] = CollectiveBytesMap{m.scale, m.offset};
+      }
+  }
   if (e.has("nics_per_node"))
     c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
   if (e.has("stragglers")) {

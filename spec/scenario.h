@@ -38,6 +38,15 @@ struct Site {
   std::vector<int> nodes;
 };
 
+// How one collective's measured time differs from its link's (Gloo on CPU runs reduce-scatter
+// as an all-to-all, all-gather as list all-gathers: neither costs what the link's all-reduce fit
+// says). The simulator runs the op with `scale x S + offset` bytes (S the full array, as
+// nccl-tests counts it), so the link's alpha-beta model gives the op's own fitted time.
+struct CollectiveBytesMap {
+  double scale = 1;
+  double offset = 0;
+};
+
 struct ClusterSpec {
   int nodes = 1;
   int gpus_per_node = 1;
@@ -53,6 +62,9 @@ struct ClusterSpec {
   std::vector<Site> sites; // empty: one site, no WAN
   hw::LinkSpec wan;
   std::string calibration; // calibration profile whose fitted links replaced the given ones
+  // By nccl-tests op name ("reduce_scatter", "all_gather"): from a calibration profile's per-op
+  // fits; an op not listed runs with its own bytes.
+  std::map<std::string, CollectiveBytesMap> collective_bytes;
 
   int world_size() const { return nodes * gpus_per_node; }
   double slowdown_of(int rank) const;

@@ -177,5 +177,56 @@ algorithms: [ddp]
   EXPECT_NEAR(r.metrics.iteration_time_s, 8 * (1e-3 + 2e-3 + 3e-3 + 4e-3) + params * 1e-9, 1e-9);
 }
 
+// Per-op fits: the link is the all-reduce's (1 ms a step, 10 MB/s); a reduce-scatter measured at
+// 2 ms + S/2 / 40 MB/s on 2 ranks runs with S' = S x 1e7/4e7 + 1 step x (2 - 1) ms x 1e7 / (1/2)
+// = 0.25 S + 20 kB, so the link's model gives 1 ms + S'/2 / 10 MB/s = its own fitted time.
+Calibration profile_with_ops() {
+  auto c = mlp_profile();
+  auto points = [](double latency, double bandwidth) {
+    return std::vector<SizeTime>{{1e3, latency + 0.5e3 / bandwidth},
+                                 {1e6, latency + 0.5e6 / bandwidth}};
+  };
+  c.inter_node_ops = {fit_alpha_beta("reduce_scatter", 2, points(2e-3, 4e7)),
+                      fit_alpha_beta("all_gather", 2, points(5e-4, 2e7))};
+  return c;
+}
+
+TEST(Calibration, EachCollectiveRunsAtItsOwnFittedTime) {
+  const auto c = profile_with_ops();
+  const auto m = collective_bytes_map(*c.inter_node, c.inter_node_ops[0]);
+  EXPECT_NEAR(m.scale, 0.25, 1e-9);
+  EXPECT_NEAR(m.offset, 2e4, 1e-3);
+
+  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-ops";
+  fs::create_directories(dir);
+  std::ofstream(dir / "profile.json") << calibration_json(c);
+  ASSERT_EQ(read_calibration((dir / "profile.json").string()).inter_node_ops.size(), 2u);
+  const auto scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << R"(name: cal
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, calibration: profile.json}
+model: {preset: mlp, width: 1024, depth: 2, dtype: fp32}
+training: {micro_batch: 8, steps: 2}
+algorithms: [{name: zero1, bucket_cap: 1GB}]
+)";
+  const auto s = load_scenario(scenario);
+  const auto r = overlapsim::testing::simulate(s, "zero1", {{"bucket_cap", "1GB"}});
+  const double bytes = 4.0 * 2 * (1024 * 1024 + 1024); // fp32 gradients, the full array
+  int checked = 0;
+  for (const auto& e : r.trace.events) {
+    const auto name = r.trace.name_of(e.name);
+    if (e.worker != 0 || e.category != OpCategory::comm)
+      continue;
+    if (name.starts_with("reduce-scatter")) {
+      EXPECT_NEAR(e.end - e.start, 2e-3 + 0.5 * bytes / 4e7, 1e-6) << name;
+      EXPECT_NEAR(e.bytes, 0.5 * bytes, 1); // what is sent stays the op's real volume
+      ++checked;
+    } else if (name.starts_with("all-gather")) {
+      EXPECT_NEAR(e.end - e.start, 5e-4 + 0.5 * bytes / 2e7, 1e-6) << name;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 4);
+}
+
 } // namespace
 } // namespace overlapsim::spec

@@ -67,16 +67,17 @@ std::vector<spec::SizeTime> sweep(RealWorker& w, const Group& group, BufferId bu
 // The alpha-beta fit, or, when noise makes the times not grow with size (a fast loopback and a
 // small model), the bound the largest size gives: no latency, its bandwidth. The residual in the
 // profile says how well either describes the points.
-spec::LinkFit robust_fit(int ranks, const std::vector<spec::SizeTime>& points) {
+spec::LinkFit robust_fit(const std::string& op, int ranks,
+                         const std::vector<spec::SizeTime>& points) {
   try {
-    return spec::fit_alpha_beta("all_reduce", ranks, points);
+    return spec::fit_alpha_beta(op, ranks, points);
   } catch (const std::runtime_error& e) {
-    const auto shape = spec::ring_shape("all_reduce", ranks);
+    const auto shape = spec::ring_shape(op, ranks);
     const auto& big =
         *std::max_element(points.begin(), points.end(),
                           [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
     spec::LinkFit f;
-    f.op = "all_reduce";
+    f.op = op;
     f.ranks = ranks;
     f.latency_s = 0;
     f.bandwidth_Bps = shape.bytes_factor * big.bytes / big.seconds;
@@ -153,19 +154,33 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
       w.declare({"profile_buffer", MemoryCategory::buffers, std::llround(max_bytes / 4) + 1, 4});
   const BufferId scratch_out =
       w.declare({"profile_output", MemoryCategory::buffers, std::llround(max_bytes / 4) + 1, 4});
+  // Every collective the algorithms use, each fitted on its own: the link's fit is the
+  // all-reduce's, and on a CPU Gloo's reduce-scatter (an all-to-all here) and all-gather cost
+  // what they cost, not what the all-reduce implies (spec::collective_bytes_map).
+  auto measure = [&](const Group& group, std::optional<spec::LinkFit>& link,
+                     std::vector<spec::LinkFit>& ops) {
+    for (const auto op :
+         {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
+      std::string name = to_string(op);
+      std::replace(name.begin(), name.end(), '-', '_');
+      auto fit =
+          robust_fit(name, group.size(), sweep(w, group, scratch, scratch_out, o, max_bytes, op));
+      if (op == CollectiveOp::all_reduce)
+        link = fit;
+      else
+        ops.push_back(fit);
+    }
+  };
   if (topo.world_size() > 1) {
-    const auto points =
-        sweep(w, topo.world(), scratch, scratch_out, o, max_bytes, CollectiveOp::all_reduce);
-    auto fit = robust_fit(topo.world_size(), points);
     if (topo.nodes() > 1)
-      cal.inter_node = fit;
+      measure(topo.world(), cal.inter_node, cal.inter_node_ops);
     else
-      cal.intra_node = fit;
+      measure(topo.world(), cal.intra_node, cal.intra_node_ops);
   }
   if (topo.nodes() > 1 && topo.gpus_per_node() > 1 && topo.node_of(rank) == 0) {
     const auto points =
         sweep(w, topo.intra_node(0), scratch, scratch_out, o, max_bytes, CollectiveOp::all_reduce);
-    cal.intra_node = robust_fit(topo.gpus_per_node(), points);
+    cal.intra_node = robust_fit("all_reduce", topo.gpus_per_node(), points);
   }
   w.enter(StreamKind::compute);
   return cal;
