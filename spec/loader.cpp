@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -24,6 +25,24 @@ struct Context {
   std::string file;
   std::set<std::string> overridden; // dotted paths replaced by --set
 };
+
+// The documented range of each kind of quantity: past it a value is a typo, or makes the
+// simulation overflow (a bandwidth of 1e-300 B/s never delivers; 1e308 h is no latency).
+struct QuantityRange {
+  double min;
+  double max;
+  std::string (*format)(double);
+};
+
+QuantityRange quantity_range(double (*parse)(std::string_view)) {
+  if (parse == hw::parse_bandwidth_Bps)
+    return {1e3, 1e15, hw::format_bandwidth}; // 1 kB/s to 1 PB/s
+  if (parse == hw::parse_time_s)
+    return {0, 3600, hw::format_time}; // up to an hour
+  if (parse == hw::parse_size_bytes)
+    return {0, 1e15, hw::format_bytes}; // up to 1 PB
+  return {0, 1e18, hw::format_count};
+}
 
 // A node together with its dotted key path; every accessor checks the YAML shape and reports
 // the file, the line and the key on failure.
@@ -91,8 +110,10 @@ public:
     return node_.Scalar();
   }
 
-  // A quantity parsed by one of hw/units.h's parsers; errors carry the parser's explanation.
-  double quantity(double (*parse)(std::string_view), bool allow_zero = false) const {
+  // A quantity parsed by one of hw/units.h's parsers; errors carry the parser's explanation. The
+  // value must lie in the kind's documented range (docs/SCENARIO.md, "Ranges"), or below `max`.
+  double quantity(double (*parse)(std::string_view), bool allow_zero = false,
+                  double max = std::numeric_limits<double>::infinity()) const {
     double v = 0;
     try {
       v = parse(text());
@@ -101,6 +122,11 @@ public:
     }
     if (!allow_zero && v <= 0)
       fail(fmt::format("expected a value greater than 0, got '{}'", text()));
+    const QuantityRange range = quantity_range(parse);
+    max = std::min(max, range.max);
+    if ((v > 0 && v < range.min) || v > max)
+      fail(fmt::format("'{}' is outside the range [{}, {}]", text(), range.format(range.min),
+                       range.format(max)));
     return v;
   }
 
@@ -345,7 +371,7 @@ hw::ModelSpec read_layers(const Entry& e) {
                   "activation_bytes_per_sample", "output_bytes_per_sample", "repeat"});
     hw::LayerSpec layer;
     layer.name = l.has("name") ? l.child("name").text() : fmt::format("layer{}", m.layers.size());
-    layer.params = l.child("params").quantity(hw::parse_count, true);
+    layer.params = l.child("params").quantity(hw::parse_count, true, 1e13);
     layer.fwd_flops_per_sample = l.child("fwd_flops_per_sample").quantity(hw::parse_count, true);
     layer.bwd_flops_per_sample =
         l.has("bwd_flops_per_sample")
@@ -397,8 +423,14 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
 
 ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training);
 
+constexpr double kMaxModelParams = 1e14;
+
 ModelConfig read_model(const Entry& e, const TrainingSpec& training, ClusterSpec& cluster) {
   ModelConfig m = read_model_spec(e, training);
+  // Parameter counts become int64 element counts of every buffer (params, grads, optimizer state).
+  if (!(m.spec.total_params() <= kMaxModelParams))
+    e.fail(fmt::format("the model has {} parameters; at most {} are supported",
+                       hw::format_count(m.spec.total_params()), hw::format_count(kMaxModelParams)));
   if (e.has("profile"))
     apply_profile(m, e.child("profile"), cluster);
   return m;
@@ -426,7 +458,7 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training) {
   };
   if (m.preset == "mlp") {
     reject_dims({"vocab", "d_model", "n_layers", "n_heads"});
-    const double width = e.child("width").quantity(hw::parse_count);
+    const double width = e.child("width").quantity(hw::parse_count, false, 1e6);
     const int depth = static_cast<int>(e.child("depth").integer(1, 100000));
     m.spec = hw::mlp_model(width, depth);
     m.dims = {{"width", width}, {"depth", depth}};
@@ -435,8 +467,8 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training) {
   if (m.preset == "gpt-tiny") {
     reject_dims({"width", "depth"});
     hw::TransformerDims d; // GPT-2 style: learned positions, tied embeddings, biases
-    d.vocab = e.child("vocab").quantity(hw::parse_count);
-    d.d_model = e.child("d_model").quantity(hw::parse_count);
+    d.vocab = e.child("vocab").quantity(hw::parse_count, false, 1e8);
+    d.d_model = e.child("d_model").quantity(hw::parse_count, false, 1e6);
     d.n_layers = static_cast<int>(e.child("n_layers").integer(1, 100000));
     d.n_heads = static_cast<int>(e.child("n_heads").integer(1, 100000));
     d.max_positions = training.seq_len;
@@ -492,6 +524,15 @@ TrainingSpec read_training(const Entry& e) {
   return t;
 }
 
+bool is_file_label(const std::string& label) {
+  if (label.empty() || label.size() > 64 || label.front() == '.')
+    return false;
+  return std::all_of(label.begin(), label.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '+' || c == '=' || c == '-';
+  });
+}
+
 std::vector<AlgorithmSpec> read_algorithms(const Entry& e) {
   std::vector<AlgorithmSpec> out;
   std::set<std::string> seen;
@@ -516,6 +557,13 @@ std::vector<AlgorithmSpec> read_algorithms(const Entry& e) {
     }
     if (a.label.empty())
       a.label = a.name;
+    // The label names output files (trace-<label>.json): it stays one plain file name.
+    if (!is_file_label(a.label))
+      (item.is_map() && item.has("label") ? item.child("label") : item)
+          .fail(
+              fmt::format("label '{}' must be 1 to 64 letters, digits, '.', '_', '+', '=' or '-', "
+                          "not starting with '.'",
+                          a.label));
     if (!seen.insert(a.label).second)
       item.fail(
           fmt::format("algorithm '{}' is listed twice; give one a distinct 'label'", a.label));
@@ -532,8 +580,11 @@ OutputSpec read_output(const Entry& e, const std::string& name) {
   if (!e.node().IsDefined() || e.node().IsNull())
     return o;
   e.expect_map({"dir", "traces", "plots"});
-  if (e.has("dir"))
+  if (e.has("dir")) {
     o.dir = e.child("dir").text();
+    if (o.dir.empty())
+      e.child("dir").fail("expected a directory; an empty one would write into '/'");
+  }
   if (e.has("traces"))
     o.traces = e.child("traces").boolean();
   if (e.has("plots"))
