@@ -64,6 +64,11 @@ void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>&
   if (names.empty())
     return;
   std::vector<spec::AlgorithmSpec> chosen;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) !=
+        names.begin() + static_cast<std::ptrdiff_t>(i))
+      throw std::invalid_argument(
+          fmt::format("--algorithms lists '{}' twice; give each algorithm once", names[i]));
   for (const auto& name : names) {
     auto it = std::find_if(scenario.algorithms.begin(), scenario.algorithms.end(),
                            [&](const auto& a) { return a.label == name; });

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -56,7 +57,8 @@ public:
 
   std::string where() const {
     for (const auto& p : ctx_->overridden)
-      if (path_ == p || path_.starts_with(p + "."))
+      if (path_ == p || path_.starts_with(p + ".") ||
+          (node_.Mark().line < 0 && p.starts_with(path_ + "."))) // a map made by --set a.b=...
         return fmt::format("--set {}", p);
     if (node_.Mark().line >= 0)
       return fmt::format("{}:{}", ctx_->file, node_.Mark().line + 1);
@@ -76,7 +78,9 @@ public:
     if (!node_.IsMap())
       fail("expected a map");
     for (const auto& kv : node_) {
-      const auto key = kv.first.as<std::string>();
+      if (!kv.first.IsScalar())
+        Entry(*ctx_, kv.first, path_).fail("a key must be a plain name, not a map or a list");
+      const auto key = kv.first.Scalar();
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         std::string list;
         for (auto a : allowed)
@@ -306,6 +310,11 @@ ClusterSpec read_cluster(const Entry& e) {
       s.expect_map({"gpu", "slowdown"});
       Straggler st;
       st.gpu = static_cast<int>(s.child("gpu").integer(0, c.world_size() - 1));
+      for (std::size_t i = 0; i < c.stragglers.size(); ++i)
+        if (c.stragglers[i].gpu == st.gpu)
+          s.child("gpu").fail(fmt::format("GPU {} is already a straggler (cluster.stragglers.{}); "
+                                          "give each GPU one slowdown",
+                                          st.gpu, i));
       st.slowdown = s.child("slowdown").number(1e-3, 1e6);
       c.stragglers.push_back(st);
     }
@@ -687,20 +696,65 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
 
 } // namespace
 
+// What YAML itself lets through but a scenario may not: a repeated key (yaml-cpp keeps the first
+// and drops the second silently) and a key that is a map or a list.
+// Aliases can make a small file expand exponentially ("billion laughs"): the walk stops at a
+// bound far above any real scenario.
+constexpr long kMaxYamlValues = 1000000;
+
+void check_keys(const YAML::Node& node, const std::string& path, const std::string& file,
+                long& visited) {
+  if (++visited > kMaxYamlValues)
+    throw ScenarioError(fmt::format("{}: more than {} values once YAML aliases are expanded; "
+                                    "expected a scenario, not a generator",
+                                    file, kMaxYamlValues));
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      check_keys(node[i], path.empty() ? std::to_string(i) : path + "." + std::to_string(i), file,
+                 visited);
+    return;
+  }
+  if (!node.IsMap())
+    return;
+  std::map<std::string, int> first_line;
+  for (const auto& kv : node) {
+    const int line = kv.first.Mark().line + 1;
+    if (!kv.first.IsScalar())
+      throw ScenarioError(fmt::format("{}:{}: key '{}': a key must be a plain name, not a map or a "
+                                      "list",
+                                      file, line, path));
+    const std::string key = path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar();
+    if (auto [it, fresh] = first_line.try_emplace(kv.first.Scalar(), line); !fresh)
+      throw ScenarioError(fmt::format("{}:{}: key '{}': given twice (first at line {}); keep one",
+                                      file, line, key, it->second));
+    check_keys(kv.second, key, file, visited);
+  }
+}
+
 Scenario load_scenario_text(const std::string& yaml, const std::string& name_for_errors,
                             const std::vector<std::string>& overrides) {
   Context ctx{name_for_errors, {}};
   YAML::Node root;
   try {
-    root = YAML::Load(yaml);
+    const auto documents = YAML::LoadAll(yaml);
+    if (documents.size() > 1)
+      throw ScenarioError(fmt::format("{}:{}: a second YAML document ('---'); a scenario file "
+                                      "holds one",
+                                      name_for_errors, documents[1].Mark().line + 1));
+    if (!documents.empty())
+      root = documents.front();
   } catch (const YAML::Exception& ex) {
     throw ScenarioError(
         fmt::format("{}:{}: not valid YAML: {}", name_for_errors, ex.mark.line + 1, ex.msg));
   }
+  long visited = 0;
+  check_keys(root, "", name_for_errors, visited);
   return parse(root, ctx, overrides);
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  if (std::filesystem::is_directory(path))
+    throw ScenarioError(fmt::format("{}: is a directory; expected a scenario file (.yaml)", path));
   std::ifstream in(path);
   if (!in)
     throw ScenarioError(fmt::format("{}: cannot open the scenario file", path));

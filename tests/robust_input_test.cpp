@@ -2,6 +2,7 @@
 // --set) and the key, and says what was expected.
 #include "spec/loader.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -109,6 +110,31 @@ TEST(RobustInput, BareNumbersNeedUnitsExceptCounts) {
   // Counts stay bare; 0 is 0 in every unit.
   EXPECT_EQ(error_of(replace(kScenario, "params: 1M", "params: 1000000")), "no error");
   EXPECT_EQ(error_of(replace(kScenario, "latency: 2us", "latency: 0")), "no error");
+}
+
+TEST(RobustInput, RepeatsAndStrangeKeysAreErrors) {
+  // Issue 15.7: yaml-cpp kept the first of two 'nodes:' and dropped the second silently.
+  const auto dup = error_of(replace(kScenario, "  nodes: 2\n", "  nodes: 2\n  nodes: 4\n"));
+  EXPECT_THAT(dup, HasSubstr("bad.yaml:4: key 'cluster.nodes': given twice (first at line 3)"));
+  const auto straggler =
+      error_of(kScenario, {"cluster.stragglers=[{gpu: 1, slowdown: 2}, {gpu: 1, slowdown: 3}]"});
+  EXPECT_THAT(straggler, HasSubstr("key 'cluster.stragglers.1.gpu': GPU 1 is already a straggler"));
+  EXPECT_THAT(error_of(std::string(kScenario) + "---\nname: second\n"),
+              HasSubstr("bad.yaml:16: a second YAML document"));
+  // Issue 15.8: a complex key gave "yaml-cpp: ... bad conversion"; --set foo.bar named the file.
+  EXPECT_THAT(error_of(std::string(kScenario) + "? [a, b]\n: 1\n"),
+              HasSubstr("bad.yaml:15: key '': a key must be a plain name"));
+  EXPECT_THAT(error_of(kScenario, {"foo.bar=1"}), HasSubstr("--set foo.bar: key 'foo'"));
+  // 2^25 values from a few lines of aliases stop at the bound instead of exhausting memory.
+  std::string bomb = kScenario;
+  bomb += "x0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i < 8; ++i) {
+    bomb += fmt::format("x{}: &a{} [*a{}", i, i, i - 1);
+    for (int k = 1; k < 10; ++k)
+      bomb += fmt::format(", *a{}", i - 1);
+    bomb += "]\n";
+  }
+  EXPECT_THAT(error_of(bomb), HasSubstr("more than 1000000 values once YAML aliases are expanded"));
 }
 
 } // namespace
