@@ -8,6 +8,7 @@
 #include "trace/analysis.h"
 #include "trace/atomic_file.h"
 #include "trace/chrome_trace.h"
+#include "trace/output_stage.h"
 
 #include <chrono>
 #include <cstdio>
@@ -134,11 +135,13 @@ int run_command(const RunOptions& options) {
     if (!options.out.empty())
       scenario.output.dir = options.out;
     select_algorithms(scenario, options.algorithms);
+    // Checked before simulating: the directory must be new, empty or a previous run's outputs.
+    OutputStage stage(scenario.output.dir);
     std::vector<sim::SimulationResult> results;
     const auto rows = simulate_rows(scenario, options.progress, &results);
 
-    // Everything is computed before the first file is written: a failure leaves no outputs.
-    const std::string& dir = scenario.output.dir;
+    // Every output goes to the staging directory, published at once: all of them or none.
+    const std::string& dir = stage.path();
     if (scenario.output.traces)
       for (std::size_t i = 0; i < rows.size(); ++i)
         write_file_atomically(
@@ -156,7 +159,8 @@ int run_command(const RunOptions& options) {
                        w.get<std::string>().c_str());
     if (options.plots && scenario.output.plots)
       draw_plots(dir);
-    std::printf("outputs in %s\n", dir.c_str());
+    stage.publish();
+    std::printf("outputs in %s\n", scenario.output.dir.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "overlapsim run: %s\n", e.what());

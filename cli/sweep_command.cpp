@@ -5,6 +5,7 @@
 #include "cli/run_command.h"
 #include "sim/child_process.h"
 #include "spec/loader.h"
+#include "trace/output_stage.h"
 #include "trace/summary.h"
 
 #include <algorithm>
@@ -298,7 +299,8 @@ int sweep_command(const SweepOptions& o) {
       mine.push_back(&p);
       scenarios.push_back(std::move(s));
     }
-    const std::string dir = o.out.empty() ? base.output.dir : o.out;
+    OutputStage stage(o.out.empty() ? base.output.dir : o.out);
+    const std::string& dir = stage.path();
     const auto jobs = static_cast<std::size_t>(
         o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
     auto by_point = run_points(scenarios, mine, jobs, o.progress);
@@ -320,8 +322,9 @@ int sweep_command(const SweepOptions& o) {
     // A shard's plots would show part of the grid; merge draws the whole one.
     if (o.plots && base.output.plots && shards == 1)
       draw_plots(dir);
+    stage.publish();
     std::printf("%zu points x %zu algorithms: outputs in %s\n", mine.size(), base.algorithms.size(),
-                dir.c_str());
+                (o.out.empty() ? base.output.dir : o.out).c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "overlapsim sweep: %s\n", e.what());
@@ -397,8 +400,10 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
     ordered_json top;
     top["sweep"] = first["sweep"];
     top["sweep"]["shard"] = "merged";
-    write_summary(out, nlohmann::json::parse(first["scenario"].dump()), rows, top);
-    draw_plots(out);
+    OutputStage stage(out);
+    write_summary(stage.path(), nlohmann::json::parse(first["scenario"].dump()), rows, top);
+    draw_plots(stage.path());
+    stage.publish();
     std::printf("%d points from %zu shards: outputs in %s\n", total, shards.size(), out.c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -3,11 +3,21 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "algorithms/algorithm.h"
+#include "sim/child_process.h"
+#include "sim/sim_runtime.h"
+#include "spec/loader.h"
+
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -113,6 +123,132 @@ TEST_F(RobustCli, ErrorsNameTheFileOrTheSet) {
   EXPECT_THAT(dup.second, HasSubstr("dup.yaml:13: key 'seed': given twice (first at line 12)"));
   std::ofstream(dir_ / "two.yaml") << std::string(kScenario) + "---\n" + kScenario;
   EXPECT_THAT(run("run " + out("two.yaml")).second, HasSubstr("a second YAML document"));
+}
+
+TEST_F(RobustCli, ARunOwnsItsOutputDirectory) {
+  // Issue 15.12: a reused --out kept an earlier run's trace-acco.json next to the new outputs.
+  ASSERT_EQ(run("run " + scenario_ + " --no-plots --out " + out("o")).first, 0);
+  EXPECT_TRUE(fs::exists(dir_ / "o" / "trace-acco.json"));
+  std::ofstream(dir_ / "o" / "trace-ddp.json.tmp.12345") << "half a trace"; // a killed write
+  fs::create_directory(dir_ / ".o.staging.999999999");                      // a killed run
+  ASSERT_EQ(run("run " + scenario_ + " --no-plots --algorithms ddp --out " + out("o")).first, 0);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir_ / "o"))
+    files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"report.md", "summary.csv", "summary.json",
+                                             "trace-ddp.json"}));
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_THAT(e.path().filename().string(), Not(HasSubstr("staging")));
+}
+
+TEST_F(RobustCli, AFailedRunPublishesNothing) {
+  // Issue 15.9: with o/report.md a directory the run failed with "cannot rename into place:
+  // Success" and left traces and summaries behind.
+  fs::create_directories(dir_ / "o" / "report.md");
+  const auto r = run("run " + scenario_ + " --no-plots --out " + out("o"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("holds 'report.md', which overlapsim did not write"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "o"), fs::directory_iterator()), 1);
+  // A file the user put there is never deleted: the run refuses the directory.
+  fs::remove_all(dir_ / "o");
+  fs::create_directories(dir_ / "o");
+  std::ofstream(dir_ / "o" / "notes.txt") << "mine";
+  EXPECT_EQ(run("run " + scenario_ + " --no-plots --out " + out("o")).first, 1);
+  EXPECT_TRUE(fs::exists(dir_ / "o" / "notes.txt"));
+  EXPECT_FALSE(fs::exists(dir_ / "o" / "summary.json"));
+  // A run that fails leaves no staging directory and no output directory.
+  EXPECT_EQ(run("run " + scenario_ + " --no-plots --algorithms nope --out " + out("n")).first, 1);
+  EXPECT_FALSE(fs::exists(dir_ / "n"));
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_THAT(e.path().filename().string(), Not(HasSubstr("staging")));
+}
+
+// Throws from GPU 1's compute stream: an error inside a simulation's actor.
+class Throwing final : public overlapsim::Algorithm {
+public:
+  std::string name() const override { return "throwing"; }
+  std::unique_ptr<overlapsim::WorkerProgram> program(overlapsim::Worker& w) const override {
+    class P final : public overlapsim::WorkerProgram {
+    public:
+      explicit P(overlapsim::Worker& worker) : w_(worker) {}
+      void run_compute() override {
+        if (w_.rank() == 1)
+          throw std::runtime_error("out of buffers");
+        w_.step_done(0, 0);
+      }
+      void run_comm() override {}
+
+    private:
+      overlapsim::Worker& w_;
+    };
+    return std::make_unique<P>(w);
+  }
+};
+
+TEST(RobustChild, AnErrorInsideTheSimulationIsAMessageNotAnAbort) {
+  // Issue 15.8: exceptions inside SimGrid actors aborted the child with a backtrace, reported as
+  // "killed by signal 6 (a deadlocked algorithm ...)".
+  const auto s = overlapsim::spec::load_scenario_text(kScenario, "s.yaml");
+  try {
+    overlapsim::sim::simulate(s, Throwing{});
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("simulation of 'throwing' failed: GPU 1 (compute stream) at "
+                                    "t = 0 s: out of buffers"));
+    EXPECT_THAT(e.what(), Not(HasSubstr("signal")));
+  }
+}
+
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0)
+    return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
+TEST(RobustChild, TheSimulationChildDiesWithItsParent) {
+  // Issue 15.9: killing `overlapsim run` left its simulation child running. A parent process
+  // starts a child that sleeps, reports the child's pid, and is killed.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t parent = ::fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    ::close(fds[0]);
+    overlapsim::sim::ChildProcess child([] {
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      return std::string();
+    });
+    // The child's pid is the parent's newest child: read it from /proc.
+    std::ifstream children("/proc/" + std::to_string(::getpid()) + "/task/" +
+                           std::to_string(::getpid()) + "/children");
+    pid_t pid = 0;
+    children >> pid;
+    [[maybe_unused]] const auto n = ::write(fds[1], &pid, sizeof pid);
+    ::pause();
+    _exit(0);
+  }
+  ::close(fds[1]);
+  pid_t child = 0;
+  ASSERT_EQ(::read(fds[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ::close(fds[0]);
+  ASSERT_GT(child, 0);
+  EXPECT_FALSE(process_gone(child));
+  ::kill(parent, SIGKILL);
+  ::waitpid(parent, nullptr, 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = process_gone(child);
+    if (!gone)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gone) << "child " << child << " outlived its parent";
+  if (!gone)
+    ::kill(child, SIGKILL);
 }
 
 } // namespace
