@@ -1,6 +1,7 @@
 // Metrics from hand-built traces: window, idle, exposed communication, interval arithmetic.
 #include "trace/metrics.h"
 
+#include <cstring>
 #include <gtest/gtest.h>
 
 namespace overlapsim {
@@ -79,6 +80,29 @@ TEST(Trace, SerializeRoundTrip) {
   EXPECT_EQ(u.steps[0].samples, 8);
   EXPECT_EQ(u.peak_memory[0][4], 5);
   EXPECT_DOUBLE_EQ(u.end_time, 4.5);
+}
+
+TEST(Trace, EmptyTraceRoundTripsAndDamageIsAnError) {
+  // Issue 15.10: deserializing empty vectors gave memcpy a null destination (UBSan, on every
+  // simulation: accumulations are empty for most algorithms). The sanitizer build catches it.
+  Trace t;
+  t.workers = 2;
+  const std::string bytes = t.serialize();
+  const auto u = Trace::deserialize(bytes);
+  EXPECT_EQ(u.workers, 2);
+  EXPECT_TRUE(u.events.empty());
+  EXPECT_TRUE(u.accumulations.empty());
+  // A cut-off trace, and one whose event count claims more events than bytes follow.
+  EXPECT_THROW(Trace::deserialize(std::string_view(bytes).substr(0, bytes.size() - 1)),
+               std::runtime_error);
+  Trace one;
+  one.events.resize(1);
+  std::string damaged = one.serialize();
+  const std::size_t count_at =
+      damaged.size() - 4 * sizeof(std::uint64_t) - sizeof(TraceEvent) - sizeof(std::uint64_t);
+  const std::uint64_t huge = damaged.size() / sizeof(TraceEvent) + 1;
+  std::memcpy(damaged.data() + count_at, &huge, sizeof huge);
+  EXPECT_THROW(Trace::deserialize(damaged), std::runtime_error);
 }
 
 } // namespace
