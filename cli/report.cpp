@@ -3,6 +3,7 @@
 #include "hw/units.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 namespace overlapsim::cli {
@@ -50,12 +51,12 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
                                 s.cluster.gpus_per_node, s.cluster.gpu.name, s.model.spec.name,
                                 hw::format_count(s.model.spec.total_params()),
                                 s.training.micro_batch, s.training.seq_len, s.training.steps);
-  out +=
-      "| algorithm | iteration | speedup vs DDP | computing | exposed comm | waiting for peers | "
-      "other idle | lower bound |\n|---|---|---|---|---|---|---|---|\n";
+  out += "| algorithm | iteration | speedup vs DDP | samples/step | computing | exposed comm | "
+         "waiting for peers | other idle | lower bound |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows)
-    out += fmt::format("| {} | {} | {:.2f}x | {} | {} | {} | {} | {} |\n", r.algorithm,
+    out += fmt::format("| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} |\n", r.algorithm,
                        hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
+                       r.metrics.samples / r.metrics.steps,
                        percent(field(r, "idle_breakdown", "compute")),
                        percent(field(r, "idle_breakdown", "exposed_comm")),
                        percent(field(r, "idle_breakdown", "waiting")),
@@ -100,6 +101,14 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
         percent(field(*ddp, "idle_breakdown", "waiting")), best->algorithm,
         idle_best < 0.01 ? "are almost never idle: communication runs while they keep computing"
                          : fmt::format("are idle {}", percent(idle_best)));
+    const double best_batch = best->metrics.samples / best->metrics.steps;
+    const double ddp_batch = ddp->metrics.samples / ddp->metrics.steps;
+    if (std::abs(best_batch - ddp_batch) > 1e-9 * ddp_batch)
+      out += fmt::format(" Its steps are not DDP's: {:.4g} samples per optimizer step against "
+                         "DDP's {:.4g}, so it takes {} per step against DDP's {}; compare "
+                         "convergence per sample before reading the speedup as a win.",
+                         best_batch, ddp_batch, hw::format_time(best->metrics.iteration_time_s),
+                         hw::format_time(ddp->metrics.iteration_time_s));
     if (best->metrics.peak_memory_bytes > ddp->metrics.peak_memory_bytes)
       out += fmt::format(" It needs {} per GPU against DDP's {}.",
                          hw::format_bytes(best->metrics.peak_memory_bytes),

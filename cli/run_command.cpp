@@ -46,6 +46,7 @@ SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const
   row.algorithm = algorithm;
   row.workers = s.cluster.world_size();
   row.seq_len = s.training.seq_len;
+  row.micro_batch = s.training.micro_batch;
   row.measured = trace.measured;
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
@@ -116,14 +117,14 @@ std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progr
 }
 
 std::string format_table(const std::vector<SummaryRow>& rows) {
-  std::string out =
-      fmt::format("{:<12} {:>10} {:>14} {:>8} {:>9} {:>12} {:>12}\n", "algorithm", "iteration",
-                  "samples/s", "speedup", "idle", "exposed comm", "peak memory");
+  std::string out = fmt::format("{:<12} {:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>12}\n",
+                                "algorithm", "iteration", "samples/s", "speedup", "samples/step",
+                                "idle", "exposed comm", "peak memory");
   for (const auto& r : rows) {
     const auto& m = r.metrics;
-    out += fmt::format("{:<12} {:>10} {:>14.1f} {:>7.3f}x {:>8.1f}% {:>12} {:>12}\n", r.algorithm,
-                       hw::format_time(m.iteration_time_s), m.throughput_samples_s,
-                       r.speedup_vs_ddp, 100 * m.idle_fraction_mean,
+    out += fmt::format("{:<12} {:>10} {:>14.1f} {:>7.3f}x {:>12.4g} {:>8.1f}% {:>12} {:>12}\n",
+                       r.algorithm, hw::format_time(m.iteration_time_s), m.throughput_samples_s,
+                       r.speedup_vs_ddp, m.samples / m.steps, 100 * m.idle_fraction_mean,
                        hw::format_time(m.exposed_comm_s), hw::format_bytes(m.peak_memory_bytes));
   }
   return out;

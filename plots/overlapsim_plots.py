@@ -189,14 +189,16 @@ def plot_speedup(out, results, scenario):
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
     bars = ax.bar(names, values, color=[algorithm_colour(n) for n in names])
     for bar, r in zip(bars, results):
-        ax.annotate(f"{bar.get_height():.2f}x\nidle {100 * r.get('idle_fraction_mean', 0):.1f}%",
+        ax.annotate(f"{bar.get_height():.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
+                    f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%",
                     (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
                     fontsize=8, xytext=(0, 2), textcoords="offset points")
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="DDP")
     ax.set_ylim(0, max(values + [1.0]) * 1.25)
     ax.set_ylabel("throughput speedup vs DDP (x)")
     ax.set_xlabel("algorithm")
-    ax.set_title(f"{scenario}\nthroughput relative to DDP", fontsize=11)
+    ax.set_title(f"{scenario}\nthroughput relative to DDP (samples per optimizer step on each bar)",
+                 fontsize=11)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     save(fig, os.path.join(out, "speedup.png"))

@@ -164,6 +164,28 @@ TEST_F(RobustCli, AFailedRunPublishesNothing) {
     EXPECT_THAT(e.path().filename().string(), Not(HasSubstr("staging")));
 }
 
+TEST_F(RobustCli, SamplesPerStepGoWithEverySpeedup) {
+  // Issue 15.13: ACCO's speedup hid that its steps hold more samples; DDP's
+  // micro_batches_per_step_mean was 0.0. 2 GPUs x micro-batch 2 x grad_accum 3 = 12 samples.
+  const auto r =
+      run("run " + scenario_ + " --no-plots --set training.grad_accum=3 --out " + out("o"));
+  ASSERT_EQ(r.first, 0) << r.second;
+  EXPECT_THAT(r.second, HasSubstr("samples/step"));
+  EXPECT_THAT(r.second, ::testing::ContainsRegex("ddp .* 1.000x +12 "));
+  const auto doc = nlohmann::json::parse(slurp(dir_ / "o" / "summary.json"));
+  const auto& ddp = doc["results"][0];
+  EXPECT_EQ(ddp["algorithm"], "ddp");
+  EXPECT_DOUBLE_EQ(ddp["samples_per_step"].get<double>(), 12);
+  EXPECT_DOUBLE_EQ(ddp["tokens_per_step"].get<double>(), 12 * 128);
+  EXPECT_DOUBLE_EQ(ddp["micro_batches_per_step"]["mean"].get<double>(), 3);
+  for (const auto& row : doc["results"])
+    EXPECT_GT(row["micro_batches_per_step"]["mean"].get<double>(), 0) << row["algorithm"];
+  const std::string csv = slurp(dir_ / "o" / "summary.csv");
+  EXPECT_THAT(csv.substr(0, csv.find('\n')), HasSubstr(",samples_per_step,tokens_per_step"));
+  EXPECT_THAT(csv, HasSubstr(",3.0,0.0,12.0,1536.0\n"));
+  EXPECT_THAT(slurp(dir_ / "o" / "report.md"), HasSubstr("| speedup vs DDP | samples/step |"));
+}
+
 // Throws from GPU 1's compute stream: an error inside a simulation's actor.
 class Throwing final : public overlapsim::Algorithm {
 public:

@@ -33,11 +33,22 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   j["gpu_memory_bytes"] = r.gpu_memory_bytes;
   j["steady_state"] = {
       {"start_s", m.window_start_s}, {"end_s", m.window_end_s}, {"steps", m.steps}};
-  j["samples_per_step"] = m.samples / m.steps;
-  j["micro_batches_per_step"] = {{"mean", m.accumulation_mean},
-                                 {"stddev", m.accumulation_stddev},
-                                 {"min", m.accumulation_min},
-                                 {"max", m.accumulation_max}};
+  // A speedup means little without the batch it was made with (ACCO accumulates a varying number
+  // of micro-batches per step): samples and tokens per step go with every speedup.
+  const double samples_per_step = m.samples / m.steps;
+  j["samples_per_step"] = samples_per_step;
+  j["tokens_per_step"] = samples_per_step * r.seq_len;
+  if (m.accumulation_mean == 0 && r.micro_batch > 0 && r.workers > 0) {
+    // A fixed schedule: every GPU runs the same micro-batches each step.
+    const double per_gpu = samples_per_step / (r.micro_batch * r.workers);
+    j["micro_batches_per_step"] = {
+        {"mean", per_gpu}, {"stddev", 0.0}, {"min", per_gpu}, {"max", per_gpu}};
+  } else {
+    j["micro_batches_per_step"] = {{"mean", m.accumulation_mean},
+                                   {"stddev", m.accumulation_stddev},
+                                   {"min", m.accumulation_min},
+                                   {"max", m.accumulation_max}};
+  }
   j["idle_fraction_per_gpu"] = m.idle_fraction;
   if (r.extra.is_object())
     for (const auto& [k, v] : r.extra.items())
@@ -87,7 +98,8 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
     out += fmt::format("{},", f);
   for (const char* m : kMemory)
     out += fmt::format("memory_{}_bytes,", m);
-  out += "micro_batches_per_step_mean,micro_batches_per_step_stddev\n";
+  out += "micro_batches_per_step_mean,micro_batches_per_step_stddev,samples_per_step,"
+         "tokens_per_step\n";
   const nlohmann::ordered_json none;
   auto at = [&](const nlohmann::ordered_json& j, const char* key) -> const nlohmann::ordered_json& {
     return j.contains(key) ? j[key] : none;
@@ -100,7 +112,8 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
     for (const char* m : kMemory)
       out += csv_cell(at(at(j, "memory_breakdown"), m)) + ",";
     out += csv_cell(at(at(j, "micro_batches_per_step"), "mean")) + "," +
-           csv_cell(at(at(j, "micro_batches_per_step"), "stddev")) + "\n";
+           csv_cell(at(at(j, "micro_batches_per_step"), "stddev")) + "," +
+           csv_cell(at(j, "samples_per_step")) + "," + csv_cell(at(j, "tokens_per_step")) + "\n";
   }
   return out;
 }
