@@ -53,7 +53,11 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
                                 s.training.micro_batch, s.training.seq_len, s.training.steps);
   out += "| algorithm | iteration | speedup vs DDP | samples/step | computing | exposed comm | "
          "waiting for peers | other idle | lower bound |\n|---|---|---|---|---|---|---|---|---|\n";
+  std::vector<SummaryRow> ran; // the rows with metrics; failed algorithms are listed apart
   for (const auto& r : rows)
+    if (r.error.empty())
+      ran.push_back(r);
+  for (const auto& r : ran)
     out += fmt::format("| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} |\n", r.algorithm,
                        hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
                        r.metrics.samples / r.metrics.steps,
@@ -62,7 +66,10 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
                        percent(field(r, "idle_breakdown", "waiting")),
                        percent(field(r, "idle_breakdown", "idle_other")),
                        hw::format_time(r.extra.value("lower_bound_s", 0.0)));
-  for (const auto& r : rows) {
+  for (const auto& r : rows)
+    if (!r.error.empty())
+      out += fmt::format("\n**{} could not run**: {}\n", r.algorithm, r.error);
+  for (const auto& r : ran) {
     out += fmt::format("\n## {}\n\n", r.algorithm);
     const auto& cp = r.extra["critical_path"];
     out += fmt::format("Critical path of the last steady-state step: {} of which {} is ops "
@@ -82,14 +89,14 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
                          hw::format_time(op["seconds"].get<double>()));
   }
   // Why the fastest algorithm beats DDP, in the terms above.
-  const auto ddp = std::find_if(rows.begin(), rows.end(),
+  const auto ddp = std::find_if(ran.begin(), ran.end(),
                                 [](const SummaryRow& r) { return r.algorithm == "ddp"; });
   const auto best =
-      std::max_element(rows.begin(), rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
+      std::max_element(ran.begin(), ran.end(), [](const SummaryRow& a, const SummaryRow& b) {
         return a.metrics.throughput_samples_s < b.metrics.throughput_samples_s;
       });
   out += "\n## In short\n\n";
-  if (ddp != rows.end() && best != rows.end() && best != ddp) {
+  if (ddp != ran.end() && best != ran.end() && best != ddp) {
     const double idle_ddp = 1 - field(*ddp, "idle_breakdown", "compute");
     const double idle_best = 1 - field(*best, "idle_breakdown", "compute");
     out += fmt::format(
@@ -114,7 +121,7 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
                          hw::format_bytes(best->metrics.peak_memory_bytes),
                          hw::format_bytes(ddp->metrics.peak_memory_bytes));
     out += "\n";
-  } else if (ddp != rows.end()) {
+  } else if (ddp != ran.end()) {
     out +=
         fmt::format("DDP is the fastest of these algorithms here: its GPUs compute {} of the time, "
                     "so there is little communication left to hide.\n",

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fmt/format.h>
+#include <limits>
 #include <unistd.h>
 
 namespace overlapsim::cli {
@@ -94,25 +95,47 @@ std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progr
     make_algorithm(a);
   std::vector<SummaryRow> rows;
   double ddp_throughput = 0;
+  bool ddp_listed = false;
   for (const auto& a : scenario.algorithms) {
-    auto result = sim::simulate(scenario, a, progress ? make_progress(a.label) : sim::ProgressFn{});
-    rows.push_back(make_row(scenario, a.label, result.trace, result.warnings));
-    if (a.name == "ddp" && ddp_throughput == 0) // the first ddp entry is the reference
+    // An algorithm that cannot run (an infeasible setting, a failed simulation) gets a row with
+    // its error; the others still run.
+    try {
+      auto result =
+          sim::simulate(scenario, a, progress ? make_progress(a.label) : sim::ProgressFn{});
+      rows.push_back(make_row(scenario, a.label, result.trace, result.warnings));
+      if (results)
+        results->push_back(std::move(result));
+    } catch (const std::exception& e) {
+      SummaryRow failed;
+      failed.algorithm = a.label;
+      failed.workers = scenario.cluster.world_size();
+      failed.error = e.what();
+      rows.push_back(std::move(failed));
+      if (results)
+        results->emplace_back();
+    }
+    if (a.name == "ddp" && !ddp_listed) { // the first ddp entry is the reference
+      ddp_listed = true;
       ddp_throughput = rows.back().metrics.throughput_samples_s;
-    if (results)
-      results->push_back(std::move(result));
+    }
   }
-  if (ddp_throughput == 0) {
+  if (!ddp_listed) {
     spec::AlgorithmSpec ddp;
     ddp.name = ddp.label = "ddp";
     ddp.where = "(reference for speedup_vs_ddp)";
-    const auto reference = sim::simulate(scenario, ddp);
-    ddp_throughput =
-        compute_metrics(reference.trace, scenario.training.warmup_steps, scenario.training.steps)
-            .throughput_samples_s;
+    try {
+      const auto reference = sim::simulate(scenario, ddp);
+      ddp_throughput =
+          compute_metrics(reference.trace, scenario.training.warmup_steps, scenario.training.steps)
+              .throughput_samples_s;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "warning: the ddp reference of speedup_vs_ddp failed: %s\n", e.what());
+    }
   }
+  // Without a reference (ddp failed) speedups are NaN, written as null.
   for (auto& r : rows)
-    r.speedup_vs_ddp = r.metrics.throughput_samples_s / ddp_throughput;
+    r.speedup_vs_ddp = ddp_throughput > 0 ? r.metrics.throughput_samples_s / ddp_throughput
+                                          : std::numeric_limits<double>::quiet_NaN();
   return rows;
 }
 
@@ -122,6 +145,10 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
                                 "idle", "exposed comm", "peak memory");
   for (const auto& r : rows) {
     const auto& m = r.metrics;
+    if (!r.error.empty()) {
+      out += fmt::format("{:<12} error: {}\n", r.algorithm, r.error);
+      continue;
+    }
     out += fmt::format("{:<12} {:>10} {:>14.1f} {:>7.3f}x {:>12.4g} {:>8.1f}% {:>12} {:>12}\n",
                        r.algorithm, hw::format_time(m.iteration_time_s), m.throughput_samples_s,
                        r.speedup_vs_ddp, m.samples / m.steps, 100 * m.idle_fraction_mean,
@@ -145,10 +172,11 @@ int run_command(const RunOptions& options) {
     const std::string& dir = stage.path();
     if (scenario.output.traces)
       for (std::size_t i = 0; i < rows.size(); ++i)
-        write_file_atomically(
-            fmt::format("{}/trace-{}.json", dir, rows[i].algorithm),
-            chrome_trace_json(results[i].trace,
-                              fmt::format("{}: {}", scenario.name, rows[i].algorithm)));
+        if (rows[i].error.empty())
+          write_file_atomically(
+              fmt::format("{}/trace-{}.json", dir, rows[i].algorithm),
+              chrome_trace_json(results[i].trace,
+                                fmt::format("{}: {}", scenario.name, rows[i].algorithm)));
     write_summary(dir, spec::to_json(scenario), rows);
     write_file_atomically(dir + "/report.md", report_markdown(scenario, rows));
     if (options.print_table)
@@ -162,7 +190,15 @@ int run_command(const RunOptions& options) {
       draw_plots(dir);
     stage.publish();
     std::printf("outputs in %s\n", scenario.output.dir.c_str());
-    return 0;
+    // Exit status 2: the outputs are complete, but some algorithms could not run.
+    int failed = 0;
+    for (const auto& r : rows)
+      if (!r.error.empty()) {
+        std::fprintf(stderr, "overlapsim run: %s failed: %s\n", r.algorithm.c_str(),
+                     r.error.c_str());
+        ++failed;
+      }
+    return failed > 0 ? 2 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "overlapsim run: %s\n", e.what());
     return 1;

@@ -325,7 +325,16 @@ int sweep_command(const SweepOptions& o) {
     stage.publish();
     std::printf("%zu points x %zu algorithms: outputs in %s\n", mine.size(), base.algorithms.size(),
                 (o.out.empty() ? base.output.dir : o.out).c_str());
-    return 0;
+    // Exit status 2: the outputs are complete, but some rows are errors.
+    int failed = 0;
+    for (const auto& r : rows)
+      if (r.contains("error")) {
+        std::fprintf(stderr, "overlapsim sweep: point %d, %s failed: %s\n", r["point"].get<int>(),
+                     r["algorithm"].get<std::string>().c_str(),
+                     r["error"].get<std::string>().c_str());
+        ++failed;
+      }
+    return failed > 0 ? 2 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "overlapsim sweep: %s\n", e.what());
     return 1;

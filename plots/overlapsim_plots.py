@@ -297,7 +297,7 @@ def plot_sweep(out, summary, scenario):
         return
     key = sweep["vary"][0]
     others = sweep["vary"][1:]
-    results = summary["results"]
+    results = [r for r in summary["results"] if "error" not in r]  # failed rows have no metrics
     by_alg = {}  # one line per algorithm and combination of the other varied keys
     for r in results:
         label = r["algorithm"] + "".join(f", {k.split('.')[-1]}={r.get(k)}" for k in others)
@@ -373,7 +373,7 @@ def main(argv):
         return 2
     only = {s for s in args.only.split(",") if s}
     scenario = summary.get("scenario", {}).get("name", os.path.basename(os.path.normpath(out)))
-    results = summary.get("results", [])
+    results = [r for r in summary.get("results", []) if "error" not in r]  # failed rows: no metrics
     rows = {r["algorithm"]: r for r in results}
     traces = {}
     for path in sorted(glob.glob(os.path.join(out, "trace-*.json"))):

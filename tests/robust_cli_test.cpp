@@ -182,8 +182,39 @@ TEST_F(RobustCli, SamplesPerStepGoWithEverySpeedup) {
     EXPECT_GT(row["micro_batches_per_step"]["mean"].get<double>(), 0) << row["algorithm"];
   const std::string csv = slurp(dir_ / "o" / "summary.csv");
   EXPECT_THAT(csv.substr(0, csv.find('\n')), HasSubstr(",samples_per_step,tokens_per_step"));
-  EXPECT_THAT(csv, HasSubstr(",3.0,0.0,12.0,1536.0\n"));
+  EXPECT_THAT(csv, HasSubstr(",3.0,0.0,12.0,1536.0,\n"));
   EXPECT_THAT(slurp(dir_ / "o" / "report.md"), HasSubstr("| speedup vs DDP | samples/step |"));
+}
+
+TEST_F(RobustCli, OneInfeasibleAlgorithmDoesNotStopTheOthers) {
+  // Issue 15.15: cdp-v2 on more GPUs than layers aborted the whole run and the whole sweep. The
+  // model has 4 layers; CDP gives each GPU one stage.
+  const auto r =
+      run("run " + scenario_ +
+          " --no-plots --algorithms ddp,cdp-v2,acco --set cluster.nodes=8 --out " + out("o"));
+  EXPECT_EQ(r.first, 2) << r.second; // outputs complete, one row failed
+  EXPECT_THAT(r.second, HasSubstr("cannot cut a model of 4 layers into 8 stages"));
+  EXPECT_THAT(r.second, HasSubstr("use a model with at least 8 layers, or at most 4 GPUs"));
+  const auto doc = nlohmann::json::parse(slurp(dir_ / "o" / "summary.json"));
+  ASSERT_EQ(doc["results"].size(), 3u);
+  EXPECT_FALSE(doc["results"][0].contains("error"));
+  EXPECT_THAT(doc["results"][1]["error"].get<std::string>(), HasSubstr("cannot cut"));
+  EXPECT_GT(doc["results"][2]["speedup_vs_ddp"].get<double>(), 0);
+  EXPECT_TRUE(fs::exists(dir_ / "o" / "trace-acco.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "o" / "trace-cdp-v2.json"));
+  EXPECT_THAT(slurp(dir_ / "o" / "summary.csv"), HasSubstr("cannot cut"));
+  EXPECT_THAT(slurp(dir_ / "o" / "report.md"), HasSubstr("**cdp-v2 could not run**"));
+  // In a sweep, the infeasible point's row carries the error and the other points complete.
+  const auto s = run("sweep " + scenario_ +
+                     " --no-plots --no-progress --vary cluster.nodes=2,8 --set "
+                     "algorithms=[ddp,cdp-v2] --out " +
+                     out("s"));
+  EXPECT_EQ(s.first, 2) << s.second;
+  const auto sweep = nlohmann::json::parse(slurp(dir_ / "s" / "summary.json"));
+  ASSERT_EQ(sweep["results"].size(), 4u);
+  EXPECT_FALSE(sweep["results"][1].contains("error")); // 2 GPUs, 4 layers: feasible
+  EXPECT_TRUE(sweep["results"][3].contains("error"));
+  EXPECT_GT(sweep["results"][2]["iteration_time_s"].get<double>(), 0);
 }
 
 // Throws from GPU 1's compute stream: an error inside a simulation's actor.

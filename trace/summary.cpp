@@ -12,6 +12,11 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["algorithm"] = r.algorithm;
   j["workers"] = r.workers;
+  if (!r.error.empty()) { // one algorithm that cannot run does not take the others down
+    j["measured"] = r.measured;
+    j["error"] = r.error;
+    return j;
+  }
   j["iteration_time_s"] = m.iteration_time_s;
   j["throughput_samples_s"] = m.throughput_samples_s;
   j["throughput_tokens_s"] = m.throughput_samples_s * r.seq_len;
@@ -99,7 +104,7 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
   for (const char* m : kMemory)
     out += fmt::format("memory_{}_bytes,", m);
   out += "micro_batches_per_step_mean,micro_batches_per_step_stddev,samples_per_step,"
-         "tokens_per_step\n";
+         "tokens_per_step,error\n";
   const nlohmann::ordered_json none;
   auto at = [&](const nlohmann::ordered_json& j, const char* key) -> const nlohmann::ordered_json& {
     return j.contains(key) ? j[key] : none;
@@ -113,7 +118,8 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
       out += csv_cell(at(at(j, "memory_breakdown"), m)) + ",";
     out += csv_cell(at(at(j, "micro_batches_per_step"), "mean")) + "," +
            csv_cell(at(at(j, "micro_batches_per_step"), "stddev")) + "," +
-           csv_cell(at(j, "samples_per_step")) + "," + csv_cell(at(j, "tokens_per_step")) + "\n";
+           csv_cell(at(j, "samples_per_step")) + "," + csv_cell(at(j, "tokens_per_step")) + "," +
+           csv_cell(at(j, "error")) + "\n";
   }
   return out;
 }

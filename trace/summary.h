@@ -20,6 +20,7 @@ struct SummaryRow {
   double gpu_memory_bytes = 0;
   Metrics metrics;
   double speedup_vs_ddp = 0;    // filled in by the caller, against ddp on the same scenario
+  std::string error;            // non-empty: this algorithm could not run; the row has no metrics
   nlohmann::ordered_json extra; // extra fields for summary.json only
 };
 
