@@ -69,6 +69,11 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
   for (const auto& r : rows)
     if (!r.error.empty())
       out += fmt::format("\n**{} could not run**: {}\n", r.algorithm, r.error);
+  for (const auto& r : ran)
+    if (r.gpu_memory_bytes > 0 && r.metrics.peak_memory_bytes > r.gpu_memory_bytes)
+      out += fmt::format("\n**{} does not fit**: it needs {} per GPU, the {} has {}.\n",
+                         r.algorithm, hw::format_bytes(r.metrics.peak_memory_bytes),
+                         s.cluster.gpu.name, hw::format_bytes(r.gpu_memory_bytes));
   for (const auto& r : ran) {
     out += fmt::format("\n## {}\n\n", r.algorithm);
     const auto& cp = r.extra["critical_path"];

@@ -149,10 +149,14 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
       out += fmt::format("{:<12} error: {}\n", r.algorithm, r.error);
       continue;
     }
-    out += fmt::format("{:<12} {:>10} {:>14.1f} {:>7.3f}x {:>12.4g} {:>8.1f}% {:>12} {:>12}\n",
-                       r.algorithm, hw::format_time(m.iteration_time_s), m.throughput_samples_s,
-                       r.speedup_vs_ddp, m.samples / m.steps, 100 * m.idle_fraction_mean,
-                       hw::format_time(m.exposed_comm_s), hw::format_bytes(m.peak_memory_bytes));
+    const bool too_big = r.gpu_memory_bytes > 0 && m.peak_memory_bytes > r.gpu_memory_bytes;
+    out += fmt::format(
+        "{:<12} {:>10} {:>14.1f} {:>7.3f}x {:>12.4g} {:>8.1f}% {:>12} {:>12}{}\n", r.algorithm,
+        hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
+        m.samples / m.steps, 100 * m.idle_fraction_mean, hw::format_time(m.exposed_comm_s),
+        hw::format_bytes(m.peak_memory_bytes),
+        too_big ? fmt::format("  DOES NOT FIT ({} per GPU)", hw::format_bytes(r.gpu_memory_bytes))
+                : "");
   }
   return out;
 }

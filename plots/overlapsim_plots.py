@@ -252,6 +252,14 @@ def plot_memory(out, results, traces, scenario):
     if capacity:
         ax.axhline(capacity / 1e9, color="black", linestyle="--", linewidth=1,
                    label=f"GPU capacity ({capacity / 1e9:.0f} GB)")
+        # An algorithm that would not fit is marked on its bar, not only on stderr.
+        for x, (r, top) in enumerate(zip(results, bottom)):
+            if r.get("exceeds_gpu_memory"):
+                ax.annotate(f"does not fit\n{top:.0f} GB > {capacity / 1e9:.0f} GB", (x, top),
+                            ha="center", va="bottom", fontsize=8, color="#B00020",
+                            fontweight="bold", xytext=(0, 2), textcoords="offset points")
+        if any(r.get("exceeds_gpu_memory") for r in results):
+            ax.set_ylim(0, max(bottom) * 1.2)
     ax.set_ylabel("peak memory per GPU, worst GPU (GB)")
     ax.set_xlabel("algorithm")
     ax.set_title("peak memory by kind")

@@ -182,7 +182,7 @@ TEST_F(RobustCli, SamplesPerStepGoWithEverySpeedup) {
     EXPECT_GT(row["micro_batches_per_step"]["mean"].get<double>(), 0) << row["algorithm"];
   const std::string csv = slurp(dir_ / "o" / "summary.csv");
   EXPECT_THAT(csv.substr(0, csv.find('\n')), HasSubstr(",samples_per_step,tokens_per_step"));
-  EXPECT_THAT(csv, HasSubstr(",3.0,0.0,12.0,1536.0,\n"));
+  EXPECT_THAT(csv, HasSubstr(",3.0,0.0,12.0,1536.0,false,\n"));
   EXPECT_THAT(slurp(dir_ / "o" / "report.md"), HasSubstr("| speedup vs DDP | samples/step |"));
 }
 
@@ -215,6 +215,25 @@ TEST_F(RobustCli, OneInfeasibleAlgorithmDoesNotStopTheOthers) {
   EXPECT_FALSE(sweep["results"][1].contains("error")); // 2 GPUs, 4 layers: feasible
   EXPECT_TRUE(sweep["results"][3].contains("error"));
   EXPECT_GT(sweep["results"][2]["iteration_time_s"].get<double>(), 0);
+}
+
+TEST_F(RobustCli, MemoryOverflowIsFlaggedEverywhere) {
+  // Issue 15.14: a peak above the GPU's memory was only on stderr. A 16 GB GPU and a model of
+  // 4 x 500M parameters: fp32 parameters, gradients and AdamW's two moments hold 4 B x 2G x (1 + 1
+  // + 2) = 32 GB per GPU under DDP (the layers store no activations).
+  const auto r =
+      run("run " + scenario_ +
+          " --algorithms ddp --set 'cluster.gpu={preset: a100-80gb, memory: 16GB}' --set "
+          "model.layers.0.params=500M --out " +
+          out("o"));
+  ASSERT_EQ(r.first, 0) << r.second;
+  EXPECT_THAT(r.second, HasSubstr("DOES NOT FIT (16 GB per GPU)"));
+  const auto doc = nlohmann::json::parse(slurp(dir_ / "o" / "summary.json"));
+  EXPECT_TRUE(doc["results"][0]["exceeds_gpu_memory"].get<bool>());
+  EXPECT_DOUBLE_EQ(doc["results"][0]["peak_memory_bytes"].get<double>(), 32e9);
+  EXPECT_THAT(slurp(dir_ / "o" / "summary.csv"), HasSubstr(",true,\n"));
+  EXPECT_THAT(slurp(dir_ / "o" / "report.md"), HasSubstr("**ddp does not fit**: it needs"));
+  EXPECT_TRUE(fs::exists(dir_ / "o" / "memory.png"));
 }
 
 // Throws from GPU 1's compute stream: an error inside a simulation's actor.

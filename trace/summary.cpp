@@ -26,6 +26,7 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   j["exposed_comm_s"] = m.exposed_comm_s;
   j["comm_bytes_per_step"] = m.comm_bytes_per_step;
   j["peak_memory_bytes"] = m.peak_memory_bytes;
+  j["exceeds_gpu_memory"] = r.gpu_memory_bytes > 0 && m.peak_memory_bytes > r.gpu_memory_bytes;
   j["simulated_time_s"] = m.simulated_time_s;
   j["measured"] = r.measured;
   nlohmann::ordered_json mem;
@@ -104,7 +105,7 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
   for (const char* m : kMemory)
     out += fmt::format("memory_{}_bytes,", m);
   out += "micro_batches_per_step_mean,micro_batches_per_step_stddev,samples_per_step,"
-         "tokens_per_step,error\n";
+         "tokens_per_step,exceeds_gpu_memory,error\n";
   const nlohmann::ordered_json none;
   auto at = [&](const nlohmann::ordered_json& j, const char* key) -> const nlohmann::ordered_json& {
     return j.contains(key) ? j[key] : none;
@@ -119,7 +120,7 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
     out += csv_cell(at(at(j, "micro_batches_per_step"), "mean")) + "," +
            csv_cell(at(at(j, "micro_batches_per_step"), "stddev")) + "," +
            csv_cell(at(j, "samples_per_step")) + "," + csv_cell(at(j, "tokens_per_step")) + "," +
-           csv_cell(at(j, "error")) + "\n";
+           csv_cell(at(j, "exceeds_gpu_memory")) + "," + csv_cell(at(j, "error")) + "\n";
   }
   return out;
 }
