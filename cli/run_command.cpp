@@ -3,6 +3,7 @@
 #include "algorithms/algorithm.h"
 #include "cli/plots.h"
 #include "cli/report.h"
+#include "cli/work_budget.h"
 #include "hw/units.h"
 #include "spec/loader.h"
 #include "trace/analysis.h"
@@ -167,6 +168,7 @@ int run_command(const RunOptions& options) {
     if (!options.out.empty())
       scenario.output.dir = options.out;
     select_algorithms(scenario, options.algorithms);
+    check_work_budget(scenario, options.force);
     // Checked before simulating: the directory must be new, empty or a previous run's outputs.
     OutputStage stage(scenario.output.dir);
     std::vector<sim::SimulationResult> results;

@@ -3,6 +3,7 @@
 #include "algorithms/algorithm.h"
 #include "cli/plots.h"
 #include "cli/run_command.h"
+#include "cli/work_budget.h"
 #include "sim/child_process.h"
 #include "spec/loader.h"
 #include "trace/output_stage.h"
@@ -290,6 +291,7 @@ int sweep_command(const SweepOptions& o) {
         s = spec::load_scenario(o.scenario, point_overrides(o, p));
         for (const auto& a : s.algorithms)
           make_algorithm(a);
+        check_work_budget(s, o.force);
       } catch (const std::exception& e) {
         throw std::runtime_error(fmt::format("{}: {}", describe(p), e.what()));
       }

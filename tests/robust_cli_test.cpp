@@ -236,6 +236,35 @@ TEST_F(RobustCli, MemoryOverflowIsFlaggedEverywhere) {
   EXPECT_TRUE(fs::exists(dir_ / "o" / "memory.png"));
 }
 
+TEST_F(RobustCli, WorkPastTheBudgetIsRefusedBeforeSimulating) {
+  // Issue 15.6: bucket_cap 1B made a bucket per parameter (bad_alloc after 38 s); a million steps
+  // ran on with no end in sight. The estimate: 2 GPUs x 3 steps x (4 x 2 + 16M buckets of 2 bytes + 4).
+  const auto start = std::chrono::steady_clock::now();
+  const auto buckets =
+      run("run " + scenario_ +
+          " --no-plots --set 'algorithms=[{name: ddp, bucket_cap: 1B}]' --out " + out("o"));
+  EXPECT_EQ(buckets.first, 1);
+  EXPECT_THAT(buckets.second, HasSubstr("about 96M ops"));
+  EXPECT_THAT(buckets.second, HasSubstr("16M gradient buckets"));
+  EXPECT_THAT(buckets.second, HasSubstr("or pass --force"));
+  const auto steps =
+      run("run " + scenario_ + " --no-plots --set training.steps=1048576 --out " + out("o"));
+  EXPECT_EQ(steps.first, 1);
+  EXPECT_THAT(steps.second, HasSubstr("1.049M steps"));
+  const auto sweep =
+      run("sweep " + scenario_ + " --no-plots --vary training.steps=2,1000000 --out " + out("o"));
+  EXPECT_EQ(sweep.first, 1);
+  EXPECT_THAT(sweep.second, HasSubstr("point 1 (training.steps=1000000)"));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+  EXPECT_FALSE(fs::exists(out("o")));
+  // Collective sizes run from 1 B to 1 PB.
+  for (const std::string size : {"0", "1e308TB", "1KB:1e308TB", "1KB:2PB"}) {
+    const auto r = run("collective " + scenario_ + " --size " + size);
+    EXPECT_EQ(r.first, 1) << size;
+    EXPECT_THAT(r.second, HasSubstr("--size '" + size + "'")) << size;
+  }
+}
+
 // Throws from GPU 1's compute stream: an error inside a simulation's actor.
 class Throwing final : public overlapsim::Algorithm {
 public:
