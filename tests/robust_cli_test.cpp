@@ -107,6 +107,14 @@ TEST_F(RobustCli, MergeRejectsDamagedShardsNamingFileAndKey) {
   EXPECT_FALSE(fs::exists(out("m")));
 }
 
+TEST_F(RobustCli, AnUnknownCommandIsNamed) {
+  // Issue 15.19: an unknown subcommand said "A subcommand is required".
+  const auto r = run("frobnicate " + scenario_);
+  EXPECT_NE(r.first, 0);
+  EXPECT_THAT(r.second,
+              HasSubstr("unknown command 'frobnicate'; expected one of: run, collective"));
+}
+
 TEST_F(RobustCli, ErrorsNameTheFileOrTheSet) {
   const auto dir = run("run " + dir_.string());
   EXPECT_EQ(dir.first, 1);
@@ -238,7 +246,8 @@ TEST_F(RobustCli, MemoryOverflowIsFlaggedEverywhere) {
 
 TEST_F(RobustCli, WorkPastTheBudgetIsRefusedBeforeSimulating) {
   // Issue 15.6: bucket_cap 1B made a bucket per parameter (bad_alloc after 38 s); a million steps
-  // ran on with no end in sight. The estimate: 2 GPUs x 3 steps x (4 x 2 + 16M buckets of 2 bytes + 4).
+  // ran on with no end in sight. The estimate: 2 GPUs x 3 steps x (4 x 2 + 16M buckets of 2 bytes +
+  // 4).
   const auto start = std::chrono::steady_clock::now();
   const auto buckets =
       run("run " + scenario_ +
