@@ -4,6 +4,7 @@
 #include "sim/collective_timing.h"
 #include "spec/loader.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,7 +14,9 @@ namespace overlapsim::cli {
 
 namespace {
 
-CollectiveOp parse_op(const std::string& op) {
+CollectiveOp parse_op(std::string op) {
+  // nccl-tests spells them all_reduce: both spellings name the same collective.
+  std::replace(op.begin(), op.end(), '_', '-');
   for (auto candidate :
        {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
         CollectiveOp::broadcast, CollectiveOp::reduce, CollectiveOp::all_to_all})

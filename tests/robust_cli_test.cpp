@@ -266,7 +266,12 @@ TEST_F(RobustCli, WorkPastTheBudgetIsRefusedBeforeSimulating) {
   EXPECT_THAT(sweep.second, HasSubstr("point 1 (training.steps=1000000)"));
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
   EXPECT_FALSE(fs::exists(out("o")));
-  // Collective sizes run from 1 B to 1 PB.
+  // Collective sizes run from 1 B to 1 PB; nccl-tests' spelling of the op works too (15.16).
+  const auto dash = run("collective " + scenario_ + " --op all-reduce --size 1MB --json");
+  const auto underscore = run("collective " + scenario_ + " --op all_reduce --size 1MB --json");
+  EXPECT_EQ(dash.first, 0);
+  EXPECT_EQ(underscore.first, 0) << underscore.second;
+  EXPECT_EQ(dash.second, underscore.second);
   for (const std::string size : {"0", "1e308TB", "1KB:1e308TB", "1KB:2PB"}) {
     const auto r = run("collective " + scenario_ + " --size " + size);
     EXPECT_EQ(r.first, 1) << size;
