@@ -18,7 +18,9 @@ std::vector<LayerRange> split_stages(const hw::ModelSpec& model, int stages) {
   const int layers = static_cast<int>(model.layers.size());
   if (stages < 1 || layers < stages)
     throw std::invalid_argument(fmt::format(
-        "cannot cut a model of {} layers into {} stages of equal compute", layers, stages));
+        "cannot cut a model of {} layers into {} stages of equal compute: CDP gives each GPU of "
+        "its ring one stage; use a model with at least {} layers, or at most {} GPUs",
+        layers, stages, stages, layers));
   std::vector<double> cost;
   double total = 0;
   for (const auto& l : model.layers) {

@@ -4,6 +4,7 @@
 #include "sim/collective_timing.h"
 #include "spec/loader.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,7 +14,9 @@ namespace overlapsim::cli {
 
 namespace {
 
-CollectiveOp parse_op(const std::string& op) {
+CollectiveOp parse_op(std::string op) {
+  // nccl-tests spells them all_reduce: both spellings name the same collective.
+  std::replace(op.begin(), op.end(), '_', '-');
   for (auto candidate :
        {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
         CollectiveOp::broadcast, CollectiveOp::reduce, CollectiveOp::all_to_all})
@@ -35,11 +38,18 @@ nlohmann::ordered_json to_json(const sim::CollectiveTiming& t) {
 std::vector<double> parse_size_range(const std::string& text) {
   const auto colon = text.find(':');
   try {
+    // Sizes from 1 B to 1 PB: a range doubles at most 50 times.
+    const auto in_range = [&](double size) {
+      if (!(size >= 1 && size <= 1e15))
+        throw std::invalid_argument(
+            fmt::format("--size '{}': expected sizes from 1B to 1PB, got {}", text, size));
+      return size;
+    };
     if (colon == std::string::npos)
-      return {hw::parse_size_bytes(text)};
-    const double lo = hw::parse_size_bytes(text.substr(0, colon));
-    const double hi = hw::parse_size_bytes(text.substr(colon + 1));
-    if (lo <= 0 || hi < lo)
+      return {in_range(hw::parse_size_bytes(text))};
+    const double lo = in_range(hw::parse_size_bytes(text.substr(0, colon)));
+    const double hi = in_range(hw::parse_size_bytes(text.substr(colon + 1)));
+    if (hi < lo)
       throw std::invalid_argument(
           fmt::format("--size '{}': expected LOW:HIGH with 0 < LOW <= HIGH", text));
     std::vector<double> sizes;

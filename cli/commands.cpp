@@ -47,6 +47,8 @@ void add_commands(CLI::App& app) {
                   "Override a scenario key: key.path=value (repeatable), e.g. cluster.nodes=8");
   run->add_flag("!--no-plots", run_opts->plots, "Do not draw PNG plots");
   run->add_flag("!--no-progress", run_opts->progress, "Do not print a progress line");
+  run->add_flag("--force", run_opts->force,
+                "Run even past the work budget (about 2e7 simulated ops per algorithm)");
   run->callback([run_opts] { g_exit_code = run_command(*run_opts); });
 
   auto coll = std::make_shared<CollectiveOptions>();
@@ -133,6 +135,7 @@ void add_commands(CLI::App& app) {
   sweep->add_option("--jobs", sw->jobs, "Points run in parallel (default: the number of cores)");
   sweep->add_flag("!--no-plots", sw->plots, "Do not draw PNG plots");
   sweep->add_flag("!--no-progress", sw->progress, "Do not print a progress bar");
+  sweep->add_flag("--force", sw->force, "Run points even past the work budget");
   sweep->callback([sw] { g_exit_code = sweep_command(*sw); });
 
   auto merge_out = std::make_shared<std::string>();

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <unistd.h>
 
 namespace {
@@ -39,6 +40,20 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", overlapsim::cli::version_string());
   overlapsim::cli::add_commands(app);
+  // CLI11 answers an unknown command with "A subcommand is required": name it and the commands.
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const auto* command : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || command->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + command->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "overlapsim: unknown command '%s'; expected one of: %s\n", argv[1],
+                   names.c_str());
+      return 106;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

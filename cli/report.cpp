@@ -3,6 +3,7 @@
 #include "hw/units.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 namespace overlapsim::cli {
@@ -50,18 +51,30 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
                                 s.cluster.gpus_per_node, s.cluster.gpu.name, s.model.spec.name,
                                 hw::format_count(s.model.spec.total_params()),
                                 s.training.micro_batch, s.training.seq_len, s.training.steps);
-  out +=
-      "| algorithm | iteration | speedup vs DDP | computing | exposed comm | waiting for peers | "
-      "other idle | lower bound |\n|---|---|---|---|---|---|---|---|\n";
+  out += "| algorithm | iteration | speedup vs DDP | samples/step | computing | exposed comm | "
+         "waiting for peers | other idle | lower bound |\n|---|---|---|---|---|---|---|---|---|\n";
+  std::vector<SummaryRow> ran; // the rows with metrics; failed algorithms are listed apart
   for (const auto& r : rows)
-    out += fmt::format("| {} | {} | {:.2f}x | {} | {} | {} | {} | {} |\n", r.algorithm,
+    if (r.error.empty())
+      ran.push_back(r);
+  for (const auto& r : ran)
+    out += fmt::format("| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} |\n", r.algorithm,
                        hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
+                       r.metrics.samples / r.metrics.steps,
                        percent(field(r, "idle_breakdown", "compute")),
                        percent(field(r, "idle_breakdown", "exposed_comm")),
                        percent(field(r, "idle_breakdown", "waiting")),
                        percent(field(r, "idle_breakdown", "idle_other")),
                        hw::format_time(r.extra.value("lower_bound_s", 0.0)));
-  for (const auto& r : rows) {
+  for (const auto& r : rows)
+    if (!r.error.empty())
+      out += fmt::format("\n**{} could not run**: {}\n", r.algorithm, r.error);
+  for (const auto& r : ran)
+    if (r.gpu_memory_bytes > 0 && r.metrics.peak_memory_bytes > r.gpu_memory_bytes)
+      out += fmt::format("\n**{} does not fit**: it needs {} per GPU, the {} has {}.\n",
+                         r.algorithm, hw::format_bytes(r.metrics.peak_memory_bytes),
+                         s.cluster.gpu.name, hw::format_bytes(r.gpu_memory_bytes));
+  for (const auto& r : ran) {
     out += fmt::format("\n## {}\n\n", r.algorithm);
     const auto& cp = r.extra["critical_path"];
     out += fmt::format("Critical path of the last steady-state step: {} of which {} is ops "
@@ -81,14 +94,14 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
                          hw::format_time(op["seconds"].get<double>()));
   }
   // Why the fastest algorithm beats DDP, in the terms above.
-  const auto ddp = std::find_if(rows.begin(), rows.end(),
+  const auto ddp = std::find_if(ran.begin(), ran.end(),
                                 [](const SummaryRow& r) { return r.algorithm == "ddp"; });
   const auto best =
-      std::max_element(rows.begin(), rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
+      std::max_element(ran.begin(), ran.end(), [](const SummaryRow& a, const SummaryRow& b) {
         return a.metrics.throughput_samples_s < b.metrics.throughput_samples_s;
       });
   out += "\n## In short\n\n";
-  if (ddp != rows.end() && best != rows.end() && best != ddp) {
+  if (ddp != ran.end() && best != ran.end() && best != ddp) {
     const double idle_ddp = 1 - field(*ddp, "idle_breakdown", "compute");
     const double idle_best = 1 - field(*best, "idle_breakdown", "compute");
     out += fmt::format(
@@ -100,12 +113,20 @@ std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRo
         percent(field(*ddp, "idle_breakdown", "waiting")), best->algorithm,
         idle_best < 0.01 ? "are almost never idle: communication runs while they keep computing"
                          : fmt::format("are idle {}", percent(idle_best)));
+    const double best_batch = best->metrics.samples / best->metrics.steps;
+    const double ddp_batch = ddp->metrics.samples / ddp->metrics.steps;
+    if (std::abs(best_batch - ddp_batch) > 1e-9 * ddp_batch)
+      out += fmt::format(" Its steps are not DDP's: {:.4g} samples per optimizer step against "
+                         "DDP's {:.4g}, so it takes {} per step against DDP's {}; compare "
+                         "convergence per sample before reading the speedup as a win.",
+                         best_batch, ddp_batch, hw::format_time(best->metrics.iteration_time_s),
+                         hw::format_time(ddp->metrics.iteration_time_s));
     if (best->metrics.peak_memory_bytes > ddp->metrics.peak_memory_bytes)
       out += fmt::format(" It needs {} per GPU against DDP's {}.",
                          hw::format_bytes(best->metrics.peak_memory_bytes),
                          hw::format_bytes(ddp->metrics.peak_memory_bytes));
     out += "\n";
-  } else if (ddp != rows.end()) {
+  } else if (ddp != ran.end()) {
     out +=
         fmt::format("DDP is the fastest of these algorithms here: its GPUs compute {} of the time, "
                     "so there is little communication left to hide.\n",

@@ -3,15 +3,18 @@
 #include "algorithms/algorithm.h"
 #include "cli/plots.h"
 #include "cli/report.h"
+#include "cli/work_budget.h"
 #include "hw/units.h"
 #include "spec/loader.h"
 #include "trace/analysis.h"
 #include "trace/atomic_file.h"
 #include "trace/chrome_trace.h"
+#include "trace/output_stage.h"
 
 #include <chrono>
 #include <cstdio>
 #include <fmt/format.h>
+#include <limits>
 #include <unistd.h>
 
 namespace overlapsim::cli {
@@ -45,6 +48,7 @@ SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const
   row.algorithm = algorithm;
   row.workers = s.cluster.world_size();
   row.seq_len = s.training.seq_len;
+  row.micro_batch = s.training.micro_batch;
   row.measured = trace.measured;
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
@@ -64,6 +68,11 @@ void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>&
   if (names.empty())
     return;
   std::vector<spec::AlgorithmSpec> chosen;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) !=
+        names.begin() + static_cast<std::ptrdiff_t>(i))
+      throw std::invalid_argument(
+          fmt::format("--algorithms lists '{}' twice; give each algorithm once", names[i]));
   for (const auto& name : names) {
     auto it = std::find_if(scenario.algorithms.begin(), scenario.algorithms.end(),
                            [&](const auto& a) { return a.label == name; });
@@ -87,38 +96,68 @@ std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progr
     make_algorithm(a);
   std::vector<SummaryRow> rows;
   double ddp_throughput = 0;
+  bool ddp_listed = false;
   for (const auto& a : scenario.algorithms) {
-    auto result = sim::simulate(scenario, a, progress ? make_progress(a.label) : sim::ProgressFn{});
-    rows.push_back(make_row(scenario, a.label, result.trace, result.warnings));
-    if (a.name == "ddp" && ddp_throughput == 0) // the first ddp entry is the reference
+    // An algorithm that cannot run (an infeasible setting, a failed simulation) gets a row with
+    // its error; the others still run.
+    try {
+      auto result =
+          sim::simulate(scenario, a, progress ? make_progress(a.label) : sim::ProgressFn{});
+      rows.push_back(make_row(scenario, a.label, result.trace, result.warnings));
+      if (results)
+        results->push_back(std::move(result));
+    } catch (const std::exception& e) {
+      SummaryRow failed;
+      failed.algorithm = a.label;
+      failed.workers = scenario.cluster.world_size();
+      failed.error = e.what();
+      rows.push_back(std::move(failed));
+      if (results)
+        results->emplace_back();
+    }
+    if (a.name == "ddp" && !ddp_listed) { // the first ddp entry is the reference
+      ddp_listed = true;
       ddp_throughput = rows.back().metrics.throughput_samples_s;
-    if (results)
-      results->push_back(std::move(result));
+    }
   }
-  if (ddp_throughput == 0) {
+  if (!ddp_listed) {
     spec::AlgorithmSpec ddp;
     ddp.name = ddp.label = "ddp";
     ddp.where = "(reference for speedup_vs_ddp)";
-    const auto reference = sim::simulate(scenario, ddp);
-    ddp_throughput =
-        compute_metrics(reference.trace, scenario.training.warmup_steps, scenario.training.steps)
-            .throughput_samples_s;
+    try {
+      const auto reference = sim::simulate(scenario, ddp);
+      ddp_throughput =
+          compute_metrics(reference.trace, scenario.training.warmup_steps, scenario.training.steps)
+              .throughput_samples_s;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "warning: the ddp reference of speedup_vs_ddp failed: %s\n", e.what());
+    }
   }
+  // Without a reference (ddp failed) speedups are NaN, written as null.
   for (auto& r : rows)
-    r.speedup_vs_ddp = r.metrics.throughput_samples_s / ddp_throughput;
+    r.speedup_vs_ddp = ddp_throughput > 0 ? r.metrics.throughput_samples_s / ddp_throughput
+                                          : std::numeric_limits<double>::quiet_NaN();
   return rows;
 }
 
 std::string format_table(const std::vector<SummaryRow>& rows) {
-  std::string out =
-      fmt::format("{:<12} {:>10} {:>14} {:>8} {:>9} {:>12} {:>12}\n", "algorithm", "iteration",
-                  "samples/s", "speedup", "idle", "exposed comm", "peak memory");
+  std::string out = fmt::format("{:<12} {:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>12}\n",
+                                "algorithm", "iteration", "samples/s", "speedup", "samples/step",
+                                "idle", "exposed comm", "peak memory");
   for (const auto& r : rows) {
     const auto& m = r.metrics;
-    out += fmt::format("{:<12} {:>10} {:>14.1f} {:>7.3f}x {:>8.1f}% {:>12} {:>12}\n", r.algorithm,
-                       hw::format_time(m.iteration_time_s), m.throughput_samples_s,
-                       r.speedup_vs_ddp, 100 * m.idle_fraction_mean,
-                       hw::format_time(m.exposed_comm_s), hw::format_bytes(m.peak_memory_bytes));
+    if (!r.error.empty()) {
+      out += fmt::format("{:<12} error: {}\n", r.algorithm, r.error);
+      continue;
+    }
+    const bool too_big = r.gpu_memory_bytes > 0 && m.peak_memory_bytes > r.gpu_memory_bytes;
+    out += fmt::format(
+        "{:<12} {:>10} {:>14.1f} {:>7.3f}x {:>12.4g} {:>8.1f}% {:>12} {:>12}{}\n", r.algorithm,
+        hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
+        m.samples / m.steps, 100 * m.idle_fraction_mean, hw::format_time(m.exposed_comm_s),
+        hw::format_bytes(m.peak_memory_bytes),
+        too_big ? fmt::format("  DOES NOT FIT ({} per GPU)", hw::format_bytes(r.gpu_memory_bytes))
+                : "");
   }
   return out;
 }
@@ -129,17 +168,21 @@ int run_command(const RunOptions& options) {
     if (!options.out.empty())
       scenario.output.dir = options.out;
     select_algorithms(scenario, options.algorithms);
+    check_work_budget(scenario, options.force);
+    // Checked before simulating: the directory must be new, empty or a previous run's outputs.
+    OutputStage stage(scenario.output.dir);
     std::vector<sim::SimulationResult> results;
     const auto rows = simulate_rows(scenario, options.progress, &results);
 
-    // Everything is computed before the first file is written: a failure leaves no outputs.
-    const std::string& dir = scenario.output.dir;
+    // Every output goes to the staging directory, published at once: all of them or none.
+    const std::string& dir = stage.path();
     if (scenario.output.traces)
       for (std::size_t i = 0; i < rows.size(); ++i)
-        write_file_atomically(
-            fmt::format("{}/trace-{}.json", dir, rows[i].algorithm),
-            chrome_trace_json(results[i].trace,
-                              fmt::format("{}: {}", scenario.name, rows[i].algorithm)));
+        if (rows[i].error.empty())
+          write_file_atomically(
+              fmt::format("{}/trace-{}.json", dir, rows[i].algorithm),
+              chrome_trace_json(results[i].trace,
+                                fmt::format("{}: {}", scenario.name, rows[i].algorithm)));
     write_summary(dir, spec::to_json(scenario), rows);
     write_file_atomically(dir + "/report.md", report_markdown(scenario, rows));
     if (options.print_table)
@@ -151,8 +194,17 @@ int run_command(const RunOptions& options) {
                        w.get<std::string>().c_str());
     if (options.plots && scenario.output.plots)
       draw_plots(dir);
-    std::printf("outputs in %s\n", dir.c_str());
-    return 0;
+    stage.publish();
+    std::printf("outputs in %s\n", scenario.output.dir.c_str());
+    // Exit status 2: the outputs are complete, but some algorithms could not run.
+    int failed = 0;
+    for (const auto& r : rows)
+      if (!r.error.empty()) {
+        std::fprintf(stderr, "overlapsim run: %s failed: %s\n", r.algorithm.c_str(),
+                     r.error.c_str());
+        ++failed;
+      }
+    return failed > 0 ? 2 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "overlapsim run: %s\n", e.what());
     return 1;

@@ -18,6 +18,7 @@ struct RunOptions {
   bool progress = true;
   bool plots = true;
   bool print_table = true;
+  bool force = false; // run past the work budget (cli/work_budget.h)
 };
 
 // The simulated rows of one scenario: each algorithm of `scenario.algorithms`, with speedup_vs_ddp

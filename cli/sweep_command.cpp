@@ -3,8 +3,10 @@
 #include "algorithms/algorithm.h"
 #include "cli/plots.h"
 #include "cli/run_command.h"
+#include "cli/work_budget.h"
 #include "sim/child_process.h"
 #include "spec/loader.h"
+#include "trace/output_stage.h"
 #include "trace/summary.h"
 
 #include <algorithm>
@@ -268,6 +270,14 @@ int sweep_command(const SweepOptions& o) {
     if (o.vary.empty())
       throw std::invalid_argument("expected at least one --vary key.path=v1,v2,...");
     const auto grid = sweep_grid(o.vary);
+    for (const auto& set : o.overrides)
+      for (const auto& [key, value] : grid.front().values)
+        if (set.starts_with(key + "="))
+          throw std::invalid_argument(fmt::format(
+              "--set {} and --vary {}: the key is both fixed and varied; keep one", set, key));
+    if (o.jobs < 0)
+      throw std::invalid_argument(
+          fmt::format("--jobs {}: expected a positive number of points in parallel", o.jobs));
     const auto [shard, shards] = o.shard.empty() ? std::pair{0, 1} : parse_shard(o.shard);
     // Every point of the grid (not only this shard's: shards should agree on what is valid) is
     // loaded and its algorithms built before anything runs, so a bad key, value or algorithm
@@ -281,6 +291,7 @@ int sweep_command(const SweepOptions& o) {
         s = spec::load_scenario(o.scenario, point_overrides(o, p));
         for (const auto& a : s.algorithms)
           make_algorithm(a);
+        check_work_budget(s, o.force);
       } catch (const std::exception& e) {
         throw std::runtime_error(fmt::format("{}: {}", describe(p), e.what()));
       }
@@ -290,7 +301,8 @@ int sweep_command(const SweepOptions& o) {
       mine.push_back(&p);
       scenarios.push_back(std::move(s));
     }
-    const std::string dir = o.out.empty() ? base.output.dir : o.out;
+    OutputStage stage(o.out.empty() ? base.output.dir : o.out);
+    const std::string& dir = stage.path();
     const auto jobs = static_cast<std::size_t>(
         o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
     auto by_point = run_points(scenarios, mine, jobs, o.progress);
@@ -312,14 +324,27 @@ int sweep_command(const SweepOptions& o) {
     // A shard's plots would show part of the grid; merge draws the whole one.
     if (o.plots && base.output.plots && shards == 1)
       draw_plots(dir);
+    stage.publish();
     std::printf("%zu points x %zu algorithms: outputs in %s\n", mine.size(), base.algorithms.size(),
-                dir.c_str());
-    return 0;
+                (o.out.empty() ? base.output.dir : o.out).c_str());
+    // Exit status 2: the outputs are complete, but some rows are errors.
+    int failed = 0;
+    for (const auto& r : rows)
+      if (r.contains("error")) {
+        std::fprintf(stderr, "overlapsim sweep: point %d, %s failed: %s\n", r["point"].get<int>(),
+                     r["algorithm"].get<std::string>().c_str(),
+                     r["error"].get<std::string>().c_str());
+        ++failed;
+      }
+    return failed > 0 ? 2 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "overlapsim sweep: %s\n", e.what());
     return 1;
   }
 }
+
+// Far above any sweep that could run; a larger count is a damaged or forged shard.
+constexpr std::uint64_t kMaxMergedPoints = 10000000;
 
 int merge_command(const std::string& out, const std::vector<std::string>& shards) {
   try {
@@ -327,12 +352,26 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
     std::vector<ordered_json> rows;
     std::set<int> points;
     for (const auto& dir : shards) {
-      std::ifstream in(dir + "/summary.json");
+      const std::string file = dir + "/summary.json";
+      std::ifstream in(file);
       if (!in)
-        throw std::runtime_error(fmt::format("{}/summary.json: cannot read", dir));
-      const auto doc = ordered_json::parse(in);
-      if (!doc.contains("sweep"))
-        throw std::runtime_error(fmt::format("{}/summary.json: not a sweep summary", dir));
+        throw std::runtime_error(fmt::format("{}: cannot read", file));
+      ordered_json doc;
+      try {
+        doc = ordered_json::parse(in);
+      } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(fmt::format("{}: not valid JSON ({})", file, e.what()));
+      }
+      if (!doc.is_object() || !doc.contains("sweep") || !doc["sweep"].is_object() ||
+          !doc.contains("results") || !doc["results"].is_array())
+        throw std::runtime_error(
+            fmt::format("{}: not a sweep summary (expected 'sweep' and 'results')", file));
+      const auto points_of = doc["sweep"].value("points", ordered_json());
+      if (!points_of.is_number_unsigned() || points_of.get<std::uint64_t>() < 1 ||
+          points_of.get<std::uint64_t>() > kMaxMergedPoints)
+        throw std::runtime_error(fmt::format("{}: key 'sweep.points': expected a whole number in "
+                                             "[1, {}], got {}",
+                                             file, kMaxMergedPoints, points_of.dump()));
       if (first.is_null()) {
         first = doc;
       } else if (doc["scenario"] != first["scenario"] ||
@@ -343,8 +382,16 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
             fmt::format("{}: a shard of a different sweep than {}", dir, shards[0]));
       }
       std::set<int> here;
-      for (const auto& r : doc["results"]) {
-        const int p = r["point"].get<int>();
+      for (std::size_t i = 0; i < doc["results"].size(); ++i) {
+        const auto& r = doc["results"][i];
+        const auto point = r.is_object() ? r.value("point", ordered_json()) : ordered_json();
+        if (!point.is_number_unsigned() ||
+            point.get<std::uint64_t>() >= points_of.get<std::uint64_t>())
+          throw std::runtime_error(
+              fmt::format("{}: key 'results.{}.point': expected a whole number "
+                          "in [0, {}), got {}",
+                          file, i, points_of.get<std::uint64_t>(), point.dump()));
+        const int p = point.get<int>();
         if (points.contains(p))
           throw std::runtime_error(fmt::format("{}: point {} is in two shards", dir, p));
         here.insert(p);
@@ -364,8 +411,10 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
     ordered_json top;
     top["sweep"] = first["sweep"];
     top["sweep"]["shard"] = "merged";
-    write_summary(out, nlohmann::json::parse(first["scenario"].dump()), rows, top);
-    draw_plots(out);
+    OutputStage stage(out);
+    write_summary(stage.path(), nlohmann::json::parse(first["scenario"].dump()), rows, top);
+    draw_plots(stage.path());
+    stage.publish();
     std::printf("%d points from %zu shards: outputs in %s\n", total, shards.size(), out.c_str());
     return 0;
   } catch (const std::exception& e) {

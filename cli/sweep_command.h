@@ -16,6 +16,7 @@ struct SweepOptions {
   int jobs = 0;                       // parallel points; 0: the number of cores
   bool plots = true;
   bool progress = true;
+  bool force = false; // run points past the work budget (cli/work_budget.h)
 };
 
 struct SweepPoint {

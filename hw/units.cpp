@@ -64,15 +64,25 @@ double take_prefix(std::string_view& unit) {
 namespace {
 
 // Parses "<number> <unit>": `scale` maps the unit (possibly empty) to the factor into base units,
-// or nullopt for a unit of the wrong kind.
+// or nullopt for a unit of the wrong kind. A physical quantity (`needs_unit`) written as a bare
+// number is refused ("bandwidth: 100" would silently be 100 B/s), except 0, which is 0 in every
+// unit; the value after scaling must be finite.
 template <typename Scale>
-double parse_quantity(std::string_view text, const char* kind, const char* example, Scale scale) {
+double parse_quantity(std::string_view text, const char* kind, const char* example, Scale scale,
+                      bool needs_unit = true) {
   const auto parsed = split(text);
   if (!parsed)
     fail(kind, example, text);
   auto [value, unit] = *parsed;
-  if (const std::optional<double> factor = scale(unit))
-    return value * *factor;
+  if (needs_unit && unit.empty() && value != 0)
+    throw UnitError(
+        fmt::format("expected {} like {}, got '{}': a number needs a unit", kind, example, text));
+  if (const std::optional<double> factor = scale(unit)) {
+    const double scaled = value * *factor;
+    if (!std::isfinite(scaled))
+      throw UnitError(fmt::format("expected {} like {}, got '{}': too large", kind, example, text));
+    return scaled;
+  }
   fail(kind, example, text);
 }
 
@@ -96,7 +106,7 @@ std::optional<double> binary_prefix(std::string_view unit) {
 } // namespace
 
 double parse_size_bytes(std::string_view text) {
-  return parse_quantity(text, "a size", "80GB, 512MiB or 1.5e9 (bytes)",
+  return parse_quantity(text, "a size", "80GB, 512MiB or 1500B",
                         [](std::string_view unit) -> std::optional<double> {
                           if (unit.empty() || unit == "B")
                             return 1.0;
@@ -163,12 +173,14 @@ std::optional<double> decimal_suffix(char c) {
 } // namespace
 
 double parse_count(std::string_view text) {
-  return parse_quantity(text, "a count", "7.1M, 14.6G or 1000",
-                        [](std::string_view unit) -> std::optional<double> {
-                          if (unit.empty())
-                            return 1.0;
-                          return unit.size() == 1 ? decimal_suffix(unit.front()) : std::nullopt;
-                        });
+  return parse_quantity(
+      text, "a count", "7.1M, 14.6G or 1000",
+      [](std::string_view unit) -> std::optional<double> {
+        if (unit.empty())
+          return 1.0;
+        return unit.size() == 1 ? decimal_suffix(unit.front()) : std::nullopt;
+      },
+      /*needs_unit=*/false);
 }
 
 double parse_flops_per_s(std::string_view text) {

@@ -2,8 +2,9 @@
 //
 // Sizes use powers of 1000 for B/KB/MB/GB/TB and powers of 1024 for KiB/MiB/GiB/TiB; bandwidths
 // accept bits ("100Gb/s", "10Mbit/s") or bytes ("300GB/s") per second with k/M/G/T prefixes; times
-// accept ns/us/ms/s (and min, h); counts accept k/M/G/T suffixes ("7.1M"). A bare number is taken
-// in the base unit (bytes, bytes/s, seconds, ones). Every parser returns SI base units as double.
+// accept ns/us/ms/s (and min, h); counts accept k/M/G/T suffixes ("7.1M"). Sizes, bandwidths, times
+// and compute rates need their unit: a bare number is an error (except 0); a count may be bare.
+// Every parser returns SI base units as a finite double (UnitError on overflow, e.g. 1e308TB).
 #pragma once
 
 #include <stdexcept>

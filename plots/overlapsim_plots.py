@@ -189,14 +189,16 @@ def plot_speedup(out, results, scenario):
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
     bars = ax.bar(names, values, color=[algorithm_colour(n) for n in names])
     for bar, r in zip(bars, results):
-        ax.annotate(f"{bar.get_height():.2f}x\nidle {100 * r.get('idle_fraction_mean', 0):.1f}%",
+        ax.annotate(f"{bar.get_height():.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
+                    f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%",
                     (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
                     fontsize=8, xytext=(0, 2), textcoords="offset points")
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="DDP")
     ax.set_ylim(0, max(values + [1.0]) * 1.25)
     ax.set_ylabel("throughput speedup vs DDP (x)")
     ax.set_xlabel("algorithm")
-    ax.set_title(f"{scenario}\nthroughput relative to DDP", fontsize=11)
+    ax.set_title(f"{scenario}\nthroughput relative to DDP (samples per optimizer step on each bar)",
+                 fontsize=11)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     save(fig, os.path.join(out, "speedup.png"))
@@ -250,6 +252,14 @@ def plot_memory(out, results, traces, scenario):
     if capacity:
         ax.axhline(capacity / 1e9, color="black", linestyle="--", linewidth=1,
                    label=f"GPU capacity ({capacity / 1e9:.0f} GB)")
+        # An algorithm that would not fit is marked on its bar, not only on stderr.
+        for x, (r, top) in enumerate(zip(results, bottom)):
+            if r.get("exceeds_gpu_memory"):
+                ax.annotate(f"does not fit\n{top:.0f} GB > {capacity / 1e9:.0f} GB", (x, top),
+                            ha="center", va="bottom", fontsize=8, color="#B00020",
+                            fontweight="bold", xytext=(0, 2), textcoords="offset points")
+        if any(r.get("exceeds_gpu_memory") for r in results):
+            ax.set_ylim(0, max(bottom) * 1.2)
     ax.set_ylabel("peak memory per GPU, worst GPU (GB)")
     ax.set_xlabel("algorithm")
     ax.set_title("peak memory by kind")
@@ -295,7 +305,7 @@ def plot_sweep(out, summary, scenario):
         return
     key = sweep["vary"][0]
     others = sweep["vary"][1:]
-    results = summary["results"]
+    results = [r for r in summary["results"] if "error" not in r]  # failed rows have no metrics
     by_alg = {}  # one line per algorithm and combination of the other varied keys
     for r in results:
         label = r["algorithm"] + "".join(f", {k.split('.')[-1]}={r.get(k)}" for k in others)
@@ -371,7 +381,7 @@ def main(argv):
         return 2
     only = {s for s in args.only.split(",") if s}
     scenario = summary.get("scenario", {}).get("name", os.path.basename(os.path.normpath(out)))
-    results = summary.get("results", [])
+    results = [r for r in summary.get("results", []) if "error" not in r]  # failed rows: no metrics
     rows = {r["algorithm"]: r for r in results}
     traces = {}
     for path in sorted(glob.glob(os.path.join(out, "trace-*.json"))):

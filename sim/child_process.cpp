@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <stdexcept>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ ChildProcess::ChildProcess(const std::function<std::string()>& body) {
   if (::pipe(fds) != 0)
     throw std::runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) {
     ::close(fds[0]);
@@ -38,6 +40,9 @@ ChildProcess::ChildProcess(const std::function<std::string()>& body) {
     throw std::runtime_error(fmt::format("cannot fork: {}", std::strerror(errno)));
   }
   if (pid_ == 0) {
+    // The child dies with its parent: a killed `overlapsim run` leaves no simulation running.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)
+      _exit(4); // the parent died before the request took effect
     ::close(fds[0]);
     std::string reply(1, '0'); // status byte, then the body's bytes or its error message
     try {
@@ -89,9 +94,11 @@ std::string ChildProcess::collect() {
   if (!reply.empty() && reply[0] == '1')
     throw std::runtime_error(reply.substr(1));
   if (reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(WIFSIGNALED(status)
-                                 ? fmt::format("killed by signal {}", WTERMSIG(status))
-                                 : fmt::format("exit status {}", WEXITSTATUS(status)));
+    throw std::runtime_error(
+        WIFSIGNALED(status)
+            ? fmt::format("the process died of signal {} ({})", WTERMSIG(status),
+                          ::strsignal(WTERMSIG(status)))
+            : fmt::format("the process ended with exit status {}", WEXITSTATUS(status)));
   return reply.substr(1);
 }
 

@@ -48,11 +48,19 @@ Platform build_platform(const spec::ClusterSpec& c) {
   for (std::size_t s = 0; s < c.sites.size() && c.sites.size() > 1; ++s) {
     auto* zone = sg4::create_star_zone(fmt::format("site{}", s));
     zone->set_parent(root);
-    auto* gw = zone->create_router(fmt::format("site{}-gw", s));
+    // The site's gateway sits in a zone of its own: SimGrid 3.32 resolves a route from a router of
+    // a zone to a host of a nested zone with the host's id looked up in the outer zone (wrong
+    // links, or an abort in StarZone::get_local_route once a node holds more hosts than the site
+    // holds components).
+    auto* switch_zone = sg4::create_star_zone(fmt::format("site{}-switch", s));
+    switch_zone->set_parent(zone);
+    auto* gw = switch_zone->create_router(fmt::format("site{}-gw", s));
+    zone->add_route(switch_zone->get_netpoint(), nullptr, gw, nullptr, {}, true);
     auto* wan = root->create_split_duplex_link(fmt::format("wan{}", s), c.wan.bandwidth_Bps)
                     ->set_latency(c.wan.latency_s / 2);
     root->add_route(zone->get_netpoint(), nullptr, gw, nullptr,
                     {{wan, sg4::LinkInRoute::Direction::UP}}, true);
+    switch_zone->seal();
     for (int n : c.sites[s].nodes)
       site_zone[static_cast<std::size_t>(n)] = zone;
     sites.push_back(zone);

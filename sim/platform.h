@@ -1,7 +1,8 @@
 // The SimGrid platform of a cluster, built in code (no XML).
 //
 //   root (star)                 one WAN link per site when the cluster has sites
-//    └ site zones (star)        only when `sites` is given
+//    └ site zones (star)        only when `sites` is given; the site's gateway router lives in a
+//       │                       zone of its own ("site<s>-switch") beside the node zones
 //       └ node zones (star)     one NIC link per node: nics_per_node x bandwidth, in the parent
 //       zone
 //          └ GPU hosts          one split-duplex NVLink-like link each, to the node's switch

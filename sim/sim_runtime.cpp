@@ -47,19 +47,34 @@ SimulationResult simulate_in_process(const spec::Scenario& scenario, const Algor
   }
   // Actor names carry the stream: 'c' compute, 'm' communication (sim_worker.cpp reads it).
   int finished = 0;
+  // An exception in an actor (out of memory, an error inside SimGrid) would abort the process
+  // with a backtrace; the first one stops the simulation and becomes its error message instead.
+  std::string failure;
+  const auto guarded = [&failure, &finished](int rank, const char* stream, auto body) {
+    return [&failure, &finished, rank, stream, body] {
+      try {
+        body();
+        ++finished;
+      } catch (const std::exception& e) {
+        if (failure.empty()) {
+          failure = fmt::format("GPU {} ({} stream) at t = {} s: {}", rank, stream,
+                                sg4::Engine::get_clock(), e.what());
+          sg4::Actor::kill_all();
+        }
+      }
+    };
+  };
   for (int r = 0; r < topology.world_size(); ++r) {
     auto* host = platform.gpus[static_cast<std::size_t>(r)];
     auto* program = programs[static_cast<std::size_t>(r)].get();
-    sg4::Actor::create(fmt::format("c{}", r), host, [program, &finished] {
-      program->run_compute();
-      ++finished;
-    });
-    sg4::Actor::create(fmt::format("m{}", r), host, [program, &finished] {
-      program->run_comm();
-      ++finished;
-    });
+    sg4::Actor::create(fmt::format("c{}", r), host,
+                       guarded(r, "compute", [program] { program->run_compute(); }));
+    sg4::Actor::create(fmt::format("m{}", r), host,
+                       guarded(r, "communication", [program] { program->run_comm(); }));
   }
   engine.run();
+  if (!failure.empty())
+    throw std::runtime_error(failure);
   // SimGrid returns from run() when no actor can progress: a stream waits for something that never
   // comes (a signal nobody sends, a collective some ranks never join).
   if (const int waiting = 2 * topology.world_size() - finished; waiting > 0)
@@ -95,10 +110,8 @@ SimulationResult simulate(const spec::Scenario& scenario, const Algorithm& algor
   try {
     reply = child.collect();
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format(
-        "simulation of '{}' failed: {} (a deadlocked algorithm, or a collective called on only "
-        "some ranks of a group, aborts the simulation)",
-        algorithm.name(), e.what()));
+    throw std::runtime_error(
+        fmt::format("simulation of '{}' failed: {}", algorithm.name(), e.what()));
   }
   std::string_view body(reply);
   SimulationResult result;

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -24,6 +26,24 @@ struct Context {
   std::string file;
   std::set<std::string> overridden; // dotted paths replaced by --set
 };
+
+// The documented range of each kind of quantity: past it a value is a typo, or makes the
+// simulation overflow (a bandwidth of 1e-300 B/s never delivers; 1e308 h is no latency).
+struct QuantityRange {
+  double min;
+  double max;
+  std::string (*format)(double);
+};
+
+QuantityRange quantity_range(double (*parse)(std::string_view)) {
+  if (parse == hw::parse_bandwidth_Bps)
+    return {1e3, 1e15, hw::format_bandwidth}; // 1 kB/s to 1 PB/s
+  if (parse == hw::parse_time_s)
+    return {0, 3600, hw::format_time}; // up to an hour
+  if (parse == hw::parse_size_bytes)
+    return {0, 1e15, hw::format_bytes}; // up to 1 PB
+  return {0, 1e18, hw::format_count};
+}
 
 // A node together with its dotted key path; every accessor checks the YAML shape and reports
 // the file, the line and the key on failure.
@@ -37,7 +57,8 @@ public:
 
   std::string where() const {
     for (const auto& p : ctx_->overridden)
-      if (path_ == p || path_.starts_with(p + "."))
+      if (path_ == p || path_.starts_with(p + ".") ||
+          (node_.Mark().line < 0 && p.starts_with(path_ + "."))) // a map made by --set a.b=...
         return fmt::format("--set {}", p);
     if (node_.Mark().line >= 0)
       return fmt::format("{}:{}", ctx_->file, node_.Mark().line + 1);
@@ -57,7 +78,9 @@ public:
     if (!node_.IsMap())
       fail("expected a map");
     for (const auto& kv : node_) {
-      const auto key = kv.first.as<std::string>();
+      if (!kv.first.IsScalar())
+        Entry(*ctx_, kv.first, path_).fail("a key must be a plain name, not a map or a list");
+      const auto key = kv.first.Scalar();
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         std::string list;
         for (auto a : allowed)
@@ -91,8 +114,10 @@ public:
     return node_.Scalar();
   }
 
-  // A quantity parsed by one of hw/units.h's parsers; errors carry the parser's explanation.
-  double quantity(double (*parse)(std::string_view), bool allow_zero = false) const {
+  // A quantity parsed by one of hw/units.h's parsers; errors carry the parser's explanation. The
+  // value must lie in the kind's documented range (docs/SCENARIO.md, "Ranges"), or below `max`.
+  double quantity(double (*parse)(std::string_view), bool allow_zero = false,
+                  double max = std::numeric_limits<double>::infinity()) const {
     double v = 0;
     try {
       v = parse(text());
@@ -101,6 +126,11 @@ public:
     }
     if (!allow_zero && v <= 0)
       fail(fmt::format("expected a value greater than 0, got '{}'", text()));
+    const QuantityRange range = quantity_range(parse);
+    max = std::min(max, range.max);
+    if ((v > 0 && v < range.min) || v > max)
+      fail(fmt::format("'{}' is outside the range [{}, {}]", text(), range.format(range.min),
+                       range.format(max)));
     return v;
   }
 
@@ -291,6 +321,11 @@ ClusterSpec read_cluster(const Entry& e) {
       s.expect_map({"gpu", "slowdown"});
       Straggler st;
       st.gpu = static_cast<int>(s.child("gpu").integer(0, c.world_size() - 1));
+      for (std::size_t i = 0; i < c.stragglers.size(); ++i)
+        if (c.stragglers[i].gpu == st.gpu)
+          s.child("gpu").fail(fmt::format("GPU {} is already a straggler (cluster.stragglers.{}); "
+                                          "give each GPU one slowdown",
+                                          st.gpu, i));
       st.slowdown = s.child("slowdown").number(1e-3, 1e6);
       c.stragglers.push_back(st);
     }
@@ -356,7 +391,7 @@ hw::ModelSpec read_layers(const Entry& e) {
                   "activation_bytes_per_sample", "output_bytes_per_sample", "repeat"});
     hw::LayerSpec layer;
     layer.name = l.has("name") ? l.child("name").text() : fmt::format("layer{}", m.layers.size());
-    layer.params = l.child("params").quantity(hw::parse_count, true);
+    layer.params = l.child("params").quantity(hw::parse_count, true, 1e13);
     layer.fwd_flops_per_sample = l.child("fwd_flops_per_sample").quantity(hw::parse_count, true);
     layer.bwd_flops_per_sample =
         l.has("bwd_flops_per_sample")
@@ -408,8 +443,14 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
 
 ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training);
 
+constexpr double kMaxModelParams = 1e14;
+
 ModelConfig read_model(const Entry& e, const TrainingSpec& training, ClusterSpec& cluster) {
   ModelConfig m = read_model_spec(e, training);
+  // Parameter counts become int64 element counts of every buffer (params, grads, optimizer state).
+  if (!(m.spec.total_params() <= kMaxModelParams))
+    e.fail(fmt::format("the model has {} parameters; at most {} are supported",
+                       hw::format_count(m.spec.total_params()), hw::format_count(kMaxModelParams)));
   if (e.has("profile"))
     apply_profile(m, e.child("profile"), cluster);
   return m;
@@ -437,7 +478,7 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training) {
   };
   if (m.preset == "mlp") {
     reject_dims({"vocab", "d_model", "n_layers", "n_heads"});
-    const double width = e.child("width").quantity(hw::parse_count);
+    const double width = e.child("width").quantity(hw::parse_count, false, 1e6);
     const int depth = static_cast<int>(e.child("depth").integer(1, 100000));
     m.spec = hw::mlp_model(width, depth);
     m.dims = {{"width", width}, {"depth", depth}};
@@ -446,8 +487,8 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training) {
   if (m.preset == "gpt-tiny") {
     reject_dims({"width", "depth"});
     hw::TransformerDims d; // GPT-2 style: learned positions, tied embeddings, biases
-    d.vocab = e.child("vocab").quantity(hw::parse_count);
-    d.d_model = e.child("d_model").quantity(hw::parse_count);
+    d.vocab = e.child("vocab").quantity(hw::parse_count, false, 1e8);
+    d.d_model = e.child("d_model").quantity(hw::parse_count, false, 1e6);
     d.n_layers = static_cast<int>(e.child("n_layers").integer(1, 100000));
     d.n_heads = static_cast<int>(e.child("n_heads").integer(1, 100000));
     d.max_positions = training.seq_len;
@@ -503,6 +544,15 @@ TrainingSpec read_training(const Entry& e) {
   return t;
 }
 
+bool is_file_label(const std::string& label) {
+  if (label.empty() || label.size() > 64 || label.front() == '.')
+    return false;
+  return std::all_of(label.begin(), label.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '+' || c == '=' || c == '-';
+  });
+}
+
 std::vector<AlgorithmSpec> read_algorithms(const Entry& e) {
   std::vector<AlgorithmSpec> out;
   std::set<std::string> seen;
@@ -527,6 +577,13 @@ std::vector<AlgorithmSpec> read_algorithms(const Entry& e) {
     }
     if (a.label.empty())
       a.label = a.name;
+    // The label names output files (trace-<label>.json): it stays one plain file name.
+    if (!is_file_label(a.label))
+      (item.is_map() && item.has("label") ? item.child("label") : item)
+          .fail(
+              fmt::format("label '{}' must be 1 to 64 letters, digits, '.', '_', '+', '=' or '-', "
+                          "not starting with '.'",
+                          a.label));
     if (!seen.insert(a.label).second)
       item.fail(
           fmt::format("algorithm '{}' is listed twice; give one a distinct 'label'", a.label));
@@ -543,8 +600,11 @@ OutputSpec read_output(const Entry& e, const std::string& name) {
   if (!e.node().IsDefined() || e.node().IsNull())
     return o;
   e.expect_map({"dir", "traces", "plots"});
-  if (e.has("dir"))
+  if (e.has("dir")) {
     o.dir = e.child("dir").text();
+    if (o.dir.empty())
+      e.child("dir").fail("expected a directory; an empty one would write into '/'");
+  }
   if (e.has("traces"))
     o.traces = e.child("traces").boolean();
   if (e.has("plots"))
@@ -647,20 +707,65 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
 
 } // namespace
 
+// What YAML itself lets through but a scenario may not: a repeated key (yaml-cpp keeps the first
+// and drops the second silently) and a key that is a map or a list.
+// Aliases can make a small file expand exponentially ("billion laughs"): the walk stops at a
+// bound far above any real scenario.
+constexpr long kMaxYamlValues = 1000000;
+
+void check_keys(const YAML::Node& node, const std::string& path, const std::string& file,
+                long& visited) {
+  if (++visited > kMaxYamlValues)
+    throw ScenarioError(fmt::format("{}: more than {} values once YAML aliases are expanded; "
+                                    "expected a scenario, not a generator",
+                                    file, kMaxYamlValues));
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      check_keys(node[i], path.empty() ? std::to_string(i) : path + "." + std::to_string(i), file,
+                 visited);
+    return;
+  }
+  if (!node.IsMap())
+    return;
+  std::map<std::string, int> first_line;
+  for (const auto& kv : node) {
+    const int line = kv.first.Mark().line + 1;
+    if (!kv.first.IsScalar())
+      throw ScenarioError(fmt::format("{}:{}: key '{}': a key must be a plain name, not a map or a "
+                                      "list",
+                                      file, line, path));
+    const std::string key = path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar();
+    if (auto [it, fresh] = first_line.try_emplace(kv.first.Scalar(), line); !fresh)
+      throw ScenarioError(fmt::format("{}:{}: key '{}': given twice (first at line {}); keep one",
+                                      file, line, key, it->second));
+    check_keys(kv.second, key, file, visited);
+  }
+}
+
 Scenario load_scenario_text(const std::string& yaml, const std::string& name_for_errors,
                             const std::vector<std::string>& overrides) {
   Context ctx{name_for_errors, {}};
   YAML::Node root;
   try {
-    root = YAML::Load(yaml);
+    const auto documents = YAML::LoadAll(yaml);
+    if (documents.size() > 1)
+      throw ScenarioError(fmt::format("{}:{}: a second YAML document ('---'); a scenario file "
+                                      "holds one",
+                                      name_for_errors, documents[1].Mark().line + 1));
+    if (!documents.empty())
+      root = documents.front();
   } catch (const YAML::Exception& ex) {
     throw ScenarioError(
         fmt::format("{}:{}: not valid YAML: {}", name_for_errors, ex.mark.line + 1, ex.msg));
   }
+  long visited = 0;
+  check_keys(root, "", name_for_errors, visited);
   return parse(root, ctx, overrides);
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  if (std::filesystem::is_directory(path))
+    throw ScenarioError(fmt::format("{}: is a directory; expected a scenario file (.yaml)", path));
   std::ifstream in(path);
   if (!in)
     throw ScenarioError(fmt::format("{}: cannot open the scenario file", path));

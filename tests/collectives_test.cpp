@@ -114,6 +114,33 @@ TEST(Collectives, FusedMatchesSteps) {
   }
 }
 
+TEST(Collectives, WanSitesRunWithAnyGpusPerNode) {
+  // Issue 15.1: two sites of two nodes each, joined by 1 Gb/s with 10 ms. A WAN hop costs
+  // alpha_w = wan latency + inter-node latency and one WAN direction paces every ring.
+  // Ring over N = 4 G ranks (it crosses the WAN twice, once each way):
+  //   2(N-1)(alpha_w + S/(N B_w)).
+  // Hierarchical: NVLink rings inside nodes, then G rings of M = 4 nodes over S/G each, sharing the
+  // WAN link: 2(G-1)(a_nv + S/(G B_nv)) + 2(M-1)(alpha_w + S/(M B_w)).
+  const std::vector<std::string> sites = {
+      "cluster.sites=[{name: a, nodes: [0, 1]}, {name: b, nodes: [2, 3]}]",
+      "cluster.wan={bandwidth: 1Gb/s, latency: 10ms}"};
+  const double size = 64e6, wan_bw = 125e6, alpha_w = 10e-3 + kNetAlpha, M = 4;
+  for (int gpus : {1, 2, 4, 8}) {
+    for (const std::string algorithm : {"ring", "hierarchical"}) {
+      auto overrides = sites;
+      overrides.push_back("cluster.collective_algorithm=" + algorithm);
+      const auto s = cluster(4, gpus, overrides);
+      const double G = gpus, N = 4 * G;
+      const double expected = algorithm == "ring" || gpus == 1
+                                  ? 2 * (N - 1) * (alpha_w + size / (N * wan_bw))
+                                  : 2 * (G - 1) * (1e-6 + size / (G * 300e9)) +
+                                        2 * (M - 1) * (alpha_w + size / (M * wan_bw));
+      const auto t = sim::time_collective(s, CollectiveOp::all_reduce, size);
+      EXPECT_NEAR(t.time_s, expected, 0.01 * expected) << gpus << " GPUs/node, " << algorithm;
+    }
+  }
+}
+
 TEST(Collectives, TcpModelCapsAWanFlowAtItsWindow) {
   // docs/MODEL.md's worked example: 100 MB between two nodes over 1 Gb/s with 50 ms latency.
   // exact: 50 ms + 100 MB / 125 MB/s = 0.85 s. tcp (SimGrid LV08): latency x 13.01 and a window of

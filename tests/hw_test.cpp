@@ -14,7 +14,8 @@ TEST(Units, Sizes) {
   EXPECT_DOUBLE_EQ(parse_size_bytes("1.5MiB"), 1.5 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(parse_size_bytes("25 MiB"), 25.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(parse_size_bytes("12KB"), 12e3);
-  EXPECT_DOUBLE_EQ(parse_size_bytes("1e9"), 1e9);
+  EXPECT_DOUBLE_EQ(parse_size_bytes("1e9B"), 1e9);
+  EXPECT_DOUBLE_EQ(parse_size_bytes("0"), 0); // 0 is 0 in every unit
   EXPECT_DOUBLE_EQ(parse_size_bytes("3B"), 3);
   EXPECT_THROW(parse_size_bytes("80Gb"), UnitError); // bits are not a size
   EXPECT_THROW(parse_size_bytes("-1GB"), UnitError);
@@ -42,7 +43,7 @@ TEST(Units, TimesCountsFlops) {
   EXPECT_DOUBLE_EQ(parse_time_s("2us"), 2e-6);
   EXPECT_DOUBLE_EQ(parse_time_s("50ms"), 0.05);
   EXPECT_DOUBLE_EQ(parse_time_s("3ns"), 3e-9);
-  EXPECT_DOUBLE_EQ(parse_time_s("1.5"), 1.5);
+  EXPECT_DOUBLE_EQ(parse_time_s("1.5s"), 1.5);
   EXPECT_THROW(parse_time_s("5 parsecs"), UnitError);
   EXPECT_DOUBLE_EQ(parse_count("7.1M"), 7.1e6);
   EXPECT_DOUBLE_EQ(parse_count("14.6G"), 14.6e9);
@@ -50,6 +51,30 @@ TEST(Units, TimesCountsFlops) {
   EXPECT_THROW(parse_count("7B"), UnitError); // billion or bytes? ambiguous: refused
   EXPECT_DOUBLE_EQ(parse_flops_per_s("312TFLOPS"), 312e12);
   EXPECT_DOUBLE_EQ(parse_flops_per_s("312T"), 312e12);
+}
+
+TEST(Units, BareNumbersNeedAUnitExceptCounts) {
+  // Issue 15.11: "bandwidth: 100" was 100 B/s and "latency: 5" 5 s.
+  for (auto parse : {parse_size_bytes, parse_bandwidth_Bps, parse_time_s, parse_flops_per_s}) {
+    try {
+      parse("100");
+      FAIL();
+    } catch (const UnitError& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("a number needs a unit"));
+    }
+  }
+  EXPECT_DOUBLE_EQ(parse_count("100"), 100);
+  EXPECT_DOUBLE_EQ(parse_time_s("0"), 0);
+}
+
+TEST(Units, OverflowAfterScalingIsAnError) {
+  // Issue 15.5: 1e308 TB/s scaled to inf and reached the simulation.
+  EXPECT_THROW(parse_bandwidth_Bps("1e308TB/s"), UnitError);
+  EXPECT_THROW(parse_time_s("1e308h"), UnitError);
+  EXPECT_THROW(parse_size_bytes("1e308TB"), UnitError);
+  EXPECT_THROW(parse_count("1e308T"), UnitError);
+  EXPECT_THROW(parse_size_bytes("inf GB"), UnitError);
+  EXPECT_THROW(parse_size_bytes("nan GB"), UnitError);
 }
 
 TEST(Units, Formatting) {

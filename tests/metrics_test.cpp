@@ -1,7 +1,11 @@
 // Metrics from hand-built traces: window, idle, exposed communication, interval arithmetic.
+#include "trace/chrome_trace.h"
 #include "trace/metrics.h"
 
+#include <cmath>
+#include <cstring>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace overlapsim {
 namespace {
@@ -79,6 +83,61 @@ TEST(Trace, SerializeRoundTrip) {
   EXPECT_EQ(u.steps[0].samples, 8);
   EXPECT_EQ(u.peak_memory[0][4], 5);
   EXPECT_DOUBLE_EQ(u.end_time, 4.5);
+}
+
+TEST(ChromeTrace, BackToBackOpsNeverOverlapAfterRounding) {
+  // Issue 15.17: ts and dur rounded separately overlapped back-to-back ops by 0.001 us. Ops end
+  // where the next starts at times whose microsecond values round in opposite directions.
+  Trace t;
+  t.workers = 1;
+  const auto id = t.intern("op");
+  double time = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const double next = time + 1.0004e-6 + i * 3.3e-10;
+    t.events.push_back(
+        {time, next, 0, StreamKind::compute, OpCategory::forward, id, -1, 0, -1, 0, 0});
+    time = next;
+  }
+  const auto doc = nlohmann::json::parse(chrome_trace_json(t, "t"));
+  double previous_end = -1;
+  int checked = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X")
+      continue;
+    const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+    if (previous_end >= 0) {
+      EXPECT_GE(ts, previous_end - 1e-9) << checked; // equal microsecond strings parse equal
+    }
+    // End points are the nanosecond roundings of the true times.
+    EXPECT_NEAR(ts + dur, std::round(t.events[static_cast<std::size_t>(checked)].end * 1e9) / 1e3,
+                1e-6);
+    previous_end = ts + dur;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1000);
+}
+
+TEST(Trace, EmptyTraceRoundTripsAndDamageIsAnError) {
+  // Issue 15.10: deserializing empty vectors gave memcpy a null destination (UBSan, on every
+  // simulation: accumulations are empty for most algorithms). The sanitizer build catches it.
+  Trace t;
+  t.workers = 2;
+  const std::string bytes = t.serialize();
+  const auto u = Trace::deserialize(bytes);
+  EXPECT_EQ(u.workers, 2);
+  EXPECT_TRUE(u.events.empty());
+  EXPECT_TRUE(u.accumulations.empty());
+  // A cut-off trace, and one whose event count claims more events than bytes follow.
+  EXPECT_THROW(Trace::deserialize(std::string_view(bytes).substr(0, bytes.size() - 1)),
+               std::runtime_error);
+  Trace one;
+  one.events.resize(1);
+  std::string damaged = one.serialize();
+  const std::size_t count_at =
+      damaged.size() - 4 * sizeof(std::uint64_t) - sizeof(TraceEvent) - sizeof(std::uint64_t);
+  const std::uint64_t huge = damaged.size() / sizeof(TraceEvent) + 1;
+  std::memcpy(damaged.data() + count_at, &huge, sizeof huge);
+  EXPECT_THROW(Trace::deserialize(damaged), std::runtime_error);
 }
 
 } // namespace

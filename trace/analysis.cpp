@@ -89,11 +89,21 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
     by_stream[{ev(v).worker, static_cast<int>(ev(v).stream)}].push_back(v);
     by_worker_end[ev(v).worker].push_back(v);
   }
+  // Stream order: each op follows the op of its stream that ended last before it started (a stream
+  // may hold concurrent ops, like CDP's send and receive of one exchange).
   for (auto& [key, list] : by_stream) {
-    std::sort(list.begin(), list.end(), [&](auto a, auto b) { return ev(a).start < ev(b).start; });
-    for (std::size_t k = 1; k < list.size(); ++k)
-      if (ev(list[k - 1]).end <= ev(list[k]).start + kEps)
-        boost::add_edge(list[k - 1], list[k], EdgeProps{EdgeKind::stream}, g);
+    std::sort(list.begin(), list.end(), [&](auto a, auto b) { return ev(a).end < ev(b).end; });
+    for (const std::size_t v : list) {
+      auto it = std::upper_bound(list.begin(), list.end(), ev(v).start + kEps,
+                                 [&](double x, std::size_t a) { return x < ev(a).end; });
+      while (it != list.begin()) {
+        --it;
+        if (*it == v || ev(*it).start > ev(v).start || (ev(*it).start == ev(v).start && *it > v))
+          continue; // not before v: ties between instantaneous ops are broken by trace order
+        boost::add_edge(*it, v, EdgeProps{EdgeKind::stream}, g);
+        break;
+      }
+    }
   }
   for (auto& [worker, list] : by_worker_end) {
     const std::vector<std::size_t> own = list; // this GPU's ops, in trace order
@@ -124,6 +134,22 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
       if (last != v && ev(last).start > ev(v).start)
         boost::add_edge(last, v, EdgeProps{EdgeKind::collective}, g);
     }
+  // Point-to-point: a receive completes with the matching send (same exchange name, step and
+  // end), which it waited for; like a collective, the data moved from when the send started.
+  std::map<std::tuple<std::string, int, double>, std::size_t> sends;
+  for (std::size_t v = 0; v < ops.size(); ++v)
+    if (is_p2p(t, ev(v)) && t.name_of(ev(v).name).starts_with("send "))
+      sends[{t.name_of(ev(v).name).substr(5), ev(v).step, ev(v).end}] = v;
+  for (std::size_t v = 0; v < ops.size(); ++v) {
+    if (!is_p2p(t, ev(v)) || !t.name_of(ev(v).name).starts_with("recv "))
+      continue;
+    const std::string exchange = t.name_of(ev(v).name).substr(5);
+    auto it = sends.lower_bound({exchange, ev(v).step, ev(v).end - kEps});
+    if (it != sends.end() && std::get<0>(it->first) == exchange &&
+        std::get<1>(it->first) == ev(v).step && std::get<2>(it->first) <= ev(v).end + kEps &&
+        ev(it->second).start > ev(v).start)
+      boost::add_edge(it->second, v, EdgeProps{EdgeKind::collective}, g);
+  }
   try {
     std::vector<std::size_t> order;
     boost::topological_sort(g, std::back_inserter(order));
@@ -245,8 +271,18 @@ Analysis analyze(const Trace& t, const Metrics& m) {
     a.idle_mean.exposed_comm += d.exposed_comm / static_cast<double>(workers);
     a.idle_mean.waiting += d.waiting / static_cast<double>(workers);
     a.idle_mean.idle_other += d.idle_other / static_cast<double>(workers);
-    a.lower_bound_s = std::max(a.lower_bound_s, std::max(computing, union_length(clip(comm[w]))) /
-                                                    std::max(1, m.steps));
+    // The bound uses the window of the iteration time, so it never exceeds it: a GPU's own window
+    // of staggered steps (CDP) can be longer than the cluster's.
+    const auto in_cluster_window = [&](const std::vector<Interval>& v) {
+      std::vector<Interval> out;
+      for (const auto& i : v)
+        out.push_back({std::clamp(i.start, m.window_start_s, m.window_end_s),
+                       std::clamp(i.end, m.window_start_s, m.window_end_s)});
+      return union_length(std::move(out));
+    };
+    a.lower_bound_s =
+        std::max(a.lower_bound_s, std::max(in_cluster_window(busy[w]), in_cluster_window(comm[w])) /
+                                      std::max(1, m.steps));
   }
   return a;
 }

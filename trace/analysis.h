@@ -19,9 +19,9 @@ struct CriticalOp {
 };
 
 struct CriticalPath {
-  double length_s = 0;                 // from the first to the last op of the path, per step
-  double busy_s = 0;                   // sum of the durations of its ops, per step
-  std::vector<CriticalOp> top;         // the largest contributions, aggregated by op name and GPU
+  double length_s = 0;         // from the first to the last op of the path, per step
+  double busy_s = 0;           // sum of the durations of its ops, per step
+  std::vector<CriticalOp> top; // the largest contributions, aggregated by op name and GPU
   std::array<double, kOpCategories> by_category{}; // per step, indexed by OpCategory
 };
 
@@ -37,7 +37,9 @@ struct Analysis {
   CriticalPath critical_path;
   std::vector<IdleBreakdown> idle; // per GPU
   IdleBreakdown idle_mean;
-  double lower_bound_s = 0; // per step: max over GPUs of max(compute, communication busy time)
+  // Per step: max over GPUs of max(compute, communication busy time), within the window of the
+  // iteration time.
+  double lower_bound_s = 0;
 };
 
 Analysis analyze(const Trace& trace, const Metrics& metrics);

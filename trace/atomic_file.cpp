@@ -31,7 +31,8 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) {
-    fs::remove(tmp, ec);
+    std::error_code ignored; // the rename's error is the one to report
+    fs::remove(tmp, ignored);
     throw std::runtime_error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
   }
 }

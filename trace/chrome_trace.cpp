@@ -1,5 +1,8 @@
 #include "trace/chrome_trace.h"
 
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -36,13 +39,21 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title) {
         w, w / trace.gpus_per_node, w % trace.gpus_per_node);
   }
   constexpr double us = 1e6;
+  // End points are rounded to the nanosecond and the duration taken between them: rounding `ts`
+  // and `dur` separately made back-to-back ops overlap by 0.001 us, which Perfetto moves to
+  // overflow tracks.
+  const auto micros = [](std::int64_t ns) {
+    return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", std::abs(ns) / 1000, std::abs(ns) % 1000);
+  };
   for (const auto& e : trace.events) {
     sep();
+    const auto start_ns = std::llround(e.start * 1e9), end_ns = std::llround(e.end * 1e9);
     fmt::format_to(it,
-                   "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},\"name\":{},"
+                   "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},"
                    "\"cat\":\"{}\",\"args\":{{",
-                   e.worker, static_cast<int>(e.stream), e.start * us, (e.end - e.start) * us,
-                   quoted[static_cast<std::size_t>(e.name)], to_string(e.category));
+                   e.worker, static_cast<int>(e.stream), micros(start_ns),
+                   micros(end_ns - start_ns), quoted[static_cast<std::size_t>(e.name)],
+                   to_string(e.category));
     fmt::format_to(it, "\"step\":{}", e.step);
     if (e.micro_batch >= 0)
       fmt::format_to(it, ",\"micro_batch\":{}", e.micro_batch);

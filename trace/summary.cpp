@@ -12,6 +12,11 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["algorithm"] = r.algorithm;
   j["workers"] = r.workers;
+  if (!r.error.empty()) { // one algorithm that cannot run does not take the others down
+    j["measured"] = r.measured;
+    j["error"] = r.error;
+    return j;
+  }
   j["iteration_time_s"] = m.iteration_time_s;
   j["throughput_samples_s"] = m.throughput_samples_s;
   j["throughput_tokens_s"] = m.throughput_samples_s * r.seq_len;
@@ -21,6 +26,7 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   j["exposed_comm_s"] = m.exposed_comm_s;
   j["comm_bytes_per_step"] = m.comm_bytes_per_step;
   j["peak_memory_bytes"] = m.peak_memory_bytes;
+  j["exceeds_gpu_memory"] = r.gpu_memory_bytes > 0 && m.peak_memory_bytes > r.gpu_memory_bytes;
   j["simulated_time_s"] = m.simulated_time_s;
   j["measured"] = r.measured;
   nlohmann::ordered_json mem;
@@ -33,11 +39,22 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   j["gpu_memory_bytes"] = r.gpu_memory_bytes;
   j["steady_state"] = {
       {"start_s", m.window_start_s}, {"end_s", m.window_end_s}, {"steps", m.steps}};
-  j["samples_per_step"] = m.samples / m.steps;
-  j["micro_batches_per_step"] = {{"mean", m.accumulation_mean},
-                                 {"stddev", m.accumulation_stddev},
-                                 {"min", m.accumulation_min},
-                                 {"max", m.accumulation_max}};
+  // A speedup means little without the batch it was made with (ACCO accumulates a varying number
+  // of micro-batches per step): samples and tokens per step go with every speedup.
+  const double samples_per_step = m.samples / m.steps;
+  j["samples_per_step"] = samples_per_step;
+  j["tokens_per_step"] = samples_per_step * r.seq_len;
+  if (m.accumulation_mean == 0 && r.micro_batch > 0 && r.workers > 0) {
+    // A fixed schedule: every GPU runs the same micro-batches each step.
+    const double per_gpu = samples_per_step / (r.micro_batch * r.workers);
+    j["micro_batches_per_step"] = {
+        {"mean", per_gpu}, {"stddev", 0.0}, {"min", per_gpu}, {"max", per_gpu}};
+  } else {
+    j["micro_batches_per_step"] = {{"mean", m.accumulation_mean},
+                                   {"stddev", m.accumulation_stddev},
+                                   {"min", m.accumulation_min},
+                                   {"max", m.accumulation_max}};
+  }
   j["idle_fraction_per_gpu"] = m.idle_fraction;
   if (r.extra.is_object())
     for (const auto& [k, v] : r.extra.items())
@@ -87,7 +104,8 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
     out += fmt::format("{},", f);
   for (const char* m : kMemory)
     out += fmt::format("memory_{}_bytes,", m);
-  out += "micro_batches_per_step_mean,micro_batches_per_step_stddev\n";
+  out += "micro_batches_per_step_mean,micro_batches_per_step_stddev,samples_per_step,"
+         "tokens_per_step,exceeds_gpu_memory,error\n";
   const nlohmann::ordered_json none;
   auto at = [&](const nlohmann::ordered_json& j, const char* key) -> const nlohmann::ordered_json& {
     return j.contains(key) ? j[key] : none;
@@ -100,7 +118,9 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
     for (const char* m : kMemory)
       out += csv_cell(at(at(j, "memory_breakdown"), m)) + ",";
     out += csv_cell(at(at(j, "micro_batches_per_step"), "mean")) + "," +
-           csv_cell(at(at(j, "micro_batches_per_step"), "stddev")) + "\n";
+           csv_cell(at(at(j, "micro_batches_per_step"), "stddev")) + "," +
+           csv_cell(at(j, "samples_per_step")) + "," + csv_cell(at(j, "tokens_per_step")) + "," +
+           csv_cell(at(j, "exceeds_gpu_memory")) + "," + csv_cell(at(j, "error")) + "\n";
   }
   return out;
 }

@@ -14,10 +14,13 @@ struct SummaryRow {
   std::string algorithm;
   int workers = 0;
   int seq_len = 1;
+  int micro_batch = 0; // samples per micro-batch per GPU; fills micro_batches_per_step when the
+                       // trace has no accumulation marks (every algorithm but ACCO's family)
   bool measured = false;
   double gpu_memory_bytes = 0;
   Metrics metrics;
   double speedup_vs_ddp = 0;    // filled in by the caller, against ddp on the same scenario
+  std::string error;            // non-empty: this algorithm could not run; the row has no metrics
   nlohmann::ordered_json extra; // extra fields for summary.json only
 };
 

@@ -66,7 +66,7 @@ public:
   }
   template <typename T> std::vector<T> vec() {
     const auto n = pod<std::uint64_t>();
-    if (n > in_.size())
+    if (n > in_.size() / sizeof(T)) // before allocating: a damaged count is not a size
       throw std::runtime_error("trace: truncated data");
     std::vector<T> v(n);
     take(v.data(), n * sizeof(T));
@@ -75,6 +75,8 @@ public:
   void take(void* dst, std::size_t n) {
     if (n > in_.size())
       throw std::runtime_error("trace: truncated data");
+    if (n == 0)
+      return; // an empty vector's data() may be null, which memcpy may not be given
     std::memcpy(dst, in_.data(), n);
     in_.remove_prefix(n);
   }

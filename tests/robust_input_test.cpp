@@ -1,0 +1,141 @@
+// Issue 15: inputs that used to escape validation. Each error names the file and line (or the
+// --set) and the key, and says what was expected.
+#include "spec/loader.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace overlapsim::spec {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* kScenario = R"(name: t
+cluster:
+  nodes: 2
+  gpus_per_node: 2
+  gpu: a100-80gb
+  intra_node: nvlink3
+  inter_node: {bandwidth: 100Gb/s, latency: 2us}
+model:
+  layers:
+    - {name: b, params: 1M, fwd_flops_per_sample: 1G, activation_bytes_per_sample: 1MB, repeat: 2}
+training: {micro_batch: 1, seq_len: 1, steps: 2}
+algorithms:
+  - ddp
+output: {dir: out/t}
+)";
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    load_scenario_text(yaml, "bad.yaml", overrides);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return s.replace(pos, from.size(), to);
+}
+
+TEST(RobustInput, ValidScenarioLoads) {
+  EXPECT_EQ(error_of(kScenario), "no error");
+}
+
+TEST(RobustInput, EmptyOutputDirIsAnError) {
+  // Issue 15.4: output.dir "" wrote into '/'.
+  const auto e = error_of(kScenario, {"output.dir=\"\""});
+  EXPECT_THAT(e, HasSubstr("--set output.dir"));
+  EXPECT_THAT(e, HasSubstr("key 'output.dir'"));
+  EXPECT_THAT(error_of(replace(kScenario, "{dir: out/t}", "{dir: ''}")), HasSubstr("bad.yaml:14"));
+}
+
+TEST(RobustInput, LabelsStayPlainFileNames) {
+  // Issue 15.4: a label "../../escaped" wrote outside the output directory.
+  for (const std::string& label :
+       std::vector<std::string>{"../../escaped", "a/b", ".hidden", std::string(65, 'x'),
+                                std::string("bad\xff"), "with space"}) {
+    const auto e =
+        error_of(replace(kScenario, "  - ddp\n", "  - {name: ddp, label: '" + label + "'}\n"));
+    EXPECT_THAT(e, HasSubstr("bad.yaml:13")) << label;
+    EXPECT_THAT(e, HasSubstr("key 'algorithms.0.label'")) << label;
+  }
+  EXPECT_EQ(error_of(replace(kScenario, "  - ddp\n", "  - {name: ddp, label: ddp-25MB_v2.1}\n")),
+            "no error");
+}
+
+TEST(RobustInput, ValuesPastTheirRangeAreErrors) {
+  // Issue 15.5: each of these passed and ended in null results, SimGrid aborts, "deadlock at
+  // t = inf" or int64 overflow.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"cluster.inter_node.bandwidth=1e308TB/s", "too large"},
+      {"cluster.inter_node.bandwidth=1e-300B/s", "outside the range [1 KB/s, 1e+03 TB/s]"},
+      {"cluster.inter_node.bandwidth=2PB/s", "outside the range"},
+      {"cluster.inter_node.latency=1e308h", "too large"},
+      {"cluster.inter_node.latency=2h", "outside the range [0 s, 3.6e+03 s]"},
+      {"cluster.gpu={preset: a100-80gb, memory: 2PB}", "outside the range"},
+      {"model.layers.0.params=1e14", "outside the range"},
+      {"model={preset: mlp, width: 1e30, depth: 2}", "key 'model.width'"},
+      {"model={preset: gpt-tiny, vocab: 1000, d_model: 1e200, n_layers: 1, n_heads: 1}",
+       "key 'model.d_model'"},
+  };
+  for (const auto& [set, expected] : cases) {
+    const auto e = error_of(kScenario, {set});
+    EXPECT_THAT(e, HasSubstr(expected)) << set;
+    EXPECT_THAT(e, HasSubstr("--set")) << set;
+  }
+  // 100k layers of 1e13 parameters would overflow the int64 element counts.
+  const auto e =
+      error_of(replace(kScenario, "params: 1M", "params: 1e13"), {"model.layers.0.repeat=20"});
+  EXPECT_THAT(e, HasSubstr("key 'model'"));
+  EXPECT_THAT(e, HasSubstr("at most 100T"));
+}
+
+TEST(RobustInput, BareNumbersNeedUnitsExceptCounts) {
+  // Issue 15.11: "bandwidth: 100" was 100 B/s.
+  const auto e = error_of(replace(kScenario, "bandwidth: 100Gb/s", "bandwidth: 100"));
+  EXPECT_THAT(e, HasSubstr("bad.yaml:7"));
+  EXPECT_THAT(e, HasSubstr("key 'cluster.inter_node.bandwidth'"));
+  EXPECT_THAT(e, HasSubstr("a number needs a unit"));
+  EXPECT_THAT(e, HasSubstr("100Gb/s"));
+  EXPECT_THAT(error_of(replace(kScenario, "latency: 2us", "latency: 5")),
+              HasSubstr("key 'cluster.inter_node.latency'"));
+  EXPECT_THAT(error_of(replace(kScenario, "activation_bytes_per_sample: 1MB",
+                               "activation_bytes_per_sample: 1000000")),
+              HasSubstr("a number needs a unit"));
+  // Counts stay bare; 0 is 0 in every unit.
+  EXPECT_EQ(error_of(replace(kScenario, "params: 1M", "params: 1000000")), "no error");
+  EXPECT_EQ(error_of(replace(kScenario, "latency: 2us", "latency: 0")), "no error");
+}
+
+TEST(RobustInput, RepeatsAndStrangeKeysAreErrors) {
+  // Issue 15.7: yaml-cpp kept the first of two 'nodes:' and dropped the second silently.
+  const auto dup = error_of(replace(kScenario, "  nodes: 2\n", "  nodes: 2\n  nodes: 4\n"));
+  EXPECT_THAT(dup, HasSubstr("bad.yaml:4: key 'cluster.nodes': given twice (first at line 3)"));
+  const auto straggler =
+      error_of(kScenario, {"cluster.stragglers=[{gpu: 1, slowdown: 2}, {gpu: 1, slowdown: 3}]"});
+  EXPECT_THAT(straggler, HasSubstr("key 'cluster.stragglers.1.gpu': GPU 1 is already a straggler"));
+  EXPECT_THAT(error_of(std::string(kScenario) + "---\nname: second\n"),
+              HasSubstr("bad.yaml:16: a second YAML document"));
+  // Issue 15.8: a complex key gave "yaml-cpp: ... bad conversion"; --set foo.bar named the file.
+  EXPECT_THAT(error_of(std::string(kScenario) + "? [a, b]\n: 1\n"),
+              HasSubstr("bad.yaml:15: key '': a key must be a plain name"));
+  EXPECT_THAT(error_of(kScenario, {"foo.bar=1"}), HasSubstr("--set foo.bar: key 'foo'"));
+  // 2^25 values from a few lines of aliases stop at the bound instead of exhausting memory.
+  std::string bomb = kScenario;
+  bomb += "x0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i < 8; ++i) {
+    bomb += fmt::format("x{}: &a{} [*a{}", i, i, i - 1);
+    for (int k = 1; k < 10; ++k)
+      bomb += fmt::format(", *a{}", i - 1);
+    bomb += "]\n";
+  }
+  EXPECT_THAT(error_of(bomb), HasSubstr("more than 1000000 values once YAML aliases are expanded"));
+}
+
+} // namespace
+} // namespace overlapsim::spec
