@@ -119,6 +119,9 @@ void add_commands(CLI::App& app) {
   profile->add_option("--ranks", prof->ranks, "Ranks of the log (default: its '#  Rank' lines)");
   profile->add_option("--link", prof->link, "Which link the log measured: inter_node | intra_node")
       ->capture_default_str();
+  profile->add_option("--import-torch-profiler", prof->torch_profiler_trace,
+                      "Per-layer GPU times from a PyTorch profiler trace (Kineto JSON or .json.gz, "
+                      "with_modules=True, ProfilerStep#N) of the SCENARIO's model");
   profile->callback([prof] { g_exit_code = profile_command(*prof); });
 
   auto sw = std::make_shared<SweepOptions>();

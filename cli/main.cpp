@@ -11,15 +11,16 @@
 
 namespace {
 
-// `validate` and `profile` (except importing nccl-tests logs) need LibTorch, which lives in the
-// sibling executable: run it in this process's place.
+// `validate` and `profile` (except importing nccl-tests logs and profiler traces) need LibTorch,
+// which lives in the sibling executable: run it in this process's place.
 void hand_real_runs_to_sibling([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
 #ifdef OVERLAPSIM_REAL_SIBLING
   if (argc < 2 || (std::strcmp(argv[1], "validate") != 0 && std::strcmp(argv[1], "profile") != 0))
     return;
   for (int i = 2; i < argc; ++i)
-    if (std::strcmp(argv[i], "--import-nccl-tests") == 0 || std::strcmp(argv[i], "--help") == 0 ||
-        std::strcmp(argv[i], "-h") == 0)
+    if (std::strcmp(argv[i], "--import-nccl-tests") == 0 ||
+        std::strcmp(argv[i], "--import-torch-profiler") == 0 ||
+        std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0)
       return;
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -5,6 +5,7 @@
 #include "hw/units.h"
 #include "spec/calibration.h"
 #include "spec/loader.h"
+#include "spec/torch_profiler_import.h"
 #include "trace/atomic_file.h"
 #include "trace/chrome_trace.h"
 
@@ -310,6 +311,28 @@ int validate_command(const ValidateOptions& o) {
 
 int profile_command(const ProfileOptions& o) {
   try {
+    if (!o.torch_profiler_trace.empty()) {
+      if (o.scenario.empty())
+        throw std::runtime_error("--import-torch-profiler needs the SCENARIO whose model the "
+                                 "trace recorded");
+      const auto s = spec::load_scenario(o.scenario, o.overrides);
+      const auto cal = spec::import_torch_profiler(o.torch_profiler_trace, s);
+      const std::string out = o.out.empty() ? s.output.dir + "/profile.json" : o.out;
+      write_file_atomically(out, spec::calibration_json(cal));
+      double fwd = 0, bwd = 0;
+      for (const auto& l : cal.layers)
+        fwd += l.fwd_time_per_sample_s, bwd += l.bwd_time_per_sample_s;
+      const double b = s.training.micro_batch;
+      std::printf(
+          "%s: %zu layers on %s: forward %s, backward %s, optimizer %s per micro-batch of "
+          "%d\nwrote %s\n",
+          o.torch_profiler_trace.c_str(), cal.layers.size(),
+          cal.device.empty() ? "an unnamed device" : cal.device.c_str(),
+          hw::format_time(fwd * b).c_str(), hw::format_time(bwd * b).c_str(),
+          hw::format_time(cal.optimizer_time_per_param_s * s.model.spec.total_params()).c_str(),
+          s.training.micro_batch, out.c_str());
+      return 0;
+    }
     if (!o.nccl_tests_log.empty()) {
       if (o.out.empty())
         throw std::runtime_error("--import-nccl-tests needs --out FILE");

@@ -34,6 +34,7 @@ struct ProfileOptions {
   std::string op = "all_reduce";
   int ranks = 0;
   std::string link = "inter_node";
+  std::string torch_profiler_trace; // a PyTorch profiler (Kineto) trace to import
 };
 int profile_command(const ProfileOptions& options);
 

@@ -83,6 +83,9 @@ Calibration read_calibration(const std::string& path) {
       c.layers.push_back(LayerTiming{field(l, "name", lw).get<std::string>(),
                                      positive(l, "fwd_time_per_sample_s", lw, true),
                                      positive(l, "bwd_time_per_sample_s", lw, true)});
+      if (l.contains("activation_bytes_per_sample"))
+        c.layers.back().activation_bytes_per_sample =
+            positive(l, "activation_bytes_per_sample", lw, true);
     }
     if (m.contains("optimizer_time_per_param_s"))
       c.optimizer_time_per_param_s = positive(m, "optimizer_time_per_param_s", where, true);
@@ -113,10 +116,13 @@ Calibration read_calibration(const std::string& path) {
 
 std::string calibration_json(const Calibration& c) {
   json layers = json::array();
-  for (const auto& l : c.layers)
+  for (const auto& l : c.layers) {
     layers.push_back({{"name", l.name},
                       {"fwd_time_per_sample_s", l.fwd_time_per_sample_s},
                       {"bwd_time_per_sample_s", l.bwd_time_per_sample_s}});
+    if (l.activation_bytes_per_sample > 0)
+      layers.back()["activation_bytes_per_sample"] = l.activation_bytes_per_sample;
+  }
   json links = json::object();
   if (c.intra_node)
     links["intra_node"] = link_json(*c.intra_node);

@@ -18,6 +18,7 @@ struct LayerTiming {
   std::string name;
   double fwd_time_per_sample_s = 0;
   double bwd_time_per_sample_s = 0;
+  double activation_bytes_per_sample = 0; // kept for backward; 0: not measured
 };
 
 struct SizeTime {

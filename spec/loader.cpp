@@ -435,6 +435,8 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
                          layers[i].name));
     layers[i].fwd_time_per_sample_s = cal.layers[i].fwd_time_per_sample_s;
     layers[i].bwd_time_per_sample_s = cal.layers[i].bwd_time_per_sample_s;
+    if (cal.layers[i].activation_bytes_per_sample > 0)
+      layers[i].activation_bytes_per_sample = cal.layers[i].activation_bytes_per_sample;
   }
   m.spec.optimizer_time_per_param_s = cal.optimizer_time_per_param_s;
   if (cal.memory_bandwidth_Bps > 0)
