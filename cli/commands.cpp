@@ -134,7 +134,9 @@ void add_commands(CLI::App& app) {
       ->required();
   sweep->add_option("--set", sw->overrides, "Override a scenario key for every point");
   sweep->add_option("--out", sw->out, "Output directory (default: the scenario's output.dir)");
-  sweep->add_option("--shard", sw->shard, "i/n: run the points with index % n == i (Slurm arrays)");
+  sweep->add_option("--shard", sw->shard,
+                    "i/n with 0-based i: run the points with index % n == i (a Slurm array "
+                    "--array=0-(n-1) passes i=$SLURM_ARRAY_TASK_ID)");
   sweep->add_option("--jobs", sw->jobs, "Points run in parallel (default: the number of cores)");
   sweep->add_flag("!--no-plots", sw->plots, "Do not draw PNG plots");
   sweep->add_flag("!--no-progress", sw->progress, "Do not print a progress bar");

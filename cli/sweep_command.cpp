@@ -61,7 +61,10 @@ std::string describe(const SweepPoint& p) {
 // "i/n" with 0 <= i < n, nothing else.
 std::pair<int, int> parse_shard(const std::string& text) {
   const auto bad = [&] {
-    return std::invalid_argument(fmt::format("--shard '{}': expected i/n with 0 <= i < n", text));
+    return std::invalid_argument(fmt::format(
+        "--shard '{}': expected i/n with 0 <= i < n (i is 0-based: a Slurm array --array=0-(n-1) "
+        "passes i=$SLURM_ARRAY_TASK_ID)",
+        text));
   };
   const auto slash = text.find('/');
   if (slash == std::string::npos)

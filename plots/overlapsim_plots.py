@@ -183,6 +183,12 @@ def plot_timeline_compare(out, rows, traces, scenario):
     save(fig, os.path.join(out, "timeline-compare.png"))
 
 
+def spans_decades(values):
+    """Whether positive finite values span a factor of 100 or more (then a log axis reads best)."""
+    finite = [v for v in values if isinstance(v, (int, float)) and v > 0 and math.isfinite(v)]
+    return bool(finite) and max(finite) / min(finite) >= 100
+
+
 def plot_speedup(out, results, scenario):
     names = [r["algorithm"] for r in results]
     values = [r.get("speedup_vs_ddp", 0) for r in results]
@@ -326,6 +332,8 @@ def plot_sweep(out, summary, scenario):
         finite = [x for x in xs_all if x > 0 and math.isfinite(x)]
         if finite and max(finite) / min(finite) >= 100:
             ax.set_xscale("log")
+        if spans_decades([p[2].get(metric) for pts in by_alg.values() for p in pts]):
+            ax.set_yscale("log")  # speedups from 0.5x to 60x: a linear axis hides the small ones
         ticks = sorted({(p[0], p[1]) for pts in by_alg.values() for p in pts})
         ax.set_xticks([t[0] for t in ticks])
         ax.set_xticklabels([t[1] for t in ticks], rotation=30, fontsize=8)

@@ -106,6 +106,14 @@ class PlotsTest(unittest.TestCase):
             for name in ["sweep-speedup.png", "sweep-iteration-time.png", "predicted-vs-measured.png"]:
                 self.assertTrue(is_png(os.path.join(d, name)), name)
 
+    def test_sweep_axes_go_logarithmic_over_decades(self):
+        # Issue 15.18: speedups from 0.5x to 60.9x on a linear axis.
+        sys.path.insert(0, HERE)
+        import overlapsim_plots
+        self.assertTrue(overlapsim_plots.spans_decades([0.5, 1.0, 60.9]))
+        self.assertFalse(overlapsim_plots.spans_decades([0.5, 1.0, 15.85]))
+        self.assertFalse(overlapsim_plots.spans_decades([None, float("nan"), 0, 2.0]))
+
     def test_missing_summary_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
             r = self.run_plots(d)

@@ -404,6 +404,9 @@ hw::ModelSpec read_layers(const Entry& e) {
     if (l.has("output_bytes_per_sample"))
       layer.output_bytes_per_sample =
           l.child("output_bytes_per_sample").quantity(hw::parse_size_bytes, true);
+    if (layer.params == 0 && layer.fwd_flops_per_sample == 0 && layer.bwd_flops_per_sample == 0)
+      l.fail("a layer with no parameters and no FLOPs does nothing; give it params or "
+             "fwd_flops_per_sample");
     const int repeat = l.has("repeat") ? static_cast<int>(l.child("repeat").integer(1, 100000)) : 1;
     if (repeat == 1) {
       m.layers.push_back(layer);

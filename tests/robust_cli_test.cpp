@@ -115,6 +115,14 @@ TEST_F(RobustCli, AnUnknownCommandIsNamed) {
               HasSubstr("unknown command 'frobnicate'; expected one of: run, collective"));
 }
 
+TEST_F(RobustCli, ShardIndicesAreZeroBasedAndSaySo) {
+  // Issue 15.19: Slurm's 1-based ids were silently a different shard, or an error without a hint.
+  const auto r = run("sweep " + scenario_ + " --no-plots --vary training.steps=2,3 --shard 2/2");
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("i is 0-based"));
+  EXPECT_THAT(run("sweep --help").second, HasSubstr("0-based"));
+}
+
 TEST_F(RobustCli, ErrorsNameTheFileOrTheSet) {
   const auto dir = run("run " + dir_.string());
   EXPECT_EQ(dir.first, 1);

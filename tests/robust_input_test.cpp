@@ -95,6 +95,14 @@ TEST(RobustInput, ValuesPastTheirRangeAreErrors) {
   EXPECT_THAT(e, HasSubstr("at most 100T"));
 }
 
+TEST(RobustInput, ALayerThatDoesNothingIsAnError) {
+  // Issue 15.8: infeasible settings are rejected by the loader with the key.
+  const auto e = error_of(replace(kScenario, "params: 1M, fwd_flops_per_sample: 1G",
+                                  "params: 0, fwd_flops_per_sample: 0"));
+  EXPECT_THAT(e, HasSubstr("bad.yaml:10: key 'model.layers.0': a layer with no parameters and no "
+                           "FLOPs"));
+}
+
 TEST(RobustInput, BareNumbersNeedUnitsExceptCounts) {
   // Issue 15.11: "bandwidth: 100" was 100 B/s.
   const auto e = error_of(replace(kScenario, "bandwidth: 100Gb/s", "bandwidth: 100"));
