@@ -3,6 +3,7 @@
 #include "algorithms/acco.h"
 #include "algorithms/cdp.h"
 #include "algorithms/ddp.h"
+#include "algorithms/local_sgd.h"
 #include "algorithms/zero1.h"
 #include "spec/loader.h"
 
@@ -17,9 +18,17 @@ using Factory = std::function<std::unique_ptr<Algorithm>(const spec::AlgorithmSp
 
 const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> factories = {
-      {"ddp", make_ddp},       {"s-sgd", make_s_sgd},     {"zero1", make_zero1},
-      {"dpu", make_dpu},       {"acco-wp", make_acco_wp}, {"acco", make_acco},
-      {"cdp-v1", make_cdp_v1}, {"cdp-v2", make_cdp_v2},
+      {"ddp", make_ddp},
+      {"s-sgd", make_s_sgd},
+      {"zero1", make_zero1},
+      {"dpu", make_dpu},
+      {"acco-wp", make_acco_wp},
+      {"acco", make_acco},
+      {"cdp-v1", make_cdp_v1},
+      {"cdp-v2", make_cdp_v2},
+      {"local-sgd", make_local_sgd},
+      {"plsgd-enp", make_plsgd_enp},
+      {"dreamddp", make_dreamddp},
   };
   return factories;
 }

@@ -78,6 +78,8 @@ struct CollectiveCall {
   int tag = 0;      // send/recv: messages match by (group, tag, source, destination), FIFO
   std::string name; // trace label, e.g. "all-reduce bucket 3"
   int step = -1;
+  bool average = false; // all-reduce: the sum divided by the group size (NCCL's ncclAvg); costs
+                        // the same as the sum in simulation
 };
 
 // Opaque handle to a started collective; each runtime stores its own state behind it.

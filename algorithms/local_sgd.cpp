@@ -1,0 +1,178 @@
+#include "algorithms/local_sgd.h"
+
+#include "algorithms/model_state.h"
+#include "algorithms/options.h"
+#include "algorithms/partial_sync_schedule.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace overlapsim {
+namespace {
+
+enum Signal : int { kLayerUpdated = 0, kSyncDone = 1 };
+constexpr std::int64_t kEndOfStep = -1;
+constexpr long long kDefaultPeriod = 10;
+
+// Per-layer backward and all-reduce times as the scenario suggests them, for Algorithm 2: measured
+// backward times when the model has them, else FLOPs at the GPU's efficiency; a ring all-reduce of
+// the layer's parameters over the slowest link (2(n-1) latencies, 2(n-1)/n of the bytes).
+LayerCosts estimate_layer_costs(const spec::Scenario& s) {
+  const auto& c = s.cluster;
+  const int n = c.world_size();
+  const hw::LinkSpec& link =
+      c.nodes > 1 || !c.sites.empty() ? (c.sites.empty() ? c.inter_node : c.wan) : c.intra_node;
+  const double flops =
+      s.model.dtype == spec::Dtype::fp32 ? c.gpu.peak_flops_fp32 : c.gpu.peak_flops_bf16;
+  const double bytes_per_param = spec::dtype_bytes(s.model.dtype);
+  const double samples = s.training.micro_batch;
+  LayerCosts costs;
+  for (const auto& l : s.model.spec.layers) {
+    costs.bp_s.push_back(l.bwd_time_per_sample_s > 0
+                             ? l.bwd_time_per_sample_s * samples
+                             : l.bwd_flops_per_sample * samples / (flops * c.gpu.efficiency));
+    const double ring = n > 1 ? 2.0 * (n - 1) : 0.0;
+    costs.comm_s.push_back(n > 1 ? ring * link.latency_s +
+                                       ring / n * l.params * bytes_per_param / link.bandwidth_Bps
+                                 : 0.0);
+  }
+  return costs;
+}
+
+class LocalSgdProgram final : public WorkerProgram {
+public:
+  // `schedule` empty: FLSGD (everything averaged after the period's last step, not overlapped).
+  LocalSgdProgram(Worker& w, int period, std::optional<Assignment> schedule)
+      : w_(w), period_(period), schedule_(std::move(schedule)),
+        state_(declare_model_state(w, param_layout(w.scenario().model.spec).total())) {}
+
+  void run_compute() override {
+    const auto& t = w_.scenario().training;
+    const int layers = static_cast<int>(w_.scenario().model.spec.layers.size());
+    for (int step = 0; step < t.warmup_steps + t.steps; ++step) {
+      const int h = step % period_;
+      for (int i = 0; i < t.grad_accum; ++i) {
+        const MicroBatch mb{step, i};
+        w_.forward({0, layers}, mb, state_.params);
+        if (i + 1 < t.grad_accum || !schedule_)
+          w_.backward({0, layers}, mb, state_.params, state_.grads);
+        else
+          backward_updating_layers(mb, h, layers);
+      }
+      if (!schedule_) {
+        update({0, layers}, step);
+        if (h == period_ - 1)
+          for (int l = layers - 1; l >= 0; --l)
+            w_.notify(kLayerUpdated, l);
+      }
+      w_.notify(kLayerUpdated, kEndOfStep);
+      w_.await(kSyncDone); // the next forward reads the averaged parameters
+      w_.step_done(step, static_cast<double>(t.grad_accum) * t.micro_batch);
+    }
+  }
+
+  void run_comm() override {
+    const auto& t = w_.scenario().training;
+    for (int step = 0; step < t.warmup_steps + t.steps; ++step) {
+      for (std::int64_t l = w_.await(kLayerUpdated); l != kEndOfStep; l = w_.await(kLayerUpdated)) {
+        CollectiveCall call;
+        call.op = CollectiveOp::all_reduce;
+        call.group = &w_.topology().world();
+        call.data = state_.layout.layer(state_.params, static_cast<int>(l));
+        call.average = true;
+        call.name = fmt::format("average layer {}", l);
+        call.step = step;
+        w_.run(call);
+      }
+      w_.notify(kSyncDone);
+    }
+  }
+
+private:
+  // Backward from the output one layer at a time; a layer averaged at this local step gets its
+  // optimizer step at once and goes to the communication stream (Eq. 5: update, then average);
+  // the other layers are updated together after the backward.
+  void backward_updating_layers(MicroBatch mb, int h, int layers) {
+    const Assignment& a = *schedule_;
+    int top = layers;
+    for (int l = layers - 1; l >= 0; --l) {
+      if (a[static_cast<std::size_t>(l)] != h)
+        continue;
+      w_.backward({l, top}, mb, state_.params, state_.grads);
+      update({l, l + 1}, mb.step);
+      w_.notify(kLayerUpdated, l);
+      top = l;
+    }
+    if (top > 0)
+      w_.backward({0, top}, mb, state_.params, state_.grads);
+    // The layers not averaged now, in contiguous runs.
+    for (int l = 0; l < layers;) {
+      if (a[static_cast<std::size_t>(l)] == h) {
+        ++l;
+        continue;
+      }
+      int end = l;
+      while (end < layers && a[static_cast<std::size_t>(end)] != h)
+        ++end;
+      update({l, end}, mb.step);
+      l = end;
+    }
+  }
+
+  void update(LayerRange r, int step) {
+    const auto& t = w_.scenario().training;
+    w_.optimizer_step(
+        OptimizerStep{state_.layout.layers(state_.params, r), state_.layout.layers(state_.grads, r),
+                      state_.layout.layers(state_.optimizer_state, r), 1.0 / t.grad_accum, step});
+  }
+
+  Worker& w_;
+  int period_;
+  std::optional<Assignment> schedule_;
+  ModelState state_;
+};
+
+enum class Family { flsgd, plsgd_enp, dreamddp };
+
+class LocalSgd final : public Algorithm {
+public:
+  LocalSgd(std::string name, int period, Family family)
+      : name_(std::move(name)), period_(period), family_(family) {}
+  std::string name() const override { return name_; }
+  std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
+    const auto& s = worker.scenario();
+    const int layers = static_cast<int>(s.model.spec.layers.size());
+    std::optional<Assignment> schedule;
+    if (family_ == Family::plsgd_enp)
+      schedule = equal_number_partition(layers, period_);
+    else if (family_ == Family::dreamddp)
+      schedule = dreamddp_schedule(estimate_layer_costs(s), period_);
+    return std::make_unique<LocalSgdProgram>(worker, period_, std::move(schedule));
+  }
+
+private:
+  std::string name_;
+  int period_;
+  Family family_;
+};
+
+std::unique_ptr<Algorithm> make(const spec::AlgorithmSpec& spec, Family family) {
+  const AlgorithmOptions opts(spec, {"H"});
+  const auto period = static_cast<int>(opts.integer("H", kDefaultPeriod, 1, 1000000));
+  return std::make_unique<LocalSgd>(spec.name, period, family);
+}
+
+} // namespace
+
+std::unique_ptr<Algorithm> make_local_sgd(const spec::AlgorithmSpec& spec) {
+  return make(spec, Family::flsgd);
+}
+std::unique_ptr<Algorithm> make_plsgd_enp(const spec::AlgorithmSpec& spec) {
+  return make(spec, Family::plsgd_enp);
+}
+std::unique_ptr<Algorithm> make_dreamddp(const spec::AlgorithmSpec& spec) {
+  return make(spec, Family::dreamddp);
+}
+
+} // namespace overlapsim

@@ -1,0 +1,100 @@
+#include "spec/layer_table.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+namespace overlapsim::spec {
+namespace {
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, '\t'))
+    cells.push_back(cell);
+  if (!line.empty() && line.back() == '\t')
+    cells.emplace_back();
+  return cells;
+}
+
+std::optional<std::size_t> column(const std::vector<std::string>& header, const std::string& name) {
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (header[i] == name)
+      return i;
+  return std::nullopt;
+}
+
+} // namespace
+
+std::vector<LayerTimes> parse_layer_table(const std::string& text,
+                                          const std::string& name_for_errors) {
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  std::vector<std::string> header;
+  while (header.empty() && std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (!line.empty())
+      header = split_tabs(line);
+  }
+  const auto bp = column(header, "bp_s");
+  const auto comm = column(header, "comm_s");
+  if (!bp || !comm)
+    throw std::runtime_error(
+        fmt::format("{}:{}: expected a tab-separated header with columns 'bp_s' and 'comm_s'",
+                    name_for_errors, line_no));
+  const auto fwd = column(header, "fwd_s");
+  const auto name = column(header, "module");
+
+  std::vector<LayerTimes> layers;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.empty())
+      continue;
+    const auto cells = split_tabs(line);
+    if (cells.size() != header.size())
+      throw std::runtime_error(fmt::format("{}:{}: expected {} tab-separated columns, found {}",
+                                           name_for_errors, line_no, header.size(), cells.size()));
+    auto seconds = [&](std::size_t col) {
+      const std::string& s = cells[col];
+      double v = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v) || v < 0)
+        throw std::runtime_error(
+            fmt::format("{}:{}: column '{}': expected a non-negative number of seconds, got '{}'",
+                        name_for_errors, line_no, header[col], s));
+      return v;
+    };
+    LayerTimes l;
+    l.name = name ? cells[*name] : fmt::format("layer{}", layers.size());
+    l.bp_s = seconds(*bp);
+    l.comm_s = seconds(*comm);
+    if (fwd)
+      l.fwd_s = seconds(*fwd);
+    layers.push_back(std::move(l));
+  }
+  if (layers.empty())
+    throw std::runtime_error(fmt::format("{}: expected at least one layer row", name_for_errors));
+  return layers;
+}
+
+std::vector<LayerTimes> read_layer_table(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw std::runtime_error(fmt::format("{}: cannot open the layer table", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_layer_table(buffer.str(), path);
+}
+
+} // namespace overlapsim::spec
