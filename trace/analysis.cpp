@@ -164,7 +164,7 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
       v = u;
   std::map<std::pair<std::string, int>, CriticalOp> contributions;
   bool joined_collective = false; // reached through a collective edge: the same collective
-  double first_start = ev(v).start;
+  double first_start = std::max(ev(v).start, lo); // an op may begin before the step
   for (;;) {
     const auto& e = ev(v);
     double gate = -1;
