@@ -486,6 +486,11 @@ void RealWorker::wait(CommHandle& handle) {
   }
   if (s.finish)
     s.finish();
+  if (s.call.average && s.call.op == CollectiveOp::all_reduce) {
+    // Gloo's all-reduce sums; the call asked for the mean (NCCL's ncclAvg).
+    torch::NoGradGuard no_grad;
+    s.inputs.front().div_(static_cast<double>(s.call.group->size()));
+  }
   s.done = true;
   const std::string name = s.call.name.empty() ? to_string(s.call.op) : s.call.name;
   if (streams_.on_gpu()) {

@@ -136,6 +136,29 @@ TEST(Validate, DdpOnTwoWorkersEqualsOneWorkerOnTheSameGlobalBatch) {
   EXPECT_LT(a.back().second, 0.9 * a.front().second); // it trains
 }
 
+// Local SGD with H = 1 and plain SGD is DDP: averaging the parameters after every local step,
+// mean(theta - lr g_i) = theta - lr mean(g_i), is averaging the gradients (SGD is linear in them).
+// The parameter all-reduce averages for real (Gloo sums; the runtime divides).
+TEST(Validate, LocalSgdWithPeriodOneEqualsDdpUnderSgd) {
+  const auto dir = temp_dir("local-sgd");
+  std::string text = kMlp;
+  text.replace(text.find("[ddp, acco, dpu]"), 16, "[ddp, {name: local-sgd, H: 1}]");
+  const auto r =
+      overlapsim(fmt::format("validate {} --workers 2 --no-plots --set training.optimizer=sgd "
+                             "--set training.learning_rate=0.05 --out {}",
+                             write_scenario(dir, text).string(), dir.string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto loss = read_loss(dir / "loss.csv");
+  const auto& ddp = loss.at("ddp");
+  const auto& local = loss.at("local-sgd");
+  ASSERT_EQ(local.size(), ddp.size());
+  for (std::size_t i = 0; i < ddp.size(); ++i) {
+    EXPECT_EQ(local[i].first, ddp[i].first) << "step " << i;
+    EXPECT_NEAR(local[i].second, ddp[i].second, 1e-5 * ddp[i].second) << "step " << i;
+  }
+  EXPECT_LT(local.back().second, 0.9 * local.front().second);
+}
+
 // ACCO tracks DDP at the same numbers of samples; DPU without warm-up strays further (ACCO paper,
 // Fig. 5-6). The tolerance: ACCO computes half of each step's gradients on the estimate
 // theta~(t+1) and may accumulate an extra micro-batch when a round runs long, so its curve is not
