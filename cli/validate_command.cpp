@@ -167,6 +167,8 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
 
   // comparison.json / .csv
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  constexpr double kWarnAbove = 0.15; // |iteration-time error| the validate loop aims under
+  std::vector<std::string> warnings;
   std::string csv = "algorithm,metric,predicted,measured,relative_error,absolute_error\n";
   std::string table = fmt::format("{:<10} {:<22} {:>12} {:>12} {:>9}\n", "algorithm", "metric",
                                   "predicted", "measured", "error");
@@ -178,6 +180,11 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
         {"throughput_samples_s", {p.throughput_samples_s, m.throughput_samples_s}},
         {"idle_fraction_mean", {p.idle_fraction_mean, m.idle_fraction_mean}},
         {"exposed_comm_s", {p.exposed_comm_s, m.exposed_comm_s}},
+        // What a speedup is worth: how many samples (micro-batches x micro-batch x workers) a
+        // step holds, which delayed-update algorithms vary.
+        {"samples_per_step",
+         {p.steps > 0 ? p.samples / p.steps : 0.0, m.steps > 0 ? m.samples / m.steps : 0.0}},
+        {"speedup_vs_ddp", {predicted_rows[i].speedup_vs_ddp, measured_rows[i].speedup_vs_ddp}},
     };
     for (const auto& [metric, values] : metrics) {
       const double err = relative_error(values.first, values.second);
@@ -190,6 +197,14 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
       // Near-zero measured values (idle, exposed communication of overlapping algorithms) make
       // relative errors meaningless; the difference says how far off the prediction is.
       row["absolute_error"] = values.first - values.second;
+      if (std::string_view(metric) == "iteration_time_s" && std::isfinite(err) &&
+          std::abs(err) > kWarnAbove) {
+        row["warning"] = fmt::format("predicted iteration time is {:+.1f}% off the measured one "
+                                     "(more than {:.0f}%)",
+                                     100 * err, 100 * kWarnAbove);
+        warnings.push_back(
+            fmt::format("{}: {}", measured_rows[i].algorithm, row["warning"].get<std::string>()));
+      }
       rows.push_back(row);
       csv += fmt::format("{},{},{:.9g},{:.9g},{},{:.9g}\n", measured_rows[i].algorithm, metric,
                          values.first, values.second,
@@ -207,6 +222,7 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
                                         ? nlohmann::ordered_json(nullptr)
                                         : nlohmann::ordered_json(parse_rate(o.emulate_link));
   comparison["rows"] = rows;
+  comparison["warnings"] = warnings;
 
   std::string loss = "algorithm,step,samples,loss,wall_time_s\n";
   for (const auto& run : result.runs)
@@ -237,6 +253,8 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
   std::printf("%s: %d workers%s, measured vs predicted\n%s", real.name.c_str(), world,
               o.emulate_link.empty() ? "" : fmt::format(", links {}", o.emulate_link).c_str(),
               table.c_str());
+  for (const auto& w : warnings)
+    std::printf("warning: %s\n", w.c_str());
   if (o.plots && real.output.plots)
     draw_plots(dir);
   std::printf("outputs in %s\n", dir.c_str());
