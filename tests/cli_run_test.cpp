@@ -1,4 +1,5 @@
 // `overlapsim run` end to end: outputs, determinism, errors that leave no outputs, trace schema.
+#include "test_util.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using overlapsim::testing::slurp;
 using ::testing::HasSubstr;
 
 const char* kScenario = R"(name: cli
@@ -43,13 +45,6 @@ Run overlapsim(const std::string& args, const std::string& env = "") {
     out.append(buf, n);
   const int status = pclose(p);
   return {WEXITSTATUS(status), out};
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 class CliRun : public ::testing::Test {

@@ -1,5 +1,6 @@
 // Issue 15 through the command line: silently ignored inputs are errors (15.7), error exits name
 // file and key (15.8), and a failed run leaves no outputs (15.9).
+#include "test_util.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -22,6 +23,8 @@
 namespace {
 
 namespace fs = std::filesystem;
+using overlapsim::testing::run;
+using overlapsim::testing::slurp;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -37,22 +40,6 @@ model:
 training: {micro_batch: 2, seq_len: 128, steps: 2}
 algorithms: [ddp, acco]
 )";
-
-std::pair<int, std::string> run(const std::string& args) {
-  FILE* p = popen((std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p))
-    out.append(buf, n);
-  return {WEXITSTATUS(pclose(p)), out};
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class RobustCli : public ::testing::Test {
 protected:

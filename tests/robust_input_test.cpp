@@ -1,6 +1,7 @@
 // Issue 15: inputs that used to escape validation. Each error names the file and line (or the
 // --set) and the key, and says what was expected.
 #include "spec/loader.h"
+#include "test_util.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -9,6 +10,8 @@
 namespace overlapsim::spec {
 namespace {
 
+using overlapsim::testing::error_of;
+using overlapsim::testing::replace;
 using ::testing::HasSubstr;
 
 const char* kScenario = R"(name: t
@@ -26,21 +29,6 @@ algorithms:
   - ddp
 output: {dir: out/t}
 )";
-
-std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  try {
-    load_scenario_text(yaml, "bad.yaml", overrides);
-  } catch (const ScenarioError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  const auto pos = s.find(from);
-  EXPECT_NE(pos, std::string::npos) << from;
-  return s.replace(pos, from.size(), to);
-}
 
 TEST(RobustInput, ValidScenarioLoads) {
   EXPECT_EQ(error_of(kScenario), "no error");

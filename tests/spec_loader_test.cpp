@@ -1,5 +1,6 @@
 // Scenario loading: typed values, --set overrides, and errors that name file, line and key.
 #include "spec/loader.h"
+#include "test_util.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,6 +8,8 @@
 namespace overlapsim::spec {
 namespace {
 
+using overlapsim::testing::error_of;
+using overlapsim::testing::replace;
 using ::testing::HasSubstr;
 
 const char* kValid = R"(name: t
@@ -26,21 +29,6 @@ algorithms:
   - ddp
   - {name: s-sgd, bucket_cap: 10MB}
 )";
-
-std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  try {
-    load_scenario_text(yaml, "bad.yaml", overrides);
-  } catch (const ScenarioError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  const auto pos = s.find(from);
-  EXPECT_NE(pos, std::string::npos) << from;
-  return s.replace(pos, from.size(), to);
-}
 
 TEST(Loader, ReadsTypedValues) {
   const auto s = load_scenario_text(kValid, "t.yaml");

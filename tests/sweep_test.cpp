@@ -1,4 +1,5 @@
 // `overlapsim sweep` and `overlapsim merge`: the grid, its columns, shards, errors, determinism.
+#include "test_util.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,8 @@
 namespace {
 
 namespace fs = std::filesystem;
+using overlapsim::testing::run;
+using overlapsim::testing::slurp;
 using ::testing::HasSubstr;
 
 const char* kScenario = R"(name: sweep
@@ -28,22 +31,6 @@ model:
 training: {micro_batch: 2, seq_len: 128, steps: 3}
 algorithms: [ddp, acco]
 )";
-
-std::pair<int, std::string> run(const std::string& args) {
-  FILE* p = popen((std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p))
-    out.append(buf, n);
-  return {WEXITSTATUS(pclose(p)), out};
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class Sweep : public ::testing::Test {
 protected:
