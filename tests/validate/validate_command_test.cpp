@@ -444,7 +444,7 @@ algorithms: [ddp, acco]
   std::ifstream in(dir / "comparison.json");
   const auto j = nlohmann::json::parse(in);
   EXPECT_DOUBLE_EQ(j["emulated_link_Bps"].get<double>(), 12.5e6);
-  EXPECT_EQ(j["rows"].size(), 2u * 4u);
+  EXPECT_EQ(j["rows"].size(), 2u * 6u); // 2 algorithms x 6 metrics
   std::ifstream summary(dir / "summary.json");
   for (const auto& row : nlohmann::json::parse(summary)["results"]) {
     if (row["measured"].get<bool>() && row["algorithm"] == "ddp") {
