@@ -3,10 +3,13 @@
 #include "cli/commands.h"
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <execinfo.h>
 #include <filesystem>
 #include <string>
+#include <ucontext.h>
 #include <unistd.h>
 
 namespace {
@@ -31,9 +34,39 @@ void hand_real_runs_to_sibling([[maybe_unused]] int argc, [[maybe_unused]] char*
 #endif
 }
 
+// A crash (a bug here, or in a library at exit) names itself and where it happened on stderr,
+// then dies of the same signal, so the exit status still says what happened.
+void report_fatal_signals() {
+  for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) {
+    struct sigaction action {};
+    action.sa_flags = SA_RESETHAND | SA_SIGINFO;
+    action.sa_sigaction = [](int signal, siginfo_t*, void* context) {
+      static const char head[] = "overlapsim: fatal signal; backtrace:\n";
+      [[maybe_unused]] auto written = ::write(STDERR_FILENO, head, sizeof head - 1);
+      void* frames[64];
+      ::backtrace_symbols_fd(frames, ::backtrace(frames, 64), STDERR_FILENO);
+#if defined(__x86_64__) && defined(__linux__)
+      // A call through a null or stale function pointer leaves nothing to unwind: the faulting
+      // address and the return address on top of the stack still say who called.
+      const auto* uc = static_cast<const ucontext_t*>(context);
+      void* at[2] = {reinterpret_cast<void*>(uc->uc_mcontext.gregs[REG_RIP]),
+                     *reinterpret_cast<void* const*>(uc->uc_mcontext.gregs[REG_RSP])};
+      static const char where[] = "faulting instruction, then the return address on the stack:\n";
+      written = ::write(STDERR_FILENO, where, sizeof where - 1);
+      ::backtrace_symbols_fd(at, 2, STDERR_FILENO);
+#else
+      (void)context;
+#endif
+      ::raise(signal);
+    };
+    ::sigaction(sig, &action, nullptr);
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+  report_fatal_signals();
   hand_real_runs_to_sibling(argc, argv);
   CLI::App app{
       "overlapsim: per-GPU timelines, idle time, exposed communication, memory and speedups "

@@ -8,6 +8,7 @@
 #include "spec/torch_profiler_import.h"
 #include "trace/atomic_file.h"
 #include "trace/chrome_trace.h"
+#include "trace/remove_tree.h"
 
 #include <algorithm>
 #include <cmath>
@@ -45,10 +46,7 @@ public:
       throw std::runtime_error("cannot create a temporary directory");
     path_ = pattern;
   }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  ~TempDir() { overlapsim::remove_tree(path_); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }

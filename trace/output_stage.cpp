@@ -1,5 +1,7 @@
 #include "trace/output_stage.h"
 
+#include "trace/remove_tree.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -88,10 +90,10 @@ OutputStage::OutputStage(std::string dir) {
     const long pid = std::strtol(pid_text.c_str(), &end, 10);
     if (end != pid_text.c_str() && *end == '\0' && pid > 0 &&
         ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      fs::remove_all(entry.path(), ec);
+      remove_tree(entry.path().string());
   }
   staging_ = (parent / (prefix + std::to_string(::getpid()))).string();
-  fs::remove_all(staging_, ec);
+  remove_tree(staging_);
   fs::create_directory(staging_, ec);
   if (ec)
     throw std::runtime_error(fmt::format("{}: cannot create: {}", staging_, ec.message()));
@@ -99,8 +101,7 @@ OutputStage::OutputStage(std::string dir) {
 
 OutputStage::~OutputStage() {
   if (!published_) {
-    std::error_code ignored;
-    fs::remove_all(staging_, ignored);
+    remove_tree(staging_);
   }
 }
 
@@ -118,7 +119,7 @@ void OutputStage::publish() {
     if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_EXCHANGE) != 0)
       throw std::runtime_error(
           fmt::format("{}: cannot publish the outputs: {}", dir_, std::strerror(errno)));
-    fs::remove_all(staging_, ec); // now the previous outputs
+    remove_tree(staging_); // now the previous outputs
   }
   published_ = true;
 }

@@ -6,6 +6,7 @@
 // LibTorch's CUDA builds define USE_C10D_NCCL (NCCL needs CUDA); Debian's CPU LibTorch does not.
 #ifdef USE_C10D_NCCL
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <deque>
@@ -79,10 +80,56 @@ StreamMark DeviceStreams::mark() {
   return m;
 }
 
+std::pair<double, double> DeviceStreams::device_allocated_bytes() const {
+#ifdef USE_C10D_NCCL
+  if (cuda_) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_->index);
+    const auto& all =
+        stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+    return {static_cast<double>(all.current), static_cast<double>(all.peak)};
+  }
+#endif
+  return {0.0, 0.0};
+}
+
 void DeviceStreams::drain() {
 #ifdef USE_C10D_NCCL
   if (cuda_)
     c10::cuda::getCurrentCUDAStream(cuda_->index).synchronize();
+#endif
+}
+
+void DeviceStreams::wait_for([[maybe_unused]] const StreamMark& m) {
+#ifdef USE_C10D_NCCL
+  if (m.event < 0)
+    return;
+  at::cuda::CUDAEvent* event = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    event = &cuda_->events.at(static_cast<std::size_t>(m.event));
+  }
+  event->synchronize();
+#endif
+}
+
+void DeviceStreams::order_after([[maybe_unused]] const StreamMark& m) {
+#ifdef USE_C10D_NCCL
+  if (m.event < 0)
+    return;
+  std::lock_guard lock(mutex_);
+  cuda_->events.at(static_cast<std::size_t>(m.event))
+      .block(c10::cuda::getCurrentCUDAStream(cuda_->index));
+#endif
+}
+
+bool DeviceStreams::reached([[maybe_unused]] const StreamMark& m) {
+#ifdef USE_C10D_NCCL
+  if (m.event < 0)
+    return true;
+  std::lock_guard lock(mutex_);
+  return cuda_->events.at(static_cast<std::size_t>(m.event)).query();
+#else
+  return true;
 #endif
 }
 

@@ -36,9 +36,18 @@ public:
   // Makes the calling thread issue to `stream`'s device stream (each thread calls it first).
   void enter(StreamKind stream);
   bool on_gpu() const { return device_.is_cuda(); }
+  // Bytes the CUDA caching allocator has handed out on this device now and at most so far
+  // (tensors, not the allocator's reserve); 0 on a CPU.
+  std::pair<double, double> device_allocated_bytes() const;
 
   // Now, on the calling thread's stream.
   StreamMark mark();
+  // The host waits until the device has reached `m` (a no-op on a CPU).
+  void wait_for(const StreamMark& m);
+  // What the calling thread issues next runs after `m` (the device waits, not the host).
+  void order_after(const StreamMark& m);
+  // Whether the device has reached `m` (true on a CPU, where ops are done when they return).
+  bool reached(const StreamMark& m);
   // Blocks the calling thread until its own stream has finished everything issued so far (the
   // other stream keeps running). Nothing to do on a CPU.
   void drain();

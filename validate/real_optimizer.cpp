@@ -14,27 +14,38 @@ OptimizerConfig OptimizerConfig::from(const spec::TrainingSpec& t) {
 
 namespace {
 
-// Out of place: the estimate (no commit) leaves the slots as they were.
-torch::Tensor estimate(const OptimizerConfig& c, const OptimizerSlots& s,
-                       const torch::Tensor& grad) {
+// The estimate (no commit) writes the step's result to `out` and leaves the slots as they were.
+// Two temporaries (the moments' new values) and in-place updates of `out`: the estimate costs
+// about what a committed step does, as the simulator assumes (one optimizer cost for both). Fully
+// out of place it made a dozen model-sized temporaries and ran 25% slower than the step on an
+// H100.
+void estimate(const OptimizerConfig& c, const OptimizerSlots& s, const torch::Tensor& grad,
+              torch::Tensor& out) {
   const auto& p = s.master;
+  if (!out.is_same(p))
+    out.copy_(p);
   switch (c.kind) {
   case spec::Optimizer::adamw: {
     const double t = static_cast<double>(s.steps + 1);
-    const auto m = s.m * c.beta1 + grad * (1 - c.beta1);
-    const auto v = s.v * c.beta2 + grad * grad * (1 - c.beta2);
     const double bc1 = 1 - std::pow(c.beta1, t), bc2 = 1 - std::pow(c.beta2, t);
-    // p <- p - lr (m^ / (sqrt(v^) + eps) + wd p)
-    return p * (1 - c.lr * c.weight_decay) - (m / bc1) / ((v / bc2).sqrt() + c.eps) * c.lr;
+    const auto m = s.m.mul(c.beta1).add_(grad, 1 - c.beta1);
+    const auto denom =
+        s.v.mul(c.beta2).addcmul_(grad, grad, 1 - c.beta2).div_(bc2).sqrt_().add_(c.eps);
+    // p <- p (1 - lr wd) - lr m^ / (sqrt(v^) + eps)
+    out.mul_(1 - c.lr * c.weight_decay).addcdiv_(m, denom, -c.lr / bc1);
+    return;
   }
   case spec::Optimizer::sgd:
-    return p - (grad + p * c.weight_decay) * c.lr;
+    out.mul_(1 - c.lr * c.weight_decay).add_(grad, -c.lr);
+    return;
   case spec::Optimizer::sgd_momentum: {
-    const auto g = grad + p * c.weight_decay;
-    return p - (s.m.defined() ? s.m * c.momentum + g : g) * c.lr;
+    // p - lr (momentum m + g + wd p), with g + wd p the decayed gradient
+    out.mul_(1 - c.lr * c.weight_decay).add_(grad, -c.lr);
+    if (s.m.defined())
+      out.add_(s.m, -c.lr * c.momentum);
+    return;
   }
   }
-  return p;
 }
 
 } // namespace
@@ -47,7 +58,7 @@ void apply_optimizer(const OptimizerConfig& c, OptimizerSlots& s, const torch::T
     s.v = torch::zeros_like(s.master);
   }
   if (!commit) {
-    out.copy_(estimate(c, s, grad));
+    estimate(c, s, grad, out);
     return;
   }
   // A committed step updates master and moments in place, as PyTorch's optimizers do: one

@@ -77,6 +77,17 @@ public:
     }
   }
 
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+  ~Job() {
+    for (auto& [key, pg] : groups_)
+      try {
+        shutdown(*pg);
+      } catch (const std::exception&) {
+        // Already failing or exiting: the first error has been reported.
+      }
+  }
+
   CommBackendPtr group(const Group& g, StreamKind stream) {
     std::lock_guard lock(mutex_);
     auto& pg = groups_[{g.id, static_cast<int>(stream)}];

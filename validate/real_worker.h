@@ -13,6 +13,7 @@
 
 #include "validate/c10d_compat.h"
 #include "validate/device_streams.h"
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -106,6 +107,8 @@ private:
   void bind(BufferId params, BufferId grads);
   // Ends a compute op begun at `start`: applies the straggler's slowdown and returns the end.
   StreamMark finish_op(StreamMark start);
+  void start_nccl_reduce_scatter(State& s, torch::Tensor data, torch::Tensor out, int me, int n);
+  void start_nccl_all_gather(State& s, torch::Tensor data, torch::Tensor out, int me, int n);
   torch::TensorOptions options() const { return torch::TensorOptions().device(ctx_.device); }
   void memory_changed();
 
@@ -122,7 +125,8 @@ private:
 
   std::mutex mutex_; // trace, signals and completion times: touched by both streams
   std::condition_variable signalled_;
-  std::map<int, std::deque<std::int64_t>> signals_;
+  // Per signal: the values sent and where the sender's stream was (on a GPU, an event).
+  std::map<int, std::deque<std::pair<std::int64_t, StreamMark>>> signals_;
   std::map<const void*, double> group_busy_until_; // per process group: last completion
   Trace trace_;
   std::vector<LossRecord> losses_;
@@ -136,6 +140,8 @@ private:
   std::vector<std::pair<std::size_t, StreamMark>> pending_steps_;     // GPU: step ends
   double static_bytes_ = 0;
   double activation_bytes_ = 0;
+  double logged_device_bytes_ = 0;          // OVERLAPSIM_CUDA_MEMORY_LOG
+  std::array<StreamMark, 2> last_op_end_{}; // per stream: its previous op's end (GPU)
 };
 
 } // namespace overlapsim::real

@@ -5,6 +5,7 @@
 #include "spec/loader.h"
 #include "validate/real_model.h"
 #include "validate/real_optimizer.h"
+#include "validate/shard_layout.h"
 
 #include <gtest/gtest.h>
 
@@ -103,6 +104,47 @@ TEST(RealOptimizer, EstimateLeavesMasterAndMomentsUnchanged) {
   apply_optimizer(c, slots, torch::tensor({2.0f}), out, true);
   // buf = 2, then 0.9 * 2 + 2 = 3.8: p = 1 - 0.5 * 2 - 0.5 * 3.8.
   EXPECT_NEAR(out.item<double>(), 1.0 - 1.0 - 1.9, 1e-6);
+}
+
+// The estimate (ACCO's theta~, written to another buffer) is the step a commit would take, for
+// every optimizer, at a later step with moments in play; only the commit moves the state.
+TEST(RealOptimizer, EstimateIsTheStepACommitTakes) {
+  for (const auto kind :
+       {spec::Optimizer::adamw, spec::Optimizer::sgd, spec::Optimizer::sgd_momentum}) {
+    OptimizerConfig c;
+    c.kind = kind;
+    c.lr = 0.05;
+    c.weight_decay = 0.1;
+    OptimizerSlots slots;
+    slots.master = torch::tensor({1.0f, -2.0f, 0.5f});
+    auto params = slots.master.clone();
+    apply_optimizer(c, slots, torch::tensor({0.3f, -0.1f, 2.0f}), params, true);
+    const auto grad = torch::tensor({-0.7f, 0.4f, 1.5f});
+    const auto master = slots.master.clone();
+    auto estimate = torch::zeros({3});
+    apply_optimizer(c, slots, grad, estimate, false);
+    EXPECT_TRUE(torch::equal(slots.master, master)) << static_cast<int>(kind);
+    EXPECT_EQ(slots.steps, 1);
+    apply_optimizer(c, slots, grad, params, true);
+    EXPECT_TRUE(torch::allclose(estimate, params, 1e-6, 1e-7))
+        << static_cast<int>(kind) << ": " << estimate << " vs " << params;
+  }
+}
+
+// NCCL's equal shards end to end, from and to shard()'s layout: 10 elements in 4 shards are
+// [0,3) [3,6) [6,8) [8,10); padded to 3 each, the last two shards get a zero.
+TEST(ShardLayout, PadsUnequalShardsAndUnpadsThem) {
+  const auto data = torch::arange(1, 11, torch::kFloat);
+  EXPECT_EQ(padded_shard(10, 4), 3);
+  const auto padded = pad_shards(data, 4);
+  EXPECT_TRUE(torch::equal(
+      padded, torch::tensor({1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 0.f, 9.f, 10.f, 0.f})));
+  auto back = torch::zeros({10});
+  unpad_shards(padded, back, 4);
+  EXPECT_TRUE(torch::equal(back, data));
+  // Equal shards need no copy at all.
+  const auto even = torch::arange(8, torch::kFloat);
+  EXPECT_TRUE(pad_shards(even, 4).is_same(even));
 }
 
 } // namespace

@@ -1,6 +1,8 @@
 // `overlapsim validate` end to end with 2 Gloo workers on this machine: exact gradient averaging,
 // ACCO vs DPU convergence, failure handling, and (as root) predictions on an emulated 100 Mbit/s
 // link.
+#include "trace/remove_tree.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -45,7 +47,7 @@ Run overlapsim(const std::string& args) {
 
 fs::path temp_dir(const std::string& name) {
   auto dir = fs::temp_directory_path() / ("overlapsim-validate-test-" + name);
-  fs::remove_all(dir);
+  overlapsim::remove_tree(dir.string()); // not fs::remove_all: see trace/remove_tree.h
   fs::create_directories(dir);
   return dir;
 }
