@@ -16,6 +16,10 @@ struct GpuSpec {
   double memory_bytes = 0;    // HBM/GDDR capacity
   double hbm_bandwidth_Bps = 0; // memory bandwidth
   double efficiency = 0.45;     // achievable fraction of peak for transformer training (MFU)
+  // Fraction of the compute speed a running collective takes from this GPU (NCCL's kernels hold
+  // SMs and HBM bandwidth; Gloo's threads hold CPU cores). 0: overlap is free. `overlapsim
+  // profile` measures it; scenarios set it as cluster.gpu.comm_interference.
+  double comm_interference = 0;
 };
 
 struct LinkSpec {

@@ -91,6 +91,13 @@ Calibration read_calibration(const std::string& path) {
       c.optimizer_time_per_param_s = positive(m, "optimizer_time_per_param_s", where, true);
     if (m.contains("memory_bandwidth_Bps"))
       c.memory_bandwidth_Bps = positive(m, "memory_bandwidth_Bps", where, false);
+    if (m.contains("comm_interference")) {
+      const double f = positive(m, "comm_interference", where, true);
+      if (f > 0.9)
+        throw std::runtime_error(
+            fmt::format("{}: comm_interference is {}, expected 0 to 0.9", where, f));
+      c.comm_interference = f;
+    }
   }
   if (j.contains("links")) {
     const json& l = j.at("links");
@@ -142,6 +149,8 @@ std::string calibration_json(const Calibration& c) {
       model["optimizer_time_per_param_s"] = c.optimizer_time_per_param_s;
     if (c.memory_bandwidth_Bps > 0)
       model["memory_bandwidth_Bps"] = c.memory_bandwidth_Bps;
+    if (c.comm_interference)
+      model["comm_interference"] = *c.comm_interference;
     out["model"] = model;
   }
   out["links"] = links;

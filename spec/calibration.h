@@ -44,6 +44,8 @@ struct Calibration {
   std::vector<LayerTiming> layers;
   double optimizer_time_per_param_s = 0; // one optimizer step, per parameter updated
   double memory_bandwidth_Bps = 0;       // element-wise copies (the simulator's HBM bandwidth)
+  // Fraction of compute speed lost while a collective runs on the same device (hw::GpuSpec).
+  std::optional<double> comm_interference;
   std::optional<LinkFit> intra_node;
   std::optional<LinkFit> inter_node;
   // Fits of the other collectives the algorithms use, on the same links (profile measures them

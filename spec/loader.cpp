@@ -214,7 +214,8 @@ hw::GpuSpec read_gpu(const Entry& e) {
                        "memory, efficiency, hbm_bandwidth)",
                        e.text(), names));
   }
-  e.expect_map({"preset", "name", "peak_tflops", "memory", "efficiency", "hbm_bandwidth"});
+  e.expect_map({"preset", "name", "peak_tflops", "memory", "efficiency", "hbm_bandwidth",
+                "comm_interference"});
   hw::GpuSpec gpu;
   if (e.has("preset"))
     gpu = read_gpu(e.child("preset"));
@@ -237,6 +238,8 @@ hw::GpuSpec read_gpu(const Entry& e) {
     gpu.efficiency = e.child("efficiency").number(1e-6, 1.0);
   if (e.has("hbm_bandwidth"))
     gpu.hbm_bandwidth_Bps = e.child("hbm_bandwidth").quantity(hw::parse_bandwidth_Bps);
+  if (e.has("comm_interference"))
+    gpu.comm_interference = e.child("comm_interference").number(0.0, 0.9);
   if (gpu.peak_flops_fp32 <= 0)
     gpu.peak_flops_fp32 = gpu.peak_flops_bf16;
   return gpu;
@@ -444,6 +447,8 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
   m.spec.optimizer_time_per_param_s = cal.optimizer_time_per_param_s;
   if (cal.memory_bandwidth_Bps > 0)
     cluster.gpu.hbm_bandwidth_Bps = cal.memory_bandwidth_Bps;
+  if (cal.comm_interference)
+    cluster.gpu.comm_interference = *cal.comm_interference;
 }
 
 ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training);
@@ -807,7 +812,8 @@ nlohmann::json to_json(const Scenario& s) {
         {"peak_flops", c.gpu.peak_flops_bf16},
         {"memory_bytes", c.gpu.memory_bytes},
         {"hbm_bandwidth_Bps", c.gpu.hbm_bandwidth_Bps},
-        {"efficiency", c.gpu.efficiency}}},
+        {"efficiency", c.gpu.efficiency},
+        {"comm_interference", c.gpu.comm_interference}}},
       {"intra_node", link(c.intra_node)},
       {"inter_node", link(c.inter_node)},
       {"nics_per_node", c.nics_per_node},

@@ -3,8 +3,11 @@
 #include "algorithms/model_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
+#include <optional>
 #include <thread>
 
 namespace overlapsim::real {
@@ -90,6 +93,96 @@ spec::LinkFit robust_fit(const std::string& op, int ranks,
                e.what());
     return f;
   }
+}
+
+// The share of compute speed a running all-reduce takes from this worker (hw::GpuSpec's
+// comm_interference): the model's forward + backward alone, then again while the comm stream
+// all-reduces a gradient-sized buffer over and over; 1 - alone / beside, over the repeats that
+// ran entirely beside communication. On a CPU, Gloo's threads and the kernel's TCP stack take
+// cores from the compute thread; on a GPU, NCCL's kernels take SMs and memory bandwidth.
+std::optional<double> measure_interference(RealWorker& w, const Topology& topo, BufferId params,
+                                           BufferId grads, BufferId scratch, std::int64_t n,
+                                           int layers, const ProfileOptions& o) {
+  if (topo.world_size() < 2)
+    return std::nullopt;
+  // Steps 1000 + r alone, 2000 + r beside the all-reduces; read from the trace once both threads
+  // are done (on a GPU, event times resolve only then).
+  auto fwd_bwd = [&](int step) {
+    w.forward({0, layers}, {step, 0}, params);
+    w.backward({0, layers}, {step, 0}, params, grads);
+  };
+  for (int r = 0; r < o.repeats; ++r)
+    fwd_bwd(1000 + r);
+  auto spans = [&](int first_step) {
+    std::map<int, std::pair<double, double>> span; // step -> [forward start, backward end]
+    for (const auto& e : w.trace().events)
+      if ((e.category == OpCategory::forward || e.category == OpCategory::backward) &&
+          e.step >= first_step && e.step < first_step + 1000) {
+        auto [it, fresh] = span.try_emplace(e.step, e.start, e.end);
+        it->second.first = std::min(it->second.first, e.start);
+        it->second.second = std::max(it->second.second, e.end);
+      }
+    return span;
+  };
+  std::vector<double> alone;
+  for (const auto& [step, ab] : spans(1000))
+    alone.push_back(ab.second - ab.first);
+
+  // Enough all-reduces to cover twice the repeats at the all-reduce's own time (one timed first),
+  // the same count on every rank (rank 0's, broadcast): ranks must issue the same collectives.
+  CollectiveCall ar;
+  ar.op = CollectiveOp::all_reduce;
+  ar.group = &topo.world();
+  ar.name = "interference";
+  ar.data = Slice{scratch, 0, n};
+  const std::size_t timed = w.trace().events.size();
+  w.run(ar);
+  const auto& once = w.trace().events[timed];
+  const double one = std::max(1e-6, once.end - once.start);
+  w.fill(Slice{scratch, 0, 1}, std::ceil(2.0 * o.repeats * median(alone) / one) + 2);
+  CollectiveCall count;
+  count.op = CollectiveOp::broadcast;
+  count.group = &topo.world();
+  count.peer = 0;
+  count.name = "interference count";
+  count.data = Slice{scratch, 0, 1};
+  w.run(count);
+  const int rounds = static_cast<int>(w.tensor(Slice{scratch, 0, 1}).item<double>());
+
+  std::atomic<bool> comm_done{false};
+  std::exception_ptr failure;
+  std::thread comm([&] {
+    try {
+      w.enter(StreamKind::comm);
+      for (int r = 0; r < rounds; ++r)
+        w.run(ar);
+    } catch (...) {
+      failure = std::current_exception();
+      w.abort();
+    }
+    comm_done = true;
+  });
+  for (int r = 0; !comm_done.load() && r < 10 * o.repeats; ++r)
+    fwd_bwd(2000 + r);
+  comm.join();
+  w.enter(StreamKind::compute);
+  if (failure)
+    std::rethrow_exception(failure);
+
+  double first_comm = 1e300, last_comm = -1;
+  const auto& t = w.trace();
+  for (std::size_t i = timed + 1; i < t.events.size(); ++i)
+    if (t.name_of(t.events[i].name) == "interference") {
+      first_comm = std::min(first_comm, t.events[i].start);
+      last_comm = std::max(last_comm, t.events[i].end);
+    }
+  std::vector<double> during;
+  for (const auto& [step, ab] : spans(2000))
+    if (ab.first >= first_comm && ab.second <= last_comm)
+      during.push_back(ab.second - ab.first);
+  if (during.empty() || alone.empty())
+    return std::nullopt;
+  return std::clamp(1.0 - median(alone) / median(during), 0.0, 0.9);
 }
 
 } // namespace
@@ -183,6 +276,7 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
     cal.intra_node = robust_fit("all_reduce", topo.gpus_per_node(), points);
   }
   w.enter(StreamKind::compute);
+  cal.comm_interference = measure_interference(w, topo, params, grads, scratch, n, layers, o);
   return cal;
 }
 
