@@ -46,9 +46,11 @@ ModelSpec transformer_model(std::string name, const TransformerDims& dims, int s
   const double block_fwd = 2 * (attn_matmul + mlp_matmul) * s + 4 * s * s * d;
   // Korthikanti et al. 2022, eq. 1 for one sample: s d (34 + 5 a s / d) bytes.
   const double block_act = s * d * (34 + 5 * dims.n_heads * s / d);
-  for (int i = 0; i < dims.n_layers; ++i)
+  for (int i = 0; i < dims.n_layers; ++i) {
     m.layers.push_back(LayerSpec{fmt::format("block{}", i), block_params, block_fwd, 2 * block_fwd,
                                  block_act, 0, 0});
+    m.layers.back().fwd_quadratic_flops_per_sample = 4 * s * s * d;
+  }
 
   // Head: final norm and the LM projection (tied to the embedding for GPT-2/Neo: no new params).
   const double head_params = norm + (dims.tied_embeddings ? 0 : v * d);

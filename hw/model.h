@@ -21,6 +21,9 @@ struct LayerSpec {
   double bwd_time_per_sample_s = 0;
   // Bytes the layer's output takes per sample: what model parallelism sends to the next GPU.
   double output_bytes_per_sample = 0;
+  // The part of the forward FLOPs that grows with seq_len squared (attention scores and their
+  // product with V); the rest grows linearly. Scales shorter sequences (seq_len_distribution).
+  double fwd_quadratic_flops_per_sample = 0;
 };
 
 struct ModelSpec {

@@ -2,8 +2,10 @@
 
 #include "algorithms/model_state.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <random>
 #include <stdexcept>
 #include <utility>
 
@@ -66,7 +68,43 @@ double SimWorker::jitter() {
   return 1.0;
 }
 
-double SimWorker::layer_cost(LayerRange layers, bool backward) const {
+double SimWorker::seq_ratio(MicroBatch mb) const {
+  const auto& t = ctx_.scenario.training;
+  const auto& d = t.seq_len_distribution;
+  if (d.kind == spec::SeqLenDistribution::Kind::fixed || mb.step < 0)
+    return 1.0;
+  // Drawn from (seed, GPU, step, micro-batch) alone: the micro-batch's forward and backward see
+  // the same length, and reruns are bit-identical whatever else drew numbers in between.
+  std::uint64_t key = ctx_.scenario.seed * 0x9E3779B97F4A7C15ULL;
+  for (const std::uint64_t part :
+       {static_cast<std::uint64_t>(rank_), static_cast<std::uint64_t>(mb.step),
+        static_cast<std::uint64_t>(mb.index)}) {
+    key ^= part + 0x9E3779B97F4A7C15ULL + (key << 6) + (key >> 2);
+  }
+  std::mt19937_64 gen(key);
+  int longest = 1;
+  for (int k = 0; k < d.max_of; ++k) {
+    int length = t.seq_len;
+    switch (d.kind) {
+    case spec::SeqLenDistribution::Kind::lengths:
+      length = d.lengths[std::uniform_int_distribution<std::size_t>(0, d.lengths.size() - 1)(gen)];
+      break;
+    case spec::SeqLenDistribution::Kind::lognormal:
+      length = static_cast<int>(
+          std::lround(std::lognormal_distribution<double>(std::log(d.median), d.sigma)(gen)));
+      break;
+    case spec::SeqLenDistribution::Kind::uniform:
+      length = std::uniform_int_distribution<int>(d.min, d.max)(gen);
+      break;
+    case spec::SeqLenDistribution::Kind::fixed:
+      break;
+    }
+    longest = std::max(longest, std::clamp(length, 1, t.seq_len));
+  }
+  return static_cast<double>(longest) / t.seq_len;
+}
+
+double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) const {
   const auto& model = ctx_.scenario.model.spec.layers;
   const double speed = ctx_.platform.nominal_speed;
   double amount = 0;
@@ -75,8 +113,14 @@ double SimWorker::layer_cost(LayerRange layers, bool backward) const {
     const double t = backward ? layer.bwd_time_per_sample_s : layer.fwd_time_per_sample_s;
     // A measured time is turned into the FLOPs that take that long on a nominal GPU, so stragglers
     // and jitter scale it like any other op.
-    amount +=
+    const double base =
         t > 0 ? t * speed : (backward ? layer.bwd_flops_per_sample : layer.fwd_flops_per_sample);
+    // A sequence of ratio r x seq_len: the attention part scales with r^2, the rest with r (the
+    // backward, or a measured time, in the forward FLOPs' proportions).
+    const double q = layer.fwd_flops_per_sample > 0
+                         ? layer.fwd_quadratic_flops_per_sample / layer.fwd_flops_per_sample
+                         : 0.0;
+    amount += base * ((1 - q) * ratio + q * ratio * ratio);
   }
   return amount;
 }
@@ -127,14 +171,14 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
     act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
   change_activations(act);
   compute(OpCategory::forward, layer_label(model, layers, "fwd"),
-          layer_cost(layers, false) * samples, mb);
+          layer_cost(layers, false, seq_ratio(mb)) * samples, mb);
 }
 
 void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
   const auto& model = ctx_.scenario.model.spec;
   const double samples = ctx_.scenario.training.micro_batch;
   compute(OpCategory::backward, layer_label(model, layers, "bwd"),
-          layer_cost(layers, true) * samples, mb);
+          layer_cost(layers, true, seq_ratio(mb)) * samples, mb);
   double act = 0;
   for (int l = layers.first; l < layers.last; ++l)
     act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;

@@ -73,7 +73,10 @@ private:
   double jitter();
   // Runs `amount` FLOPs (or FLOP-equivalents of a time-based cost) on this GPU and records it.
   void compute(OpCategory category, const std::string& name, double amount, MicroBatch mb);
-  double layer_cost(LayerRange layers, bool backward) const; // FLOP-equivalents per sample
+  // FLOP-equivalents per sample of `layers` on sequences `ratio` x seq_len long.
+  double layer_cost(LayerRange layers, bool backward, double ratio) const;
+  // Micro-batch `mb`'s sequence length over seq_len (training.seq_len_distribution; 1 without).
+  double seq_ratio(MicroBatch mb) const;
   void change_activations(double delta);
   // An element-wise op that moves `bytes` through HBM, on the calling stream.
   void memory_op(const char* name, double bytes);

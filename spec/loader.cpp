@@ -528,13 +528,49 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training) {
   return m;
 }
 
+// training.seq_len_distribution: exactly one of `lengths` (an empirical list), `lognormal`
+// ({median, sigma}) or `uniform` ({min, max}); `max_of: k` pads a micro-batch to its longest of k
+// draws. Lengths are clipped to [1, seq_len]: seq_len is the longest a micro-batch can be.
+SeqLenDistribution read_seq_len_distribution(const Entry& e, int seq_len) {
+  e.expect_map({"lengths", "lognormal", "uniform", "max_of"});
+  SeqLenDistribution d;
+  const int kinds = e.has("lengths") + e.has("lognormal") + e.has("uniform");
+  if (kinds != 1)
+    e.fail("expected exactly one of lengths (a list), lognormal {median, sigma} or uniform "
+           "{min, max}");
+  if (e.has("lengths")) {
+    d.kind = SeqLenDistribution::Kind::lengths;
+    for (const auto& l : e.child("lengths").items())
+      d.lengths.push_back(static_cast<int>(l.integer(1, seq_len)));
+    if (d.lengths.empty())
+      e.child("lengths").fail("expected at least one length");
+  } else if (e.has("lognormal")) {
+    const Entry l = e.child("lognormal");
+    l.expect_map({"median", "sigma"});
+    d.kind = SeqLenDistribution::Kind::lognormal;
+    d.median = l.child("median").number(1, seq_len);
+    d.sigma = l.child("sigma").number(0, 5);
+  } else {
+    const Entry u = e.child("uniform");
+    u.expect_map({"min", "max"});
+    d.kind = SeqLenDistribution::Kind::uniform;
+    d.min = static_cast<int>(u.child("min").integer(1, seq_len));
+    d.max = static_cast<int>(u.child("max").integer(d.min, seq_len));
+  }
+  if (e.has("max_of"))
+    d.max_of = static_cast<int>(e.child("max_of").integer(1, 1 << 16));
+  return d;
+}
+
 TrainingSpec read_training(const Entry& e) {
-  e.expect_map({"micro_batch", "seq_len", "grad_accum", "steps", "warmup_steps", "optimizer",
-                "learning_rate", "weight_decay"});
+  e.expect_map({"micro_batch", "seq_len", "seq_len_distribution", "grad_accum", "steps",
+                "warmup_steps", "optimizer", "learning_rate", "weight_decay"});
   TrainingSpec t;
   t.micro_batch = static_cast<int>(e.child("micro_batch").integer(1, 1 << 24));
   if (e.has("seq_len"))
     t.seq_len = static_cast<int>(e.child("seq_len").integer(1, 1 << 24));
+  if (e.has("seq_len_distribution"))
+    t.seq_len_distribution = read_seq_len_distribution(e.child("seq_len_distribution"), t.seq_len);
   if (e.has("grad_accum"))
     t.grad_accum = static_cast<int>(e.child("grad_accum").integer(1, 1 << 20));
   if (e.has("steps"))
@@ -784,6 +820,24 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   return load_scenario_text(buffer.str(), path, overrides);
 }
 
+namespace {
+// Echoes only the keys of the chosen kind, as a user would write them; null when fixed.
+nlohmann::json to_json(const SeqLenDistribution& d) {
+  using Kind = SeqLenDistribution::Kind;
+  switch (d.kind) {
+  case Kind::fixed:
+    return nullptr;
+  case Kind::lengths:
+    return {{"lengths", d.lengths}, {"max_of", d.max_of}};
+  case Kind::lognormal:
+    return {{"lognormal", {{"median", d.median}, {"sigma", d.sigma}}}, {"max_of", d.max_of}};
+  case Kind::uniform:
+    return {{"uniform", {{"min", d.min}, {"max", d.max}}}, {"max_of", d.max_of}};
+  }
+  return nullptr;
+}
+} // namespace
+
 nlohmann::json to_json(const Scenario& s) {
   using nlohmann::json;
   const auto& c = s.cluster;
@@ -850,6 +904,7 @@ nlohmann::json to_json(const Scenario& s) {
       {"training",
        {{"micro_batch", s.training.micro_batch},
         {"seq_len", s.training.seq_len},
+        {"seq_len_distribution", to_json(s.training.seq_len_distribution)},
         {"grad_accum", s.training.grad_accum},
         {"steps", s.training.steps},
         {"warmup_steps", s.training.warmup_steps},

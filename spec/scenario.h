@@ -83,9 +83,23 @@ struct ModelConfig {
   std::map<std::string, double> dims;
 };
 
+// How long each micro-batch's sequences are (training.seq_len_distribution). A micro-batch draws
+// one length L <= seq_len for all its samples (padded to its longest: the largest of `max_of`
+// draws); its forward and backward cost scales with L: linearly, and quadratically for the
+// attention part (hw::LayerSpec::fwd_quadratic_flops_per_sample).
+struct SeqLenDistribution {
+  enum class Kind { fixed, lengths, lognormal, uniform };
+  Kind kind = Kind::fixed;      // fixed: every micro-batch has seq_len
+  std::vector<int> lengths;     // empirical: drawn uniformly from these
+  double median = 0, sigma = 0; // lognormal
+  int min = 1, max = 1;         // uniform integers
+  int max_of = 1;               // a padded micro-batch: the longest of this many draws
+};
+
 struct TrainingSpec {
   int micro_batch = 1;
   int seq_len = 1024;
+  SeqLenDistribution seq_len_distribution;
   int grad_accum = 1;
   int steps = 20;
   int warmup_steps = 1; // steps simulated before the steady-state window opens
