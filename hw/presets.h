@@ -20,6 +20,8 @@ struct GpuSpec {
   // SMs and HBM bandwidth; Gloo's threads hold CPU cores). 0: overlap is free. `overlapsim
   // profile` measures it; scenarios set it as cluster.gpu.comm_interference.
   double comm_interference = 0;
+  // Streaming multiprocessors (compute units): the roofline's wave quantisation of GEMM tiles.
+  int sms = 0;
 };
 
 struct LinkSpec {

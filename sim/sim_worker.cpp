@@ -110,16 +110,16 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
   double amount = 0;
   for (int l = layers.first; l < layers.last; ++l) {
     const auto& layer = model[static_cast<std::size_t>(l)];
-    const double t = backward ? layer.bwd_time_per_sample_s : layer.fwd_time_per_sample_s;
+    double t = backward ? layer.bwd_time_per_sample_s : layer.fwd_time_per_sample_s;
+    if (t <= 0)
+      t = backward ? layer.bwd_model_time_per_sample_s : layer.fwd_model_time_per_sample_s;
     // A measured time is turned into the FLOPs that take that long on a nominal GPU, so stragglers
     // and jitter scale it like any other op.
     const double base =
         t > 0 ? t * speed : (backward ? layer.bwd_flops_per_sample : layer.fwd_flops_per_sample);
     // A sequence of ratio r x seq_len: the attention part scales with r^2, the rest with r (the
     // backward, or a measured time, in the forward FLOPs' proportions).
-    const double q = layer.fwd_flops_per_sample > 0
-                         ? layer.fwd_quadratic_flops_per_sample / layer.fwd_flops_per_sample
-                         : 0.0;
+    const double q = layer.seq_quadratic_share;
     amount += base * ((1 - q) * ratio + q * ratio * ratio);
   }
   return amount;
