@@ -261,7 +261,7 @@ hw::LinkSpec read_link(const Entry& e) {
                        "and latency)",
                        e.text(), names));
   }
-  e.expect_map({"preset", "name", "bandwidth", "latency"});
+  e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency"});
   hw::LinkSpec link;
   if (e.has("preset"))
     link = read_link(e.child("preset"));
@@ -273,8 +273,13 @@ hw::LinkSpec read_link(const Entry& e) {
     e.child("bandwidth");
     e.child("latency");
   }
+  // `bandwidth` is the line rate; collectives reach `efficiency` of it (the preset's, else 1).
+  double line_rate = link.line_rate_Bps();
   if (e.has("bandwidth"))
-    link.bandwidth_Bps = e.child("bandwidth").quantity(hw::parse_bandwidth_Bps);
+    line_rate = e.child("bandwidth").quantity(hw::parse_bandwidth_Bps);
+  if (e.has("efficiency"))
+    link.efficiency = e.child("efficiency").number(0.01, 1.0);
+  link.bandwidth_Bps = line_rate * link.efficiency;
   if (e.has("latency"))
     link.latency_s = e.child("latency").quantity(hw::parse_time_s, /*allow_zero=*/true);
   return link;
@@ -302,7 +307,8 @@ ClusterSpec read_cluster(const Entry& e) {
     if (fit) {
       l.name = l.name.empty() ? "calibrated" : l.name + " (calibrated)";
       l.latency_s = fit->latency_s;
-      l.bandwidth_Bps = fit->bandwidth_Bps;
+      l.bandwidth_Bps = fit->bandwidth_Bps; // measured: what collectives reach
+      l.efficiency = 1;
     }
     return l;
   };
@@ -925,7 +931,11 @@ nlohmann::json to_json(const Scenario& s) {
   for (const auto& st : c.stragglers)
     stragglers.push_back({{"gpu", st.gpu}, {"slowdown", st.slowdown}});
   auto link = [](const hw::LinkSpec& l) {
-    return json{{"name", l.name}, {"bandwidth_Bps", l.bandwidth_Bps}, {"latency_s", l.latency_s}};
+    return json{{"name", l.name},
+                {"bandwidth_Bps", l.bandwidth_Bps},
+                {"line_rate_Bps", l.line_rate_Bps()},
+                {"efficiency", l.efficiency},
+                {"latency_s", l.latency_s}};
   };
   json sites = json::array();
   for (const auto& site : c.sites)
