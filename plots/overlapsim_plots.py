@@ -33,7 +33,8 @@ CATEGORY_COLOURS = {
     "copy": "#937860",
 }
 ALGORITHM_ORDER = ["ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco", "cdp-v1", "cdp-v2",
-                   "diloco", "local-sgd", "dreamddp", "demo", "flexdemo"]
+                   "diloco", "local-sgd", "dreamddp", "demo", "flexdemo", "plsgd-enp",
+                   "asc-wfbp", "streaming-diloco"]
 PALETTE = ["#4C72B0", "#937860", "#8172B3", "#DA8BC3", "#CCB974", "#C44E52", "#55A868",
            "#64B5CD", "#DD8452", "#8C8C8C", "#17BECF", "#BCBD22", "#7F7F7F"]
 MEMORY_PARTS = ["params", "grads", "optimizer_state", "buffers", "activations"]
