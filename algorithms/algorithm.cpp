@@ -1,8 +1,10 @@
 #include "algorithms/algorithm.h"
 
 #include "algorithms/acco.h"
+#include "algorithms/asc_wfbp.h"
 #include "algorithms/cdp.h"
 #include "algorithms/ddp.h"
+#include "algorithms/diloco.h"
 #include "algorithms/local_sgd.h"
 #include "algorithms/zero1.h"
 #include "spec/loader.h"
@@ -29,6 +31,8 @@ const std::map<std::string, Factory>& registry() {
       {"local-sgd", make_local_sgd},
       {"plsgd-enp", make_plsgd_enp},
       {"dreamddp", make_dreamddp},
+      {"diloco", make_diloco},
+      {"asc-wfbp", make_asc_wfbp},
   };
   return factories;
 }

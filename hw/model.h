@@ -28,6 +28,9 @@ struct LayerSpec {
   // The share of the forward's cost that grows with seq_len squared (attention scores and their
   // product with V); the rest grows linearly. Scales shorter sequences (seq_len_distribution).
   double seq_quadratic_share = 0;
+  // Seconds of an all-reduce of the layer's parameters, from a per-layer table (model.profile:
+  // *.tsv); used only when ModelSpec::comm_times_from_table is set.
+  double comm_time_s = 0;
 };
 
 struct ModelSpec {
@@ -36,6 +39,9 @@ struct ModelSpec {
   // Measured (calibration profile): one optimizer step's time per parameter it updates; replaces
   // the memory-bandwidth estimate when > 0.
   double optimizer_time_per_param_s = 0;
+  // The layers came from a per-layer time table: collectives over the model's parameters or
+  // gradients take the table's comm_time_s, not the network model's time (docs/MODEL.md).
+  bool comm_times_from_table = false;
 
   double total_params() const;
   double total_fwd_flops_per_sample() const;

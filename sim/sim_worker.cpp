@@ -35,7 +35,8 @@ SimWorker::SimWorker(SimContext& context, int rank)
     : ctx_(context), rank_(rank), host_(context.platform.gpus[static_cast<std::size_t>(rank)]),
       // One generator per GPU seeded from (seed, rank): reruns are bit-identical and one GPU's
       // draws do not depend on how many ops another GPU ran.
-      rng_(context.scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1) {}
+      rng_(context.scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1),
+      table_comm_(context.scenario.model.spec) {}
 
 BufferId SimWorker::declare(const BufferDecl& decl) {
   buffers_.push_back(decl);
@@ -197,6 +198,18 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
           seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
 }
 
+void SimWorker::outer_step(const OuterStep& op) {
+  // Element-wise and memory-bound: the parameters, the anchor and the momentum are each read and
+  // written once.
+  const double bytes =
+      static_cast<double>(op.params.count) * 2 *
+      (buffer(op.params.buffer).element_bytes + buffer(op.anchor.buffer).element_bytes +
+       buffer(op.momentum.buffer).element_bytes);
+  compute(OpCategory::optimizer, "outer step",
+          bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps * ctx_.platform.nominal_speed,
+          MicroBatch{op.step, -1});
+}
+
 void SimWorker::memory_op(const char* name, double bytes) {
   const double seconds = bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
   compute(OpCategory::copy, name, seconds * ctx_.platform.nominal_speed, MicroBatch{-1, -1});
@@ -230,7 +243,11 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
     interference->set_bound(host_->get_speed() * share);
     interference->start();
   }
-  const auto outcome = ctx_.network.run(rank_, call, bytes, seq);
+  const auto table = call.data.buffer < 0
+                         ? std::nullopt
+                         : table_comm_.seconds(call, buffer(call.data.buffer).elements);
+  const auto outcome = table ? ctx_.network.run_fixed(rank_, call, *table, bytes, seq)
+                             : ctx_.network.run(rank_, call, bytes, seq);
   if (interference)
     interference->cancel();
   TraceEvent e;

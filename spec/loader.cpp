@@ -3,6 +3,7 @@
 #include "hw/transformer_ops.h"
 #include "hw/units.h"
 #include "spec/calibration.h"
+#include "spec/layer_table.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -466,7 +467,51 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
 
 constexpr double kMaxModelParams = 1e14;
 
+// model.profile: a per-layer time table (*.tsv, spec/layer_table.h; the DreamDDP authors' profile)
+// is the model itself: one layer per row, the backward taking `bp_s` and the forward `fwd_s` (0
+// without that column) per micro-batch, and every collective over the parameters or gradients the
+// sum of its layers' `comm_s` (sim/table_comm_time.h). Without a `params` column a layer counts as
+// one parameter, so byte-sized choices (DDP's buckets) and the memory figures mean nothing.
+bool is_layer_table(const Entry& profile) {
+  return profile.text().ends_with(".tsv");
+}
+
+ModelConfig read_table_model(const Entry& e, const TrainingSpec& training) {
+  for (const char* k : {"preset", "layers"})
+    if (e.has(k))
+      e.child(k).fail("model.profile is a layer table (.tsv), which defines the layers itself; "
+                      "leave out 'preset' and 'layers'");
+  e.expect_map({"profile", "dtype"});
+  ModelConfig m;
+  if (e.has("dtype"))
+    m.dtype = e.child("dtype").choice<Dtype>(
+        {{"fp32", Dtype::fp32}, {"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}});
+  const Entry p = e.child("profile");
+  m.profile = p.path_value();
+  std::vector<LayerTimes> rows;
+  try {
+    rows = read_layer_table(m.profile);
+  } catch (const std::runtime_error& err) {
+    p.fail(err.what());
+  }
+  m.spec.name = std::filesystem::path(m.profile).stem().string();
+  m.spec.comm_times_from_table = true;
+  const double samples = training.micro_batch;
+  for (const auto& r : rows) {
+    hw::LayerSpec l;
+    l.name = r.name;
+    l.params = r.params > 0 ? r.params : 1.0;
+    l.fwd_time_per_sample_s = r.fwd_s / samples;
+    l.bwd_time_per_sample_s = r.bp_s / samples;
+    l.comm_time_s = r.comm_s;
+    m.spec.layers.push_back(std::move(l));
+  }
+  return m;
+}
+
 ModelConfig read_model(const Entry& e, const TrainingSpec& training, ClusterSpec& cluster) {
+  if (e.has("profile") && is_layer_table(e.child("profile")))
+    return read_table_model(e, training);
   ModelConfig m = read_model_spec(e, training, cluster.gpu);
   // Parameter counts become int64 element counts of every buffer (params, grads, optimizer state).
   if (!(m.spec.total_params() <= kMaxModelParams))

@@ -89,7 +89,7 @@ struct ModelConfig {
 // How long each micro-batch's sequences are (training.seq_len_distribution). A micro-batch draws
 // one length L <= seq_len for all its samples (padded to its longest: the largest of `max_of`
 // draws); its forward and backward cost scales with L: linearly, and quadratically for the
-// attention part (hw::LayerSpec::fwd_quadratic_flops_per_sample).
+// attention part (hw::LayerSpec::seq_quadratic_share).
 struct SeqLenDistribution {
   enum class Kind { fixed, lengths, lognormal, uniform };
   Kind kind = Kind::fixed;      // fixed: every micro-batch has seq_len
