@@ -3,19 +3,43 @@
 #include "algorithms/model_state.h"
 #include "algorithms/options.h"
 
+#include <optional>
+
 namespace overlapsim {
 namespace {
 
-enum Signal : int { kBucketReady = 0, kGradsReduced = 1 };
+enum Signal : int { kBucketReady = 0, kGradsReduced = 1, kStepDone = 2, kParamsGathered = 3 };
 
 constexpr double kDefaultBucketCap = 25.0 * 1024 * 1024; // torch DDP bucket_cap_mb = 25 (MiB)
 
+// How a PyTorch DDP job is set up; the defaults are the efficient setup (bf16 model, gradients
+// reduced once per optimizer step, a replicated optimizer).
+struct DdpSetup {
+  double bucket_cap = kDefaultBucketCap;
+  bool overlap = true; // false: S-SGD, every bucket reduced after the whole backward
+  // PyTorch DDP outside no_sync(): each micro-batch's backward all-reduces its buckets, and DDP
+  // waits for them before the next micro-batch (the reducer finalises every backward). What a
+  // training loop that accumulates without no_sync() pays, e.g. the ACCO paper's DDP baseline.
+  bool sync_every_micro_batch = false;
+  std::optional<spec::Dtype> dtype; // parameters, gradients, communication; unset: model.dtype
+  // torch.distributed.optim.ZeroRedundancyOptimizer over DDP: each rank steps its 1/N of the
+  // parameters, then every rank's updated piece is broadcast to all (the bytes of an all-gather),
+  // before the next forward.
+  bool zero_redundancy = false;
+};
+
 class DataParallelProgram final : public WorkerProgram {
 public:
-  DataParallelProgram(Worker& w, double bucket_cap, bool overlap)
-      : w_(w), overlap_(overlap), state_(declare_model_state(w, param_count(w))) {
-    buckets_ = make_buckets(state_.layout, state_.grads,
-                            spec::dtype_bytes(w.scenario().model.dtype), bucket_cap);
+  DataParallelProgram(Worker& w, const DdpSetup& setup) : w_(w), setup_(setup) {
+    const spec::Dtype dtype = setup.dtype.value_or(w.scenario().model.dtype);
+    const auto layout = param_layout(w.scenario().model.spec);
+    const int n = w.topology().world_size();
+    const int me = w.topology().world().index_of(w.rank());
+    own_ = setup.zero_redundancy ? shard(0, layout.total(), me, n) : Slice{0, 0, layout.total()};
+    state_ = declare_model_state(w, own_.count, dtype);
+    own_.buffer = state_.params;
+    buckets_ =
+        make_buckets(state_.layout, state_.grads, spec::dtype_bytes(dtype), setup.bucket_cap);
   }
 
   void run_compute() override {
@@ -25,72 +49,105 @@ public:
     for (int step = 0; step < t.warmup_steps + t.steps; ++step) {
       for (int i = 0; i < t.grad_accum; ++i) {
         const MicroBatch mb{step, i};
+        const bool last = i + 1 == t.grad_accum;
         w_.forward({0, layers}, mb, state_.params);
-        if (i + 1 < t.grad_accum || !overlap_) {
-          w_.backward({0, layers}, mb, state_.params, state_.grads);
-        } else {
+        if (setup_.overlap && (last || setup_.sync_every_micro_batch)) {
           backward_releasing_buckets(w_, buckets_, mb, layers, state_.params, state_.grads,
                                      kBucketReady);
+          if (!last)
+            w_.await(kGradsReduced);
+        } else {
+          w_.backward({0, layers}, mb, state_.params, state_.grads);
         }
       }
-      if (!overlap_)
+      if (!setup_.overlap)
         for (std::size_t b = 0; b < buckets_.size(); ++b)
           w_.notify(kBucketReady, static_cast<std::int64_t>(b));
       w_.await(kGradsReduced);
-      const std::int64_t n = state_.layout.total();
-      w_.optimizer_step(OptimizerStep{Slice{state_.params, 0, n}, Slice{state_.grads, 0, n},
-                                      Slice{state_.optimizer_state, 0, n},
-                                      1.0 / (world * t.grad_accum), step});
+      // Reduced every micro-batch, the gradients arrive averaged over the workers already.
+      const double scale =
+          1.0 / ((setup_.sync_every_micro_batch ? 1 : world) * static_cast<double>(t.grad_accum));
+      w_.optimizer_step(OptimizerStep{own_, Slice{state_.grads, own_.offset, own_.count},
+                                      Slice{state_.optimizer_state, 0, own_.count}, scale, step});
+      if (setup_.zero_redundancy) {
+        w_.notify(kStepDone);
+        w_.await(kParamsGathered);
+      }
       w_.step_done(step, static_cast<double>(t.grad_accum) * t.micro_batch);
     }
   }
 
   void run_comm() override {
     const auto& t = w_.scenario().training;
+    const int rounds = setup_.sync_every_micro_batch ? t.grad_accum : 1;
     for (int step = 0; step < t.warmup_steps + t.steps; ++step) {
-      reduce_buckets_as_released(w_, buckets_, CollectiveOp::all_reduce, {}, step, kBucketReady);
-      w_.notify(kGradsReduced);
+      for (int r = 0; r < rounds; ++r) {
+        reduce_buckets_as_released(w_, buckets_, CollectiveOp::all_reduce, {}, step, kBucketReady,
+                                   setup_.sync_every_micro_batch);
+        w_.notify(kGradsReduced);
+      }
+      if (setup_.zero_redundancy) {
+        w_.await(kStepDone);
+        CollectiveCall gather;
+        gather.op = CollectiveOp::all_gather;
+        gather.group = &w_.topology().world();
+        gather.data = own_;
+        gather.out = Slice{state_.params, 0, state_.layout.total()};
+        gather.name = "broadcast updated params";
+        gather.step = step;
+        w_.run(gather);
+        w_.notify(kParamsGathered);
+      }
     }
   }
 
 private:
-  static std::int64_t param_count(const Worker& w) {
-    return param_layout(w.scenario().model.spec).total();
-  }
-
   Worker& w_;
-  bool overlap_;
+  DdpSetup setup_;
   ModelState state_;
+  Slice own_; // the parameters this rank's optimizer updates: all, or its ZeRO shard
   std::vector<Bucket> buckets_;
 };
 
 class DataParallel final : public Algorithm {
 public:
-  DataParallel(std::string name, double bucket_cap, bool overlap)
-      : name_(std::move(name)), bucket_cap_(bucket_cap), overlap_(overlap) {}
+  DataParallel(std::string name, const DdpSetup& setup) : name_(std::move(name)), setup_(setup) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
-    return std::make_unique<DataParallelProgram>(worker, bucket_cap_, overlap_);
+    return std::make_unique<DataParallelProgram>(worker, setup_);
   }
 
 private:
   std::string name_;
-  double bucket_cap_;
-  bool overlap_;
+  DdpSetup setup_;
 };
+
+std::optional<spec::Dtype> dtype_option(const AlgorithmOptions& opts) {
+  if (!opts.has("dtype"))
+    return std::nullopt;
+  const std::string d = opts.text("dtype", "", {"fp32", "bf16", "fp16"});
+  return d == "fp32" ? spec::Dtype::fp32 : d == "fp16" ? spec::Dtype::fp16 : spec::Dtype::bf16;
+}
 
 } // namespace
 
 std::unique_ptr<Algorithm> make_ddp(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"bucket_cap"});
-  return std::make_unique<DataParallel>(spec.name, opts.size_bytes("bucket_cap", kDefaultBucketCap),
-                                        true);
+  const AlgorithmOptions opts(spec,
+                              {"bucket_cap", "sync_every_micro_batch", "dtype", "zero_redundancy"});
+  DdpSetup setup;
+  setup.bucket_cap = opts.size_bytes("bucket_cap", kDefaultBucketCap);
+  setup.sync_every_micro_batch = opts.flag("sync_every_micro_batch", false);
+  setup.dtype = dtype_option(opts);
+  setup.zero_redundancy = opts.flag("zero_redundancy", false);
+  return std::make_unique<DataParallel>(spec.name, setup);
 }
 
 std::unique_ptr<Algorithm> make_s_sgd(const spec::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"bucket_cap"});
-  return std::make_unique<DataParallel>(spec.name, opts.size_bytes("bucket_cap", kDefaultBucketCap),
-                                        false);
+  DdpSetup setup;
+  setup.bucket_cap = opts.size_bytes("bucket_cap", kDefaultBucketCap);
+  setup.overlap = false;
+  return std::make_unique<DataParallel>(spec.name, setup);
 }
 
 } // namespace overlapsim

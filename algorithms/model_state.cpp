@@ -54,15 +54,19 @@ Slice shard(BufferId buffer, std::int64_t total, int index, int parts) {
 }
 
 ModelState declare_model_state(Worker& worker, std::int64_t state_elements) {
+  return declare_model_state(worker, state_elements, worker.scenario().model.dtype);
+}
+
+ModelState declare_model_state(Worker& worker, std::int64_t state_elements, spec::Dtype dtype) {
   const auto& s = worker.scenario();
   ModelState m;
   m.layout = param_layout(s.model.spec);
-  const double p = spec::dtype_bytes(s.model.dtype);
+  const double p = spec::dtype_bytes(dtype);
   m.params = worker.declare({"params", MemoryCategory::params, m.layout.total(), p});
   m.grads = worker.declare({"grads", MemoryCategory::grads, m.layout.total(), p});
   m.optimizer_state =
       worker.declare({"optimizer_state", MemoryCategory::optimizer_state, state_elements,
-                      optimizer_state_bytes_per_param(s.training.optimizer, s.model.dtype)});
+                      optimizer_state_bytes_per_param(s.training.optimizer, dtype)});
   return m;
 }
 
@@ -121,7 +125,8 @@ void backward_releasing_buckets(Worker& w, const std::vector<Bucket>& buckets, M
 }
 
 void reduce_buckets_as_released(Worker& w, const std::vector<Bucket>& buckets, CollectiveOp op,
-                                const std::vector<Slice>& shards, int step, int signal) {
+                                const std::vector<Slice>& shards, int step, int signal,
+                                bool average) {
   const Group& world = w.topology().world();
   for (std::size_t k = 0; k < buckets.size(); ++k) {
     const auto b = static_cast<std::size_t>(w.await(signal));
@@ -133,6 +138,7 @@ void reduce_buckets_as_released(Worker& w, const std::vector<Bucket>& buckets, C
       call.out = shards[b];
     call.name = fmt::format("{} bucket {}", to_string(op), b);
     call.step = step;
+    call.average = average;
     w.run(call);
   }
 }

@@ -42,6 +42,9 @@ struct ModelState {
 // Declares params and grads (dtype) and optimizer state (K bytes/param) for `state_elements`
 // parameters (all of them for DDP, one shard for ZeRO-1 and the ACCO family).
 ModelState declare_model_state(Worker& worker, std::int64_t state_elements);
+// The same for a model an algorithm keeps in `dtype` instead of the scenario's (PyTorch DDP over an
+// fp32 model under autocast: fp32 parameters and gradients, no separate master copy).
+ModelState declare_model_state(Worker& worker, std::int64_t state_elements, spec::Dtype dtype);
 
 // A gradient bucket of PyTorch DDP: filled in reverse layer order, reduced as soon as the backward
 // pass has produced its last gradient (after layer `ready_after_layer`, counting layers input to
@@ -64,7 +67,9 @@ void backward_releasing_buckets(Worker& worker, const std::vector<Bucket>& bucke
 
 // The communication stream's side: reduces each bucket (all-reduce, or reduce-scatter into
 // `shards[b]`) in the order `signal` hands them over, one after the other as on one NCCL stream.
+// `average` divides each all-reduce by the group size (DDP reducing every micro-batch).
 void reduce_buckets_as_released(Worker& worker, const std::vector<Bucket>& buckets, CollectiveOp op,
-                                const std::vector<Slice>& shards, int step, int signal);
+                                const std::vector<Slice>& shards, int step, int signal,
+                                bool average = false);
 
 } // namespace overlapsim

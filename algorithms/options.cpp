@@ -82,4 +82,8 @@ std::string AlgorithmOptions::text(const std::string& key, const std::string& fa
   return s;
 }
 
+bool AlgorithmOptions::flag(const std::string& key, bool fallback) const {
+  return text(key, fallback ? "true" : "false", {"true", "false"}) == "true";
+}
+
 } // namespace overlapsim

@@ -22,6 +22,7 @@ public:
   double number(const std::string& key, double fallback, double min, double max) const;
   std::string text(const std::string& key, const std::string& fallback,
                    std::initializer_list<std::string_view> choices) const;
+  bool flag(const std::string& key, bool fallback) const; // true | false
 
 private:
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;

@@ -1,6 +1,8 @@
 // DDP and S-SGD against hand calculations (issue: walking skeleton, "Must hold").
 #include "test_util.h"
 
+#include "algorithms/algorithm.h"
+
 #include <gtest/gtest.h>
 
 namespace overlapsim {
@@ -108,6 +110,56 @@ algorithms: [ddp]
   const double step = 3 * 0.060 + 0.02002 + 0.0028;
   EXPECT_NEAR(r.metrics.iteration_time_s, step, 0.01 * step);
   EXPECT_NEAR(r.metrics.throughput_samples_s, 12 / step, 0.01 * 12 / step);
+}
+
+TEST(Ddp, PyTorchBaselineWithoutNoSyncInFp32WithZeroRedundancyMatchesHandCalculation) {
+  // The ACCO authors' DDP baseline: fp32 model, all-reduce after every micro-batch (no no_sync()),
+  // torch's ZeroRedundancyOptimizer (sharded step, updated shards broadcast to every rank).
+  const auto s = scenario_from("name: paper-ddp\n" + cluster(2) + R"(
+model:
+  layers:
+    - {name: l0, params: 100M, fwd_flops_per_sample: 1T, activation_bytes_per_sample: 1MB}
+training: {micro_batch: 1, seq_len: 1, grad_accum: 2, steps: 4, optimizer: adamw}
+algorithms: [ddp]
+)");
+  // Per micro-batch: forward 10 ms, backward 20 ms, then the all-reduce of S = 100M x 4 B =
+  //   400 MB, which DDP waits for: 2 x (10 us + 400 MB / (2 x 10 GB/s)) = 40.02 ms.
+  // AdamW on this rank's 50M: 50M x 28 B / 1 TB/s = 1.4 ms.
+  // All-gather of the updated 200 MB shards: 10 us + 200 MB / 10 GB/s = 20.01 ms.
+  const double expected = 2 * (0.030 + 0.04002) + 0.0014 + 0.02001;
+  const auto r = simulate(s, "ddp",
+                          {{"bucket_cap", "1GB"},
+                           {"sync_every_micro_batch", "true"},
+                           {"dtype", "fp32"},
+                           {"zero_redundancy", "true"}});
+  EXPECT_NEAR(r.metrics.iteration_time_s, expected, 0.005 * expected);
+  // Sent per GPU and step: two all-reduces of S (2(N-1)/N x S each) and half of S gathered.
+  EXPECT_NEAR(r.metrics.comm_bytes_per_step, 2 * 400e6 + 200e6, 1);
+  // fp32 parameters and gradients, AdamW moments (8 B, no master copy) for half the parameters.
+  EXPECT_NEAR(r.metrics.memory_breakdown[0], 400e6, 1);
+  EXPECT_NEAR(r.metrics.memory_breakdown[1], 400e6, 1);
+  EXPECT_NEAR(r.metrics.memory_breakdown[2], 50e6 * 8, 1);
+
+  // Without the options: one bf16 all-reduce of 200 MB (20.02 ms) after the second micro-batch,
+  // a full AdamW step (2.8 ms).
+  const auto plain = simulate(s, "ddp", {{"bucket_cap", "1GB"}});
+  EXPECT_NEAR(plain.metrics.iteration_time_s, 2 * 0.030 + 0.02002 + 0.0028, 0.005 * 0.0828);
+}
+
+TEST(Ddp, BaselineOptionsAreChecked) {
+  spec::AlgorithmSpec a;
+  a.name = "ddp";
+  a.where = "s.yaml:7";
+  a.options["sync_every_micro_batch"] = spec::AlgorithmOption{"yes", "s.yaml:7"};
+  try {
+    make_algorithm(a);
+    FAIL() << "accepted sync_every_micro_batch: yes";
+  } catch (const spec::ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("sync_every_micro_batch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("true, false"), std::string::npos) << e.what();
+  }
+  a.options = {{"dtype", spec::AlgorithmOption{"int8", "s.yaml:7"}}};
+  EXPECT_THROW(make_algorithm(a), spec::ScenarioError);
 }
 
 } // namespace

@@ -161,6 +161,29 @@ TEST(Validate, LocalSgdWithPeriodOneEqualsDdpUnderSgd) {
   EXPECT_LT(local.back().second, 0.9 * local.front().second);
 }
 
+// The ACCO authors' DDP baseline (every micro-batch averaged over the workers, torch's
+// ZeroRedundancyOptimizer: each rank steps its shard and the shards are gathered) is the same
+// update as DDP's, in another order of sums: the losses agree to SGD's rounding.
+TEST(Validate, DdpWithoutNoSyncAndZeroRedundancyEqualsDdp) {
+  const auto dir = temp_dir("ddp-paper");
+  std::string text = kMlp;
+  text.replace(text.find("[ddp, acco, dpu]"), 16,
+               "[ddp, {name: ddp, label: ddp-paper, sync_every_micro_batch: true, "
+               "zero_redundancy: true}]");
+  const auto r =
+      overlapsim(fmt::format("validate {} --workers 2 --no-plots --set training.optimizer=sgd "
+                             "--set training.learning_rate=0.05 --out {}",
+                             write_scenario(dir, text).string(), dir.string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto loss = read_loss(dir / "loss.csv");
+  const auto& ddp = loss.at("ddp");
+  const auto& paper = loss.at("ddp-paper");
+  ASSERT_EQ(paper.size(), ddp.size());
+  for (std::size_t i = 0; i < ddp.size(); ++i)
+    EXPECT_NEAR(paper[i].second, ddp[i].second, 1e-5 * ddp[i].second) << "step " << i;
+  EXPECT_LT(paper.back().second, 0.9 * paper.front().second);
+}
+
 // ACCO tracks DDP at the same numbers of samples; DPU without warm-up strays further (ACCO paper,
 // Fig. 5-6). The tolerance: ACCO computes half of each step's gradients on the estimate
 // theta~(t+1) and may accumulate an extra micro-batch when a round runs long, so its curve is not

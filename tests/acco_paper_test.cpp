@@ -1,0 +1,54 @@
+// The ACCO paper's Table 3 scenarios against the paper's own numbers (issue 12): the speedup of
+// ACCO over the authors' DDP baseline, 1 / (1 - dT) of Table 3's time reductions. Inside one node
+// the model is uncalibrated; across nodes the paper's network delivered far less than its line
+// rate, so the multi-node scenarios are the `-calibrated` variants, whose inter-node bandwidth is
+// fitted to the paper's DDP time only: ACCO's time, and so the speedup, is predicted.
+#include "test_util.h"
+
+#include "spec/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace overlapsim {
+namespace {
+
+double throughput(const spec::Scenario& s, const std::string& label) {
+  for (const auto& a : s.algorithms) {
+    if (a.label != label)
+      continue;
+    const auto result = sim::simulate(s, a);
+    return compute_metrics(result.trace, s.training.warmup_steps, s.training.steps)
+        .throughput_samples_s;
+  }
+  ADD_FAILURE() << s.name << " has no algorithm labelled " << label;
+  return 1;
+}
+
+struct PaperRow {
+  const char* scenario;
+  double time_reduction; // Table 3's dT
+};
+
+class AccoTable3 : public ::testing::TestWithParam<PaperRow> {};
+
+TEST_P(AccoTable3, SpeedupOverTheAuthorsDdpWithin15Percent) {
+  const auto s =
+      spec::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + GetParam().scenario);
+  const double paper = 1 / (1 - GetParam().time_reduction);
+  const double simulated = throughput(s, "acco") / throughput(s, "ddp-paper");
+  EXPECT_NEAR(simulated / paper, 1.0, 0.15)
+      << s.name << ": simulated " << simulated << "x, paper " << paper << "x";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Paper, AccoTable3,
+    ::testing::Values(PaperRow{"acco-table3-gpt-neo-125m-1x8-h100.yaml", 0.0569},
+                      PaperRow{"acco-table3-gpt-neo-125m-4x8-a100-calibrated.yaml", 0.2565},
+                      PaperRow{"acco-table3-gpt-neo-2.7b-finetune-1x8-a100.yaml", 0.4186},
+                      PaperRow{"acco-table3-gpt-neo-2.7b-finetune-2x4-a100-calibrated.yaml",
+                               0.8717}));
+
+} // namespace
+} // namespace overlapsim
