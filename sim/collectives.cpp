@@ -387,9 +387,14 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
     throw std::logic_error(
         fmt::format("rank {} runs '{}' on a group it is not in", rank, call.name));
   switch (call.op) {
-  case CollectiveOp::send:
-    exchange(Scope{g, seq, -1 - call.tag}, rank, call.peer, bytes, -1);
+  case CollectiveOp::send: {
+    // A calibrated message runs with the bytes that give its measured time (as below).
+    double on_wire = bytes;
+    if (const auto it = collective_bytes_.find("send_recv"); it != collective_bytes_.end())
+      on_wire = std::max(0.0, it->second.scale * bytes + it->second.offset);
+    exchange(Scope{g, seq, -1 - call.tag}, rank, call.peer, on_wire, -1);
     return {bytes, "p2p"};
+  }
   case CollectiveOp::recv:
     exchange(Scope{g, seq, -1 - call.tag}, rank, -1, 0, call.peer);
     return {0, "p2p"};

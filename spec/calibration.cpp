@@ -167,9 +167,12 @@ CollectiveShape ring_shape(std::string_view op, int ranks) {
     return {n - 1, (n - 1) / n};
   if (op == "broadcast" || op == "reduce")
     return {n - 1, 1.0};
+  // One message of S bytes between two ranks (CDP's relays): alpha + S / B.
+  if (op == "send_recv" || op == "sendrecv")
+    return {1.0, 1.0};
   throw std::runtime_error(fmt::format(
-      "unknown collective '{}'; expected all_reduce, reduce_scatter, all_gather, broadcast or "
-      "reduce",
+      "unknown collective '{}'; expected all_reduce, reduce_scatter, all_gather, broadcast, "
+      "reduce or send_recv",
       op));
 }
 

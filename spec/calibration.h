@@ -68,8 +68,8 @@ std::string calibration_json(const Calibration& calibration);
 
 // Latency steps and bytes factor of a ring collective on `ranks` ranks, as functions of the array
 // size S that nccl-tests reports: all_reduce 2(n-1) steps and 2(n-1)/n S bytes; reduce_scatter and
-// all_gather (n-1) and (n-1)/n S; broadcast/reduce (n-1) and S (pipelined ring). Throws on an
-// unknown op.
+// all_gather (n-1) and (n-1)/n S; broadcast/reduce (n-1) and S (pipelined ring); send_recv, one
+// message between two ranks, 1 and S. Throws on an unknown op.
 struct CollectiveShape {
   double latency_steps;
   double bytes_factor;

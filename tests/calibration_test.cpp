@@ -228,5 +228,46 @@ algorithms: [{name: zero1, bucket_cap: 1GB}]
   EXPECT_GE(checked, 4);
 }
 
+// A point-to-point message measured at 3 ms + S / 25 MB/s (send_recv: one step, all of S) runs
+// with S' = S x 1e7 / 2.5e7 + (3 - 1) ms x 1e7 = 0.4 S + 20 kB, so one hop of the link (1 ms,
+// 10 MB/s) takes its own fitted time; the bytes reported as sent stay S.
+TEST(Calibration, PointToPointMessagesRunAtTheirOwnFittedTime) {
+  auto c = mlp_profile();
+  c.inter_node_ops = {
+      fit_alpha_beta("send_recv", 2, {{1e3, 3e-3 + 1e3 / 2.5e7}, {1e6, 3e-3 + 1e6 / 2.5e7}})};
+  const auto m = collective_bytes_map(*c.inter_node, c.inter_node_ops[0]);
+  EXPECT_NEAR(m.scale, 0.4, 1e-9);
+  EXPECT_NEAR(m.offset, 2e4, 1e-3);
+
+  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-p2p";
+  fs::create_directories(dir);
+  std::ofstream(dir / "profile.json") << calibration_json(c);
+  const auto scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << R"(name: cal
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, calibration: profile.json}
+model: {preset: mlp, width: 1024, depth: 2, dtype: fp32}
+training: {micro_batch: 8, steps: 2}
+algorithms: [cdp-v2]
+)";
+  const auto s = load_scenario(scenario);
+  const auto r = overlapsim::testing::simulate(s, "cdp-v2");
+  int checked = 0;
+  for (const auto& e : r.trace.events) {
+    if (e.category != OpCategory::comm || !(e.bytes > 0) ||
+        !r.trace.name_of(e.name).starts_with("send"))
+      continue;
+    // A send waits for its receiver at most; the shortest ones are the transfer alone.
+    EXPECT_GE(e.end - e.start, 3e-3 + e.bytes / 2.5e7 - 1e-9) << r.trace.name_of(e.name);
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
+  double shortest = 1e9, its_bytes = 0;
+  for (const auto& e : r.trace.events)
+    if (e.category == OpCategory::comm && e.bytes > 0 &&
+        r.trace.name_of(e.name).starts_with("send") && e.end - e.start < shortest)
+      shortest = e.end - e.start, its_bytes = e.bytes;
+  EXPECT_NEAR(shortest, 3e-3 + its_bytes / 2.5e7, 1e-6);
+}
+
 } // namespace
 } // namespace overlapsim::spec

@@ -67,6 +67,49 @@ std::vector<spec::SizeTime> sweep(RealWorker& w, const Group& group, BufferId bu
   return points;
 }
 
+// One message between the group's first two ranks: a ping-pong (index 0 sends then receives,
+// index 1 receives then sends; the others only pass the barrier), half the round trip as index 0
+// saw it. CDP relays its gradient sums this way, and a CPU's Gloo sends a message at a cost of
+// its own, not the all-reduce fit's.
+std::vector<spec::SizeTime> ping_pong(RealWorker& w, const Group& group, BufferId buffer,
+                                      const ProfileOptions& o, double max_bytes) {
+  std::vector<spec::SizeTime> points;
+  const int sizes = std::max(2, o.sizes);
+  const int me = group.index_of(w.rank());
+  for (int i = 0; i < sizes; ++i) {
+    const double bytes = o.min_bytes * std::pow(max_bytes / o.min_bytes, i / (sizes - 1.0));
+    const auto elements = std::max<std::int64_t>(1, std::llround(bytes / 4));
+    std::vector<double> times;
+    for (int r = -1; r < o.repeats; ++r) { // one untimed warm-up
+      CollectiveCall barrier;
+      barrier.op = CollectiveOp::barrier;
+      barrier.group = &group;
+      barrier.name = "barrier";
+      w.run(barrier);
+      if (me > 1)
+        continue;
+      CollectiveCall send, recv;
+      send.op = CollectiveOp::send;
+      recv.op = CollectiveOp::recv;
+      send.group = recv.group = &group;
+      send.peer = recv.peer = group.ranks[static_cast<std::size_t>(1 - me)];
+      send.tag = recv.tag = 7;
+      send.data = recv.data = Slice{buffer, 0, elements};
+      send.name = recv.name = "profile";
+      const std::size_t before = w.trace().events.size();
+      w.run(me == 0 ? send : recv);
+      w.run(me == 0 ? recv : send);
+      const auto& first = w.trace().events[before];
+      const auto& second = w.trace().events.back();
+      if (r >= 0)
+        times.push_back((second.end - first.start) / 2);
+    }
+    if (me == 0)
+      points.push_back(spec::SizeTime{static_cast<double>(elements) * 4, median(times)});
+  }
+  return points;
+}
+
 // The alpha-beta fit, or, when noise makes the times not grow with size (a fast loopback and a
 // small model), the bound the largest size gives: no latency, its bandwidth. The residual in the
 // profile says how well either describes the points.
@@ -263,6 +306,9 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
       else
         ops.push_back(fit);
     }
+    const auto messages = ping_pong(w, group, scratch, o, max_bytes);
+    if (!messages.empty())
+      ops.push_back(robust_fit("send_recv", 2, messages));
   };
   if (topo.world_size() > 1) {
     if (topo.nodes() > 1)

@@ -18,7 +18,8 @@ struct ProfileOptions {
 };
 
 // Every rank of the job calls it (the collective sweep needs them all); all ranks return the
-// same link fits and their own compute timings.
+// same collective fits and their own compute timings; the point-to-point fit (`send_recv`), a
+// ping-pong between ranks 0 and 1, only rank 0, which writes the profile.
 spec::Calibration profile_costs(RealContext& context, int rank, const ProfileOptions& options);
 
 } // namespace overlapsim::real
