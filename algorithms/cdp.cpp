@@ -137,18 +137,21 @@ public:
         int stage = n_ - 1 - k;
         // The complete sum: the last worker made it in its lap-one buffer, the others receive it.
         Slice sum;
-        if (last) {
+        if (last)
           stage = stage_of(w_.await(kReduced));
+        const auto [from, to] = lap_two_route(stage);
+        if (last) {
           sum = stage_slice(partial_[step % kRingBuffers], stage);
         } else {
           sum = stage_slice(complete_[step % kRingBuffers], stage);
-          w_.run(p2p(CollectiveOp::recv, stage, kComplete, step, prev_, *to_prev_, sum));
+          w_.run(p2p(CollectiveOp::recv, stage, kComplete, step, from, pair(from), sum));
         }
+        // Passed on before the local update: the next worker's copy does not depend on it.
+        if (to >= 0)
+          sends.push_back(
+              w_.start(p2p(CollectiveOp::send, stage, kComplete, step, to, pair(to), sum)));
         update(stage, step, sum);
         w_.notify(kParams, encode(step, stage));
-        if (next_ != world - 1)
-          sends.push_back(
-              w_.start(p2p(CollectiveOp::send, stage, kComplete, step, next_, *to_next_, sum)));
       }
       retire(sends, previous);
     }
@@ -158,6 +161,30 @@ public:
   }
 
 private:
+  // Lap two's route for `stage`: (the worker this one receives the complete sum from, the one it
+  // passes it to), -1 where none. The last worker starts every route. Under CDP-v2 it sends
+  // straight to the worker whose next forward of the stage has no slack, i = N-1-j (that forward
+  // starts as the last backward of the stage ends), which relays it on in ring order: workers
+  // i > N-1-j have 2 (i - (N-1-j)) time steps of slack, one per hop for each two, and the others
+  // use the older version. Around the ring from worker 0 instead, the boundary worker of stage
+  // j = 1 would wait for N-1 hops. CDP-v1 needs no version before the next step: ring order.
+  std::pair<int, int> lap_two_route(int stage) const {
+    const int world = w_.topology().world_size();
+    const int last = world - 1, me = w_.rank();
+    const int others = world - 1; // workers 0..N-2, in a cycle
+    const int start = o_.rule == Rule::v2 ? (world - 1 - stage) % others : 0;
+    auto chain = [&](int k) { return k == 0 ? last : (start + k - 1) % others; };
+    int position = 0;
+    while (chain(position) != me)
+      ++position;
+    return {position == 0 ? -1 : chain(position - 1),
+            position + 1 < world ? chain(position + 1) : -1};
+  }
+
+  const Group& pair(int peer) const {
+    return w_.topology().group({std::min(peer, w_.rank()), std::max(peer, w_.rank())});
+  }
+
   int total_steps() const {
     return w_.scenario().training.warmup_steps + w_.scenario().training.steps;
   }

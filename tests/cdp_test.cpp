@@ -186,6 +186,39 @@ TEST(Cdp, SpreadTransfersBeatDdpWhenCommunicationIsNearCompute) {
   EXPECT_NEAR(v1.metrics.iteration_time_s, 0.084, 0.03 * 0.084);
 }
 
+TEST(Cdp, V2SendsEachUpdateStraightToTheWorkerWithoutSlack) {
+  // 4 workers, 4 stages of 25M parameters (50 MB of bf16 sums, 5 ms a hop at 10 GB/s), forward
+  // 5 ms and backward 10 ms a stage. Under CDP-v2 worker i's forward of stage N-1-i starts as the
+  // last worker's backward of that stage ends: zero slack. Relayed around the ring from worker 0,
+  // the complete sum of stage 1 reached worker 2 after 3 hops (15 ms): 12.3% idle and slower than
+  // DDP. Sent straight to that worker and relayed on from there, every boundary waits one hop at
+  // most, and the other workers, whose slack grows by two time steps a hop, do not wait.
+  const auto s = scenario_from(R"(name: cdp-boundary
+cluster:
+  nodes: 4
+  gpus_per_node: 1
+  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}
+  inter_node: {bandwidth: 10GB/s, latency: 1us}
+model:
+  layers:
+    - {name: s, params: 25M, fwd_flops_per_sample: 0.5T, bwd_flops_per_sample: 1T, repeat: 4}
+training: {micro_batch: 1, seq_len: 1, steps: 6, optimizer: sgd}
+algorithms: [ddp]
+)");
+  const auto ddp = simulate(s, "ddp");
+  const auto v1 = simulate(s, "cdp-v1");
+  const auto v2 = simulate(s, "cdp-v2");
+  EXPECT_LT(v2.metrics.idle_fraction_mean, 0.03);
+  EXPECT_LT(v2.metrics.iteration_time_s, ddp.metrics.iteration_time_s);
+  // 60 ms of compute a step; v2 pays its boundary hops within 5% of v1's slack-rich cycle.
+  EXPECT_GT(v2.metrics.iteration_time_s, 0.060);
+  EXPECT_NEAR(v2.metrics.iteration_time_s, v1.metrics.iteration_time_s,
+              0.05 * v1.metrics.iteration_time_s);
+  // The same bytes as the ring: each worker but the route's end sends each stage's sum once.
+  EXPECT_NEAR(v2.metrics.comm_bytes_per_step, v1.metrics.comm_bytes_per_step,
+              1e-9 * v1.metrics.comm_bytes_per_step);
+}
+
 TEST(Cdp, AStragglerSetsTheCyclesPace) {
   // GPU 2 is 2x slower: its step takes 160 ms and the cycle follows it; the others wait for its
   // gradients and parameters, about half of the time.

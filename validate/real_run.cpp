@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <sys/resource.h>
 #include <thread>
@@ -80,41 +81,32 @@ public:
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
   ~Job() {
-    for (auto& [key, pg] : groups_)
+    for (auto& [key, slot] : groups_)
       try {
-        shutdown(*pg);
+        if (slot->pg)
+          shutdown(*slot->pg);
       } catch (const std::exception&) {
         // Already failing or exiting: the first error has been reported.
       }
   }
 
+  // Created on first use by the group's members. Only the lookup holds the lock: a Gloo or NCCL
+  // group's construction waits for every member to construct it too, and with the lock held the
+  // other stream's thread could not create a group another rank waits on (CDP's pairs deadlocked).
   CommBackendPtr group(const Group& g, StreamKind stream) {
-    std::lock_guard lock(mutex_);
-    auto& pg = groups_[{g.id, static_cast<int>(stream)}];
-    if (pg)
-      return pg;
-    const auto timeout = std::chrono::milliseconds(std::llround(options_.timeout_s * 1000));
-    auto prefix = c10::make_intrusive<c10d::PrefixStore>(
-        fmt::format("group{}/stream{}", g.id, static_cast<int>(stream)), store_);
-    const int index = g.index_of(env_.rank);
-#ifdef USE_C10D_NCCL
-    if (options_.backend == "nccl") {
-      auto o = c10d::ProcessGroupNCCL::Options::create();
-      o->timeout = timeout;
-      pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefix, index, g.size(), o);
-      return pg;
+    GroupSlot* slot = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      auto& p = groups_[{g.id, static_cast<int>(stream)}];
+      if (!p)
+        p = std::make_unique<GroupSlot>();
+      slot = p.get();
     }
-#endif
-    auto o = c10d::ProcessGroupGloo::Options::create(timeout);
-    o->devices.push_back(device_);
-    o->threads = 1; // one op at a time per group, in issue order, as on one NCCL stream
-    pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefix, index, g.size(), o);
-    return pg;
+    std::call_once(slot->once, [&] { slot->pg = create_group(g, stream); });
+    return slot->pg;
   }
 
-  c10d::Store& store() {
-    return *store_;
-  }
+  c10d::Store& store() { return *store_; }
 
   // Every rank arrives before any leaves (a store counter: works before any group exists).
   void barrier(const std::string& name) {
@@ -132,12 +124,40 @@ public:
   }
 
 private:
+  struct GroupSlot {
+    std::once_flag once;
+    CommBackendPtr pg;
+  };
+
+  CommBackendPtr create_group(const Group& g, StreamKind stream) {
+    const auto timeout = std::chrono::milliseconds(std::llround(options_.timeout_s * 1000));
+    // Named by its ranks, not its id: ids follow the order in which each process first asked for
+    // a group, which differs between ranks (CDP's pairs).
+    std::string name = "group";
+    for (const int r : g.ranks)
+      name += fmt::format("-{}", r);
+    auto prefix = c10::make_intrusive<c10d::PrefixStore>(
+        fmt::format("{}/stream{}", name, static_cast<int>(stream)), store_);
+    const int index = g.index_of(env_.rank);
+#ifdef USE_C10D_NCCL
+    if (options_.backend == "nccl") {
+      auto o = c10d::ProcessGroupNCCL::Options::create();
+      o->timeout = timeout;
+      return c10::make_intrusive<c10d::ProcessGroupNCCL>(prefix, index, g.size(), o);
+    }
+#endif
+    auto o = c10d::ProcessGroupGloo::Options::create(timeout);
+    o->devices.push_back(device_);
+    o->threads = 1; // one op at a time per group, in issue order, as on one NCCL stream
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(prefix, index, g.size(), o);
+  }
+
   JobEnv env_;
   WorkerOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::shared_ptr<::gloo::transport::Device> device_;
   std::mutex mutex_;
-  std::map<std::pair<int, int>, CommBackendPtr> groups_;
+  std::map<std::pair<int, int>, std::unique_ptr<GroupSlot>> groups_;
 };
 
 std::string encode_losses(const std::vector<LossRecord>& losses) {
