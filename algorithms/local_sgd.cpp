@@ -60,6 +60,9 @@ public:
         call.name = fmt::format("average layer {}", l);
         call.step = step;
         w_.run(call);
+        // The optimizer continues from the average (Eq. 5), not from its own master copy.
+        w_.reload_master(call.data,
+                         state_.layout.layer(state_.optimizer_state, static_cast<int>(l)));
       }
       w_.notify(kSyncDone);
     }

@@ -152,6 +152,11 @@ public:
   virtual void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) = 0;
   virtual void optimizer_step(const OptimizerStep& op) = 0;
   virtual void outer_step(const OuterStep& op) = 0;
+  // The optimizer's master copy of `state`'s elements becomes `params` (moments and step counts
+  // stay): what an algorithm calls after writing parameters the optimizer updates by other means
+  // (local SGD's average), or the next step continues from the master and undoes the write.
+  // Without a master copy (fp32 training, K without it) the simulator charges nothing.
+  virtual void reload_master(Slice params, Slice state) = 0;
 
   // Element-wise data movement on the calling stream (device memory bandwidth in simulation):
   // to = from, to += from, to = value. Slices of one call have the same count (fill: `to` only).

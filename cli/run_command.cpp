@@ -3,6 +3,7 @@
 #include "algorithms/algorithm.h"
 #include "cli/plots.h"
 #include "cli/report.h"
+#include "cli/time_to_target.h"
 #include "cli/work_budget.h"
 #include "hw/units.h"
 #include "spec/loader.h"
@@ -53,6 +54,7 @@ SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
   add_analysis(row, analyze(trace, row.metrics));
+  add_supplied_time_to_target(row, s);
   auto all_warnings = warnings;
   if (row.metrics.peak_memory_bytes > s.cluster.gpu.memory_bytes)
     all_warnings.push_back(

@@ -2,6 +2,7 @@
 
 #include "cli/plots.h"
 #include "cli/run_command.h"
+#include "cli/time_to_target.h"
 #include "hw/units.h"
 #include "spec/calibration.h"
 #include "spec/loader.h"
@@ -30,8 +31,9 @@
 namespace overlapsim::cli {
 
 const std::vector<std::string>& real_algorithm_names() {
-  static const std::vector<std::string> names = {"ddp",  "s-sgd",  "zero1",  "dpu",      "acco-wp",
-                                                 "acco", "cdp-v1", "cdp-v2", "local-sgd"};
+  static const std::vector<std::string> names = {"ddp",       "s-sgd",     "zero1",    "dpu",
+                                                 "acco",      "acco-wp",   "cdp-v1",   "cdp-v2",
+                                                 "local-sgd", "plsgd-enp", "dreamddp", "diloco"};
   return names;
 }
 
@@ -148,7 +150,7 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
   if (result.calibration)
     predicted.model.profile = predicted.cluster.calibration = profile_path;
   std::vector<sim::SimulationResult> sims;
-  const auto predicted_rows = simulate_rows(predicted, false, &sims);
+  auto predicted_rows = simulate_rows(predicted, false, &sims);
 
   // Measured rows, with speedups against the measured ddp when it ran.
   std::vector<SummaryRow> measured_rows;
@@ -161,6 +163,14 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
   for (auto& r : measured_rows) {
     r.speedup_vs_ddp = ddp > 0 ? r.metrics.throughput_samples_s / ddp : 0.0;
     r.gpu_memory_bytes = machine_memory_bytes();
+  }
+  // Time to target on the run's own measured curve, for the measured and the predicted row.
+  for (std::size_t i = 0; i < result.runs.size(); ++i) {
+    std::vector<spec::LossPoint> curve;
+    for (const auto& l : result.runs[i].loss)
+      curve.push_back(spec::LossPoint{l.samples, l.loss});
+    add_time_to_target(measured_rows[i], real, &curve, "measured");
+    add_time_to_target(predicted_rows[i], predicted, &curve, "measured");
   }
 
   // comparison.json / .csv

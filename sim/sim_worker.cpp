@@ -210,6 +210,15 @@ void SimWorker::outer_step(const OuterStep& op) {
           MicroBatch{op.step, -1});
 }
 
+void SimWorker::reload_master(Slice params, Slice) {
+  // The 16-bit parameters read, the fp32 master written; fp32 training has no master copy
+  // (model_state.h: K counts it only for 16-bit models).
+  const auto dtype = ctx_.scenario.model.dtype;
+  if (dtype == spec::Dtype::fp32)
+    return;
+  memory_op("reload master", static_cast<double>(params.count) * (spec::dtype_bytes(dtype) + 4.0));
+}
+
 void SimWorker::memory_op(const char* name, double bytes) {
   const double seconds = bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
   compute(OpCategory::copy, name, seconds * ctx_.platform.nominal_speed, MicroBatch{-1, -1});

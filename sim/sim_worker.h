@@ -45,6 +45,7 @@ public:
   void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) override;
   void optimizer_step(const OptimizerStep& op) override;
   void outer_step(const OuterStep& op) override;
+  void reload_master(Slice params, Slice state) override;
   void copy(Slice from, Slice to) override;
   void accumulate(Slice from, Slice to) override;
   void fill(Slice to, double value) override;

@@ -6,6 +6,7 @@
 #include "spec/layer_table.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h> // fmt::join (in <fmt/format.h> before fmt 11)
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
@@ -695,7 +696,8 @@ SeqLenDistribution read_seq_len_distribution(const Entry& e, int seq_len) {
 
 TrainingSpec read_training(const Entry& e) {
   e.expect_map({"micro_batch", "seq_len", "seq_len_distribution", "grad_accum", "steps",
-                "warmup_steps", "optimizer", "learning_rate", "weight_decay"});
+                "warmup_steps", "optimizer", "learning_rate", "weight_decay", "target_loss",
+                "loss_curve"});
   TrainingSpec t;
   t.micro_batch = static_cast<int>(e.child("micro_batch").integer(1, 1 << 24));
   if (e.has("seq_len"))
@@ -718,7 +720,37 @@ TrainingSpec read_training(const Entry& e) {
                                                       : 1e-2;
   if (e.has("weight_decay"))
     t.weight_decay = e.child("weight_decay").number(0, 1e3);
+  if (e.has("target_loss"))
+    t.target_loss = e.child("target_loss").number(0, 1e6);
+  if (e.has("loss_curve")) {
+    const Entry c = e.child("loss_curve");
+    t.loss_curve = c.path_value();
+    try {
+      t.loss_curves = read_loss_curves(t.loss_curve);
+    } catch (const std::runtime_error& err) {
+      c.fail(err.what());
+    }
+  }
   return t;
+}
+
+// A supplied loss curve names algorithms by label: one that names none of the scenario's is a
+// misspelling, not a curve to ignore.
+void check_loss_curve_labels(const Entry& training, const Scenario& s) {
+  if (s.training.loss_curves.empty())
+    return;
+  std::vector<std::string> labels;
+  for (const auto& a : s.algorithms) {
+    if (s.training.loss_curves.contains(a.label))
+      return;
+    labels.push_back(a.label);
+  }
+  std::vector<std::string> named;
+  for (const auto& [label, curve] : s.training.loss_curves)
+    named.push_back(label);
+  training.child("loss_curve")
+      .fail(fmt::format("the curves are of {}, none of the scenario's algorithms ({})",
+                        fmt::join(named, ", "), fmt::join(labels, ", ")));
 }
 
 bool is_file_label(const std::string& label) {
@@ -878,6 +910,7 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
   s.training = read_training(top.child("training"));
   s.model = read_model(top.child("model"), s.training, s.cluster);
   s.algorithms = read_algorithms(top.child("algorithms"));
+  check_loss_curve_labels(top.child("training"), s);
   s.output = read_output(Entry(ctx, root["output"], "output"), s.name);
   return s;
 }
@@ -1052,7 +1085,10 @@ nlohmann::json to_json(const Scenario& s) {
         {"warmup_steps", s.training.warmup_steps},
         {"optimizer", to_string(s.training.optimizer)},
         {"learning_rate", s.training.learning_rate},
-        {"weight_decay", s.training.weight_decay}}},
+        {"weight_decay", s.training.weight_decay},
+        {"target_loss", s.training.target_loss ? nlohmann::json(*s.training.target_loss)
+                                               : nlohmann::json(nullptr)},
+        {"loss_curve", s.training.loss_curve}}},
       {"algorithms", algorithms},
       {"output", {{"dir", s.output.dir}, {"traces", s.output.traces}, {"plots", s.output.plots}}},
   };

@@ -5,9 +5,11 @@
 
 #include "hw/model.h"
 #include "hw/presets.h"
+#include "spec/loss_curve.h"
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +112,11 @@ struct TrainingSpec {
   // Used by real runs (validate/); the simulator's timing does not depend on them.
   double learning_rate = 1e-3;
   double weight_decay = 0;
+  // Time to target (docs/SCENARIO.md): the loss to reach, and loss curves supplied for it (a
+  // real run's own curve is its measured one).
+  std::optional<double> target_loss;
+  std::string loss_curve; // the file, resolved against the scenario's directory
+  LossCurves loss_curves; // its contents, by algorithm label
 };
 
 // An algorithm entry with its options, kept as text plus where it was written so that the

@@ -91,4 +91,13 @@ void apply_optimizer(const OptimizerConfig& c, OptimizerSlots& s, const torch::T
   out.copy_(p);
 }
 
+void apply_outer_step(torch::Tensor params, torch::Tensor anchor, torch::Tensor momentum, double lr,
+                      double mu) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor delta = anchor - params;
+  momentum.mul_(mu).add_(delta);
+  anchor.sub_(delta.add_(momentum, mu), lr);
+  params.copy_(anchor);
+}
+
 } // namespace overlapsim::real

@@ -36,4 +36,11 @@ struct OptimizerSlots {
 void apply_optimizer(const OptimizerConfig& config, OptimizerSlots& slots,
                      const torch::Tensor& grad, torch::Tensor out, bool commit);
 
+// DiLoCo's outer step (Douillard et al. 2023, Algorithm 1 lines 8-9; algorithms/runtime.h,
+// OuterStep): with Delta = anchor - params the averaged pseudo-gradient, Nesterov momentum as
+// torch.optim.SGD(nesterov=True): momentum = mu momentum + Delta, anchor -= lr (Delta + mu
+// momentum), then params = anchor.
+void apply_outer_step(torch::Tensor params, torch::Tensor anchor, torch::Tensor momentum, double lr,
+                      double mu);
+
 } // namespace overlapsim::real

@@ -73,7 +73,8 @@ void RealWorker::enter(StreamKind stream) {
 }
 
 RealWorker::RealWorker(RealContext& context, int rank)
-    : ctx_(context), rank_(rank), streams_(context.device, context.start) {
+    : ctx_(context), rank_(rank), optimizer_(context.optimizer),
+      streams_(context.device, context.start) {
   slowdown_ = ctx_.scenario.cluster.slowdown_of(rank);
   trace_.workers = ctx_.topology.world_size();
   trace_.gpus_per_node = ctx_.topology.gpus_per_node();
@@ -297,19 +298,13 @@ void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, Buf
 void RealWorker::optimizer_step(const OptimizerStep& op) {
   const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
-  auto& slots = optimizer_[{op.state.buffer, op.state.offset}];
-  if (!slots.master.defined())
-    slots.master = tensor(op.params).clone();
-  if (slots.master.numel() != op.grads.count)
-    throw std::logic_error(fmt::format("worker {}: optimizer step of {} gradients on a state of {}",
-                                       rank_, op.grads.count, slots.master.numel()));
   torch::Tensor grad = tensor(op.grads);
   if (op.divisor.buffer >= 0)
     grad = grad / tensor(op.divisor).sum().item<double>();
   else
     grad = grad * op.grad_scale;
-  apply_optimizer(ctx_.optimizer, slots, grad, tensor(op.out.buffer >= 0 ? op.out : op.params),
-                  op.commit);
+  optimizer_.step(op.state, tensor(op.params), grad,
+                  tensor(op.out.buffer >= 0 ? op.out : op.params), op.commit);
   record(current_stream, OpCategory::optimizer, op.commit ? "optimizer step" : "optimizer estimate",
          start, finish_op(start), {op.step, -1});
 }
@@ -317,18 +312,18 @@ void RealWorker::optimizer_step(const OptimizerStep& op) {
 void RealWorker::outer_step(const OuterStep& op) {
   const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
-  torch::Tensor params = tensor(op.params), anchor = tensor(op.anchor), m = tensor(op.momentum);
-  // algorithms/runtime.h: Delta = anchor - params (the averaged pseudo-gradient), Nesterov.
-  torch::Tensor delta = anchor - params;
-  m.mul_(op.mu).add_(delta);
-  anchor.sub_(delta.add_(m, op.mu), op.lr);
-  params.copy_(anchor);
+  torch::Tensor params = tensor(op.params);
+  apply_outer_step(params, tensor(op.anchor), tensor(op.momentum), op.lr, op.mu);
   // The inner optimizer's master copy continues from the new parameters, not its own.
-  if (const auto it = optimizer_.find({op.inner_state.buffer, op.inner_state.offset});
-      it != optimizer_.end() && it->second.master.defined())
-    it->second.master.copy_(params);
+  optimizer_.reload(op.inner_state, params);
   record(current_stream, OpCategory::optimizer, "outer step", start, finish_op(start),
          {op.step, -1});
+}
+
+void RealWorker::reload_master(Slice params, Slice state) {
+  const StreamMark start = streams_.mark();
+  optimizer_.reload(state, tensor(params));
+  record(current_stream, OpCategory::copy, "reload master", start, finish_op(start), {-1, -1});
 }
 
 void RealWorker::copy(Slice from, Slice to) {

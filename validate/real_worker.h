@@ -13,6 +13,7 @@
 
 #include "validate/c10d_compat.h"
 #include "validate/device_streams.h"
+#include "validate/optimizer_store.h"
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -67,6 +68,7 @@ public:
   void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) override;
   void optimizer_step(const OptimizerStep& op) override;
   void outer_step(const OuterStep& op) override;
+  void reload_master(Slice params, Slice state) override;
   void copy(Slice from, Slice to) override;
   void accumulate(Slice from, Slice to) override;
   void fill(Slice to, double value) override;
@@ -121,7 +123,7 @@ private:
   BufferId bound_params_ = -1, bound_grads_ = -1;
   std::map<std::pair<int, int>, Activations> activations_; // by (step, index)
   std::int64_t micro_batches_started_ = 0;
-  std::map<std::pair<BufferId, std::int64_t>, OptimizerSlots> optimizer_; // by state slice
+  OptimizerStore optimizer_;
   std::map<int, std::int64_t> seq_; // per group: collectives started
 
   std::mutex mutex_; // trace, signals and completion times: touched by both streams

@@ -3,6 +3,7 @@
 // backward gives the same gradients as one autograd pass.
 #include "algorithms/model_state.h"
 #include "spec/loader.h"
+#include "validate/optimizer_store.h"
 #include "validate/real_model.h"
 #include "validate/real_optimizer.h"
 #include "validate/shard_layout.h"
@@ -129,6 +130,80 @@ TEST(RealOptimizer, EstimateIsTheStepACommitTakes) {
     EXPECT_TRUE(torch::allclose(estimate, params, 1e-6, 1e-7))
         << static_cast<int>(kind) << ": " << estimate << " vs " << params;
   }
+}
+
+// An element keeps its master and moments whatever slice steps it (PLSGD-ENP steps a layer alone at
+// one local step and inside a run of layers at the next): stepping [0, 2) then [1, 3) then [0, 3)
+// with AdamW gives each element what stepping it alone with its own gradients gives.
+TEST(OptimizerStore, StateBelongsToElementsNotSlices) {
+  OptimizerConfig c;
+  c.lr = 0.1;
+  c.weight_decay = 0.01;
+  OptimizerStore store(c);
+  auto params = torch::tensor({1.0f, -2.0f, 0.5f});
+  const auto g1 = torch::tensor({0.5f, -0.25f, 0.0f}), g2 = torch::tensor({0.0f, 0.3f, -1.0f}),
+             g3 = torch::tensor({-0.2f, 0.1f, 0.7f});
+  store.step(Slice{0, 0, 2}, params.narrow(0, 0, 2), g1.narrow(0, 0, 2), params.narrow(0, 0, 2),
+             true);
+  store.step(Slice{0, 1, 2}, params.narrow(0, 1, 2), g2.narrow(0, 1, 2), params.narrow(0, 1, 2),
+             true);
+  store.step(Slice{0, 0, 3}, params, g3, params, true);
+  // Element by element: 0 takes g1, g3; 1 takes g1, g2, g3; 2 takes g2, g3.
+  const std::vector<std::vector<float>> grads = {
+      {0.5f, -0.2f}, {-0.25f, 0.3f, 0.1f}, {-1.0f, 0.7f}};
+  const std::vector<float> start = {1.0f, -2.0f, 0.5f};
+  for (std::size_t i = 0; i < 3; ++i) {
+    OptimizerSlots alone;
+    alone.master = torch::tensor({start[i]});
+    auto out = torch::zeros({1});
+    for (float g : grads[i])
+      apply_optimizer(c, alone, torch::tensor({g}), out, true);
+    EXPECT_NEAR(params[static_cast<std::int64_t>(i)].item<double>(), out.item<double>(), 1e-7)
+        << "element " << i;
+  }
+}
+
+// Local SGD's average written into the parameters must reach the master copy: after a reload the
+// next step starts from the reloaded values (SGD: p - lr g), without it from the old master.
+TEST(OptimizerStore, ReloadedMasterIsWhereTheNextStepStarts) {
+  OptimizerConfig c;
+  c.kind = spec::Optimizer::sgd;
+  c.lr = 0.5;
+  OptimizerStore store(c);
+  auto params = torch::tensor({1.0f, 2.0f});
+  store.step(Slice{3, 0, 2}, params, torch::tensor({1.0f, 1.0f}), params, true); // 0.5, 1.5
+  params.copy_(torch::tensor({0.25f, 4.0f})); // e.g. the workers' average
+  store.reload(Slice{3, 1, 1}, params.narrow(0, 1, 1));
+  EXPECT_NEAR(store.master(Slice{3, 0, 2})[1].item<double>(), 4.0, 1e-7);
+  store.step(Slice{3, 0, 2}, params, torch::tensor({1.0f, 1.0f}), params, true);
+  EXPECT_NEAR(params[0].item<double>(), 0.5 - 0.5, 1e-7); // not reloaded: from its master 0.5
+  EXPECT_NEAR(params[1].item<double>(), 4.0 - 0.5, 1e-7); // reloaded: from 4
+}
+
+// DiLoCo's outer step by hand over two periods (lr 0.7, mu 0.9): Delta = 1 - 0.8 = 0.2,
+// momentum 0.2, anchor 1 - 0.7 (0.2 + 0.9 x 0.2) = 0.734; then Delta = 0.734 - 0.634 = 0.1,
+// momentum 0.9 x 0.2 + 0.1 = 0.28, anchor 0.734 - 0.7 (0.1 + 0.9 x 0.28) = 0.4876. LibTorch's
+// own SGD with Nesterov momentum on the pseudo-gradient takes the same steps.
+TEST(RealOptimizer, OuterStepIsNesterovOnThePseudoGradient) {
+  auto anchor = torch::tensor({1.0}, torch::kFloat64),
+       momentum = torch::zeros({1}, torch::kFloat64);
+  auto params = torch::tensor({0.8}, torch::kFloat64);
+  apply_outer_step(params, anchor, momentum, 0.7, 0.9);
+  EXPECT_NEAR(anchor.item<double>(), 0.734, 1e-12);
+  EXPECT_NEAR(params.item<double>(), 0.734, 1e-12);
+  EXPECT_NEAR(momentum.item<double>(), 0.2, 1e-12);
+  params.sub_(0.1);
+  apply_outer_step(params, anchor, momentum, 0.7, 0.9);
+  EXPECT_NEAR(momentum.item<double>(), 0.28, 1e-12);
+  EXPECT_NEAR(params.item<double>(), 0.4876, 1e-12);
+
+  auto theta = torch::tensor({1.0}, torch::kFloat64).requires_grad_(true);
+  torch::optim::SGD sgd({theta}, torch::optim::SGDOptions(0.7).momentum(0.9).nesterov(true));
+  for (double delta : {0.2, 0.1}) {
+    theta.mutable_grad() = torch::tensor({delta}, torch::kFloat64);
+    sgd.step();
+  }
+  EXPECT_NEAR(theta.item<double>(), 0.4876, 1e-12);
 }
 
 // NCCL's equal shards end to end, from and to shard()'s layout: 10 elements in 4 shards are

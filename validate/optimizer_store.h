@@ -1,0 +1,64 @@
+// The optimizer state of one real worker, element by element: for every state buffer an algorithm
+// declared (algorithms/runtime.h, OptimizerStep::state), the master copy of the parameters and the
+// moments of each element, and how many steps each element has committed (AdamW's bias
+// correction, Loshchilov & Hutter 2019, Algorithm 2 line 9-10).
+//
+// State belongs to elements, not to the slices a step names: PLSGD-ENP and DreamDDP step a layer
+// on its own at one local step and inside a run of layers at the next (DreamDDP paper, Eq. 5), and
+// an element keeps its master and moments whatever slice it was stepped in before. Keying the state
+// by slice gave such an element fresh moments, or a slice of another extent.
+//
+// The master copy is what the optimizer updates: whatever else writes the parameters (local SGD's
+// average, DiLoCo's outer step) has to reload it, or the next step continues from the worker's own
+// un-averaged master and the average is lost (wrong for any optimizer that is not linear in the
+// gradient, AdamW).
+#pragma once
+
+#include "algorithms/runtime.h"
+#include "validate/real_optimizer.h"
+
+#include <map>
+#include <mutex>
+
+namespace overlapsim::real {
+
+class OptimizerStore {
+public:
+  explicit OptimizerStore(OptimizerConfig config) : config_(config) {}
+
+  // One optimizer step of `state`'s elements with gradient `grad` (already averaged): the master
+  // of elements never stepped nor reloaded starts from `params`; the result goes to `out`. Without
+  // commit the state is left as it was (ACCO's estimate, Algorithm 1 line 27).
+  void step(Slice state, const torch::Tensor& params, const torch::Tensor& grad, torch::Tensor out,
+            bool commit);
+
+  // The master copy of `state`'s elements becomes `params`; moments and step counts stay.
+  void reload(Slice state, const torch::Tensor& params);
+
+  // The master copy of `state`'s elements (for tests); elements never stepped read as zero.
+  torch::Tensor master(Slice state);
+
+private:
+  struct Segment {
+    std::int64_t steps = 0;
+    bool initialised = false; // the master holds this element
+    bool operator==(const Segment&) const = default;
+  };
+  // The state of one buffer's elements [0, size): segments of equal state keyed by their first
+  // element, each running to the next key (the last to the size).
+  struct BufferState {
+    torch::Tensor master, m, v;
+    std::map<std::int64_t, Segment> segments;
+    std::int64_t size() const { return master.defined() ? master.numel() : 0; }
+  };
+
+  BufferState& prepare(Slice state, const torch::Tensor& like);
+  static void split(BufferState& b, std::int64_t at);
+  static void merge(BufferState& b);
+
+  OptimizerConfig config_;
+  std::mutex mutex_; // the compute stream steps while the communication stream reloads
+  std::map<BufferId, BufferState> buffers_;
+};
+
+} // namespace overlapsim::real
