@@ -3,6 +3,7 @@
 #include "algorithms/acco.h"
 #include "algorithms/cdp.h"
 #include "algorithms/ddp.h"
+#include "algorithms/fsdp.h"
 #include "algorithms/local_sgd.h"
 #include "algorithms/zero1.h"
 #include "spec/loader.h"
@@ -21,6 +22,7 @@ const std::map<std::string, Factory>& registry() {
       {"ddp", make_ddp},
       {"s-sgd", make_s_sgd},
       {"zero1", make_zero1},
+      {"fsdp", make_fsdp},
       {"dpu", make_dpu},
       {"acco-wp", make_acco_wp},
       {"acco", make_acco},

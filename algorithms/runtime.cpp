@@ -1,5 +1,8 @@
 #include "algorithms/runtime.h"
 
+#include <fmt/format.h>
+#include <stdexcept>
+
 namespace overlapsim {
 
 const char* to_string(OpCategory category) {
@@ -60,6 +63,12 @@ const char* to_string(CollectiveOp op) {
     return "barrier";
   }
   return "?";
+}
+
+void Worker::elementwise(const ElementwiseOp& op) {
+  throw std::logic_error(
+      fmt::format("worker {}: this runtime cannot run '{}' (compression ops are simulated only)",
+                  rank(), op.name));
 }
 
 } // namespace overlapsim

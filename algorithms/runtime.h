@@ -35,6 +35,10 @@ struct BufferDecl {
   MemoryCategory category = MemoryCategory::buffers;
   std::int64_t elements = 0;
   double element_bytes = 2;
+  // Elements the memory model counts, when fewer than `elements` live at once (-1: all). FSDP's
+  // unsharded flat parameters are addressed as a whole but allocated one wrap unit at a time and
+  // freed after use (PyTorch resizes their storage to 0), so only the working set is resident.
+  std::int64_t resident = -1;
 };
 struct Slice {
   BufferId buffer = -1;
@@ -115,6 +119,18 @@ struct OptimizerStep {
                       // micro-batch count, Algorithm 1 lines 27 and 36) instead of grad_scale
 };
 
+// Element-wise work that is neither a layer nor a plain copy: gradient compression (DeMo's chunked
+// DCT-II, top-k and inverse DCT, a replicator's selection), momentum updates and DeMo-SGD's signed
+// update. On a GPU these stream their operands through HBM once or twice and do little arithmetic,
+// so they are priced as memory-bound: `count` x `bytes_per_element` bytes at HBM bandwidth.
+struct ElementwiseOp {
+  std::string name;                           // trace label, e.g. "dct encode + top-k"
+  OpCategory category = OpCategory::compress; // compress, or optimizer for the update
+  Slice data;                                 // the elements it runs over
+  double bytes_per_element = 0;               // HBM bytes read + written per element
+  int step = -1;
+};
+
 class Worker {
 public:
   virtual ~Worker() = default;
@@ -141,6 +157,9 @@ public:
   virtual void copy(Slice from, Slice to) = 0;
   virtual void accumulate(Slice from, Slice to) = 0;
   virtual void fill(Slice to, double value) = 0;
+  // Compression and decoupled-momentum work on the calling stream (see ElementwiseOp). The real
+  // runtime does not implement it yet: the default throws, naming the op.
+  virtual void elementwise(const ElementwiseOp& op);
 
   // Communication. start() returns at once; wait() blocks the calling stream until done.
   virtual CommHandle start(const CollectiveCall& call) = 0;

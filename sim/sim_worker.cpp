@@ -39,8 +39,9 @@ SimWorker::SimWorker(SimContext& context, int rank)
 
 BufferId SimWorker::declare(const BufferDecl& decl) {
   buffers_.push_back(decl);
+  const std::int64_t resident = decl.resident >= 0 ? decl.resident : decl.elements;
   static_memory_[static_cast<std::size_t>(decl.category)] +=
-      static_cast<double>(decl.elements) * decl.element_bytes;
+      static_cast<double>(resident) * decl.element_bytes;
   return static_cast<BufferId>(buffers_.size()) - 1;
 }
 
@@ -216,6 +217,12 @@ void SimWorker::accumulate(Slice from, Slice to) {
 
 void SimWorker::fill(Slice to, double) {
   memory_op("fill", static_cast<double>(to.count) * buffer(to.buffer).element_bytes);
+}
+
+void SimWorker::elementwise(const ElementwiseOp& op) {
+  const double seconds = static_cast<double>(op.data.count) * op.bytes_per_element /
+                         ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
+  compute(op.category, op.name, seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
 }
 
 void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::int64_t seq) {
