@@ -3,6 +3,8 @@
 #include "algorithms/acco.h"
 #include "algorithms/cdp.h"
 #include "algorithms/ddp.h"
+#include "algorithms/demo.h"
+#include "algorithms/flexdemo.h"
 #include "algorithms/fsdp.h"
 #include "algorithms/local_sgd.h"
 #include "algorithms/zero1.h"
@@ -23,6 +25,8 @@ const std::map<std::string, Factory>& registry() {
       {"s-sgd", make_s_sgd},
       {"zero1", make_zero1},
       {"fsdp", make_fsdp},
+      {"demo", make_demo},
+      {"flexdemo", make_flexdemo},
       {"dpu", make_dpu},
       {"acco-wp", make_acco_wp},
       {"acco", make_acco},

@@ -28,7 +28,14 @@ std::vector<LayerRange> wrap_units(const ParamLayout& layout, int layers_per_uni
 
 namespace {
 
-enum Signal : int { kGathered = 0, kEvent = 1, kReduced = 2, kStepDone = 3 };
+enum Signal : int {
+  kGathered = 0,
+  kEvent = 1,
+  kReduced = 2,
+  kStepDone = 3,
+  kEncoded = 4,
+  kExchanged = 5
+};
 
 // The compute stream tells the communication stream two things on one FIFO (it can wait on one
 // signal only): "done with the k-th gathered unit" (k >= 0, frees its buffer for a prefetch) and
@@ -36,13 +43,6 @@ enum Signal : int { kGathered = 0, kEvent = 1, kReduced = 2, kStepDone = 3 };
 constexpr std::int64_t grad_ready(int unit) {
   return -(unit + 1);
 }
-
-struct FsdpOptions {
-  int layers_per_unit = 1;
-  double unit_bytes = 0;
-  bool hybrid = false;
-  bool reshard_after_forward = true;
-};
 
 class FsdpProgram final : public WorkerProgram {
 public:
@@ -52,8 +52,10 @@ public:
     const double p = spec::dtype_bytes(s.model.dtype);
     layout_ = param_layout(s.model.spec);
     units_ = wrap_units(layout_, o.layers_per_unit, o.unit_bytes, p);
-    shard_group_ = o.hybrid ? &topo.intra_node(topo.node_of(w.rank())) : &topo.world();
-    replicas_ = o.hybrid && topo.nodes() > 1 ? &topo.replication(topo.local_of(w.rank())) : nullptr;
+    const bool hybrid = o.hybrid || o.replicator;
+    shard_group_ = hybrid ? &topo.intra_node(topo.node_of(w.rank())) : &topo.world();
+    if (hybrid && topo.nodes() > 1 && !o.replicator)
+      replicas_ = &topo.replication(topo.local_of(w.rank()));
     const int me = shard_group_->index_of(w.rank());
     const int parts = shard_group_->size();
 
@@ -72,7 +74,13 @@ public:
     params_ = w.declare({"params", MemoryCategory::params, total, p, owned + unsharded_params});
     grads_ = w.declare({"grads", MemoryCategory::grads, total, p, owned + unsharded_grads});
     state_ = w.declare({"optimizer_state", MemoryCategory::optimizer_state, owned,
-                        optimizer_state_bytes_per_param(s.training.optimizer, s.model.dtype), -1});
+                        o.replicator
+                            ? decoupled_state_bytes_per_param(s.model.dtype)
+                            : optimizer_state_bytes_per_param(s.training.optimizer, s.model.dtype),
+                        -1});
+    if (o.replicator)
+      replicator_.emplace(w, *o.replicator, topo.replication(topo.local_of(w.rank())),
+                          Slice{state_, 0, owned});
 
     std::int64_t state_offset = 0;
     for (const auto& u : units_) {
@@ -113,7 +121,15 @@ public:
         }
       }
       w_.await(kReduced);
-      for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (replicator_) {
+        // FlexDeMo, Algorithm 1: decoupled momentum on the shard, selection, exchange between
+        // replicas, shard update; the next forward's all-gathers rebuild the units.
+        replicator_->encode(step);
+        w_.notify(kEncoded);
+        w_.await(kExchanged);
+        replicator_->decode_and_update(step);
+      }
+      for (std::size_t u = 0; u < units_.size() && !replicator_; ++u) {
         const Slice& g = pieces_[u];
         w_.optimizer_step(OptimizerStep{Slice{params_, g.offset, g.count},
                                         Slice{grads_, g.offset, g.count}, state_pieces_[u], scale,
@@ -160,6 +176,11 @@ public:
       for (auto& h : replica_syncs)
         w_.wait(h);
       w_.notify(kReduced);
+      if (replicator_) {
+        w_.await(kEncoded);
+        replicator_->exchange(step);
+        w_.notify(kExchanged);
+      }
     }
   }
 
@@ -210,6 +231,7 @@ private:
   BufferId params_ = -1, grads_ = -1, state_ = -1;
   std::vector<Slice> pieces_;       // this rank's shard of each unit (offsets into params/grads)
   std::vector<Slice> state_pieces_; // where each shard's optimizer state lives
+  std::optional<Replicator> replicator_;
 };
 
 class Fsdp final : public Algorithm {
@@ -230,20 +252,29 @@ bool is_whole_number(const std::string& s) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   return ec == std::errc() && end == s.data() + s.size();
 }
-
 } // namespace
 
-std::unique_ptr<Algorithm> make_fsdp(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"wrap", "sharding", "reshard_after_forward"});
-  FsdpOptions o;
+void read_wrap_options(const spec::AlgorithmSpec& spec, const AlgorithmOptions& opts,
+                       FsdpOptions& o) {
   if (opts.has("wrap")) {
     if (is_whole_number(spec.options.at("wrap").value))
       o.layers_per_unit = static_cast<int>(opts.integer("wrap", 1, 1, 1 << 20));
     else
       o.unit_bytes = opts.size_bytes("wrap", 0);
   }
+  o.reshard_after_forward =
+      opts.text("reshard_after_forward", "true", {"true", "false"}) == "true";
+}
+
+std::unique_ptr<WorkerProgram> make_fsdp_program(Worker& w, const FsdpOptions& o) {
+  return std::make_unique<FsdpProgram>(w, o);
+}
+
+std::unique_ptr<Algorithm> make_fsdp(const spec::AlgorithmSpec& spec) {
+  const AlgorithmOptions opts(spec, {"wrap", "sharding", "reshard_after_forward"});
+  FsdpOptions o;
+  read_wrap_options(spec, opts, o);
   o.hybrid = opts.text("sharding", "full", {"full", "hybrid"}) == "hybrid";
-  o.reshard_after_forward = opts.text("reshard_after_forward", "true", {"true", "false"}) == "true";
   return std::make_unique<Fsdp>(spec.name, o);
 }
 

@@ -22,10 +22,30 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/model_state.h"
+#include "algorithms/replicator.h"
+
+#include <optional>
 
 namespace overlapsim {
 
 std::unique_ptr<Algorithm> make_fsdp(const spec::AlgorithmSpec& spec);
+
+struct FsdpOptions {
+  int layers_per_unit = 1;
+  double unit_bytes = 0; // > 0: wrap by bytes instead
+  bool hybrid = false;
+  bool reshard_after_forward = true;
+  // Set: FlexDeMo (flexdemo.h). Hybrid sharding whose replicas exchange what the replicator
+  // selects from a decoupled momentum on the shard, instead of all-reducing the gradient shards,
+  // and step DeMo-SGD instead of the scenario's optimizer.
+  std::optional<ReplicatorConfig> replicator;
+};
+
+// Reads wrap and reshard_after_forward.
+void read_wrap_options(const spec::AlgorithmSpec& spec, const AlgorithmOptions& opts,
+                       FsdpOptions& o);
+
+std::unique_ptr<WorkerProgram> make_fsdp_program(Worker& w, const FsdpOptions& o);
 
 // Wrap units as layer ranges: `layers_per_unit` consecutive layers each, or (when unit_bytes > 0)
 // consecutive layers until a unit holds at least unit_bytes of parameters.
