@@ -1,9 +1,11 @@
 #include "algorithms/algorithm.h"
 
 #include "algorithms/acco.h"
+#include "algorithms/asc_wfbp.h"
 #include "algorithms/cdp.h"
 #include "algorithms/ddp.h"
 #include "algorithms/demo.h"
+#include "algorithms/diloco.h"
 #include "algorithms/flexdemo.h"
 #include "algorithms/fsdp.h"
 #include "algorithms/local_sgd.h"
@@ -35,6 +37,8 @@ const std::map<std::string, Factory>& registry() {
       {"local-sgd", make_local_sgd},
       {"plsgd-enp", make_plsgd_enp},
       {"dreamddp", make_dreamddp},
+      {"diloco", make_diloco},
+      {"asc-wfbp", make_asc_wfbp},
   };
   return factories;
 }

@@ -1,5 +1,6 @@
 #include "algorithms/local_sgd.h"
 
+#include "algorithms/layer_cost_estimate.h"
 #include "algorithms/model_state.h"
 #include "algorithms/options.h"
 #include "algorithms/partial_sync_schedule.h"
@@ -14,31 +15,6 @@ namespace {
 enum Signal : int { kLayerUpdated = 0, kSyncDone = 1 };
 constexpr std::int64_t kEndOfStep = -1;
 constexpr long long kDefaultPeriod = 10;
-
-// Per-layer backward and all-reduce times as the scenario suggests them, for Algorithm 2: measured
-// backward times when the model has them, else FLOPs at the GPU's efficiency; a ring all-reduce of
-// the layer's parameters over the slowest link (2(n-1) latencies, 2(n-1)/n of the bytes).
-LayerCosts estimate_layer_costs(const spec::Scenario& s) {
-  const auto& c = s.cluster;
-  const int n = c.world_size();
-  const hw::LinkSpec& link =
-      c.nodes > 1 || !c.sites.empty() ? (c.sites.empty() ? c.inter_node : c.wan) : c.intra_node;
-  const double flops =
-      s.model.dtype == spec::Dtype::fp32 ? c.gpu.peak_flops_fp32 : c.gpu.peak_flops_bf16;
-  const double bytes_per_param = spec::dtype_bytes(s.model.dtype);
-  const double samples = s.training.micro_batch;
-  LayerCosts costs;
-  for (const auto& l : s.model.spec.layers) {
-    costs.bp_s.push_back(l.bwd_time_per_sample_s > 0
-                             ? l.bwd_time_per_sample_s * samples
-                             : l.bwd_flops_per_sample * samples / (flops * c.gpu.efficiency));
-    const double ring = n > 1 ? 2.0 * (n - 1) : 0.0;
-    costs.comm_s.push_back(n > 1 ? ring * link.latency_s +
-                                       ring / n * l.params * bytes_per_param / link.bandwidth_Bps
-                                 : 0.0);
-  }
-  return costs;
-}
 
 class LocalSgdProgram final : public WorkerProgram {
 public:

@@ -131,6 +131,22 @@ struct ElementwiseOp {
   int step = -1;
 };
 
+// DiLoCo's outer step (Douillard et al. 2023, Algorithm 1, with the outer optimizer Nesterov
+// momentum as torch.optim.SGD(nesterov=True)). `params` holds the workers' average of their
+// parameters after the inner steps and `anchor` the parameters at the start of the period (the
+// same on every worker), so Delta = anchor - params is the averaged pseudo-gradient:
+//   momentum = mu momentum + Delta;  anchor -= lr (Delta + mu momentum);  params = anchor.
+// The inner optimizer's master copy of `inner_state`'s elements restarts from the new parameters.
+struct OuterStep {
+  Slice params;
+  Slice anchor;
+  Slice momentum;
+  Slice inner_state; // the inner optimizer's state slice of the same elements
+  double lr = 0.7;
+  double mu = 0.9;
+  int step = 0;
+};
+
 class Worker {
 public:
   virtual ~Worker() = default;
@@ -151,6 +167,7 @@ public:
   virtual void forward(LayerRange layers, MicroBatch mb, BufferId params) = 0;
   virtual void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) = 0;
   virtual void optimizer_step(const OptimizerStep& op) = 0;
+  virtual void outer_step(const OuterStep& op) = 0;
 
   // Element-wise data movement on the calling stream (device memory bandwidth in simulation):
   // to = from, to += from, to = value. Slices of one call have the same count (fill: `to` only).

@@ -38,9 +38,10 @@ ModelSpec transformer_model(std::string name, const TransformerDims& dims, int s
   // Embedding: a lookup, no FLOPs; its output (16-bit) is kept for the first block's backward.
   m.layers.push_back(LayerSpec{"embedding", v * d + dims.max_positions * d, 0, 0, 2 * s * d, 0, 0});
 
-  const double attn_matmul = 4 * d * d;                         // q, k, v, out projections
+  const double d_kv = d / dims.n_heads * dims.kv_heads();
+  const double attn_matmul = 2 * d * d + 2 * d * d_kv;          // q, k, v, out projections
   const double mlp_matmul = (dims.gated_mlp ? 3 : 2) * d * ffn; // up (and gate), down
-  const double biases = (dims.qkv_bias ? 3 * d : 0) + (dims.linear_bias ? d + ffn + d : 0);
+  const double biases = (dims.qkv_bias ? d + 2 * d_kv : 0) + (dims.linear_bias ? d + ffn + d : 0);
   const double block_params = attn_matmul + mlp_matmul + biases + 2 * norm;
   // 2 FLOPs per matmul parameter per token, plus QK^T and AV: 2 x 2 x s^2 x d per sequence.
   const double block_fwd = 2 * (attn_matmul + mlp_matmul) * s + 4 * s * s * d;
@@ -49,7 +50,7 @@ ModelSpec transformer_model(std::string name, const TransformerDims& dims, int s
   for (int i = 0; i < dims.n_layers; ++i) {
     m.layers.push_back(LayerSpec{fmt::format("block{}", i), block_params, block_fwd, 2 * block_fwd,
                                  block_act, 0, 0});
-    m.layers.back().fwd_quadratic_flops_per_sample = 4 * s * s * d;
+    m.layers.back().seq_quadratic_share = 4 * s * s * d / block_fwd;
   }
 
   // Head: final norm and the LM projection (tied to the embedding for GPT-2/Neo: no new params).
@@ -121,6 +122,9 @@ std::optional<TransformerDims> find_transformer_preset(std::string_view name) {
     d.vocab = 50257;
     d.max_positions = 2048;
     d.qkv_bias = false;
+    // Hugging Face's GPTNeo: "gelu_new" and eager attention (no SDPA path in transformers).
+    d.mlp = TransformerDims::Mlp::gelu_new;
+    d.attention = TransformerDims::Attention::eager;
     if (name == "gpt-neo-125m")
       d.d_model = 768, d.n_layers = 12, d.n_heads = 12;
     else if (name == "gpt-neo-1.3b")
@@ -132,6 +136,9 @@ std::optional<TransformerDims> find_transformer_preset(std::string_view name) {
   if (name == "gpt2-small") {
     // OpenAI GPT-2 (124M): 1024 positions, biases everywhere, tied head.
     d.vocab = 50257, d.max_positions = 1024, d.d_model = 768, d.n_layers = 12, d.n_heads = 12;
+    // Hugging Face's GPT2: "gelu_new", SDPA attention by default.
+    d.mlp = TransformerDims::Mlp::gelu_new;
+    d.attention = TransformerDims::Attention::sdpa;
     return d;
   }
   if (name == "llama2-7b") {
@@ -139,6 +146,7 @@ std::optional<TransformerDims> find_transformer_preset(std::string_view name) {
     d.vocab = 32000, d.max_positions = 0, d.d_model = 4096, d.n_layers = 32, d.n_heads = 32;
     d.ffn_dim = 11008, d.tied_embeddings = false, d.gated_mlp = true, d.qkv_bias = false;
     d.linear_bias = false, d.rms_norm = true;
+    d.mlp = TransformerDims::Mlp::swiglu, d.attention = TransformerDims::Attention::sdpa;
     return d;
   }
   return std::nullopt;

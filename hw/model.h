@@ -21,9 +21,16 @@ struct LayerSpec {
   double bwd_time_per_sample_s = 0;
   // Bytes the layer's output takes per sample: what model parallelism sends to the next GPU.
   double output_bytes_per_sample = 0;
-  // The part of the forward FLOPs that grows with seq_len squared (attention scores and their
+  // Modelled times (the roofline of hw/transformer_ops.h on the scenario's GPU): used when no
+  // measured time is given, instead of the FLOPs at the GPU's flat efficiency.
+  double fwd_model_time_per_sample_s = 0;
+  double bwd_model_time_per_sample_s = 0;
+  // The share of the forward's cost that grows with seq_len squared (attention scores and their
   // product with V); the rest grows linearly. Scales shorter sequences (seq_len_distribution).
-  double fwd_quadratic_flops_per_sample = 0;
+  double seq_quadratic_share = 0;
+  // Seconds of an all-reduce of the layer's parameters, from a per-layer table (model.profile:
+  // *.tsv); used only when ModelSpec::comm_times_from_table is set.
+  double comm_time_s = 0;
 };
 
 struct ModelSpec {
@@ -32,6 +39,9 @@ struct ModelSpec {
   // Measured (calibration profile): one optimizer step's time per parameter it updates; replaces
   // the memory-bandwidth estimate when > 0.
   double optimizer_time_per_param_s = 0;
+  // The layers came from a per-layer time table: collectives over the model's parameters or
+  // gradients take the table's comm_time_s, not the network model's time (docs/MODEL.md).
+  bool comm_times_from_table = false;
 
   double total_params() const;
   double total_fwd_flops_per_sample() const;
@@ -43,10 +53,21 @@ struct ModelSpec {
 // embeddings), n_layers blocks "block<i>", "head" (final norm + LM head; tied to the embedding for
 // GPT-2/Neo, so the head's params are only the norm's and its FLOPs the 2*d*vocab matmul).
 struct TransformerDims {
+  enum class Mlp {
+    gelu,     // one fused GELU kernel (nn.GELU, F.gelu)
+    gelu_new, // Hugging Face's "gelu_new" (GPT-2, GPT-Neo): the tanh formula as 8 fp32 kernels
+    swiglu,   // silu(gate) x up (Llama): three ffn matrices
+  };
+  enum class Attention {
+    eager, // scores materialised: b x heads x s^2 written, masked, softmaxed in fp32, cast back
+    sdpa,  // PyTorch scaled_dot_product_attention: a fused flash kernel, nothing s^2 in HBM
+    flash, // FlashAttention kernels: the same cost model as sdpa
+  };
   double vocab = 50257;
   double d_model = 768;
   int n_layers = 12;
   int n_heads = 12;
+  int n_kv_heads = 0;          // grouped-query attention; 0 means n_heads
   double ffn_dim = 0;          // 0 means 4 * d_model
   double max_positions = 2048; // learned position embeddings; 0 for rotary (Llama)
   bool tied_embeddings = true;
@@ -54,6 +75,11 @@ struct TransformerDims {
   bool qkv_bias = true;    // GPT-2: yes, GPT-Neo: no
   bool linear_bias = true; // biases on out-proj and MLP (false for Llama)
   bool rms_norm = false;   // RMSNorm (scale only) instead of LayerNorm (scale and bias)
+  Mlp mlp = Mlp::gelu;     // selects gated_mlp's matrices only through the roofline's op list
+  Attention attention = Attention::eager;
+  double dropout = 0; // attention-probability and residual dropout (0: none run)
+
+  int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };
 
 // Forward FLOPs per sample: 2 x (matmul params) x seq_len + attention 4 x seq_len^2 x d_model per

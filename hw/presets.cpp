@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <utility>
 
 namespace overlapsim::hw {
+
+LinkSpec link_at(std::string name, double line_rate_Bps, double latency_s, double efficiency) {
+  return LinkSpec{std::move(name), line_rate_Bps * efficiency, latency_s, efficiency};
+}
 
 namespace {
 
@@ -12,55 +17,66 @@ namespace {
 // of peak for transformer training (model FLOPs utilisation), overridable in a scenario.
 const std::array kGpus = {
     // NVIDIA A100 datasheet (SXM4 80GB): 312 TFLOPS bf16, 156 TF32, 2,039 GB/s HBM2e.
-    GpuSpec{"a100-80gb", 312e12, 156e12, 80e9, 2.039e12, 0.45},
+    GpuSpec{"a100-80gb", 312e12, 156e12, 80e9, 2.039e12, 0.45, 0, 108},
     // NVIDIA A100 datasheet (SXM4 40GB): 312 TFLOPS bf16, 1,555 GB/s HBM2.
-    GpuSpec{"a100-40gb", 312e12, 156e12, 40e9, 1.555e12, 0.45},
+    GpuSpec{"a100-40gb", 312e12, 156e12, 40e9, 1.555e12, 0.45, 0, 108},
     // NVIDIA H100 datasheet (SXM5): 989 TFLOPS bf16 dense, 494.5 TF32, 3.35 TB/s HBM3.
-    GpuSpec{"h100-sxm", 989e12, 494.5e12, 80e9, 3.35e12, 0.40},
+    GpuSpec{"h100-sxm", 989e12, 494.5e12, 80e9, 3.35e12, 0.40, 0, 132},
     // NVIDIA H100 datasheet (PCIe): 756 TFLOPS bf16 dense, 378 TF32, 2.0 TB/s HBM2e.
-    GpuSpec{"h100-pcie", 756e12, 378e12, 80e9, 2.0e12, 0.40},
+    GpuSpec{"h100-pcie", 756e12, 378e12, 80e9, 2.0e12, 0.40, 0, 114},
     // NVIDIA RTX A6000 datasheet: 154.8 TFLOPS fp16 tensor (fp32 accumulate), 77.4 TF32, 768 GB/s.
-    GpuSpec{"a6000", 154.8e12, 77.4e12, 48e9, 768e9, 0.40},
+    GpuSpec{"a6000", 154.8e12, 77.4e12, 48e9, 768e9, 0.40, 0, 84},
     // NVIDIA Turing whitepaper (RTX 2080 Ti): 53.8 TFLOPS fp16 tensor with the fp32 accumulate
     // mixed-precision training uses (107.6 with fp16 accumulate); no bf16; 616 GB/s GDDR6.
-    GpuSpec{"rtx-2080ti", 53.8e12, 13.4e12, 11e9, 616e9, 0.40},
+    GpuSpec{"rtx-2080ti", 53.8e12, 13.4e12, 11e9, 616e9, 0.40, 0, 68},
     // AMD Instinct MI250X datasheet: 383 TFLOPS bf16/fp16, 95.7 fp32 matrix, 3.2 TB/s HBM2e.
-    GpuSpec{"mi250x", 383e12, 95.7e12, 128e9, 3.2768e12, 0.35},
+    GpuSpec{"mi250x", 383e12, 95.7e12, 128e9, 3.2768e12, 0.35, 0, 220},
     // NVIDIA V100 datasheet (SXM2 32GB): 125 TFLOPS fp16 tensor, 15.7 fp32, 900 GB/s.
-    GpuSpec{"v100", 125e12, 15.7e12, 32e9, 900e9, 0.40},
+    GpuSpec{"v100", 125e12, 15.7e12, 32e9, 900e9, 0.40, 0, 80},
     // NVIDIA L40S datasheet: 362 TFLOPS bf16 dense, 183 TF32, 864 GB/s GDDR6.
-    GpuSpec{"l40s", 362e12, 183e12, 48e9, 864e9, 0.40},
+    GpuSpec{"l40s", 362e12, 183e12, 48e9, 864e9, 0.40, 0, 142},
 };
 
-// Bandwidth: intra-node links per GPU and direction, networks per NIC and direction. Latency: the
-// one-way GPU-to-GPU alpha of a small message across that network (NCCL-level, not wire latency).
+// Line rates: intra-node links per GPU and direction, networks per NIC and direction. Efficiency:
+// the share of it that NCCL's ring all-reduce reaches (nccl-tests busbw, large messages), so a
+// preset's bandwidth is what collectives get, not the wire. Latency: the one-way GPU-to-GPU alpha
+// of a small message across that network (NCCL-level, not wire latency).
 const std::array kLinks = {
     // NVIDIA A100: 12 NVLink3 links x 25 GB/s per direction through NVSwitch (600 GB/s total).
-    LinkSpec{"nvlink3", 300e9, 1e-6},
-    // NVIDIA H100: 18 NVLink4 links x 25 GB/s per direction (900 GB/s total).
-    LinkSpec{"nvlink4", 450e9, 1e-6},
-    // PCIe 4.0 x16: 32 GB/s raw per direction, ~25 GB/s achieved GPU to GPU.
-    LinkSpec{"pcie4", 25e9, 2e-6},
-    // PCIe 5.0 x16: 64 GB/s raw per direction, ~50 GB/s achieved.
-    LinkSpec{"pcie5", 50e9, 2e-6},
-    // Intel Omni-Path 100 series: 100 Gb/s per port (ACCO paper's cluster).
-    LinkSpec{"omnipath-100", 100e9 / 8, 2e-6},
-    // Mellanox/NVIDIA InfiniBand HDR: 200 Gb/s per port.
-    LinkSpec{"ib-hdr", 200e9 / 8, 2e-6},
-    // NVIDIA InfiniBand NDR: 400 Gb/s per port.
-    LinkSpec{"ib-ndr", 400e9 / 8, 2e-6},
-    // Ethernet over TCP sockets: tens of microseconds through the kernel stack.
-    LinkSpec{"ethernet-1g", 1e9 / 8, 50e-6},
-    LinkSpec{"ethernet-10g", 10e9 / 8, 20e-6},
-    // 25/100 GbE, typically RoCE v2 in GPU clusters.
-    LinkSpec{"ethernet-25g", 25e9 / 8, 10e-6},
-    LinkSpec{"ethernet-100g", 100e9 / 8, 5e-6},
+    // nccl-tests all_reduce busbw on 8 x A100 SXM (DGX A100): ~230-235 GB/s (NVIDIA DGX A100
+    // user guide, NCCL performance section): 0.78.
+    link_at("nvlink3", 300e9, 1e-6, 0.78),
+    // NVIDIA H100: 18 NVLink4 links x 25 GB/s per direction (900 GB/s total). nccl-tests busbw on
+    // 8 x H100 SXM without NVLink SHARP: ~360-370 GB/s (NVIDIA NCCL 2.18 release blog): 0.80.
+    link_at("nvlink4", 450e9, 1e-6, 0.80),
+    // PCIe 4.0 x16: 32 GB/s raw per direction (31.5 after 128b/130b); GPU-to-GPU through a PCIe
+    // switch, nccl-tests busbw ~21-23 GB/s: 0.70.
+    link_at("pcie4", 32e9, 2e-6, 0.70),
+    // PCIe 5.0 x16: 64 GB/s raw per direction; busbw ~40-48 GB/s (H100 PCIe servers): 0.70.
+    link_at("pcie5", 64e9, 2e-6, 0.70),
+    // Intel Omni-Path 100 series: 100 Gb/s per port (ACCO paper's cluster); NCCL through the OFI
+    // (PSM2) plugin reaches ~10-10.5 GB/s busbw (Cornelis/Intel OPA performance notes): 0.84.
+    link_at("omnipath-100", 100e9 / 8, 2e-6, 0.84),
+    // Mellanox/NVIDIA InfiniBand HDR: 200 Gb/s per port; nccl-tests inter-node busbw ~23 GB/s per
+    // HDR NIC (NVIDIA DGX A100 SuperPOD reference architecture): 0.92.
+    link_at("ib-hdr", 200e9 / 8, 2e-6, 0.92),
+    // NVIDIA InfiniBand NDR: 400 Gb/s per port; ~46 GB/s busbw per NIC (DGX H100 SuperPOD): 0.92.
+    link_at("ib-ndr", 400e9 / 8, 2e-6, 0.92),
+    // Ethernet over TCP sockets (NCCL's socket transport): tens of microseconds through the kernel
+    // stack; TCP goodput ~94% of the line at 1-10 GbE, minus NCCL's socket overheads: 0.90.
+    link_at("ethernet-1g", 1e9 / 8, 50e-6, 0.90),
+    link_at("ethernet-10g", 10e9 / 8, 20e-6, 0.90),
+    // 25/100 GbE, typically RoCE v2 in GPU clusters: ~90% of the line at 25 GbE; at 100 GbE
+    // busbw ~9-10 GB/s of 12.5 with one NIC (RoCE congestion control, PFC): 0.85 and 0.80.
+    link_at("ethernet-25g", 25e9 / 8, 10e-6, 0.85),
+    link_at("ethernet-100g", 100e9 / 8, 5e-6, 0.80),
     // Inter-datacenter WAN links (one-way latency of continental to regional distances), as in the
-    // DiLoCo / DeMo geo-distributed settings.
-    LinkSpec{"wan-10mbit", 10e6 / 8, 50e-3},
-    LinkSpec{"wan-100mbit", 100e6 / 8, 30e-3},
-    LinkSpec{"wan-1gbit", 1e9 / 8, 20e-3},
-    LinkSpec{"wan-10gbit", 10e9 / 8, 10e-3},
+    // DiLoCo / DeMo geo-distributed settings: rates as provisioned; TCP's window limits over the
+    // long round trip are network_model: tcp's to model.
+    link_at("wan-10mbit", 10e6 / 8, 50e-3, 1.0),
+    link_at("wan-100mbit", 100e6 / 8, 30e-3, 1.0),
+    link_at("wan-1gbit", 1e9 / 8, 20e-3, 1.0),
+    link_at("wan-10gbit", 10e9 / 8, 10e-3, 1.0),
 };
 
 // Lower case, '_' read as '-': "A100_80GB" finds "a100-80gb".

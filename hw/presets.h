@@ -20,13 +20,24 @@ struct GpuSpec {
   // SMs and HBM bandwidth; Gloo's threads hold CPU cores). 0: overlap is free. `overlapsim
   // profile` measures it; scenarios set it as cluster.gpu.comm_interference.
   double comm_interference = 0;
+  // Streaming multiprocessors (compute units): the roofline's wave quantisation of GEMM tiles.
+  int sms = 0;
 };
 
 struct LinkSpec {
   std::string name;
-  double bandwidth_Bps = 0; // intra-node: per GPU and direction; inter-node: per NIC and direction
-  double latency_s = 0;     // one-way GPU-to-GPU latency across this network (alpha)
+  // What collectives reach (line rate x efficiency): the bandwidth the simulator uses. Intra-node:
+  // per GPU and direction; inter-node: per NIC and direction.
+  double bandwidth_Bps = 0;
+  double latency_s = 0; // one-way GPU-to-GPU latency across this network (alpha)
+  // The share of the line rate NCCL's ring reaches on this fabric (nccl-tests busbw / line rate).
+  double efficiency = 1;
+
+  double line_rate_Bps() const { return bandwidth_Bps / efficiency; }
 };
+
+// A link of `line_rate_Bps` of which collectives reach `efficiency`.
+LinkSpec link_at(std::string name, double line_rate_Bps, double latency_s, double efficiency);
 
 std::optional<GpuSpec> find_gpu_preset(std::string_view name);
 std::optional<LinkSpec> find_link_preset(std::string_view name);

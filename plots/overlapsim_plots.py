@@ -33,9 +33,11 @@ CATEGORY_COLOURS = {
     "copy": "#937860",
 }
 ALGORITHM_ORDER = ["ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco", "cdp-v1", "cdp-v2",
-                   "diloco", "local-sgd", "dreamddp", "demo", "flexdemo"]
+                   "diloco", "local-sgd", "dreamddp", "demo", "flexdemo", "plsgd-enp",
+                   "asc-wfbp", "streaming-diloco"]
 PALETTE = ["#4C72B0", "#937860", "#8172B3", "#DA8BC3", "#CCB974", "#C44E52", "#55A868",
-           "#64B5CD", "#DD8452", "#8C8C8C", "#17BECF", "#BCBD22", "#7F7F7F"]
+           "#64B5CD", "#DD8452", "#8C8C8C", "#17BECF", "#BCBD22", "#7F7F7F", "#2CA02C",
+           "#D62728", "#9467BD"]
 MEMORY_PARTS = ["params", "grads", "optimizer_state", "buffers", "activations"]
 MEMORY_COLOURS = ["#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3"]
 MAX_TIMELINE_GPUS = 64

@@ -416,6 +416,24 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
   return run_uncalibrated(rank, call, bytes, seq);
 }
 
+CollectiveOutcome Network::run_fixed(int rank, const CollectiveCall& call, double seconds,
+                                     double bytes, std::int64_t seq) {
+  const Group& g = *call.group;
+  if (!g.contains(rank))
+    throw std::logic_error(
+        fmt::format("rank {} runs '{}' on a group it is not in", rank, call.name));
+  const int n = g.size();
+  if (n == 1)
+    return {0, "local"};
+  fused(Scope{g, seq, 0}, seconds, [] { return std::vector<Flow>{}; });
+  // What a ring would send: all-reduce 2(n-1)/n of the array, reduce-scatter (n-1)/n of it,
+  // all-gather n-1 shards.
+  const double sent = call.op == CollectiveOp::all_reduce       ? 2.0 * (n - 1) / n * bytes
+                      : call.op == CollectiveOp::reduce_scatter ? (n - 1.0) / n * bytes
+                                                                : (n - 1.0) * bytes;
+  return {sent, "table"};
+}
+
 CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call, double bytes,
                                             std::int64_t seq) {
   const Group& g = *call.group;

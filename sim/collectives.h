@@ -53,6 +53,12 @@ public:
   // member). Blocks the calling actor until this rank's part is done.
   CollectiveOutcome run(int rank, const CollectiveCall& call, double bytes, std::int64_t seq);
 
+  // Runs rank `rank`'s part of a collective whose duration is given (a per-layer time table,
+  // sim/table_comm_time.h): the ranks meet, `seconds` pass from the last arrival, and they leave
+  // together. Reports the bytes a ring would send for `bytes` of data.
+  CollectiveOutcome run_fixed(int rank, const CollectiveCall& call, double seconds, double bytes,
+                              std::int64_t seq);
+
   // One-way latency and bottleneck bandwidth of the route between two ranks.
   double latency(int src, int dst);
   double bandwidth(int src, int dst);

@@ -35,7 +35,8 @@ SimWorker::SimWorker(SimContext& context, int rank)
     : ctx_(context), rank_(rank), host_(context.platform.gpus[static_cast<std::size_t>(rank)]),
       // One generator per GPU seeded from (seed, rank): reruns are bit-identical and one GPU's
       // draws do not depend on how many ops another GPU ran.
-      rng_(context.scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1) {}
+      rng_(context.scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1),
+      table_comm_(context.scenario.model.spec) {}
 
 BufferId SimWorker::declare(const BufferDecl& decl) {
   buffers_.push_back(decl);
@@ -111,16 +112,16 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
   double amount = 0;
   for (int l = layers.first; l < layers.last; ++l) {
     const auto& layer = model[static_cast<std::size_t>(l)];
-    const double t = backward ? layer.bwd_time_per_sample_s : layer.fwd_time_per_sample_s;
+    double t = backward ? layer.bwd_time_per_sample_s : layer.fwd_time_per_sample_s;
+    if (t <= 0)
+      t = backward ? layer.bwd_model_time_per_sample_s : layer.fwd_model_time_per_sample_s;
     // A measured time is turned into the FLOPs that take that long on a nominal GPU, so stragglers
     // and jitter scale it like any other op.
     const double base =
         t > 0 ? t * speed : (backward ? layer.bwd_flops_per_sample : layer.fwd_flops_per_sample);
     // A sequence of ratio r x seq_len: the attention part scales with r^2, the rest with r (the
     // backward, or a measured time, in the forward FLOPs' proportions).
-    const double q = layer.fwd_flops_per_sample > 0
-                         ? layer.fwd_quadratic_flops_per_sample / layer.fwd_flops_per_sample
-                         : 0.0;
+    const double q = layer.seq_quadratic_share;
     amount += base * ((1 - q) * ratio + q * ratio * ratio);
   }
   return amount;
@@ -198,6 +199,18 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
           seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
 }
 
+void SimWorker::outer_step(const OuterStep& op) {
+  // Element-wise and memory-bound: the parameters, the anchor and the momentum are each read and
+  // written once.
+  const double bytes =
+      static_cast<double>(op.params.count) * 2 *
+      (buffer(op.params.buffer).element_bytes + buffer(op.anchor.buffer).element_bytes +
+       buffer(op.momentum.buffer).element_bytes);
+  compute(OpCategory::optimizer, "outer step",
+          bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps * ctx_.platform.nominal_speed,
+          MicroBatch{op.step, -1});
+}
+
 void SimWorker::memory_op(const char* name, double bytes) {
   const double seconds = bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
   compute(OpCategory::copy, name, seconds * ctx_.platform.nominal_speed, MicroBatch{-1, -1});
@@ -237,7 +250,11 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
     interference->set_bound(host_->get_speed() * share);
     interference->start();
   }
-  const auto outcome = ctx_.network.run(rank_, call, bytes, seq);
+  const auto table = call.data.buffer < 0
+                         ? std::nullopt
+                         : table_comm_.seconds(call, buffer(call.data.buffer).elements);
+  const auto outcome = table ? ctx_.network.run_fixed(rank_, call, *table, bytes, seq)
+                             : ctx_.network.run(rank_, call, bytes, seq);
   if (interference)
     interference->cancel();
   TraceEvent e;

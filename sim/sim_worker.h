@@ -4,6 +4,7 @@
 #include "algorithms/runtime.h"
 #include "sim/collectives.h"
 #include "sim/platform.h"
+#include "sim/table_comm_time.h"
 #include "trace/trace.h"
 
 #include <deque>
@@ -43,6 +44,7 @@ public:
   void forward(LayerRange layers, MicroBatch mb, BufferId params) override;
   void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) override;
   void optimizer_step(const OptimizerStep& op) override;
+  void outer_step(const OuterStep& op) override;
   void copy(Slice from, Slice to) override;
   void accumulate(Slice from, Slice to) override;
   void fill(Slice to, double value) override;
@@ -91,6 +93,7 @@ private:
   int rank_;
   simgrid::s4u::Host* host_;
   std::mt19937_64 rng_;
+  TableCommTime table_comm_; // the model's per-layer all-reduce times, when it has a table
   std::vector<BufferDecl> buffers_;
   MemoryByCategory static_memory_{};
   double activations_ = 0;

@@ -53,6 +53,7 @@ std::vector<LayerTimes> parse_layer_table(const std::string& text,
                     name_for_errors, line_no));
   const auto fwd = column(header, "fwd_s");
   const auto name = column(header, "module");
+  const auto params = column(header, "params");
 
   std::vector<LayerTimes> layers;
   while (std::getline(in, line)) {
@@ -65,22 +66,24 @@ std::vector<LayerTimes> parse_layer_table(const std::string& text,
     if (cells.size() != header.size())
       throw std::runtime_error(fmt::format("{}:{}: expected {} tab-separated columns, found {}",
                                            name_for_errors, line_no, header.size(), cells.size()));
-    auto seconds = [&](std::size_t col) {
+    auto number = [&](std::size_t col, const char* what) {
       const std::string& s = cells[col];
       double v = 0;
       const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
       if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v) || v < 0)
         throw std::runtime_error(
-            fmt::format("{}:{}: column '{}': expected a non-negative number of seconds, got '{}'",
-                        name_for_errors, line_no, header[col], s));
+            fmt::format("{}:{}: column '{}': expected a non-negative number{}, got '{}'",
+                        name_for_errors, line_no, header[col], what, s));
       return v;
     };
     LayerTimes l;
     l.name = name ? cells[*name] : fmt::format("layer{}", layers.size());
-    l.bp_s = seconds(*bp);
-    l.comm_s = seconds(*comm);
+    l.bp_s = number(*bp, " of seconds");
+    l.comm_s = number(*comm, " of seconds");
     if (fwd)
-      l.fwd_s = seconds(*fwd);
+      l.fwd_s = number(*fwd, " of seconds");
+    if (params)
+      l.params = number(*params, "");
     layers.push_back(std::move(l));
   }
   if (layers.empty())

@@ -1,13 +1,16 @@
 #include "spec/loader.h"
 
+#include "hw/transformer_ops.h"
 #include "hw/units.h"
 #include "spec/calibration.h"
+#include "spec/layer_table.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -75,6 +78,9 @@ public:
 
   // Rejects keys outside `allowed` (SCENARIO.md: unknown keys are errors, not ignored).
   void expect_map(std::initializer_list<std::string_view> allowed) const {
+    expect_map(std::vector<std::string_view>(allowed));
+  }
+  void expect_map(const std::vector<std::string_view>& allowed) const {
     if (!node_.IsMap())
       fail("expected a map");
     for (const auto& kv : node_) {
@@ -256,7 +262,7 @@ hw::LinkSpec read_link(const Entry& e) {
                        "and latency)",
                        e.text(), names));
   }
-  e.expect_map({"preset", "name", "bandwidth", "latency"});
+  e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency"});
   hw::LinkSpec link;
   if (e.has("preset"))
     link = read_link(e.child("preset"));
@@ -268,8 +274,13 @@ hw::LinkSpec read_link(const Entry& e) {
     e.child("bandwidth");
     e.child("latency");
   }
+  // `bandwidth` is the line rate; collectives reach `efficiency` of it (the preset's, else 1).
+  double line_rate = link.line_rate_Bps();
   if (e.has("bandwidth"))
-    link.bandwidth_Bps = e.child("bandwidth").quantity(hw::parse_bandwidth_Bps);
+    line_rate = e.child("bandwidth").quantity(hw::parse_bandwidth_Bps);
+  if (e.has("efficiency"))
+    link.efficiency = e.child("efficiency").number(0.01, 1.0);
+  link.bandwidth_Bps = line_rate * link.efficiency;
   if (e.has("latency"))
     link.latency_s = e.child("latency").quantity(hw::parse_time_s, /*allow_zero=*/true);
   return link;
@@ -297,7 +308,8 @@ ClusterSpec read_cluster(const Entry& e) {
     if (fit) {
       l.name = l.name.empty() ? "calibrated" : l.name + " (calibrated)";
       l.latency_s = fit->latency_s;
-      l.bandwidth_Bps = fit->bandwidth_Bps;
+      l.bandwidth_Bps = fit->bandwidth_Bps; // measured: what collectives reach
+      l.efficiency = 1;
     }
     return l;
   };
@@ -451,12 +463,56 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
     cluster.gpu.comm_interference = *cal.comm_interference;
 }
 
-ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training);
+ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const hw::GpuSpec& gpu);
 
 constexpr double kMaxModelParams = 1e14;
 
+// model.profile: a per-layer time table (*.tsv, spec/layer_table.h; the DreamDDP authors' profile)
+// is the model itself: one layer per row, the backward taking `bp_s` and the forward `fwd_s` (0
+// without that column) per micro-batch, and every collective over the parameters or gradients the
+// sum of its layers' `comm_s` (sim/table_comm_time.h). Without a `params` column a layer counts as
+// one parameter, so byte-sized choices (DDP's buckets) and the memory figures mean nothing.
+bool is_layer_table(const Entry& profile) {
+  return profile.text().ends_with(".tsv");
+}
+
+ModelConfig read_table_model(const Entry& e, const TrainingSpec& training) {
+  for (const char* k : {"preset", "layers"})
+    if (e.has(k))
+      e.child(k).fail("model.profile is a layer table (.tsv), which defines the layers itself; "
+                      "leave out 'preset' and 'layers'");
+  e.expect_map({"profile", "dtype"});
+  ModelConfig m;
+  if (e.has("dtype"))
+    m.dtype = e.child("dtype").choice<Dtype>(
+        {{"fp32", Dtype::fp32}, {"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}});
+  const Entry p = e.child("profile");
+  m.profile = p.path_value();
+  std::vector<LayerTimes> rows;
+  try {
+    rows = read_layer_table(m.profile);
+  } catch (const std::runtime_error& err) {
+    p.fail(err.what());
+  }
+  m.spec.name = std::filesystem::path(m.profile).stem().string();
+  m.spec.comm_times_from_table = true;
+  const double samples = training.micro_batch;
+  for (const auto& r : rows) {
+    hw::LayerSpec l;
+    l.name = r.name;
+    l.params = r.params > 0 ? r.params : 1.0;
+    l.fwd_time_per_sample_s = r.fwd_s / samples;
+    l.bwd_time_per_sample_s = r.bp_s / samples;
+    l.comm_time_s = r.comm_s;
+    m.spec.layers.push_back(std::move(l));
+  }
+  return m;
+}
+
 ModelConfig read_model(const Entry& e, const TrainingSpec& training, ClusterSpec& cluster) {
-  ModelConfig m = read_model_spec(e, training);
+  if (e.has("profile") && is_layer_table(e.child("profile")))
+    return read_table_model(e, training);
+  ModelConfig m = read_model_spec(e, training, cluster.gpu);
   // Parameter counts become int64 element counts of every buffer (params, grads, optimizer state).
   if (!(m.spec.total_params() <= kMaxModelParams))
     e.fail(fmt::format("the model has {} parameters; at most {} are supported",
@@ -466,65 +522,140 @@ ModelConfig read_model(const Entry& e, const TrainingSpec& training, ClusterSpec
   return m;
 }
 
-ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training) {
-  e.expect_map({"preset", "layers", "dtype", "width", "depth", "vocab", "d_model", "n_layers",
-                "n_heads", "profile"});
+// The transformer family's keys: `preset: transformer` requires the shape; a named transformer
+// preset (gpt-neo-125m, ...) is an instance whose values any of these keys override.
+constexpr std::array<std::string_view, 14> kTransformerKeys = {
+    "vocab",     "d_model",         "n_layers", "n_heads",   "n_kv_heads", "d_ff",     "mlp",
+    "attention", "tied_embeddings", "norm",     "positions", "bias",       "qkv_bias", "dropout"};
+
+hw::TransformerDims read_transformer_dims(const Entry& e, hw::TransformerDims d, bool required) {
+  using Mlp = hw::TransformerDims::Mlp;
+  using Attention = hw::TransformerDims::Attention;
+  auto count = [&](const char* key, double max) {
+    if (e.has(key) || required)
+      return e.child(key).quantity(hw::parse_count, false, max);
+    return -1.0;
+  };
+  if (const double v = count("vocab", 1e8); v > 0)
+    d.vocab = v;
+  if (const double v = count("d_model", 1e6); v > 0)
+    d.d_model = v;
+  if (e.has("n_layers") || required)
+    d.n_layers = static_cast<int>(e.child("n_layers").integer(1, 100000));
+  if (e.has("n_heads") || required)
+    d.n_heads = static_cast<int>(e.child("n_heads").integer(1, 100000));
+  if (e.has("n_kv_heads"))
+    d.n_kv_heads = static_cast<int>(e.child("n_kv_heads").integer(1, d.n_heads));
+  if (e.has("d_ff"))
+    d.ffn_dim = e.child("d_ff").quantity(hw::parse_count, false, 1e7);
+  if (e.has("mlp")) {
+    d.mlp = e.child("mlp").choice<Mlp>(
+        {{"gelu", Mlp::gelu}, {"gelu-new", Mlp::gelu_new}, {"swiglu", Mlp::swiglu}});
+    d.gated_mlp = d.mlp == Mlp::swiglu;
+  }
+  if (e.has("attention"))
+    d.attention = e.child("attention")
+                      .choice<Attention>({{"eager", Attention::eager},
+                                          {"sdpa", Attention::sdpa},
+                                          {"flash", Attention::flash}});
+  if (e.has("tied_embeddings"))
+    d.tied_embeddings = e.child("tied_embeddings").boolean();
+  if (e.has("norm"))
+    d.rms_norm = e.child("norm").choice<bool>({{"layernorm", false}, {"rmsnorm", true}});
+  if (e.has("positions"))
+    d.max_positions = static_cast<double>(e.child("positions").integer(0, 1 << 24));
+  if (e.has("bias"))
+    d.linear_bias = e.child("bias").boolean();
+  if (e.has("qkv_bias"))
+    d.qkv_bias = e.child("qkv_bias").boolean();
+  if (e.has("dropout"))
+    d.dropout = e.child("dropout").number(0, 0.99);
+  if (std::fmod(d.d_model, d.n_heads) != 0)
+    e.child(e.has("n_heads") ? "n_heads" : "d_model").fail("d_model must be a multiple of n_heads");
+  if (d.n_heads % d.kv_heads() != 0)
+    e.child("n_kv_heads").fail("n_heads must be a multiple of n_kv_heads");
+  return d;
+}
+
+std::map<std::string, double> dims_map(const hw::TransformerDims& d) {
+  return {{"vocab", d.vocab},           {"d_model", d.d_model},
+          {"n_layers", d.n_layers},     {"n_heads", d.n_heads},
+          {"n_kv_heads", d.kv_heads()}, {"d_ff", d.ffn_dim > 0 ? d.ffn_dim : 4 * d.d_model}};
+}
+
+ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const hw::GpuSpec& gpu) {
+  std::vector<std::string_view> allowed = {"preset", "layers",  "dtype",  "width",
+                                           "depth",  "profile", "compute"};
+  allowed.insert(allowed.end(), kTransformerKeys.begin(), kTransformerKeys.end());
+  e.expect_map(allowed);
   ModelConfig m;
   if (e.has("dtype"))
     m.dtype = e.child("dtype").choice<Dtype>(
         {{"fp32", Dtype::fp32}, {"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}});
   if (e.has("preset") == e.has("layers"))
     e.fail("expected exactly one of 'preset' or 'layers'");
+  auto reject = [&](const auto& keys, const std::string& why) {
+    for (const std::string_view k : keys)
+      if (e.has(std::string(k)))
+        e.child(std::string(k)).fail(why);
+  };
+  // The roofline needs a transformer's op list; the other models keep their FLOP counts.
+  bool roofline = false;
+  if (e.has("compute"))
+    roofline = e.child("compute").choice<bool>({{"roofline", true}, {"flops", false}});
+  auto flops_only = [&](const std::string& what) {
+    if (roofline)
+      e.child("compute").fail(
+          fmt::format("the roofline models transformers; {} takes 'flops'", what));
+  };
   if (e.has("layers")) {
+    reject(kTransformerKeys, "a transformer key; a 'layers' list gives its costs itself");
+    flops_only("a 'layers' list");
     m.spec = read_layers(e.child("layers"));
     return m;
   }
   const Entry p = e.child("preset");
   m.preset = p.text();
-  auto reject_dims = [&](std::initializer_list<const char*> keys) {
-    for (const char* k : keys)
-      if (e.has(k))
-        e.child(k).fail(fmt::format("not a parameter of preset '{}'", m.preset));
-  };
   if (m.preset == "mlp") {
-    reject_dims({"vocab", "d_model", "n_layers", "n_heads"});
+    reject(kTransformerKeys, "not a parameter of preset 'mlp'");
+    flops_only("preset 'mlp'");
     const double width = e.child("width").quantity(hw::parse_count, false, 1e6);
     const int depth = static_cast<int>(e.child("depth").integer(1, 100000));
     m.spec = hw::mlp_model(width, depth);
     m.dims = {{"width", width}, {"depth", depth}};
     return m;
   }
-  if (m.preset == "gpt-tiny") {
-    reject_dims({"width", "depth"});
-    hw::TransformerDims d; // GPT-2 style: learned positions, tied embeddings, biases
-    d.vocab = e.child("vocab").quantity(hw::parse_count, false, 1e8);
-    d.d_model = e.child("d_model").quantity(hw::parse_count, false, 1e6);
-    d.n_layers = static_cast<int>(e.child("n_layers").integer(1, 100000));
-    d.n_heads = static_cast<int>(e.child("n_heads").integer(1, 100000));
-    d.max_positions = training.seq_len;
-    if (std::fmod(d.d_model, d.n_heads) != 0)
-      e.child("n_heads").fail("d_model must be a multiple of n_heads");
-    m.spec = hw::transformer_model("gpt-tiny", d, training.seq_len);
-    m.dims = {{"vocab", d.vocab},
-              {"d_model", d.d_model},
-              {"n_layers", d.n_layers},
-              {"n_heads", d.n_heads}};
-    return m;
-  }
-  reject_dims({"width", "depth", "vocab", "d_model", "n_layers", "n_heads"});
+  reject(std::array<std::string_view, 2>{"width", "depth"},
+         fmt::format("not a parameter of preset '{}'", m.preset));
   if (m.preset == "resnet-50") {
+    reject(kTransformerKeys, "not a parameter of preset 'resnet-50'");
+    flops_only("preset 'resnet-50'");
     m.spec = hw::resnet50_model();
     return m;
   }
-  const auto dims = hw::find_transformer_preset(m.preset);
-  if (!dims) {
-    std::string names = "mlp, gpt-tiny";
+  hw::TransformerDims dims;
+  if (m.preset == "transformer") {
+    dims = read_transformer_dims(e, dims, true);
+  } else if (m.preset == "gpt-tiny") {
+    // validate's own GPT-2-style model: learned positions up to seq_len, tied embeddings, biases,
+    // eager attention, a fused GELU.
+    dims.max_positions = training.seq_len;
+    dims = read_transformer_dims(e, dims, true);
+  } else if (const auto preset = hw::find_transformer_preset(m.preset)) {
+    dims = read_transformer_dims(e, *preset, false);
+  } else {
+    std::string names = "transformer, mlp, gpt-tiny";
     for (const auto& n : hw::model_preset_names())
       names += ", " + n;
     p.fail(fmt::format("unknown model preset '{}'; expected one of: {} (or a 'layers' list)",
                        m.preset, names));
   }
-  m.spec = hw::transformer_model(m.preset, *dims, training.seq_len);
+  m.spec = hw::transformer_model(m.preset, dims, training.seq_len);
+  m.dims = dims_map(dims);
+  if (!e.has("compute") || roofline) {
+    m.compute = "roofline";
+    hw::apply_roofline(m.spec, dims, gpu, training.micro_batch, training.seq_len);
+  }
   return m;
 }
 
@@ -845,7 +976,11 @@ nlohmann::json to_json(const Scenario& s) {
   for (const auto& st : c.stragglers)
     stragglers.push_back({{"gpu", st.gpu}, {"slowdown", st.slowdown}});
   auto link = [](const hw::LinkSpec& l) {
-    return json{{"name", l.name}, {"bandwidth_Bps", l.bandwidth_Bps}, {"latency_s", l.latency_s}};
+    return json{{"name", l.name},
+                {"bandwidth_Bps", l.bandwidth_Bps},
+                {"line_rate_Bps", l.line_rate_Bps()},
+                {"efficiency", l.efficiency},
+                {"latency_s", l.latency_s}};
   };
   json sites = json::array();
   for (const auto& site : c.sites)
@@ -883,12 +1018,18 @@ nlohmann::json to_json(const Scenario& s) {
     cluster["wan"] = link(c.wan);
   }
   json layers = json::array();
-  for (const auto& l : s.model.spec.layers)
-    layers.push_back({{"name", l.name},
-                      {"params", l.params},
-                      {"fwd_flops_per_sample", l.fwd_flops_per_sample},
-                      {"bwd_flops_per_sample", l.bwd_flops_per_sample},
-                      {"activation_bytes_per_sample", l.activation_bytes_per_sample}});
+  for (const auto& l : s.model.spec.layers) {
+    json layer = {{"name", l.name},
+                  {"params", l.params},
+                  {"fwd_flops_per_sample", l.fwd_flops_per_sample},
+                  {"bwd_flops_per_sample", l.bwd_flops_per_sample},
+                  {"activation_bytes_per_sample", l.activation_bytes_per_sample}};
+    if (l.fwd_model_time_per_sample_s > 0) {
+      layer["fwd_model_time_per_sample_s"] = l.fwd_model_time_per_sample_s;
+      layer["bwd_model_time_per_sample_s"] = l.bwd_model_time_per_sample_s;
+    }
+    layers.push_back(std::move(layer));
+  }
   return json{
       {"name", s.name},
       {"source", s.source},
@@ -900,6 +1041,7 @@ nlohmann::json to_json(const Scenario& s) {
         {"dtype", to_string(s.model.dtype)},
         {"params", s.model.spec.total_params()},
         {"profile", s.model.profile},
+        {"compute", s.model.compute},
         {"layers", layers}}},
       {"training",
        {{"micro_batch", s.training.micro_batch},

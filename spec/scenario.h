@@ -78,6 +78,9 @@ struct ModelConfig {
   std::string preset;        // empty for an explicit layer list
   Dtype dtype = Dtype::bf16; // params, grads and communication
   std::string profile;       // calibration profile path, if any
+  // "roofline" (per-op times on the scenario's GPU, hw/transformer_ops.h; transformers' default)
+  // or "flops" (FLOPs at the GPU's flat efficiency; `layers:` lists, mlp, resnet-50).
+  std::string compute = "flops";
   // The dimensions of a sized preset (mlp: width, depth; gpt-tiny: vocab, d_model, n_layers,
   // n_heads), which the real runs build the model from.
   std::map<std::string, double> dims;
@@ -86,7 +89,7 @@ struct ModelConfig {
 // How long each micro-batch's sequences are (training.seq_len_distribution). A micro-batch draws
 // one length L <= seq_len for all its samples (padded to its longest: the largest of `max_of`
 // draws); its forward and backward cost scales with L: linearly, and quadratically for the
-// attention part (hw::LayerSpec::fwd_quadratic_flops_per_sample).
+// attention part (hw::LayerSpec::seq_quadratic_share).
 struct SeqLenDistribution {
   enum class Kind { fixed, lengths, lognormal, uniform };
   Kind kind = Kind::fixed;      // fixed: every micro-batch has seq_len

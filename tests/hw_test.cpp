@@ -92,10 +92,13 @@ TEST(Presets, GpusAndLinks) {
   for (const char* name : {"a100-40gb", "h100-sxm", "h100-pcie", "a6000", "rtx-2080ti", "mi250x"})
     EXPECT_TRUE(find_gpu_preset(name)) << name;
   EXPECT_FALSE(find_gpu_preset("a100-81gb"));
-  EXPECT_DOUBLE_EQ(find_link_preset("nvlink3")->bandwidth_Bps, 300e9);
-  EXPECT_DOUBLE_EQ(find_link_preset("omnipath-100")->bandwidth_Bps, 12.5e9);
-  EXPECT_DOUBLE_EQ(find_link_preset("ib-hdr")->bandwidth_Bps, 25e9);
-  EXPECT_DOUBLE_EQ(find_link_preset("ib-ndr")->bandwidth_Bps, 50e9);
+  // Line rates, and the bandwidth collectives reach on them (nccl-tests busbw): 300 x 0.78.
+  EXPECT_DOUBLE_EQ(find_link_preset("nvlink3")->line_rate_Bps(), 300e9);
+  EXPECT_DOUBLE_EQ(find_link_preset("nvlink3")->bandwidth_Bps, 234e9);
+  EXPECT_DOUBLE_EQ(find_link_preset("omnipath-100")->line_rate_Bps(), 12.5e9);
+  EXPECT_DOUBLE_EQ(find_link_preset("ib-hdr")->bandwidth_Bps, 23e9);
+  EXPECT_DOUBLE_EQ(find_link_preset("ib-ndr")->bandwidth_Bps, 46e9);
+  EXPECT_DOUBLE_EQ(find_link_preset("wan-1gbit")->efficiency, 1.0);
   for (const char* name : {"nvlink4", "pcie4", "ethernet-1g", "ethernet-10g", "ethernet-25g",
                            "ethernet-100g", "wan-10mbit", "wan-100mbit", "wan-1gbit"})
     EXPECT_TRUE(find_link_preset(name)) << name;

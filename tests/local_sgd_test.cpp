@@ -74,7 +74,7 @@ TEST(LocalSgd, PaperScenariosLoad) {
   for (const char* file : {"dreamddp-8x4-2080ti-1GBps.yaml", "dreamddp-4x8-a6000-20GBps.yaml",
                            "dreamddp-bandwidth-sweep.yaml"}) {
     const auto s = spec::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + file);
-    ASSERT_EQ(s.algorithms.size(), 5u) << file;
+    ASSERT_EQ(s.algorithms.size(), 7u) << file;
     for (const auto& a : s.algorithms)
       EXPECT_EQ(make_algorithm(a)->name(), a.name) << file;
   }

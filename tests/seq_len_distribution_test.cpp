@@ -22,7 +22,7 @@ cluster:
   gpus_per_node: 1
   gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}
   inter_node: {bandwidth: 10GB/s, latency: 10us}
-model: {preset: gpt-neo-125m}
+model: {preset: gpt-neo-125m, compute: flops}
 training: {micro_batch: 1, seq_len: 1024, grad_accum: 2, steps: 4)" +
          distribution + R"(}
 algorithms: [ddp]

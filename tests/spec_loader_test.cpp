@@ -63,7 +63,13 @@ TEST(Loader, SetOverridesKeysByDottedPath) {
   // A key inside a preset keeps the preset's other values.
   const auto t = load_scenario_text(kValid, "t.yaml", {"cluster.intra_node.latency=3us"});
   EXPECT_DOUBLE_EQ(t.cluster.intra_node.latency_s, 3e-6);
-  EXPECT_DOUBLE_EQ(t.cluster.intra_node.bandwidth_Bps, 300e9); // nvlink3's
+  EXPECT_DOUBLE_EQ(t.cluster.intra_node.bandwidth_Bps, 234e9); // nvlink3's
+  // `bandwidth` is a line rate: the preset's efficiency (0.78) applies unless one is given.
+  const auto u = load_scenario_text(kValid, "t.yaml", {"cluster.intra_node.bandwidth=100GB/s"});
+  EXPECT_DOUBLE_EQ(u.cluster.intra_node.bandwidth_Bps, 78e9);
+  const auto v = load_scenario_text(kValid, "t.yaml", {"cluster.intra_node.efficiency=0.5"});
+  EXPECT_DOUBLE_EQ(v.cluster.intra_node.bandwidth_Bps, 150e9);
+  EXPECT_DOUBLE_EQ(v.cluster.intra_node.line_rate_Bps(), 300e9);
 }
 
 TEST(Loader, UnknownKeyNamesFileLineAndKey) {

@@ -314,6 +314,23 @@ void RealWorker::optimizer_step(const OptimizerStep& op) {
          start, finish_op(start), {op.step, -1});
 }
 
+void RealWorker::outer_step(const OuterStep& op) {
+  const StreamMark start = streams_.mark();
+  torch::NoGradGuard no_grad;
+  torch::Tensor params = tensor(op.params), anchor = tensor(op.anchor), m = tensor(op.momentum);
+  // algorithms/runtime.h: Delta = anchor - params (the averaged pseudo-gradient), Nesterov.
+  torch::Tensor delta = anchor - params;
+  m.mul_(op.mu).add_(delta);
+  anchor.sub_(delta.add_(m, op.mu), op.lr);
+  params.copy_(anchor);
+  // The inner optimizer's master copy continues from the new parameters, not its own.
+  if (const auto it = optimizer_.find({op.inner_state.buffer, op.inner_state.offset});
+      it != optimizer_.end() && it->second.master.defined())
+    it->second.master.copy_(params);
+  record(current_stream, OpCategory::optimizer, "outer step", start, finish_op(start),
+         {op.step, -1});
+}
+
 void RealWorker::copy(Slice from, Slice to) {
   const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;

@@ -66,6 +66,7 @@ public:
   void forward(LayerRange layers, MicroBatch mb, BufferId params) override;
   void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) override;
   void optimizer_step(const OptimizerStep& op) override;
+  void outer_step(const OuterStep& op) override;
   void copy(Slice from, Slice to) override;
   void accumulate(Slice from, Slice to) override;
   void fill(Slice to, double value) override;

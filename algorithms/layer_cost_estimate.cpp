@@ -1,0 +1,48 @@
+#include "algorithms/layer_cost_estimate.h"
+
+namespace overlapsim {
+namespace {
+
+const hw::LinkSpec& slowest_link(const spec::ClusterSpec& c) {
+  if (!c.sites.empty())
+    return c.wan;
+  return c.nodes > 1 ? c.inter_node : c.intra_node;
+}
+
+} // namespace
+
+double all_reduce_startup_s(const spec::Scenario& s) {
+  const int n = s.cluster.world_size();
+  if (n <= 1 || s.model.spec.comm_times_from_table)
+    return 0.0;
+  return 2.0 * (n - 1) * slowest_link(s.cluster).latency_s;
+}
+
+LayerCosts estimate_layer_costs(const spec::Scenario& s) {
+  const auto& c = s.cluster;
+  const int n = c.world_size();
+  const hw::LinkSpec& link = slowest_link(c);
+  const double flops =
+      s.model.dtype == spec::Dtype::fp32 ? c.gpu.peak_flops_fp32 : c.gpu.peak_flops_bf16;
+  const double bytes_per_param = spec::dtype_bytes(s.model.dtype);
+  const double samples = s.training.micro_batch;
+  const double startup = all_reduce_startup_s(s);
+  LayerCosts costs;
+  for (const auto& l : s.model.spec.layers) {
+    // Measured, else modelled (roofline), else FLOPs at the GPU's efficiency: as the simulator.
+    const double bwd_s = l.bwd_time_per_sample_s > 0 ? l.bwd_time_per_sample_s
+                                                     : l.bwd_model_time_per_sample_s;
+    costs.bp_s.push_back(bwd_s > 0 ? bwd_s * samples
+                                   : l.bwd_flops_per_sample * samples / (flops * c.gpu.efficiency));
+    if (n <= 1)
+      costs.comm_s.push_back(0.0);
+    else if (s.model.spec.comm_times_from_table)
+      costs.comm_s.push_back(l.comm_time_s);
+    else
+      costs.comm_s.push_back(startup +
+                             2.0 * (n - 1) / n * l.params * bytes_per_param / link.bandwidth_Bps);
+  }
+  return costs;
+}
+
+} // namespace overlapsim
