@@ -20,9 +20,14 @@ public:
     const std::int64_t n = layout_.total();
     params_ = w.declare({"params", MemoryCategory::params, n, p});
     grads_ = w.declare({"grads", MemoryCategory::grads, n, p});
+    // The decoupled momentum (and, for 16-bit parameters, the fp32 master copy DeMo-SGD updates).
     state_ = w.declare({"optimizer_state", MemoryCategory::optimizer_state, n,
-                        decoupled_state_bytes_per_param(s.model.dtype)});
-    replicator_.emplace(w, c, w.topology().world(), Slice{state_, 0, n});
+                        decoupled_state_bytes_per_param(c.kind, s.model.dtype)});
+    // No gradient is reduced: each worker's own, averaged over its micro-batches.
+    replicator_.emplace(w, c, w.topology().world(),
+                        std::vector{ReplicatorPiece{Slice{grads_, 0, n}, Slice{params_, 0, n},
+                                                    Slice{state_, 0, n}}},
+                        1.0 / s.training.grad_accum);
   }
 
   void run_compute() override {
@@ -74,7 +79,8 @@ private:
 } // namespace
 
 std::unique_ptr<Algorithm> make_demo(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"chunk", "top_k", "compression", "sign", "value_dtype"});
+  const AlgorithmOptions opts(spec,
+                              {"chunk", "top_k", "compression", "decay", "sign", "value_dtype"});
   return std::make_unique<Demo>(spec.name, replicator_config(opts, false));
 }
 

@@ -22,7 +22,7 @@ private:
 } // namespace
 
 std::unique_ptr<Algorithm> make_flexdemo(const spec::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"replicator", "compression", "chunk", "top_k", "sign",
+  const AlgorithmOptions opts(spec, {"replicator", "compression", "chunk", "top_k", "decay", "sign",
                                      "value_dtype", "seed", "wrap", "reshard_after_forward"});
   FsdpOptions o;
   read_wrap_options(spec, opts, o);

@@ -75,12 +75,9 @@ public:
     grads_ = w.declare({"grads", MemoryCategory::grads, total, p, owned + unsharded_grads});
     state_ = w.declare({"optimizer_state", MemoryCategory::optimizer_state, owned,
                         o.replicator
-                            ? decoupled_state_bytes_per_param(s.model.dtype)
+                            ? decoupled_state_bytes_per_param(o.replicator->kind, s.model.dtype)
                             : optimizer_state_bytes_per_param(s.training.optimizer, s.model.dtype),
                         -1});
-    if (o.replicator)
-      replicator_.emplace(w, *o.replicator, topo.replication(topo.local_of(w.rank())),
-                          Slice{state_, 0, owned});
 
     std::int64_t state_offset = 0;
     for (const auto& u : units_) {
@@ -89,6 +86,18 @@ public:
       pieces_.push_back(Slice{0, whole.offset + mine.offset, mine.count});
       state_pieces_.push_back(Slice{state_, state_offset, mine.count});
       state_offset += mine.count;
+    }
+    if (o.replicator) {
+      // FlexDeMo: one replicator piece per unit's shard, exchanged with the GPUs of the other
+      // nodes that hold the same shard; the gradient is the shard group's sum.
+      std::vector<ReplicatorPiece> pieces;
+      for (std::size_t u = 0; u < units_.size(); ++u) {
+        const Slice& g = pieces_[u];
+        pieces.push_back({Slice{grads_, g.offset, g.count}, Slice{params_, g.offset, g.count},
+                          state_pieces_[u]});
+      }
+      replicator_.emplace(w, *o.replicator, topo.replication(topo.local_of(w.rank())),
+                          std::move(pieces), 1.0 / (parts * s.training.grad_accum));
     }
   }
 
@@ -262,8 +271,7 @@ void read_wrap_options(const spec::AlgorithmSpec& spec, const AlgorithmOptions& 
     else
       o.unit_bytes = opts.size_bytes("wrap", 0);
   }
-  o.reshard_after_forward =
-      opts.text("reshard_after_forward", "true", {"true", "false"}) == "true";
+  o.reshard_after_forward = opts.text("reshard_after_forward", "true", {"true", "false"}) == "true";
 }
 
 std::unique_ptr<WorkerProgram> make_fsdp_program(Worker& w, const FsdpOptions& o) {

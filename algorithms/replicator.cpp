@@ -1,12 +1,48 @@
 #include "algorithms/replicator.h"
 
-#include "algorithms/model_state.h"
-
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
 namespace overlapsim {
+
+const char* to_string(ReplicatorKind kind) {
+  switch (kind) {
+  case ReplicatorKind::demo:
+    return "demo";
+  case ReplicatorKind::random:
+    return "random";
+  case ReplicatorKind::striding:
+    return "striding";
+  case ReplicatorKind::diloco:
+    return "diloco";
+  }
+  return "?";
+}
+
+std::int64_t ReplicatorConfig::selected(std::int64_t elements) const {
+  switch (kind) {
+  case ReplicatorKind::demo: {
+    // Whole blocks of chunk^2 (the last one zero-padded), top_k of each.
+    const std::int64_t block = static_cast<std::int64_t>(chunk) * chunk;
+    return (elements + block - 1) / block * top_k;
+  }
+  case ReplicatorKind::random:
+  case ReplicatorKind::striding:
+    return std::clamp<std::int64_t>(std::llround(compression * static_cast<double>(elements)), 1,
+                                    elements);
+  case ReplicatorKind::diloco:
+    return elements;
+  }
+  return elements;
+}
+
+bool ReplicatorConfig::exchanges(int step) const {
+  if (kind != ReplicatorKind::diloco)
+    return true;
+  const int period = std::max(1, static_cast<int>(std::lround(1.0 / compression)));
+  return (step + 1) % period == 0;
+}
 
 ReplicatorConfig replicator_config(const AlgorithmOptions& opts, bool with_kind) {
   ReplicatorConfig c;
@@ -17,143 +53,146 @@ ReplicatorConfig replicator_config(const AlgorithmOptions& opts, bool with_kind)
              : kind == "striding" ? ReplicatorKind::striding
                                   : ReplicatorKind::diloco;
   }
-  c.chunk = static_cast<int>(opts.integer("chunk", 64, 1, 1 << 15));
+  c.chunk = static_cast<int>(opts.integer("chunk", 64, 1, 1 << 12));
   const double block = static_cast<double>(c.chunk) * c.chunk;
-  // The paper's compression rate: the fraction of elements transmitted per step. For the demo
-  // replicator it sets top_k = compression x chunk^2 (at least 1); an explicit top_k wins.
   c.compression = opts.number("compression", 1.0 / 16, 1e-9, 1.0);
   if (c.kind == ReplicatorKind::demo) {
-    const auto fallback = opts.has("compression")
-                              ? std::max<long long>(1, std::llround(c.compression * block))
-                              : 32;
+    // The paper's compression rate for DeMo: top_k / chunk^2; an explicit top_k wins.
+    const auto fallback =
+        opts.has("compression") ? std::max<long long>(1, std::llround(c.compression * block)) : 32;
     c.top_k = static_cast<int>(opts.integer("top_k", fallback, 1, static_cast<long long>(block)));
     c.compression = c.top_k / block;
   }
+  c.decay = opts.number("decay", 0.999, 0.0, 1.0);
   c.sign = opts.text("sign", "true", {"true", "false"}) == "true";
   c.value_bytes = opts.text("value_dtype", "fp32", {"fp32", "bf16", "fp16"}) == "fp32" ? 4.0 : 2.0;
   c.seed = static_cast<std::uint64_t>(opts.integer("seed", 42, 0, 1LL << 62));
   return c;
 }
 
-double decoupled_state_bytes_per_param(spec::Dtype dtype) {
-  return (dtype == spec::Dtype::fp32 ? 0.0 : 4.0) + 4.0;
+double decoupled_state_bytes_per_param(ReplicatorKind kind, spec::Dtype dtype) {
+  return (dtype == spec::Dtype::fp32 ? 0.0 : 4.0) + (kind == ReplicatorKind::diloco ? 0.0 : 4.0);
 }
 
 Replicator::Replicator(Worker& w, const ReplicatorConfig& config, const Group& group,
-                       Slice momentum)
-    : w_(w), c_(config), group_(group), momentum_(momentum) {
-  const std::int64_t e = momentum.count;
+                       std::vector<ReplicatorPiece> pieces, double grad_scale)
+    : w_(w), c_(config), group_(group), pieces_(std::move(pieces)), grad_scale_(grad_scale),
+      lr_(w.scenario().training.learning_rate) {
   const int n = group.size();
+  std::int64_t total = 0;
+  for (const auto& p : pieces_)
+    total += c_.selected(p.params.count);
+  BufferId values = -1, indices = -1;
   switch (c_.kind) {
-  case ReplicatorKind::demo: {
-    const std::int64_t block = static_cast<std::int64_t>(c_.chunk) * c_.chunk;
-    per_step_ = std::min(e, (e + block - 1) / block * c_.top_k);
-    // Everyone's selection arrives: n x per step values and int32 indices.
-    values_ = w.declare({"demo_values", MemoryCategory::buffers, n * per_step_, c_.value_bytes});
-    indices_ = w.declare({"demo_indices", MemoryCategory::buffers, n * per_step_, 4.0});
+  case ReplicatorKind::demo:
+    // Everyone's selection arrives: n x the own values and int32 indices.
+    values = w.declare({"demo_values", MemoryCategory::buffers, n * total, c_.value_bytes});
+    indices = w.declare({"demo_indices", MemoryCategory::buffers, n * total, 4.0});
     break;
-  }
   case ReplicatorKind::random:
   case ReplicatorKind::striding:
-    per_step_ = std::max<std::int64_t>(1, std::llround(c_.compression * static_cast<double>(e)));
-    values_ = w.declare({"replicated_values", MemoryCategory::buffers, per_step_, c_.value_bytes});
+    values = w.declare({"replicated_values", MemoryCategory::buffers, total, c_.value_bytes});
     break;
   case ReplicatorKind::diloco:
-    per_step_ = e;
-    // All-reduced in place on the momentum; declared for the size of what goes on the wire.
-    values_ = w.declare({"diloco_values", MemoryCategory::buffers, e, c_.value_bytes, 0});
-    break;
+    break; // the gradient shard is all-reduced in place
+  }
+  std::int64_t offset = 0;
+  for (const auto& p : pieces_) {
+    const std::int64_t k = c_.selected(p.params.count);
+    const std::int64_t region = c_.kind == ReplicatorKind::demo ? n * k : k;
+    values_.push_back(Slice{values, offset, values < 0 ? 0 : region});
+    indices_.push_back(Slice{indices, offset, indices < 0 ? 0 : region});
+    offset += region;
   }
 }
 
-bool Replicator::syncs(int step) const {
-  if (group_.size() == 1)
-    return false;
-  if (c_.kind != ReplicatorKind::diloco)
-    return true;
-  const int period = std::max(1, static_cast<int>(std::lround(1.0 / c_.compression)));
-  return (step + 1) % period == 0;
+bool Replicator::exchanges(int step) const {
+  return group_.size() > 1 && c_.exchanges(step);
 }
 
-std::int64_t Replicator::selected(int step) const {
-  return syncs(step) ? per_step_ : 0;
+double Replicator::bytes_per_exchange() const {
+  double bytes = 0;
+  for (const auto& p : pieces_) {
+    const auto k = static_cast<double>(c_.selected(p.params.count));
+    bytes += c_.kind == ReplicatorKind::demo     ? k * (c_.value_bytes + 4)
+             : c_.kind == ReplicatorKind::diloco ? k * w_.buffer(p.grads.buffer).element_bytes
+                                                 : k * c_.value_bytes;
+  }
+  return bytes;
 }
 
-void Replicator::op(const char* name, OpCategory category, double bytes_per_element, int step) {
-  w_.elementwise(ElementwiseOp{name, category, momentum_, bytes_per_element, step});
+ReplicatorPhase Replicator::phase(std::size_t piece, ReplicatorPhase::Kind kind, int step) const {
+  const auto& p = pieces_[piece];
+  ReplicatorPhase op;
+  op.phase = kind;
+  op.config = c_;
+  op.grads = p.grads;
+  op.grad_scale = grad_scale_;
+  op.params = p.params;
+  op.momentum = p.momentum;
+  op.values = values_[piece];
+  op.indices = indices_[piece];
+  op.group_size = group_.size();
+  op.member = group_.index_of(w_.rank());
+  op.exchanged = exchanges(step);
+  op.lr = lr_;
+  op.piece = static_cast<int>(piece);
+  op.step = step;
+  return op;
 }
 
 void Replicator::encode(int step) {
-  const double p = spec::dtype_bytes(w_.scenario().model.dtype);
-  // m <- beta m + g: read m (fp32) and g, write m.
-  op("decoupled momentum", OpCategory::optimizer, 8 + p, step);
-  if (!syncs(step))
-    return;
-  const double c = c_.compression;
-  switch (c_.kind) {
-  case ReplicatorKind::demo:
-    // Chunked DCT-II (read m, write the coefficients) and top-k over each block (read them).
-    op("dct encode + top-k", OpCategory::compress, 12, step);
-    // The own selection decoded (zero-fill, inverse DCT: 12) and subtracted from m (12).
-    op("remove transmitted", OpCategory::compress, 24, step);
-    break;
-  case ReplicatorKind::random:
-  case ReplicatorKind::striding:
-    // Gather the selected elements (read m, write values) and zero them in m.
-    op("select + remove", OpCategory::compress, c * (8 + c_.value_bytes), step);
-    break;
-  case ReplicatorKind::diloco:
-    break; // the whole momentum goes, in place
-  }
+  for (std::size_t i = 0; i < pieces_.size(); ++i)
+    w_.replicator_phase(phase(i, ReplicatorPhase::Kind::encode, step));
 }
 
 void Replicator::exchange(int step) {
-  if (!syncs(step))
+  if (!exchanges(step))
     return;
   const int n = group_.size();
   const int me = group_.index_of(w_.rank());
-  CollectiveCall c;
-  c.group = &group_;
-  c.step = step;
-  if (c_.kind == ReplicatorKind::demo) {
-    // DeMo: every worker's (index, value) pairs reach every worker (DeToNATION Algorithm 1's
-    // all_gather in the replication group), values and indices as two all-gathers.
-    c.op = CollectiveOp::all_gather;
-    for (const auto& [buffer, what] : {std::pair{values_, "values"}, std::pair{indices_, "indices"}}) {
-      c.data = Slice{buffer, me * per_step_, per_step_};
-      c.out = Slice{buffer, 0, n * per_step_};
-      c.name = fmt::format("all-gather demo {}", what);
-      w_.run(c);
+  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    CollectiveCall c;
+    c.group = &group_;
+    c.step = step;
+    switch (c_.kind) {
+    case ReplicatorKind::demo: {
+      // Every worker's (index, value) pairs reach every worker: two all-gathers, as DeToNATION's
+      // DeMo replicator issues them.
+      const std::int64_t k = values_[i].count / n;
+      c.op = CollectiveOp::all_gather;
+      for (const auto& [region, what] :
+           {std::pair{values_[i], "values"}, {indices_[i], "indices"}}) {
+        c.data = Slice{region.buffer, region.offset + me * k, k};
+        c.out = region;
+        c.name = fmt::format("all-gather demo {} piece {}", what, i);
+        w_.run(c);
+      }
+      break;
     }
-    return;
+    case ReplicatorKind::random:
+    case ReplicatorKind::striding:
+      // The same indices everywhere: the values are averaged.
+      c.op = CollectiveOp::all_reduce;
+      c.average = true;
+      c.data = values_[i];
+      c.name = fmt::format("all-reduce selected values piece {}", i);
+      w_.run(c);
+      break;
+    case ReplicatorKind::diloco:
+      c.op = CollectiveOp::all_reduce;
+      c.average = true;
+      c.data = pieces_[i].grads;
+      c.name = fmt::format("all-reduce gradient piece {} (diloco)", i);
+      w_.run(c);
+      break;
+    }
   }
-  // Same indices everywhere (shared seed, or the whole momentum): the values are averaged.
-  c.op = CollectiveOp::all_reduce;
-  c.average = true;
-  c.data = Slice{values_, 0, per_step_};
-  c.name = c_.kind == ReplicatorKind::diloco ? "all-reduce momentum (diloco)"
-                                             : "all-reduce selected values";
-  w_.run(c);
 }
 
 void Replicator::decode_and_update(int step) {
-  const double p = spec::dtype_bytes(w_.scenario().model.dtype);
-  if (syncs(step)) {
-    switch (c_.kind) {
-    case ReplicatorKind::demo:
-      // Scatter everyone's coefficients into zeroed blocks (4) and inverse DCT (read, write: 8).
-      op("dct decode", OpCategory::compress, 12, step);
-      break;
-    case ReplicatorKind::random:
-    case ReplicatorKind::striding:
-      op("scatter decode", OpCategory::compress, 4 + c_.compression * c_.value_bytes, step);
-      break;
-    case ReplicatorKind::diloco:
-      break;
-    }
-  }
-  // theta <- theta - lr sign(Q): read Q, update the fp32 master, write the 16-bit parameter.
-  op("demo-sgd update", OpCategory::optimizer, 4 + (p < 4 ? 8 + p : 8), step);
+  for (std::size_t i = 0; i < pieces_.size(); ++i)
+    w_.replicator_phase(phase(i, ReplicatorPhase::Kind::decode, step));
 }
 
 } // namespace overlapsim

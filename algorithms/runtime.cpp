@@ -65,10 +65,4 @@ const char* to_string(CollectiveOp op) {
   return "?";
 }
 
-void Worker::elementwise(const ElementwiseOp& op) {
-  throw std::logic_error(
-      fmt::format("worker {}: this runtime cannot run '{}' (compression ops are simulated only)",
-                  rank(), op.name));
-}
-
 } // namespace overlapsim

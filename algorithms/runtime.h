@@ -8,6 +8,7 @@
 // (notify/await), which carry a 64-bit value (a bucket index, a count).
 #pragma once
 
+#include "algorithms/replicator_config.h"
 #include "algorithms/topology.h"
 #include "spec/scenario.h"
 
@@ -119,16 +120,41 @@ struct OptimizerStep {
                       // micro-batch count, Algorithm 1 lines 27 and 36) instead of grad_scale
 };
 
-// Element-wise work that is neither a layer nor a plain copy: gradient compression (DeMo's chunked
-// DCT-II, top-k and inverse DCT, a replicator's selection), momentum updates and DeMo-SGD's signed
-// update. On a GPU these stream their operands through HBM once or twice and do little arithmetic,
-// so they are priced as memory-bound: `count` x `bytes_per_element` bytes at HBM bandwidth.
-struct ElementwiseOp {
-  std::string name;                           // trace label, e.g. "dct encode + top-k"
-  OpCategory category = OpCategory::compress; // compress, or optimizer for the update
-  Slice data;                                 // the elements it runs over
-  double bytes_per_element = 0;               // HBM bytes read + written per element
-  int step = -1;
+// One phase of a decoupled-momentum replicator step (DeMo; FlexDeMo, DeToNATION Algorithm 1) on
+// one piece of the model: a contiguous run of elements (the whole model in DeMo, one wrap unit's
+// shard in FlexDeMo). With s = grad_scale, beta = config.decay, k selected of the piece's E:
+//   encode (demo, random, striding):
+//     m <- beta m + s g                                  (decoupled momentum, never synchronised)
+//     demo:            q <- top_k per chunk x chunk block of DCT-II(m): values + block indices
+//     random/striding: q <- m[idx], idx = replicator_indices(config, step, piece, E)
+//     m <- m - decode(q)                                 (what is sent leaves the momentum)
+//   encode (diloco): nothing (its gradient is all-reduced in place on exchanging steps).
+//   decode: Q <- demo: IDCT of every worker's (index, value) pairs, a coefficient sent by several
+//                      workers taking their mean (DeToNATION's scatter_reduce "mean");
+//                random/striding: zeros with the averaged values at idx;
+//                diloco: s g (averaged across the group on exchanging steps, local otherwise);
+//                no exchange this step (a group of one): Q <- m, m <- 0.
+//           theta <- theta - lr sign(Q)                  (DeMo-SGD; sign false: lr Q)
+// The simulator prices each phase as memory-bound kernels (replicator_cost.h); the real runtime
+// computes it on tensors.
+struct ReplicatorPhase {
+  enum class Kind : std::uint8_t { encode, decode };
+  Kind phase = Kind::encode;
+  ReplicatorConfig config;
+  Slice grads; // the piece's gradient (a sum; times grad_scale)
+  double grad_scale = 1.0;
+  Slice params;   // the piece's parameters (the shard in FlexDeMo)
+  Slice momentum; // the decoupled momentum of the same elements (unset for diloco)
+  // demo: the exchange region, group_size consecutive blocks of `selected` values (worker-major);
+  // encode writes this worker's block. random/striding: the `selected` values.
+  Slice values;
+  Slice indices; // demo: the block indices alongside `values` (exact in fp32 below 2^24)
+  int group_size = 1;
+  int member = 0;        // this worker's block in `values` and `indices` (demo)
+  bool exchanged = true; // false: nothing was exchanged this step
+  double lr = 0;
+  int piece = 0;
+  int step = 0;
 };
 
 // DiLoCo's outer step (Douillard et al. 2023, Algorithm 1, with the outer optimizer Nesterov
@@ -174,9 +200,8 @@ public:
   virtual void copy(Slice from, Slice to) = 0;
   virtual void accumulate(Slice from, Slice to) = 0;
   virtual void fill(Slice to, double value) = 0;
-  // Compression and decoupled-momentum work on the calling stream (see ElementwiseOp). The real
-  // runtime does not implement it yet: the default throws, naming the op.
-  virtual void elementwise(const ElementwiseOp& op);
+  // A replicator phase on the calling stream (see ReplicatorPhase).
+  virtual void replicator_phase(const ReplicatorPhase& op) = 0;
 
   // Communication. start() returns at once; wait() blocks the calling stream until done.
   virtual CommHandle start(const CollectiveCall& call) = 0;

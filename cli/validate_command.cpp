@@ -30,8 +30,9 @@
 namespace overlapsim::cli {
 
 const std::vector<std::string>& real_algorithm_names() {
-  static const std::vector<std::string> names = {"ddp",  "s-sgd",  "zero1",  "dpu",      "acco-wp",
-                                                 "acco", "cdp-v1", "cdp-v2", "local-sgd"};
+  static const std::vector<std::string> names = {"ddp",       "s-sgd", "zero1",  "dpu",
+                                                 "acco-wp",   "acco",  "cdp-v1", "cdp-v2",
+                                                 "local-sgd", "fsdp",  "demo",   "flexdemo"};
   return names;
 }
 

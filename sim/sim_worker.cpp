@@ -1,6 +1,7 @@
 #include "sim/sim_worker.h"
 
 #include "algorithms/model_state.h"
+#include "algorithms/replicator_cost.h"
 
 #include <algorithm>
 #include <cmath>
@@ -232,10 +233,16 @@ void SimWorker::fill(Slice to, double) {
   memory_op("fill", static_cast<double>(to.count) * buffer(to.buffer).element_bytes);
 }
 
-void SimWorker::elementwise(const ElementwiseOp& op) {
-  const double seconds = static_cast<double>(op.data.count) * op.bytes_per_element /
-                         ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
-  compute(op.category, op.name, seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
+void SimWorker::replicator_phase(const ReplicatorPhase& op) {
+  const double p = spec::dtype_bytes(ctx_.scenario.model.dtype);
+  const auto category = [&](const hw::KernelOp& k) {
+    return k.name == "decoupled momentum" || k.name == "demo-sgd update" ? OpCategory::optimizer
+                                                                         : OpCategory::compress;
+  };
+  for (const auto& k : replicator_kernels(op, p))
+    compute(category(k), k.name,
+            hw::kernel_time_s(ctx_.scenario.cluster.gpu, k) * ctx_.platform.nominal_speed,
+            MicroBatch{op.step, -1});
 }
 
 void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::int64_t seq) {

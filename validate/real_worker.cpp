@@ -2,6 +2,7 @@
 
 #include "algorithms/model_state.h"
 #include "validate/heartbeat.h"
+#include "validate/real_replicator.h"
 #include "validate/shard_layout.h"
 
 #include <cstdlib>
@@ -329,6 +330,18 @@ void RealWorker::outer_step(const OuterStep& op) {
     it->second.master.copy_(params);
   record(current_stream, OpCategory::optimizer, "outer step", start, finish_op(start),
          {op.step, -1});
+}
+
+void RealWorker::replicator_phase(const ReplicatorPhase& op) {
+  const StreamMark start = streams_.mark();
+  auto view = [&](Slice sl) { return sl.buffer >= 0 ? tensor(sl) : torch::Tensor(); };
+  run_replicator_phase(
+      op, {view(op.grads), view(op.params), view(op.momentum), view(op.values), view(op.indices)});
+  const bool encode = op.phase == ReplicatorPhase::Kind::encode;
+  record(current_stream, encode ? OpCategory::compress : OpCategory::optimizer,
+         fmt::format("{} {} piece {}", to_string(op.config.kind),
+                     encode ? "encode" : "decode + update", op.piece),
+         start, finish_op(start), {op.step, -1});
 }
 
 void RealWorker::copy(Slice from, Slice to) {

@@ -67,6 +67,7 @@ public:
   void backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) override;
   void optimizer_step(const OptimizerStep& op) override;
   void outer_step(const OuterStep& op) override;
+  void replicator_phase(const ReplicatorPhase& op) override;
   void copy(Slice from, Slice to) override;
   void accumulate(Slice from, Slice to) override;
   void fill(Slice to, double value) override;
