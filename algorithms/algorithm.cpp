@@ -4,7 +4,10 @@
 #include "algorithms/asc_wfbp.h"
 #include "algorithms/cdp.h"
 #include "algorithms/ddp.h"
+#include "algorithms/demo.h"
 #include "algorithms/diloco.h"
+#include "algorithms/flexdemo.h"
+#include "algorithms/fsdp.h"
 #include "algorithms/local_sgd.h"
 #include "algorithms/zero1.h"
 #include "spec/loader.h"
@@ -23,6 +26,9 @@ const std::map<std::string, Factory>& registry() {
       {"ddp", make_ddp},
       {"s-sgd", make_s_sgd},
       {"zero1", make_zero1},
+      {"fsdp", make_fsdp},
+      {"demo", make_demo},
+      {"flexdemo", make_flexdemo},
       {"dpu", make_dpu},
       {"acco-wp", make_acco_wp},
       {"acco", make_acco},

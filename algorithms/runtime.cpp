@@ -1,5 +1,8 @@
 #include "algorithms/runtime.h"
 
+#include <fmt/format.h>
+#include <stdexcept>
+
 namespace overlapsim {
 
 const char* to_string(OpCategory category) {

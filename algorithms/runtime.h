@@ -8,6 +8,7 @@
 // (notify/await), which carry a 64-bit value (a bucket index, a count).
 #pragma once
 
+#include "algorithms/replicator_config.h"
 #include "algorithms/topology.h"
 #include "spec/scenario.h"
 
@@ -35,6 +36,10 @@ struct BufferDecl {
   MemoryCategory category = MemoryCategory::buffers;
   std::int64_t elements = 0;
   double element_bytes = 2;
+  // Elements the memory model counts, when fewer than `elements` live at once (-1: all). FSDP's
+  // unsharded flat parameters are addressed as a whole but allocated one wrap unit at a time and
+  // freed after use (PyTorch resizes their storage to 0), so only the working set is resident.
+  std::int64_t resident = -1;
 };
 struct Slice {
   BufferId buffer = -1;
@@ -115,6 +120,43 @@ struct OptimizerStep {
                       // micro-batch count, Algorithm 1 lines 27 and 36) instead of grad_scale
 };
 
+// One phase of a decoupled-momentum replicator step (DeMo; FlexDeMo, DeToNATION Algorithm 1) on
+// one piece of the model: a contiguous run of elements (the whole model in DeMo, one wrap unit's
+// shard in FlexDeMo). With s = grad_scale, beta = config.decay, k selected of the piece's E:
+//   encode (demo, random, striding):
+//     m <- beta m + s g                                  (decoupled momentum, never synchronised)
+//     demo:            q <- top_k per chunk x chunk block of DCT-II(m): values + block indices
+//     random/striding: q <- m[idx], idx = replicator_indices(config, step, piece, E)
+//     m <- m - decode(q)                                 (what is sent leaves the momentum)
+//   encode (diloco): nothing (its gradient is all-reduced in place on exchanging steps).
+//   decode: Q <- demo: IDCT of every worker's (index, value) pairs, a coefficient sent by several
+//                      workers taking their mean (DeToNATION's scatter_reduce "mean");
+//                random/striding: zeros with the averaged values at idx;
+//                diloco: s g (averaged across the group on exchanging steps, local otherwise);
+//                no exchange this step (a group of one): Q <- m, m <- 0.
+//           theta <- theta - lr sign(Q)                  (DeMo-SGD; sign false: lr Q)
+// The simulator prices each phase as memory-bound kernels (replicator_cost.h); the real runtime
+// computes it on tensors.
+struct ReplicatorPhase {
+  enum class Kind : std::uint8_t { encode, decode };
+  Kind phase = Kind::encode;
+  ReplicatorConfig config;
+  Slice grads; // the piece's gradient (a sum; times grad_scale)
+  double grad_scale = 1.0;
+  Slice params;   // the piece's parameters (the shard in FlexDeMo)
+  Slice momentum; // the decoupled momentum of the same elements (unset for diloco)
+  // demo: the exchange region, group_size consecutive blocks of `selected` values (worker-major);
+  // encode writes this worker's block. random/striding: the `selected` values.
+  Slice values;
+  Slice indices; // demo: the block indices alongside `values` (exact in fp32 below 2^24)
+  int group_size = 1;
+  int member = 0;        // this worker's block in `values` and `indices` (demo)
+  bool exchanged = true; // false: nothing was exchanged this step
+  double lr = 0;
+  int piece = 0;
+  int step = 0;
+};
+
 // DiLoCo's outer step (Douillard et al. 2023, Algorithm 1, with the outer optimizer Nesterov
 // momentum as torch.optim.SGD(nesterov=True)). `params` holds the workers' average of their
 // parameters after the inner steps and `anchor` the parameters at the start of the period (the
@@ -163,6 +205,8 @@ public:
   virtual void copy(Slice from, Slice to) = 0;
   virtual void accumulate(Slice from, Slice to) = 0;
   virtual void fill(Slice to, double value) = 0;
+  // A replicator phase on the calling stream (see ReplicatorPhase).
+  virtual void replicator_phase(const ReplicatorPhase& op) = 0;
 
   // Communication. start() returns at once; wait() blocks the calling stream until done.
   virtual CommHandle start(const CollectiveCall& call) = 0;

@@ -20,6 +20,15 @@ int Group::index_of(int rank) const {
 Topology::Topology(int nodes, int gpus_per_node) : nodes_(nodes), gpus_per_node_(gpus_per_node) {
   if (nodes < 1 || gpus_per_node < 1)
     throw std::invalid_argument("Topology: nodes and gpus_per_node must be >= 1");
+  // Ids are handed out in creation order: the standard groups are made here, in one order, so
+  // that every process of a real job gives them the same ids (a process creating only its own
+  // node's group first would give node 0's and node 1's groups the same id, and their process
+  // groups the same rendezvous prefix).
+  (void)world();
+  for (int n = 0; n < nodes; ++n)
+    (void)intra_node(n);
+  for (int l = 0; l < gpus_per_node; ++l)
+    (void)replication(l);
 }
 
 const Group& Topology::world() const {

@@ -149,11 +149,22 @@ std::optional<TransformerDims> find_transformer_preset(std::string_view name) {
     d.mlp = TransformerDims::Mlp::swiglu, d.attention = TransformerDims::Attention::sdpa;
     return d;
   }
+  if (name == "olmo2-1b") {
+    // AI2 OLMo 2 1B (OLMo-2-0425-1B config.json, as the DeToNATION paper trains it): rotary
+    // positions, SwiGLU MLP of 8192, RMSNorm, no biases, untied head, vocab 100352 (padded). Its
+    // q/k RMSNorms are left out: 2 x 2048 parameters per layer, element-wise.
+    d.vocab = 100352, d.max_positions = 0, d.d_model = 2048, d.n_layers = 16, d.n_heads = 16;
+    d.ffn_dim = 8192, d.tied_embeddings = false, d.gated_mlp = true, d.qkv_bias = false;
+    d.linear_bias = false, d.rms_norm = true;
+    d.mlp = TransformerDims::Mlp::swiglu, d.attention = TransformerDims::Attention::sdpa;
+    return d;
+  }
   return std::nullopt;
 }
 
 std::vector<std::string> model_preset_names() {
-  return {"gpt-neo-125m", "gpt-neo-1.3b", "gpt-neo-2.7b", "gpt2-small", "llama2-7b", "resnet-50"};
+  return {"gpt-neo-125m", "gpt-neo-1.3b", "gpt-neo-2.7b", "gpt2-small",
+          "llama2-7b",    "olmo2-1b",     "resnet-50"};
 }
 
 } // namespace overlapsim::hw

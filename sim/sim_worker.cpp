@@ -1,6 +1,7 @@
 #include "sim/sim_worker.h"
 
 #include "algorithms/model_state.h"
+#include "algorithms/replicator_cost.h"
 
 #include <algorithm>
 #include <cmath>
@@ -40,8 +41,9 @@ SimWorker::SimWorker(SimContext& context, int rank)
 
 BufferId SimWorker::declare(const BufferDecl& decl) {
   buffers_.push_back(decl);
+  const std::int64_t resident = decl.resident >= 0 ? decl.resident : decl.elements;
   static_memory_[static_cast<std::size_t>(decl.category)] +=
-      static_cast<double>(decl.elements) * decl.element_bytes;
+      static_cast<double>(resident) * decl.element_bytes;
   return static_cast<BufferId>(buffers_.size()) - 1;
 }
 
@@ -238,6 +240,18 @@ void SimWorker::accumulate(Slice from, Slice to) {
 
 void SimWorker::fill(Slice to, double) {
   memory_op("fill", static_cast<double>(to.count) * buffer(to.buffer).element_bytes);
+}
+
+void SimWorker::replicator_phase(const ReplicatorPhase& op) {
+  const double p = spec::dtype_bytes(ctx_.scenario.model.dtype);
+  const auto category = [&](const hw::KernelOp& k) {
+    return k.name == "decoupled momentum" || k.name == "demo-sgd update" ? OpCategory::optimizer
+                                                                         : OpCategory::compress;
+  };
+  for (const auto& k : replicator_kernels(op, p))
+    compute(category(k), k.name,
+            hw::kernel_time_s(ctx_.scenario.cluster.gpu, k) * ctx_.platform.nominal_speed,
+            MicroBatch{op.step, -1});
 }
 
 void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::int64_t seq) {

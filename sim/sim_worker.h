@@ -49,6 +49,7 @@ public:
   void copy(Slice from, Slice to) override;
   void accumulate(Slice from, Slice to) override;
   void fill(Slice to, double value) override;
+  void replicator_phase(const ReplicatorPhase& op) override;
 
   CommHandle start(const CollectiveCall& call) override;
   void run(const CollectiveCall& call) override;

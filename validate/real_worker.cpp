@@ -2,6 +2,7 @@
 
 #include "algorithms/model_state.h"
 #include "validate/heartbeat.h"
+#include "validate/real_replicator.h"
 #include "validate/shard_layout.h"
 
 #include <cstdlib>
@@ -324,6 +325,18 @@ void RealWorker::reload_master(Slice params, Slice state) {
   const StreamMark start = streams_.mark();
   optimizer_.reload(state, tensor(params));
   record(current_stream, OpCategory::copy, "reload master", start, finish_op(start), {-1, -1});
+}
+
+void RealWorker::replicator_phase(const ReplicatorPhase& op) {
+  const StreamMark start = streams_.mark();
+  auto view = [&](Slice sl) { return sl.buffer >= 0 ? tensor(sl) : torch::Tensor(); };
+  run_replicator_phase(
+      op, {view(op.grads), view(op.params), view(op.momentum), view(op.values), view(op.indices)});
+  const bool encode = op.phase == ReplicatorPhase::Kind::encode;
+  record(current_stream, encode ? OpCategory::compress : OpCategory::optimizer,
+         fmt::format("{} {} piece {}", to_string(op.config.kind),
+                     encode ? "encode" : "decode + update", op.piece),
+         start, finish_op(start), {op.step, -1});
 }
 
 void RealWorker::copy(Slice from, Slice to) {

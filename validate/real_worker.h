@@ -69,6 +69,7 @@ public:
   void optimizer_step(const OptimizerStep& op) override;
   void outer_step(const OuterStep& op) override;
   void reload_master(Slice params, Slice state) override;
+  void replicator_phase(const ReplicatorPhase& op) override;
   void copy(Slice from, Slice to) override;
   void accumulate(Slice from, Slice to) override;
   void fill(Slice to, double value) override;

@@ -3,12 +3,17 @@
 // backward gives the same gradients as one autograd pass.
 #include "algorithms/model_state.h"
 #include "spec/loader.h"
+#include "validate/dct.h"
 #include "validate/optimizer_store.h"
 #include "validate/real_model.h"
 #include "validate/real_optimizer.h"
+#include "validate/real_replicator.h"
 #include "validate/shard_layout.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
 
 namespace overlapsim::real {
 namespace {
@@ -220,6 +225,69 @@ TEST(ShardLayout, PadsUnequalShardsAndUnpadsThem) {
   // Equal shards need no copy at all.
   const auto even = torch::arange(8, torch::kFloat);
   EXPECT_TRUE(pad_shards(even, 4).is_same(even));
+}
+
+// The chunked DCT-II is the real transform: C[1][0] = sqrt(2/4) cos(pi/8) by hand; C is
+// orthonormal; a constant block has only a DC coefficient (chunk x value for the 2-D orthonormal
+// transform); a linear ramp along rows has its energy in the first row of coefficients; the
+// inverse restores any input.
+TEST(Dct, ChunkedDctIiByHand) {
+  const auto c = dct_matrix(4, torch::TensorOptions().dtype(torch::kFloat64));
+  EXPECT_NEAR(c[0][0].item<double>(), 0.5, 1e-12);
+  EXPECT_NEAR(c[1][0].item<double>(), std::sqrt(0.5) * std::cos(std::numbers::pi / 8), 1e-12);
+  EXPECT_TRUE(torch::allclose(torch::matmul(c, c.t()), torch::eye(4, torch::kFloat64)));
+  const auto ones = torch::full({16}, 3.0, torch::kFloat64);
+  const auto y = dct_blocks(ones, 4);
+  EXPECT_NEAR(y[0][0].item<double>(), 12.0, 1e-12); // 4 x 3
+  EXPECT_NEAR(y.abs().sum().item<double>(), 12.0, 1e-9);
+  // 20 elements: two blocks, the second zero-padded; the round trip restores them.
+  const auto x = torch::randn({20}, torch::kFloat64);
+  EXPECT_TRUE(torch::allclose(idct_blocks(dct_blocks(x, 4), 4, 20), x, 1e-12, 1e-12));
+  // Top-2 of each block by magnitude, and the scatter-mean of two workers' selections: a
+  // coefficient both sent is their mean, one sent by one worker is its value.
+  const auto sel = top_k_blocks(torch::tensor({{1.0, -5.0, 3.0, 0.5}}, torch::kFloat64), 2);
+  const auto idx = std::get<0>(sel.indices.sort(1));
+  EXPECT_EQ(idx[0][0].item<std::int64_t>(), 1);
+  EXPECT_EQ(idx[0][1].item<std::int64_t>(), 2);
+  const auto mean = scatter_mean(torch::tensor({{0, 1}, {1, 3}}, torch::kInt64),
+                                 torch::tensor({{2.0, 4.0}, {6.0, 8.0}}, torch::kFloat64), 1, 2);
+  EXPECT_TRUE(torch::allclose(mean, torch::tensor({{2.0, 5.0, 0.0, 8.0}}, torch::kFloat64)));
+}
+
+// One DeMo step on one worker's piece, by hand: with every coefficient kept the momentum is
+// emptied (what is sent leaves it) and the decode of the own selection is the momentum itself,
+// so without sign theta moves by -lr s g; with sign by -lr sign(g).
+TEST(RealReplicator, DemoSendingEverythingAppliesTheGradient) {
+  ReplicatorPhase op;
+  op.config.kind = ReplicatorKind::demo;
+  op.config.chunk = 2;
+  op.config.top_k = 4;
+  op.config.sign = false;
+  op.grad_scale = 0.5;
+  op.lr = 0.1;
+  op.params = Slice{0, 0, 6};
+  const auto g = torch::tensor({2.0, -4.0, 6.0, 8.0, -2.0, 1.0});
+  ReplicatorTensors t{g.clone(), torch::zeros({6}), torch::zeros({6}), torch::zeros({8}),
+                      torch::zeros({8})};
+  run_replicator_phase(op, t);
+  EXPECT_LT(t.momentum.abs().max().item<double>(), 1e-6);
+  op.phase = ReplicatorPhase::Kind::decode;
+  run_replicator_phase(op, t);
+  EXPECT_TRUE(torch::allclose(t.params, -0.1 * 0.5 * g, 1e-5, 1e-6));
+  // Random at 1/2 with sign: half the elements move by -lr sign(s g), the rest keep their
+  // momentum (decay 0.999 x 0 + s g) for later steps.
+  ReplicatorPhase r = op;
+  r.phase = ReplicatorPhase::Kind::encode;
+  r.config.kind = ReplicatorKind::random;
+  r.config.compression = 0.5;
+  r.config.sign = true;
+  ReplicatorTensors u{g.clone(), torch::zeros({6}), torch::zeros({6}), torch::zeros({3}), {}};
+  run_replicator_phase(r, u);
+  r.phase = ReplicatorPhase::Kind::decode;
+  run_replicator_phase(r, u);
+  EXPECT_NEAR(u.params.abs().sum().item<double>(), 3 * 0.1, 1e-6);
+  EXPECT_NEAR(u.momentum.abs().sum().item<double>() + (u.values.abs().sum() * 1).item<double>(),
+              0.5 * g.abs().sum().item<double>(), 1e-5);
 }
 
 } // namespace
