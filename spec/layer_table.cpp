@@ -1,5 +1,7 @@
 #include "spec/layer_table.h"
 
+#include "spec/delimited_fields.h"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -10,28 +12,6 @@
 #include <stdexcept>
 
 namespace overlapsim::spec {
-namespace {
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> cells;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, '\t'))
-    cells.push_back(cell);
-  if (!line.empty() && line.back() == '\t')
-    cells.emplace_back();
-  return cells;
-}
-
-std::optional<std::size_t> column(const std::vector<std::string>& header, const std::string& name) {
-  for (std::size_t i = 0; i < header.size(); ++i)
-    if (header[i] == name)
-      return i;
-  return std::nullopt;
-}
-
-} // namespace
-
 std::vector<LayerTimes> parse_layer_table(const std::string& text,
                                           const std::string& name_for_errors) {
   std::istringstream in(text);
@@ -43,17 +23,17 @@ std::vector<LayerTimes> parse_layer_table(const std::string& text,
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
     if (!line.empty())
-      header = split_tabs(line);
+      header = split_fields(line, '\t');
   }
-  const auto bp = column(header, "bp_s");
-  const auto comm = column(header, "comm_s");
+  const auto bp = find_column(header, "bp_s");
+  const auto comm = find_column(header, "comm_s");
   if (!bp || !comm)
     throw std::runtime_error(
         fmt::format("{}:{}: expected a tab-separated header with columns 'bp_s' and 'comm_s'",
                     name_for_errors, line_no));
-  const auto fwd = column(header, "fwd_s");
-  const auto name = column(header, "module");
-  const auto params = column(header, "params");
+  const auto fwd = find_column(header, "fwd_s");
+  const auto name = find_column(header, "module");
+  const auto params = find_column(header, "params");
 
   std::vector<LayerTimes> layers;
   while (std::getline(in, line)) {
@@ -62,7 +42,7 @@ std::vector<LayerTimes> parse_layer_table(const std::string& text,
       line.pop_back();
     if (line.empty())
       continue;
-    const auto cells = split_tabs(line);
+    const auto cells = split_fields(line, '\t');
     if (cells.size() != header.size())
       throw std::runtime_error(fmt::format("{}:{}: expected {} tab-separated columns, found {}",
                                            name_for_errors, line_no, header.size(), cells.size()));

@@ -1,5 +1,7 @@
 #include "spec/loss_curve.h"
 
+#include "spec/delimited_fields.h"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -9,21 +11,6 @@
 #include <stdexcept>
 
 namespace overlapsim::spec {
-namespace {
-
-std::vector<std::string> split_commas(const std::string& line) {
-  std::vector<std::string> cells;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, ','))
-    cells.push_back(cell);
-  if (!line.empty() && line.back() == ',')
-    cells.emplace_back();
-  return cells;
-}
-
-} // namespace
-
 LossCurves parse_loss_curves(const std::string& text, const std::string& name_for_errors) {
   std::istringstream in(text);
   std::string line;
@@ -34,12 +21,11 @@ LossCurves parse_loss_curves(const std::string& text, const std::string& name_fo
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
     if (!line.empty())
-      header = split_commas(line);
+      header = split_fields(line, ',');
   }
   auto column = [&](const char* name) -> std::size_t {
-    for (std::size_t i = 0; i < header.size(); ++i)
-      if (header[i] == name)
-        return i;
+    if (const auto i = find_column(header, name))
+      return *i;
     throw std::runtime_error(fmt::format(
         "{}:{}: expected a comma-separated header with columns 'algorithm', 'samples' and 'loss' "
         "(no '{}')",
@@ -54,7 +40,7 @@ LossCurves parse_loss_curves(const std::string& text, const std::string& name_fo
       line.pop_back();
     if (line.empty())
       continue;
-    const auto cells = split_commas(line);
+    const auto cells = split_fields(line, ',');
     if (cells.size() != header.size())
       throw std::runtime_error(fmt::format("{}:{}: expected {} comma-separated columns, found {}",
                                            name_for_errors, line_no, header.size(), cells.size()));

@@ -28,23 +28,35 @@ std::map<std::string, std::vector<double>> durations(const Trace& t, std::size_t
   return out;
 }
 
+// Every rank of `group` arrives before any measures (each repeat starts together).
+void barrier(RealWorker& w, const Group& group) {
+  CollectiveCall call;
+  call.op = CollectiveOp::barrier;
+  call.group = &group;
+  call.name = "barrier";
+  w.run(call);
+}
+
+// The message sizes of a sweep: o.sizes (at least 2) geometric steps from o.min_bytes to max_bytes.
+std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes) {
+  const int sizes = std::max(2, o.sizes);
+  std::vector<double> bytes;
+  for (int i = 0; i < sizes; ++i)
+    bytes.push_back(o.min_bytes * std::pow(max_bytes / o.min_bytes, i / (sizes - 1.0)));
+  return bytes;
+}
+
 // Times an all-reduce over `group` at sizes min..max (geometric), rank-synchronised by a barrier
 // before every repeat; returns the median per size as this rank saw it.
 std::vector<spec::SizeTime> sweep(RealWorker& w, const Group& group, BufferId buffer, BufferId out,
                                   const ProfileOptions& o, double max_bytes, CollectiveOp op) {
   std::vector<spec::SizeTime> points;
-  const int sizes = std::max(2, o.sizes);
-  for (int i = 0; i < sizes; ++i) {
-    const double bytes = o.min_bytes * std::pow(max_bytes / o.min_bytes, i / (sizes - 1.0));
+  for (const double bytes : sweep_sizes(o, max_bytes)) {
     const auto elements = std::max<std::int64_t>(group.size(), std::llround(bytes / 4));
     const int me = group.index_of(w.rank());
     std::vector<double> times;
     for (int r = -1; r < o.repeats; ++r) { // one untimed warm-up
-      CollectiveCall barrier;
-      barrier.op = CollectiveOp::barrier;
-      barrier.group = &group;
-      barrier.name = "barrier";
-      w.run(barrier);
+      barrier(w, group);
       CollectiveCall ar;
       ar.op = op;
       ar.group = &group;
@@ -74,18 +86,12 @@ std::vector<spec::SizeTime> sweep(RealWorker& w, const Group& group, BufferId bu
 std::vector<spec::SizeTime> ping_pong(RealWorker& w, const Group& group, BufferId buffer,
                                       const ProfileOptions& o, double max_bytes) {
   std::vector<spec::SizeTime> points;
-  const int sizes = std::max(2, o.sizes);
   const int me = group.index_of(w.rank());
-  for (int i = 0; i < sizes; ++i) {
-    const double bytes = o.min_bytes * std::pow(max_bytes / o.min_bytes, i / (sizes - 1.0));
+  for (const double bytes : sweep_sizes(o, max_bytes)) {
     const auto elements = std::max<std::int64_t>(1, std::llround(bytes / 4));
     std::vector<double> times;
     for (int r = -1; r < o.repeats; ++r) { // one untimed warm-up
-      CollectiveCall barrier;
-      barrier.op = CollectiveOp::barrier;
-      barrier.group = &group;
-      barrier.name = "barrier";
-      w.run(barrier);
+      barrier(w, group);
       if (me > 1)
         continue;
       CollectiveCall send, recv;
