@@ -17,14 +17,7 @@ std::vector<LayerTimes> parse_layer_table(const std::string& text,
   std::istringstream in(text);
   std::string line;
   int line_no = 0;
-  std::vector<std::string> header;
-  while (header.empty() && std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    if (!line.empty())
-      header = split_fields(line, '\t');
-  }
+  const std::vector<std::string> header = read_header(in, '\t', line_no);
   const auto bp = find_column(header, "bp_s");
   const auto comm = find_column(header, "comm_s");
   if (!bp || !comm)
@@ -38,8 +31,7 @@ std::vector<LayerTimes> parse_layer_table(const std::string& text,
   std::vector<LayerTimes> layers;
   while (std::getline(in, line)) {
     ++line_no;
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
+    strip_carriage_return(line);
     if (line.empty())
       continue;
     const auto cells = split_fields(line, '\t');

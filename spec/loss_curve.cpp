@@ -15,14 +15,7 @@ LossCurves parse_loss_curves(const std::string& text, const std::string& name_fo
   std::istringstream in(text);
   std::string line;
   int line_no = 0;
-  std::vector<std::string> header;
-  while (header.empty() && std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    if (!line.empty())
-      header = split_fields(line, ',');
-  }
+  const std::vector<std::string> header = read_header(in, ',', line_no);
   auto column = [&](const char* name) -> std::size_t {
     if (const auto i = find_column(header, name))
       return *i;
@@ -36,8 +29,7 @@ LossCurves parse_loss_curves(const std::string& text, const std::string& name_fo
   LossCurves curves;
   while (std::getline(in, line)) {
     ++line_no;
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
+    strip_carriage_return(line);
     if (line.empty())
       continue;
     const auto cells = split_fields(line, ',');
