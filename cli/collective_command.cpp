@@ -1,14 +1,18 @@
 #include "cli/collective_command.h"
 
-#include "hw/units.h"
 #include "sim/collective_timing.h"
 #include "spec/loader.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string_view>
 
 namespace overlapsim::cli {
 
@@ -27,38 +31,95 @@ CollectiveOp parse_op(std::string op) {
       op));
 }
 
+// nccl-tests' name of an op (all_reduce_perf prints "all_reduce"), used in the header.
+std::string nccl_name(CollectiveOp op) {
+  std::string name = to_string(op);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+// nccl-tests' redop and root columns: reductions print "sum", the others "none"; only broadcast and
+// reduce have a root (rank 0 here), the others print -1.
+const char* redop_of(CollectiveOp op) {
+  return op == CollectiveOp::all_reduce || op == CollectiveOp::reduce_scatter ||
+                 op == CollectiveOp::reduce
+             ? "sum"
+             : "none";
+}
+int root_of(CollectiveOp op) {
+  return op == CollectiveOp::broadcast || op == CollectiveOp::reduce ? 0 : -1;
+}
+
+// Counts are of nccl-tests' default type (-d float, 4 bytes); the size simulated is the size given.
+constexpr double kTypeBytes = 4;
+constexpr const char* kType = "float";
+
 nlohmann::ordered_json to_json(const sim::CollectiveTiming& t) {
-  return {{"op", to_string(t.op)},    {"size_bytes", t.size_bytes}, {"workers", t.workers},
-          {"algorithm", t.algorithm}, {"time_s", t.time_s},         {"algbw_Bps", t.algbw_Bps},
+  return {{"op", to_string(t.op)},
+          {"size_bytes", t.size_bytes},
+          {"count", static_cast<std::int64_t>(t.size_bytes / kTypeBytes)},
+          {"type", kType},
+          {"redop", redop_of(t.op)},
+          {"root", root_of(t.op)},
+          {"workers", t.workers},
+          {"algorithm", t.algorithm},
+          {"time_s", t.time_s},
+          {"algbw_Bps", t.algbw_Bps},
           {"busbw_Bps", t.busbw_Bps}};
+}
+
+// One size: a number with an optional K, M, G, T or P (with or without "B" or "iB", either case),
+// each a power of 1024 as in nccl-tests' -b/-e, so that 1KB:1GB doubles up to 1GB exactly.
+double parse_binary_size(const std::string& part, const std::string& whole) {
+  const char* begin = part.c_str();
+  char* end = nullptr;
+  const double value = std::strtod(begin, &end);
+  std::string unit(end);
+  if (end == begin || part.empty() || std::isspace(static_cast<unsigned char>(part[0])))
+    throw std::invalid_argument(
+        fmt::format("--size '{}': expected a size like 1GB or a range like 1KB:1GB", whole));
+  double factor = 1;
+  if (!unit.empty() && std::string_view("KkMmGgTtPp").find(unit[0]) != std::string_view::npos) {
+    const auto power = std::string_view("KMGTP").find(
+        static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+    factor = std::pow(1024.0, static_cast<double>(power + 1));
+    unit.erase(0, 1);
+    if (unit == "iB" || unit == "B")
+      unit.clear();
+  } else if (unit == "B") {
+    unit.clear();
+  }
+  if (!unit.empty())
+    throw std::invalid_argument(
+        fmt::format("--size '{}': unknown unit in '{}'; expected B, K, M, G, T or P (powers of "
+                    "1024, as nccl-tests' -b/-e)",
+                    whole, part));
+  return value * factor;
 }
 
 } // namespace
 
 std::vector<double> parse_size_range(const std::string& text) {
   const auto colon = text.find(':');
-  try {
-    // Sizes from 1 B to 1 PB: a range doubles at most 50 times.
-    const auto in_range = [&](double size) {
-      if (!(size >= 1 && size <= 1e15))
-        throw std::invalid_argument(
-            fmt::format("--size '{}': expected sizes from 1B to 1PB, got {}", text, size));
-      return size;
-    };
-    if (colon == std::string::npos)
-      return {in_range(hw::parse_size_bytes(text))};
-    const double lo = in_range(hw::parse_size_bytes(text.substr(0, colon)));
-    const double hi = in_range(hw::parse_size_bytes(text.substr(colon + 1)));
-    if (hi < lo)
+  // Sizes from 1 B to 1 PiB: a range doubles at most 50 times.
+  const auto in_range = [&](double size) {
+    if (!(size >= 1 && size <= std::pow(1024.0, 5)))
       throw std::invalid_argument(
-          fmt::format("--size '{}': expected LOW:HIGH with 0 < LOW <= HIGH", text));
-    std::vector<double> sizes;
-    for (double s = lo; s <= hi * (1 + 1e-12); s *= 2)
-      sizes.push_back(s);
-    return sizes;
-  } catch (const hw::UnitError& e) {
-    throw std::invalid_argument(fmt::format("--size '{}': {}", text, e.what()));
-  }
+          fmt::format("--size '{}': expected sizes from 1B to 1PB, got {}", text, size));
+    return size;
+  };
+  if (colon == std::string::npos)
+    return {in_range(parse_binary_size(text, text))};
+  const double lo = in_range(parse_binary_size(text.substr(0, colon), text));
+  const double hi = in_range(parse_binary_size(text.substr(colon + 1), text));
+  if (hi < lo)
+    throw std::invalid_argument(
+        fmt::format("--size '{}': expected LOW:HIGH with 0 < LOW <= HIGH", text));
+  // nccl-tests' loop (-f 2): double while the size does not pass the end.
+  std::vector<double> sizes;
+  for (double s = lo; s <= hi * (1 + 1e-12); s *= 2)
+    sizes.push_back(s);
+  return sizes;
 }
 
 int collective_command(const CollectiveOptions& o) {
@@ -69,23 +130,48 @@ int collective_command(const CollectiveOptions& o) {
     const auto scenario = spec::load_scenario(o.scenario, overrides);
     const CollectiveOp op = parse_op(o.op);
     const auto sizes = parse_size_range(o.size);
+    const auto& cluster = scenario.cluster;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    if (!o.json)
-      std::printf("# %s on %d GPUs (%s, %s)\n#%15s %12s %10s %10s  %s\n#%15s %12s %10s %10s\n",
-                  to_string(op), scenario.cluster.world_size(),
-                  spec::to_string(scenario.cluster.collectives).c_str(),
-                  spec::to_string(scenario.cluster.network_model).c_str(), "size", "time", "algbw",
-                  "busbw", "algorithm", "(B)", "(us)", "(GB/s)", "(GB/s)");
+    if (!o.json) {
+      // nccl-tests' layout, so that its readers (profile --import-nccl-tests among them) read this
+      // too: a header with one "#  Rank" line per GPU, then the out-of-place and in-place columns.
+      std::printf("# overlapsim collective %s: nRanks %d minBytes %.0f maxBytes %.0f step: "
+                  "2(factor) collectives: %s network: %s\n#\n# Using devices\n",
+                  nccl_name(op).c_str(), cluster.world_size(), sizes.front(), sizes.back(),
+                  spec::to_string(cluster.collectives).c_str(),
+                  spec::to_string(cluster.network_model).c_str());
+      for (int r = 0; r < cluster.world_size(); ++r)
+        std::printf("#  Rank %2d Group  0 on node %d device %2d [simulated] %s\n", r,
+                    r / cluster.gpus_per_node, r % cluster.gpus_per_node, cluster.gpu.name.c_str());
+      std::printf("#\n#%59s%s%32s\n", "", "out-of-place", "in-place");
+      std::printf("#%11s  %12s  %8s  %6s  %6s  %9s  %7s  %7s  %6s  %9s  %7s  %7s  %6s  %s\n",
+                  "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                  "time", "algbw", "busbw", "#wrong", "algorithm");
+      std::printf("#%11s  %12s  %8s  %6s  %6s  %9s  %7s  %7s  %6s  %9s  %7s  %7s\n", "(B)",
+                  "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+                  "(GB/s)");
+    }
+    double busbw_sum = 0;
     for (double size : sizes) {
       const auto t = sim::time_collective(scenario, op, size);
-      if (o.json)
+      busbw_sum += t.busbw_Bps;
+      if (o.json) {
         rows.push_back(to_json(t));
-      else
-        std::printf(" %15.0f %12.2f %10.3f %10.3f  %s\n", size, t.time_s * 1e6, t.algbw_Bps / 1e9,
-                    t.busbw_Bps / 1e9, t.algorithm.c_str());
+        continue;
+      }
+      // A simulation has no buffers to alias: the in-place columns repeat the out-of-place ones,
+      // and nothing is checked (#wrong N/A, as nccl-tests -c 0).
+      const auto place = fmt::format("  {:9.2f}  {:7.2f}  {:7.2f}  {:>6}", t.time_s * 1e6,
+                                     t.algbw_Bps / 1e9, t.busbw_Bps / 1e9, "N/A");
+      std::printf(" %11.0f  %12.0f  %8s  %6s  %6d%s%s  %s\n", size, std::floor(size / kTypeBytes),
+                  kType, redop_of(op), root_of(op), place.c_str(), place.c_str(),
+                  t.algorithm.c_str());
     }
     if (o.json)
-      std::printf("%s\n", (sizes.size() == 1 ? rows[0] : rows).dump(2).c_str());
+      std::printf("%s\n", rows.dump(2).c_str()); // a list even for one size: one shape to read
+    else
+      std::printf("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %g \n#\n",
+                  busbw_sum / static_cast<double>(sizes.size()) / 1e9);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "overlapsim collective: %s\n", e.what());

@@ -2,6 +2,7 @@
 
 #include "cli/collective_command.h"
 #include "cli/plots.h"
+#include "cli/presets_command.h"
 #include "cli/run_command.h"
 #include "cli/sweep_command.h"
 #include "cli/validate_command.h"
@@ -61,11 +62,14 @@ void add_commands(CLI::App& app) {
       ->add_option("--op", coll->op,
                    "all-reduce | reduce-scatter | all-gather | broadcast | reduce | all-to-all")
       ->capture_default_str();
-  collective->add_option("--size", coll->size, "Size (1GB) or doubling range (1KB:1GB)")
+  collective
+      ->add_option("--size", coll->size,
+                   "Size (1GB) or doubling range (1KB:1GB); K, M, G are powers of 1024 as in "
+                   "nccl-tests' -b/-e")
       ->capture_default_str();
   collective->add_option("--algorithm", coll->algorithm, "ring | tree | hierarchical | auto")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "auto"}));
-  collective->add_flag("--json", coll->json, "Print JSON");
+  collective->add_flag("--json", coll->json, "Print a JSON list (one object per size)");
   collective->add_option("--set", coll->overrides, "Override a scenario key: key.path=value");
   collective->callback([coll] { g_exit_code = collective_command(*coll); });
 
@@ -137,6 +141,9 @@ void add_commands(CLI::App& app) {
   sweep->add_option("--shard", sw->shard,
                     "i/n with 0-based i: run the points with index % n == i (a Slurm array "
                     "--array=0-(n-1) passes i=$SLURM_ARRAY_TASK_ID)");
+  sweep->add_flag("--shard-one-based", sw->shard_one_based,
+                  "--shard's i counts from 1 (a Slurm array --array=1-n): i/n runs the points "
+                  "with index % n == i-1");
   sweep->add_option("--jobs", sw->jobs, "Points run in parallel (default: the number of cores)");
   sweep->add_flag("!--no-plots", sw->plots, "Do not draw PNG plots");
   sweep->add_flag("!--no-progress", sw->progress, "Do not print a progress bar");
@@ -149,6 +156,12 @@ void add_commands(CLI::App& app) {
   merge->add_option("out", *merge_out, "Output directory")->required();
   merge->add_option("shards", *merge_in, "Shard output directories")->required();
   merge->callback([merge_out, merge_in] { g_exit_code = merge_command(*merge_out, *merge_in); });
+
+  auto presets_json = std::make_shared<bool>(false);
+  auto* presets = app.add_subcommand(
+      "presets", "List the GPU, link and model presets a scenario can name, with their numbers");
+  presets->add_flag("--json", *presets_json, "Print JSON");
+  presets->callback([presets_json] { g_exit_code = presets_command(*presets_json); });
 
   auto plot_dir = std::make_shared<std::string>();
   auto* plot = app.add_subcommand("plot", "(Re)draw the plots of an output directory");

@@ -4,12 +4,12 @@
 #include "cli/plots.h"
 #include "cli/report.h"
 #include "cli/time_to_target.h"
+#include "cli/trace_file.h"
 #include "cli/work_budget.h"
 #include "hw/units.h"
 #include "spec/loader.h"
 #include "trace/analysis.h"
 #include "trace/atomic_file.h"
-#include "trace/chrome_trace.h"
 #include "trace/output_stage.h"
 
 #include <chrono>
@@ -181,10 +181,9 @@ int run_command(const RunOptions& options) {
     if (scenario.output.traces)
       for (std::size_t i = 0; i < rows.size(); ++i)
         if (rows[i].error.empty())
-          write_file_atomically(
-              fmt::format("{}/trace-{}.json", dir, rows[i].algorithm),
-              chrome_trace_json(results[i].trace,
-                                fmt::format("{}: {}", scenario.name, rows[i].algorithm)));
+          write_trace_file(dir, rows[i].algorithm, results[i].trace,
+                           fmt::format("{}: {}", scenario.name, rows[i].algorithm),
+                           scenario.output);
     write_summary(dir, spec::to_json(scenario), rows);
     write_file_atomically(dir + "/report.md", report_markdown(scenario, rows));
     if (options.print_table)

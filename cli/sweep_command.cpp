@@ -58,13 +58,19 @@ std::string describe(const SweepPoint& p) {
   return fmt::format("point {} ({})", p.index, values);
 }
 
-// "i/n" with 0 <= i < n, nothing else.
-std::pair<int, int> parse_shard(const std::string& text) {
+// "i/n" with 0 <= i < n, nothing else; with `one_based` (--shard-one-based) 1 <= i <= n, as a
+// Slurm array --array=1-n numbers its tasks, returned 0-based.
+std::pair<int, int> parse_shard(const std::string& text, bool one_based) {
   const auto bad = [&] {
-    return std::invalid_argument(fmt::format(
-        "--shard '{}': expected i/n with 0 <= i < n (i is 0-based: a Slurm array --array=0-(n-1) "
-        "passes i=$SLURM_ARRAY_TASK_ID)",
-        text));
+    return std::invalid_argument(
+        one_based
+            ? fmt::format("--shard '{}' with --shard-one-based: expected i/n with 1 <= i <= n (a "
+                          "Slurm array --array=1-n passes i=$SLURM_ARRAY_TASK_ID)",
+                          text)
+            : fmt::format("--shard '{}': expected i/n with 0 <= i < n (i is 0-based: a Slurm array "
+                          "--array=0-(n-1) passes i=$SLURM_ARRAY_TASK_ID; for --array=1-n add "
+                          "--shard-one-based)",
+                          text));
   };
   const auto slash = text.find('/');
   if (slash == std::string::npos)
@@ -76,7 +82,7 @@ std::pair<int, int> parse_shard(const std::string& text) {
       throw bad();
     return v;
   };
-  const int i = number(0, slash);
+  const int i = number(0, slash) - (one_based ? 1 : 0);
   const int n = number(slash + 1, text.size());
   if (n < 1 || i < 0 || i >= n)
     throw bad();
@@ -281,7 +287,8 @@ int sweep_command(const SweepOptions& o) {
     if (o.jobs < 0)
       throw std::invalid_argument(
           fmt::format("--jobs {}: expected a positive number of points in parallel", o.jobs));
-    const auto [shard, shards] = o.shard.empty() ? std::pair{0, 1} : parse_shard(o.shard);
+    const auto [shard, shards] =
+        o.shard.empty() ? std::pair{0, 1} : parse_shard(o.shard, o.shard_one_based);
     // Every point of the grid (not only this shard's: shards should agree on what is valid) is
     // loaded and its algorithms built before anything runs, so a bad key, value or algorithm
     // option fails the whole sweep at once and writes nothing.

@@ -13,7 +13,8 @@ struct SweepOptions {
   std::vector<std::string> vary;      // "key.path=v1,v2,..."
   std::vector<std::string> overrides; // --set
   std::string shard;                  // "i/n": points with index % n == i
-  int jobs = 0;                       // parallel points; 0: the number of cores
+  bool shard_one_based = false; // i counts from 1 (Slurm --array=1-n): points index % n == i-1
+  int jobs = 0;                 // parallel points; 0: the number of cores
   bool plots = true;
   bool progress = true;
   bool force = false; // run points past the work budget (cli/work_budget.h)

@@ -3,12 +3,12 @@
 #include "cli/plots.h"
 #include "cli/run_command.h"
 #include "cli/time_to_target.h"
+#include "cli/trace_file.h"
 #include "hw/units.h"
 #include "spec/calibration.h"
 #include "spec/loader.h"
 #include "spec/torch_profiler_import.h"
 #include "trace/atomic_file.h"
-#include "trace/chrome_trace.h"
 #include "trace/remove_tree.h"
 
 #include <algorithm>
@@ -242,16 +242,14 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
   std::vector<SummaryRow> all = measured_rows;
   all.insert(all.end(), predicted_rows.begin(), predicted_rows.end());
   for (std::size_t i = 0; i < result.runs.size(); ++i)
-    write_file_atomically(
-        fmt::format("{}/trace-{}-measured.json", dir, result.runs[i].algorithm),
-        chrome_trace_json(result.runs[i].trace,
-                          fmt::format("{}: {} (measured)", real.name, result.runs[i].algorithm)));
+    write_trace_file(dir, result.runs[i].algorithm + "-measured", result.runs[i].trace,
+                     fmt::format("{}: {} (measured)", real.name, result.runs[i].algorithm),
+                     predicted.output);
   if (predicted.output.traces)
     for (std::size_t i = 0; i < predicted_rows.size(); ++i)
-      write_file_atomically(
-          fmt::format("{}/trace-{}.json", dir, predicted_rows[i].algorithm),
-          chrome_trace_json(sims[i].trace, fmt::format("{}: {} (predicted)", real.name,
-                                                       predicted_rows[i].algorithm)));
+      write_trace_file(dir, predicted_rows[i].algorithm, sims[i].trace,
+                       fmt::format("{}: {} (predicted)", real.name, predicted_rows[i].algorithm),
+                       predicted.output);
   if (!calibration_text.empty())
     write_file_atomically(profile_path, calibration_text);
   write_file_atomically(dir + "/comparison.json", comparison.dump(2) + "\n");

@@ -9,6 +9,7 @@ summary.json could be read, 2 otherwise.
 """
 import argparse
 import glob
+import gzip
 import json
 import math
 import os
@@ -68,7 +69,8 @@ def save(fig, path):
 
 def load_trace(path):
     """Per trace: events by (pid, tid), process names, step ends, memory counters."""
-    with open(path) as f:
+    # output.trace_gzip writes trace-*.json.gz
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         doc = json.load(f)
     t = {"events": {}, "names": {}, "steps": [], "memory": {}, "title": ""}
     t["title"] = doc.get("otherData", {}).get("title", "")
@@ -394,8 +396,10 @@ def main(argv):
     results = [r for r in summary.get("results", []) if "error" not in r]  # failed rows: no metrics
     rows = {r["algorithm"]: r for r in results}
     traces = {}
-    for path in sorted(glob.glob(os.path.join(out, "trace-*.json"))):
-        name = os.path.basename(path)[len("trace-"):-len(".json")]
+    paths = [p for pattern in ("trace-*.json", "trace-*.json.gz")
+             for p in glob.glob(os.path.join(out, pattern))]
+    for path in sorted(paths):
+        name = re.sub(r"\.json(\.gz)?$", "", os.path.basename(path)[len("trace-"):])
         if name.endswith("-measured"):
             continue
         try:

@@ -10,7 +10,7 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-pthread   # real runs (validate/); gloo headers for c10d
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libboost-dev libboost-graph-dev         # critical-path analysis
-  zlib1g-dev                              # gzip'd PyTorch profiler traces
+  zlib1g-dev                              # gzip'd traces (profiler imports, output.trace_gzip)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib              # plots
   iproute2                                # emulated links for validate (ip netns, tc)

@@ -283,6 +283,9 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
   e.detail = ctx_.trace.intern(outcome.algorithm);
   e.step = call.step;
   e.bytes = outcome.bytes_sent;
+  e.group = call.group->id;
+  e.group_size = call.group->size();
+  e.peer = call.peer;
   ctx_.trace.events.push_back(e);
 }
 

@@ -803,12 +803,12 @@ std::vector<AlgorithmSpec> read_algorithms(const Entry& e) {
   return out;
 }
 
-OutputSpec read_output(const Entry& e, const std::string& name) {
+OutputSpec read_output(const Entry& e, const std::string& name, int world_size) {
   OutputSpec o;
   o.dir = "out/" + name;
   if (!e.node().IsDefined() || e.node().IsNull())
     return o;
-  e.expect_map({"dir", "traces", "plots"});
+  e.expect_map({"dir", "traces", "plots", "trace_gzip", "trace_gpus"});
   if (e.has("dir")) {
     o.dir = e.child("dir").text();
     if (o.dir.empty())
@@ -818,6 +818,21 @@ OutputSpec read_output(const Entry& e, const std::string& name) {
     o.traces = e.child("traces").boolean();
   if (e.has("plots"))
     o.plots = e.child("plots").boolean();
+  if (e.has("trace_gzip"))
+    o.trace_gzip = e.child("trace_gzip").boolean();
+  if (e.has("trace_gpus")) {
+    std::vector<bool> seen(static_cast<std::size_t>(world_size), false);
+    for (const auto& g : e.child("trace_gpus").items()) {
+      const int gpu = static_cast<int>(g.integer(0, world_size - 1));
+      if (seen[static_cast<std::size_t>(gpu)])
+        g.fail(fmt::format("GPU {} is listed twice", gpu));
+      seen[static_cast<std::size_t>(gpu)] = true;
+      o.trace_gpus.push_back(gpu);
+    }
+    if (o.trace_gpus.empty())
+      e.child("trace_gpus").fail("expected at least one GPU index (leave the key out for all)");
+    std::sort(o.trace_gpus.begin(), o.trace_gpus.end());
+  }
   return o;
 }
 
@@ -911,7 +926,7 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
   s.model = read_model(top.child("model"), s.training, s.cluster);
   s.algorithms = read_algorithms(top.child("algorithms"));
   check_loss_curve_labels(top.child("training"), s);
-  s.output = read_output(Entry(ctx, root["output"], "output"), s.name);
+  s.output = read_output(Entry(ctx, root["output"], "output"), s.name, s.cluster.world_size());
   return s;
 }
 
@@ -1090,7 +1105,12 @@ nlohmann::json to_json(const Scenario& s) {
                                                : nlohmann::json(nullptr)},
         {"loss_curve", s.training.loss_curve}}},
       {"algorithms", algorithms},
-      {"output", {{"dir", s.output.dir}, {"traces", s.output.traces}, {"plots", s.output.plots}}},
+      {"output",
+       {{"dir", s.output.dir},
+        {"traces", s.output.traces},
+        {"plots", s.output.plots},
+        {"trace_gzip", s.output.trace_gzip},
+        {"trace_gpus", s.output.trace_gpus}}},
   };
 }
 

@@ -135,8 +135,10 @@ struct AlgorithmSpec {
 
 struct OutputSpec {
   std::string dir;
-  bool traces = true; // write trace-<algorithm>.json
-  bool plots = true;  // draw PNGs when python3 + matplotlib are present
+  bool traces = true;          // write trace-<algorithm>.json
+  bool plots = true;           // draw PNGs when python3 + matplotlib are present
+  bool trace_gzip = false;     // write trace-<algorithm>.json.gz instead (zlib; Perfetto opens it)
+  std::vector<int> trace_gpus; // the GPUs the traces show; empty: all
 };
 
 struct Scenario {

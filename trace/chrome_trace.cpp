@@ -1,5 +1,6 @@
 #include "trace/chrome_trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -8,7 +9,15 @@
 
 namespace overlapsim {
 
-std::string chrome_trace_json(const Trace& trace, const std::string& title) {
+std::string chrome_trace_json(const Trace& trace, const std::string& title,
+                              const std::vector<int>& workers) {
+  std::vector<bool> shown(static_cast<std::size_t>(std::max(trace.workers, 0)), workers.empty());
+  for (const int w : workers)
+    if (w >= 0 && w < trace.workers)
+      shown[static_cast<std::size_t>(w)] = true;
+  const auto is_shown = [&](std::int32_t w) {
+    return w >= 0 && w < trace.workers && shown[static_cast<std::size_t>(w)];
+  };
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
   // Names are escaped once; events refer to them by index.
@@ -28,6 +37,8 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title) {
     first = false;
   };
   for (int w = 0; w < trace.workers; ++w) {
+    if (!is_shown(w))
+      continue;
     sep();
     fmt::format_to(
         it,
@@ -38,7 +49,6 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title) {
         "\"thread_name\",\"args\":{{\"name\":\"comm\"}}}}",
         w, w / trace.gpus_per_node, w % trace.gpus_per_node);
   }
-  constexpr double us = 1e6;
   // End points are rounded to the nanosecond and the duration taken between them: rounding `ts`
   // and `dur` separately made back-to-back ops overlap by 0.001 us, which Perfetto moves to
   // overflow tracks.
@@ -46,6 +56,8 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title) {
     return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", std::abs(ns) / 1000, std::abs(ns) % 1000);
   };
   for (const auto& e : trace.events) {
+    if (!is_shown(e.worker))
+      continue;
     sep();
     const auto start_ns = std::llround(e.start * 1e9), end_ns = std::llround(e.end * 1e9);
     fmt::format_to(it,
@@ -63,22 +75,30 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title) {
       fmt::format_to(it, ",\"flops\":{:.6g}", e.flops);
     if (e.detail >= 0)
       fmt::format_to(it, ",\"algorithm\":{}", quoted[static_cast<std::size_t>(e.detail)]);
+    if (e.group >= 0)
+      fmt::format_to(it, ",\"group\":{},\"group_size\":{}", e.group, e.group_size);
+    if (e.peer >= 0)
+      fmt::format_to(it, ",\"peer\":{}", e.peer);
     fmt::format_to(it, "}}}}");
   }
   for (const auto& m : trace.memory) {
+    if (!is_shown(m.worker))
+      continue;
     sep();
     fmt::format_to(it,
-                   "{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.3f},\"name\":\"memory\",\"args\":{{"
+                   "{{\"ph\":\"C\",\"pid\":{},\"ts\":{},\"name\":\"memory\",\"args\":{{"
                    "\"bytes\":{:.0f}}}}}",
-                   m.worker, m.time * us, m.bytes);
+                   m.worker, micros(std::llround(m.time * 1e9)), m.bytes);
   }
   for (const auto& s : trace.steps) {
+    if (!is_shown(s.worker))
+      continue;
     sep();
     fmt::format_to(
         it,
-        "{{\"ph\":\"i\",\"s\":\"p\",\"pid\":{},\"tid\":0,\"ts\":{:.3f},\"name\":\"step_end\","
+        "{{\"ph\":\"i\",\"s\":\"p\",\"pid\":{},\"tid\":0,\"ts\":{},\"name\":\"step_end\","
         "\"args\":{{\"step\":{},\"samples\":{}}}}}",
-        s.worker, s.time * us, s.step, s.samples);
+        s.worker, micros(std::llround(s.time * 1e9)), s.step, s.samples);
   }
   fmt::format_to(it, "\n]}}\n");
   return fmt::to_string(out);

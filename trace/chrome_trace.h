@@ -6,9 +6,14 @@
 #include "trace/trace.h"
 
 #include <string>
+#include <vector>
 
 namespace overlapsim {
 
-std::string chrome_trace_json(const Trace& trace, const std::string& title);
+// `workers`: the GPUs to write (a subset keeps a large cluster's trace small enough to open); empty
+// writes every GPU. Communication events carry their process group (id and size) and, for rooted
+// and point-to-point ops, the peer rank in `args`.
+std::string chrome_trace_json(const Trace& trace, const std::string& title,
+                              const std::vector<int>& workers = {});
 
 } // namespace overlapsim

@@ -26,6 +26,11 @@ struct TraceEvent {
   std::int32_t micro_batch = -1;
   double bytes = 0; // bytes this worker sent (communication)
   double flops = 0; // FLOPs of a compute op
+  // Communication: the process group (its id and size) and the root (broadcast, reduce) or the
+  // other rank (send, recv), so a trace shows who waited for whom; -1 where none applies.
+  std::int32_t group = -1;
+  std::int32_t group_size = -1;
+  std::int32_t peer = -1;
 };
 
 struct MemorySample {

@@ -113,7 +113,7 @@ double RealWorker::now() const {
 
 void RealWorker::record(StreamKind stream, OpCategory category, const std::string& name,
                         StreamMark start, StreamMark end, MicroBatch mb, double bytes,
-                        const std::string& detail) {
+                        const std::string& detail, const CollectiveCall* call) {
   heartbeat();
   std::lock_guard lock(mutex_);
   if (streams_.on_gpu() && std::getenv("OVERLAPSIM_CUDA_MEMORY_LOG") != nullptr) {
@@ -139,6 +139,11 @@ void RealWorker::record(StreamKind stream, OpCategory category, const std::strin
   e.step = mb.step;
   e.micro_batch = mb.index;
   e.bytes = bytes;
+  if (call != nullptr && call->group != nullptr) {
+    e.group = call->group->id;
+    e.group_size = call->group->size();
+    e.peer = call->peer;
+  }
   trace_.events.push_back(e);
 }
 
@@ -588,7 +593,7 @@ void RealWorker::wait(CommHandle& handle) {
     // NCCL runs the collective on its stream, which waited for this stream at the start; the
     // work's wait() made this stream wait for it: the two marks bracket it on the device.
     record(StreamKind::comm, OpCategory::comm, name, s.issued, streams_.mark(), {s.call.step, -1},
-           s.bytes, "nccl");
+           s.bytes, "nccl", &s.call);
     return;
   }
   double end = s.completed->load();
@@ -604,7 +609,7 @@ void RealWorker::wait(CommHandle& handle) {
     busy = std::max(busy, end);
   }
   record(StreamKind::comm, OpCategory::comm, name, StreamMark{begin}, StreamMark{end},
-         {s.call.step, -1}, s.bytes, "gloo");
+         {s.call.step, -1}, s.bytes, "gloo", &s.call);
 }
 
 bool RealWorker::test(CommHandle& handle) {

@@ -106,7 +106,8 @@ private:
 
   // An op from `start` to `end` on its stream; on a GPU its times are resolved later.
   void record(StreamKind stream, OpCategory category, const std::string& name, StreamMark start,
-              StreamMark end, MicroBatch mb, double bytes = 0, const std::string& detail = {});
+              StreamMark end, MicroBatch mb, double bytes = 0, const std::string& detail = {},
+              const CollectiveCall* call = nullptr);
   void resolve_timings();
   void bind(BufferId params, BufferId grads);
   // Ends a compute op begun at `start`: applies the straggler's slowdown and returns the end.

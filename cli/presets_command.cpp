@@ -1,0 +1,129 @@
+#include "cli/presets_command.h"
+
+#include "hw/model.h"
+#include "hw/presets.h"
+
+#include <cstdio>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace overlapsim::cli {
+
+namespace {
+
+// Transformer presets' parameter counts do not depend on the sequence length: any will do.
+constexpr int kAnySeqLen = 2048;
+
+const char* mlp_name(hw::TransformerDims::Mlp mlp) {
+  switch (mlp) {
+  case hw::TransformerDims::Mlp::gelu:
+    return "gelu";
+  case hw::TransformerDims::Mlp::gelu_new:
+    return "gelu_new";
+  case hw::TransformerDims::Mlp::swiglu:
+    return "swiglu";
+  }
+  return "?";
+}
+
+nlohmann::ordered_json presets_json() {
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+  for (const auto& name : hw::gpu_preset_names()) {
+    const auto g = *hw::find_gpu_preset(name);
+    gpus.push_back({{"name", name},
+                    {"peak_flops_bf16", g.peak_flops_bf16},
+                    {"peak_flops_fp32", g.peak_flops_fp32},
+                    {"memory_bytes", g.memory_bytes},
+                    {"hbm_bandwidth_Bps", g.hbm_bandwidth_Bps},
+                    {"efficiency", g.efficiency},
+                    {"comm_interference", g.comm_interference},
+                    {"sms", g.sms}});
+  }
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (const auto& name : hw::link_preset_names()) {
+    const auto l = *hw::find_link_preset(name);
+    links.push_back({{"name", name},
+                     {"bandwidth_Bps", l.bandwidth_Bps},
+                     {"line_rate_Bps", l.line_rate_Bps()},
+                     {"efficiency", l.efficiency},
+                     {"latency_s", l.latency_s}});
+  }
+  nlohmann::ordered_json models = nlohmann::ordered_json::array();
+  for (const auto& name : hw::model_preset_names()) {
+    if (const auto d = hw::find_transformer_preset(name))
+      models.push_back({{"name", name},
+                        {"kind", "transformer"},
+                        {"params", hw::transformer_model(name, *d, kAnySeqLen).total_params()},
+                        {"n_layers", d->n_layers},
+                        {"d_model", d->d_model},
+                        {"n_heads", d->n_heads},
+                        {"n_kv_heads", d->kv_heads()},
+                        {"d_ff", d->ffn_dim > 0 ? d->ffn_dim : 4 * d->d_model},
+                        {"vocab", d->vocab},
+                        {"max_positions", d->max_positions},
+                        {"mlp", mlp_name(d->mlp)}});
+    else if (name == "resnet-50")
+      models.push_back({{"name", name},
+                        {"kind", "resnet"},
+                        {"params", hw::resnet50_model().total_params()},
+                        {"layers", hw::resnet50_model().layers.size()}});
+  }
+  return {{"gpus", gpus}, {"links", links}, {"models", models}};
+}
+
+} // namespace
+
+std::string presets_text() {
+  const auto p = presets_json();
+  std::string out = "GPU presets (cluster.gpu)\n";
+  out += fmt::format("  {:<14} {:>10} {:>10} {:>8} {:>9} {:>6} {:>8} {:>5}\n", "name", "bf16",
+                     "fp32", "memory", "HBM", "MFU", "interf.", "SMs");
+  out += fmt::format("  {:<14} {:>10} {:>10} {:>8} {:>9} {:>6} {:>8} {:>5}\n", "", "(TFLOP/s)",
+                     "(TFLOP/s)", "(GB)", "(TB/s)", "", "", "");
+  for (const auto& g : p["gpus"])
+    out += fmt::format("  {:<14} {:>10.1f} {:>10.1f} {:>8.1f} {:>9.3f} {:>6.2f} {:>8.2f} {:>5}\n",
+                       g["name"].get<std::string>(), g["peak_flops_bf16"].get<double>() / 1e12,
+                       g["peak_flops_fp32"].get<double>() / 1e12,
+                       g["memory_bytes"].get<double>() / 1e9,
+                       g["hbm_bandwidth_Bps"].get<double>() / 1e12, g["efficiency"].get<double>(),
+                       g["comm_interference"].get<double>(), g["sms"].get<int>());
+  out += "\nLink presets (cluster.intra_node, cluster.inter_node)\n";
+  out += fmt::format("  {:<16} {:>12} {:>12} {:>10} {:>9}\n", "name", "bandwidth", "line rate",
+                     "efficiency", "latency");
+  out += fmt::format("  {:<16} {:>12} {:>12} {:>10} {:>9}\n", "", "(GB/s)", "(Gb/s)", "", "(us)");
+  for (const auto& l : p["links"])
+    out += fmt::format("  {:<16} {:>12.4g} {:>12.4g} {:>10.2f} {:>9.6g}\n",
+                       l["name"].get<std::string>(), l["bandwidth_Bps"].get<double>() / 1e9,
+                       l["line_rate_Bps"].get<double>() * 8 / 1e9, l["efficiency"].get<double>(),
+                       l["latency_s"].get<double>() * 1e6);
+  out += "\nModel presets (model.preset)\n";
+  out += fmt::format("  {:<14} {:>9} {:>7} {:>7} {:>6} {:>6} {:>7} {:>7} {:>9}  {}\n", "name",
+                     "params", "layers", "d_model", "heads", "kv", "d_ff", "vocab", "positions",
+                     "mlp");
+  for (const auto& m : p["models"]) {
+    if (m["kind"] == "transformer")
+      out += fmt::format(
+          "  {:<14} {:>8.1f}M {:>7} {:>7.0f} {:>6} {:>6} {:>7.0f} {:>7.0f} {:>9.0f}  {}\n",
+          m["name"].get<std::string>(), m["params"].get<double>() / 1e6, m["n_layers"].get<int>(),
+          m["d_model"].get<double>(), m["n_heads"].get<int>(), m["n_kv_heads"].get<int>(),
+          m["d_ff"].get<double>(), m["vocab"].get<double>(), m["max_positions"].get<double>(),
+          m["mlp"].get<std::string>());
+    else
+      out += fmt::format("  {:<14} {:>8.1f}M {:>7}  (ResNet-50 at 224x224)\n",
+                         m["name"].get<std::string>(), m["params"].get<double>() / 1e6,
+                         m["layers"].get<std::size_t>());
+  }
+  out += "  transformer, gpt-tiny: dimensions from the scenario; mlp: width and depth from the "
+         "scenario\n";
+  return out;
+}
+
+int presets_command(bool json) {
+  if (json)
+    std::printf("%s\n", presets_json().dump(2).c_str());
+  else
+    std::printf("%s", presets_text().c_str());
+  return 0;
+}
+
+} // namespace overlapsim::cli
