@@ -85,6 +85,12 @@ spec::Scenario real_scenario(const std::string& path, std::vector<std::string> o
   overrides.push_back("model.dtype=fp32");
   auto s = spec::load_scenario(path, overrides);
   select_algorithms(s, algorithms);
+  // Running without it would compare a prediction with recomputation against a run without.
+  if (s.model.checkpointing.enabled())
+    throw std::runtime_error(fmt::format(
+        "{}: key 'model.activation_checkpointing': the real runtime does not implement activation "
+        "checkpointing; set it to none (or remove it) to validate this scenario",
+        s.model.checkpointing.where));
   if (s.model.preset != "mlp" && s.model.preset != "gpt-tiny")
     throw std::runtime_error(fmt::format(
         "{}: model '{}' has no real implementation; validate runs the presets mlp and gpt-tiny",

@@ -37,7 +37,8 @@ SimWorker::SimWorker(SimContext& context, int rank)
       // One generator per GPU seeded from (seed, rank): reruns are bit-identical and one GPU's
       // draws do not depend on how many ops another GPU ran.
       rng_(context.scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1),
-      table_comm_(context.scenario.model.spec) {}
+      table_comm_(context.scenario.model.spec),
+      checkpoints_(context.scenario.model.spec, context.scenario.model.checkpointing) {}
 
 BufferId SimWorker::declare(const BufferDecl& decl) {
   buffers_.push_back(decl);
@@ -170,8 +171,11 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
   const auto& model = ctx_.scenario.model.spec;
   const double samples = ctx_.scenario.training.micro_batch;
   double act = 0;
-  for (int l = layers.first; l < layers.last; ++l)
-    act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
+  if (ctx_.scenario.model.checkpointing.enabled())
+    act = checkpoints_.forward(layers, mb) * samples;
+  else
+    for (int l = layers.first; l < layers.last; ++l)
+      act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
   change_activations(act);
   compute(OpCategory::forward, layer_label(model, layers, "fwd"),
           layer_cost(layers, false, seq_ratio(mb)) * samples, mb);
@@ -180,6 +184,20 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
 void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
   const auto& model = ctx_.scenario.model.spec;
   const double samples = ctx_.scenario.training.micro_batch;
+  if (ctx_.scenario.model.checkpointing.enabled()) {
+    // Each checkpointed segment's forward re-runs on this stream right before its backward.
+    for (const auto& p : checkpoints_.backward(layers, mb)) {
+      if (p.recompute.last > p.recompute.first) {
+        change_activations(p.recomputed_bytes * samples);
+        compute(OpCategory::forward, layer_label(model, p.recompute, "recompute fwd"),
+                layer_cost(p.recompute, false, seq_ratio(mb)) * samples, mb);
+      }
+      compute(OpCategory::backward, layer_label(model, p.backward, "bwd"),
+              layer_cost(p.backward, true, seq_ratio(mb)) * samples, mb);
+      change_activations(-p.freed_bytes * samples);
+    }
+    return;
+  }
   compute(OpCategory::backward, layer_label(model, layers, "bwd"),
           layer_cost(layers, true, seq_ratio(mb)) * samples, mb);
   double act = 0;

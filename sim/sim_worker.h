@@ -2,6 +2,7 @@
 #pragma once
 
 #include "algorithms/runtime.h"
+#include "sim/activation_checkpoints.h"
 #include "sim/collectives.h"
 #include "sim/platform.h"
 #include "sim/table_comm_time.h"
@@ -99,6 +100,7 @@ private:
   MemoryByCategory static_memory_{};
   double activations_ = 0;
   double peak_activations_ = 0;
+  ActivationCheckpoints checkpoints_; // used when model.activation_checkpointing is set
   std::map<int, Channel> channels_;
   std::unordered_map<int, std::int64_t> seq_;               // per group
   std::unordered_map<int, std::shared_ptr<State>> last_op_; // per group, NCCL stream order

@@ -510,6 +510,29 @@ ModelConfig read_table_model(const Entry& e, const TrainingSpec& training) {
   return m;
 }
 
+// model.activation_checkpointing: none | full | {every: k}. A transformer checkpoints its blocks
+// (Hugging Face's gradient_checkpointing and Megatron's recompute wrap the decoder layers, not the
+// embedding or the LM head); any other model, every layer.
+ActivationCheckpointing read_checkpointing(const Entry& e, const ModelConfig& m) {
+  ActivationCheckpointing c;
+  c.where = e.where();
+  const int layers = static_cast<int>(m.spec.layers.size());
+  c.first = 0;
+  c.last = layers;
+  if (layers >= 2 && m.spec.layers.front().name == "embedding" &&
+      m.spec.layers.back().name == "head" && !m.dims.empty() && m.dims.contains("n_heads")) {
+    c.first = 1;
+    c.last = layers - 1;
+  }
+  if (e.is_map()) {
+    e.expect_map({"every"});
+    c.every = static_cast<int>(e.child("every").integer(1, std::max(1, c.last - c.first)));
+    return c;
+  }
+  c.every = e.choice<int>({{"none", 0}, {"full", 1}});
+  return c;
+}
+
 ModelConfig read_model(const Entry& e, const TrainingSpec& training, ClusterSpec& cluster) {
   if (e.has("profile") && is_layer_table(e.child("profile")))
     return read_table_model(e, training);
@@ -520,6 +543,8 @@ ModelConfig read_model(const Entry& e, const TrainingSpec& training, ClusterSpec
                        hw::format_count(m.spec.total_params()), hw::format_count(kMaxModelParams)));
   if (e.has("profile"))
     apply_profile(m, e.child("profile"), cluster);
+  if (e.has("activation_checkpointing"))
+    m.checkpointing = read_checkpointing(e.child("activation_checkpointing"), m);
   return m;
 }
 
@@ -585,8 +610,9 @@ std::map<std::string, double> dims_map(const hw::TransformerDims& d) {
 }
 
 ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const hw::GpuSpec& gpu) {
-  std::vector<std::string_view> allowed = {"preset", "layers",  "dtype",  "width",
-                                           "depth",  "profile", "compute"};
+  std::vector<std::string_view> allowed = {
+      "preset", "layers",  "dtype",   "width",
+      "depth",  "profile", "compute", "activation_checkpointing"};
   allowed.insert(allowed.end(), kTransformerKeys.begin(), kTransformerKeys.end());
   e.expect_map(allowed);
   ModelConfig m;
@@ -1078,7 +1104,7 @@ nlohmann::json to_json(const Scenario& s) {
     }
     layers.push_back(std::move(layer));
   }
-  return json{
+  json out{
       {"name", s.name},
       {"source", s.source},
       {"seed", s.seed},
@@ -1112,6 +1138,11 @@ nlohmann::json to_json(const Scenario& s) {
         {"trace_gzip", s.output.trace_gzip},
         {"trace_gpus", s.output.trace_gpus}}},
   };
+  // Only when set, so that summaries of scenarios without it read as before.
+  if (const auto& ckpt = s.model.checkpointing; ckpt.enabled())
+    out["model"]["activation_checkpointing"] =
+        ckpt.every == 1 ? json("full") : json{{"every", ckpt.every}};
+  return out;
 }
 
 } // namespace overlapsim::spec

@@ -75,6 +75,25 @@ struct ClusterSpec {
 enum class Dtype { fp32, bf16, fp16 };
 enum class Optimizer { adamw, sgd, sgd_momentum };
 
+// model.activation_checkpointing (Chen et al. 2016; PyTorch's torch.utils.checkpoint): the
+// checkpointable layers (a transformer's blocks; every layer of any other model) are cut into
+// segments of `every` consecutive layers. The forward keeps only each segment's input (the output
+// of the layer before it); the backward re-runs a segment's forward from that input just before
+// the segment's backward, so one segment's activations are alive at a time. `full` is every: 1.
+struct ActivationCheckpointing {
+  int every = 0;           // layers per segment; 0: none, every activation is kept
+  int first = 0, last = 0; // the checkpointable layers [first, last)
+  std::string where;       // "file.yaml:12": validate refuses a scenario that sets it
+
+  bool enabled() const { return every > 0; }
+  // The segment that `layer` belongs to, or -1 when its activations are kept as usual.
+  int segment_of(int layer) const {
+    if (!enabled() || layer < first || layer >= last)
+      return -1;
+    return (layer - first) / every;
+  }
+};
+
 struct ModelConfig {
   hw::ModelSpec spec;        // resolved layers (preset, explicit list, or profile-calibrated)
   std::string preset;        // empty for an explicit layer list
@@ -86,6 +105,7 @@ struct ModelConfig {
   // The dimensions of a sized preset (mlp: width, depth; gpt-tiny: vocab, d_model, n_layers,
   // n_heads), which the real runs build the model from.
   std::map<std::string, double> dims;
+  ActivationCheckpointing checkpointing;
 };
 
 // How long each micro-batch's sequences are (training.seq_len_distribution). A micro-batch draws
