@@ -104,8 +104,7 @@ Calibration mlp_profile() {
 }
 
 TEST(Calibration, JsonRoundTrips) {
-  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-test";
-  fs::create_directories(dir);
+  const testing::ScratchDir dir;
   const auto path = (dir / "p.json").string();
   std::ofstream(path) << calibration_json(mlp_profile());
   const auto c = read_calibration(path);
@@ -122,8 +121,7 @@ TEST(Calibration, JsonRoundTrips) {
 }
 
 TEST(Calibration, ScenarioConsumesProfileAndCalibration) {
-  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-scenario";
-  fs::create_directories(dir);
+  const testing::ScratchDir dir;
   std::ofstream(dir / "profile.json") << calibration_json(mlp_profile());
   const auto scenario = (dir / "s.yaml").string();
   std::ofstream(scenario) << R"(name: cal
@@ -161,8 +159,7 @@ algorithms: [ddp]
 // Measured times drive the simulation: one GPU's DDP step is the profile's per-sample forward
 // and backward times times the micro-batch, plus the optimizer's time per parameter.
 TEST(Calibration, ProfiledTimesSetTheSimulatedStep) {
-  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-sim";
-  fs::create_directories(dir);
+  const testing::ScratchDir dir;
   std::ofstream(dir / "profile.json") << calibration_json(mlp_profile());
   const auto scenario = (dir / "s.yaml").string();
   std::ofstream(scenario) << R"(name: cal
@@ -197,8 +194,7 @@ TEST(Calibration, EachCollectiveRunsAtItsOwnFittedTime) {
   EXPECT_NEAR(m.scale, 0.25, 1e-9);
   EXPECT_NEAR(m.offset, 2e4, 1e-3);
 
-  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-ops";
-  fs::create_directories(dir);
+  const testing::ScratchDir dir;
   std::ofstream(dir / "profile.json") << calibration_json(c);
   ASSERT_EQ(read_calibration((dir / "profile.json").string()).inter_node_ops.size(), 2u);
   const auto scenario = (dir / "s.yaml").string();
@@ -239,8 +235,7 @@ TEST(Calibration, PointToPointMessagesRunAtTheirOwnFittedTime) {
   EXPECT_NEAR(m.scale, 0.4, 1e-9);
   EXPECT_NEAR(m.offset, 2e4, 1e-3);
 
-  const auto dir = fs::temp_directory_path() / "overlapsim-calibration-p2p";
-  fs::create_directories(dir);
+  const testing::ScratchDir dir;
   std::ofstream(dir / "profile.json") << calibration_json(c);
   const auto scenario = (dir / "s.yaml").string();
   std::ofstream(scenario) << R"(name: cal

@@ -67,13 +67,13 @@ TEST(CommInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
   c.model = "interference";
   c.layers = {{"l0", 0.01, 0.02}, {"l1", 0.001, 0.002}};
   c.comm_interference = 0.125;
-  const auto path = std::filesystem::temp_directory_path() / "overlapsim-interference.json";
+  const testing::ScratchDir dir;
+  const auto path = dir / "interference.json";
   std::ofstream(path) << spec::calibration_json(c);
   EXPECT_EQ(spec::read_calibration(path.string()).comm_interference, 0.125);
   auto with_profile = scenario_text("");
   with_profile.replace(with_profile.find("training:"), 0, "  profile: " + path.string() + "\n");
   EXPECT_EQ(scenario_from(with_profile).cluster.gpu.comm_interference, 0.125);
-  std::filesystem::remove(path);
 }
 
 } // namespace

@@ -20,7 +20,8 @@ using testing::simulate;
 
 // Three layers: bp 1, 2, 3 ms and all-reduces 4, 5, 6 ms (input to output), two nodes.
 std::string write_table(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / name;
+  static const testing::ScratchDir dir; // one per test process: tests run at once never share it
+  const auto path = dir / name;
   std::ofstream(path) << text;
   return path.string();
 }

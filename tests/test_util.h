@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <utility>
 
 namespace overlapsim::testing {
@@ -27,6 +28,36 @@ inline std::pair<int, std::string> run(const std::string& args) {
   return {WEXITSTATUS(pclose(p)), out};
 }
 #endif
+
+// A fresh directory for the running test, removed when it goes out of scope. Its name holds the
+// test's name and this process's id: ctest runs every test in its own process, several at once,
+// and two checkouts may run their suites on one machine, so a fixed /tmp name races.
+class ScratchDir {
+public:
+  ScratchDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "none";
+    for (char& c : name)
+      if (c == '/')
+        c = '_';
+    path_ = std::filesystem::temp_directory_path() /
+            ("overlapsim-" + name + "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+  std::filesystem::path path_;
+};
 
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p);

@@ -31,7 +31,7 @@ TEST(LossCurve, SamplesToReachInterpolatesBetweenTheBracketingPoints) {
   const std::vector<spec::LossPoint> curve = {{0, 6}, {100, 4}, {200, 2}, {300, 2.5}};
   EXPECT_DOUBLE_EQ(*spec::samples_to_reach(curve, 3), 150); // 100 + 100 (4 - 3) / (4 - 2)
   EXPECT_DOUBLE_EQ(*spec::samples_to_reach(curve, 4), 100);
-  EXPECT_DOUBLE_EQ(*spec::samples_to_reach(curve, 7), 0);   // already there
+  EXPECT_DOUBLE_EQ(*spec::samples_to_reach(curve, 7), 0);       // already there
   EXPECT_FALSE(spec::samples_to_reach(curve, 1.5).has_value()); // never
 }
 
@@ -59,14 +59,10 @@ TEST(LossCurve, ReadsValidatesLossCsvAndNamesFileLineAndColumnOfErrors) {
 class TimeToTarget : public ::testing::Test {
 protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / "overlapsim-time-to-target";
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     std::ofstream(dir_ / "curves.csv") << "algorithm,samples,loss\n"
                                           "local-sgd,0,6\nlocal-sgd,100,4\nlocal-sgd,200,2\n"
                                           "plsgd-enp,0,6\nplsgd-enp,100,5\n";
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // The four-layer cluster of local_sgd_test.cpp (FLSGD 25.14 ms per step with H = 2) with a
   // target and the curves above, given relative to the scenario file.
@@ -82,19 +78,18 @@ model:
   layers:
     - {name: block, params: 25M, fwd_flops_per_sample: 100G, repeat: 4}
 training: {micro_batch: 1, seq_len: 1, warmup_steps: 2, steps: 4, optimizer: adamw)"
-                              << training_extra << R"(}
+                                   << training_extra << R"(}
 algorithms: [{name: local-sgd, H: 2}, {name: plsgd-enp, H: 2}, {name: dreamddp, H: 2}]
 )";
     return dir_ / "s.yaml";
   }
-  fs::path dir_;
+  testing::ScratchDir dir_;
 };
 
 // FLSGD reaches loss 3 at 150 samples; at 2 samples per 25.14 ms step that is 1.8855 s.
 // PLSGD-ENP's curve never gets there (lowest 5); DreamDDP has no curve.
 TEST_F(TimeToTarget, SuppliedCurvesGiveSamplesAndWallClockTime) {
-  const auto s =
-      spec::load_scenario(scenario(", target_loss: 3, loss_curve: curves.csv").string());
+  const auto s = spec::load_scenario(scenario(", target_loss: 3, loss_curve: curves.csv").string());
   EXPECT_EQ(s.training.loss_curve, (dir_ / "curves.csv").lexically_normal().string());
   const auto rows = cli::simulate_rows(s, false);
   ASSERT_EQ(rows.size(), 3u);

@@ -19,10 +19,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
+// One per test process, so that tests running at once never share a file.
 fs::path temp_dir() {
-  const auto dir = fs::temp_directory_path() / "overlapsim-torch-profiler-test";
-  fs::create_directories(dir);
-  return dir;
+  static const overlapsim::testing::ScratchDir dir;
+  return dir.path();
 }
 
 // A model of 4 layers (first, 2 blocks, last) as a scenario the trace maps onto.
