@@ -8,27 +8,12 @@
 namespace overlapsim {
 namespace {
 
+using testing::round_cluster;
 using testing::scenario_from;
 using testing::simulate;
 
-// A GPU of exactly 100 TFLOP/s (efficiency 1) and 1 TB/s HBM, nodes of one GPU joined by a
-// 10 GB/s, 10 us network: every duration below is a round number.
-std::string cluster(int nodes, int gpus_per_node = 1, const std::string& extra = "") {
-  return "cluster:\n"
-         "  nodes: " +
-         std::to_string(nodes) +
-         "\n"
-         "  gpus_per_node: " +
-         std::to_string(gpus_per_node) +
-         "\n"
-         "  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}\n"
-         "  intra_node: {bandwidth: 100GB/s, latency: 1us}\n"
-         "  inter_node: {bandwidth: 10GB/s, latency: 10us}\n" +
-         extra;
-}
-
 TEST(Ddp, OneLayerTwoNodesMatchesHandCalculation) {
-  const auto s = scenario_from("name: one-layer\n" + cluster(2) + R"(
+  const auto s = scenario_from("name: one-layer\n" + round_cluster(2) + R"(
 model:
   layers:
     - {name: l0, params: 100M, fwd_flops_per_sample: 1T, activation_bytes_per_sample: 1MB}
@@ -51,7 +36,7 @@ algorithms: [ddp]
 }
 
 TEST(Ddp, OverlapHidesBackwardWhenCommunicationDominates) {
-  const auto s = scenario_from("name: comm-bound\n" + cluster(2) + R"(
+  const auto s = scenario_from("name: comm-bound\n" + round_cluster(2) + R"(
 model:
   layers:
     - {name: block, params: 25M, fwd_flops_per_sample: 100G, repeat: 8}
@@ -74,7 +59,7 @@ algorithms: [ddp, s-sgd]
 
 TEST(Ddp, StragglerSetsThePaceAndTheOthersIdle) {
   const auto s = scenario_from("name: straggler\n" +
-                               cluster(1, 4, "  stragglers: [{gpu: 2, slowdown: 4}]\n") + R"(
+                               round_cluster(1, 4, "  stragglers: [{gpu: 2, slowdown: 4}]\n") + R"(
 model:
   layers:
     - {name: block, params: 1M, fwd_flops_per_sample: 1T, repeat: 2}
@@ -97,7 +82,7 @@ algorithms: [ddp]
 }
 
 TEST(Ddp, GradAccumulationRunsNoSyncMicroBatches) {
-  const auto s = scenario_from("name: accum\n" + cluster(2) + R"(
+  const auto s = scenario_from("name: accum\n" + round_cluster(2) + R"(
 model:
   layers:
     - {name: l0, params: 100M, fwd_flops_per_sample: 1T}
@@ -115,7 +100,7 @@ algorithms: [ddp]
 TEST(Ddp, PyTorchBaselineWithoutNoSyncInFp32WithZeroRedundancyMatchesHandCalculation) {
   // The ACCO authors' DDP baseline: fp32 model, all-reduce after every micro-batch (no no_sync()),
   // torch's ZeroRedundancyOptimizer (sharded step, updated shards broadcast to every rank).
-  const auto s = scenario_from("name: paper-ddp\n" + cluster(2) + R"(
+  const auto s = scenario_from("name: paper-ddp\n" + round_cluster(2) + R"(
 model:
   layers:
     - {name: l0, params: 100M, fwd_flops_per_sample: 1T, activation_bytes_per_sample: 1MB}

@@ -16,19 +16,7 @@ using testing::simulate;
 // 10 GB/s 10 us network; four layers of 25M parameters (bf16): forward 1 ms and backward 2 ms each,
 // the AdamW step of the model 100M x 28 B / 1 TB/s = 2.8 ms.
 spec::Scenario four_layers() {
-  return scenario_from(R"(name: four
-cluster:
-  nodes: 2
-  gpus_per_node: 1
-  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}
-  intra_node: {bandwidth: 100GB/s, latency: 1us}
-  inter_node: {bandwidth: 10GB/s, latency: 10us}
-model:
-  layers:
-    - {name: block, params: 25M, fwd_flops_per_sample: 100G, repeat: 4}
-training: {micro_batch: 1, seq_len: 1, warmup_steps: 2, steps: 4, optimizer: adamw}
-algorithms: [ddp]
-)");
+  return testing::four_blocks_on_two_nodes(2, 4);
 }
 
 TEST(Diloco, InnerStepsThenAveragedPseudoGradientAndOuterStep) {

@@ -12,11 +12,7 @@ using testing::simulate;
 
 // A GPU of exactly 100 TFLOP/s and 1 TB/s HBM; nodes joined by 10 GB/s, 10 us.
 std::string scenario(int nodes, int gpus_per_node, const std::string& layers) {
-  return "name: fsdp\ncluster:\n  nodes: " + std::to_string(nodes) +
-         "\n  gpus_per_node: " + std::to_string(gpus_per_node) +
-         "\n  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}\n"
-         "  intra_node: {bandwidth: 100GB/s, latency: 1us}\n"
-         "  inter_node: {bandwidth: 10GB/s, latency: 10us}\nmodel:\n  layers:\n" +
+  return "name: fsdp\n" + testing::round_cluster(nodes, gpus_per_node) + "model:\n  layers:\n" +
          layers + "training: {micro_batch: 1, seq_len: 1, steps: 4, optimizer: adamw}\n" +
          "algorithms: [fsdp]\n";
 }

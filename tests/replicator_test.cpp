@@ -19,12 +19,8 @@ using testing::simulate;
 std::string scenario(int nodes, int gpus,
                      const std::string& layers = "    - {name: b, params: 1048576, "
                                                  "fwd_flops_per_sample: 1G}\n") {
-  return "name: demo\ncluster:\n  nodes: " + std::to_string(nodes) +
-         "\n  gpus_per_node: " + std::to_string(gpus) +
-         "\n  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}\n"
-         "  intra_node: {bandwidth: 100GB/s, latency: 1us}\n"
-         "  inter_node: {bandwidth: 10GB/s, latency: 10us}\nmodel:\n  layers:\n" +
-         layers + "training: {micro_batch: 1, seq_len: 1, steps: 4, optimizer: sgd}\n" +
+  return "name: demo\n" + testing::round_cluster(nodes, gpus) + "model:\n  layers:\n" + layers +
+         "training: {micro_batch: 1, seq_len: 1, steps: 4, optimizer: sgd}\n" +
          "algorithms: [demo]\n";
 }
 

@@ -67,18 +67,12 @@ protected:
   // The four-layer cluster of local_sgd_test.cpp (FLSGD 25.14 ms per step with H = 2) with a
   // target and the curves above, given relative to the scenario file.
   fs::path scenario(const std::string& training_extra) {
-    std::ofstream(dir_ / "s.yaml") << R"(name: ttt
-cluster:
-  nodes: 2
-  gpus_per_node: 1
-  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}
-  intra_node: {bandwidth: 100GB/s, latency: 1us}
-  inter_node: {bandwidth: 10GB/s, latency: 10us}
-model:
-  layers:
-    - {name: block, params: 25M, fwd_flops_per_sample: 100G, repeat: 4}
-training: {micro_batch: 1, seq_len: 1, warmup_steps: 2, steps: 4, optimizer: adamw)"
-                                   << training_extra << R"(}
+    std::ofstream(dir_ / "s.yaml")
+        << R"(name: ttt
+)" + testing::round_cluster(2) +
+               testing::kFourBlocks +
+               R"(training: {micro_batch: 1, seq_len: 1, warmup_steps: 2, steps: 4, optimizer: adamw)"
+        << training_extra << R"(}
 algorithms: [{name: local-sgd, H: 2}, {name: plsgd-enp, H: 2}, {name: dreamddp, H: 2}]
 )";
     return dir_ / "s.yaml";
