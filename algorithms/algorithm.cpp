@@ -9,6 +9,7 @@
 #include "algorithms/flexdemo.h"
 #include "algorithms/fsdp.h"
 #include "algorithms/local_sgd.h"
+#include "algorithms/streaming_diloco.h"
 #include "algorithms/zero1.h"
 #include "spec/loader.h"
 
@@ -38,6 +39,7 @@ const std::map<std::string, Factory>& registry() {
       {"plsgd-enp", make_plsgd_enp},
       {"dreamddp", make_dreamddp},
       {"diloco", make_diloco},
+      {"streaming-diloco", make_streaming_diloco},
       {"asc-wfbp", make_asc_wfbp},
   };
   return factories;

@@ -44,7 +44,8 @@ public:
         w_.await(kAveraged);
         // Outer step (Algorithm 1, lines 8-9).
         w_.outer_step(OuterStep{all(state_.params), all(anchor_), all(momentum_),
-                                Slice{state_.optimizer_state, 0, n}, lr_, mu_, step});
+                                Slice{state_.optimizer_state, 0, n}, lr_, mu_, step,
+                                /*local (no merge)=*/Slice{}, /*alpha=*/0.0});
       }
       w_.step_done(step, static_cast<double>(t.grad_accum) * t.micro_batch);
     }

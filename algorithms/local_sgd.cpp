@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace overlapsim {
@@ -19,8 +20,10 @@ constexpr long long kDefaultPeriod = 10;
 class LocalSgdProgram final : public WorkerProgram {
 public:
   // `schedule` empty: FLSGD (everything averaged after the period's last step, not overlapped).
-  LocalSgdProgram(Worker& w, int period, std::optional<Assignment> schedule)
-      : w_(w), period_(period), schedule_(std::move(schedule)),
+  // `extra[h]`: layers averaged again at local iteration h (DreamDDP Sec. 3.4, bubble filling).
+  LocalSgdProgram(Worker& w, int period, std::optional<Assignment> schedule,
+                  std::vector<std::vector<int>> extra)
+      : w_(w), period_(period), schedule_(std::move(schedule)), extra_(std::move(extra)),
         state_(declare_model_state(w, param_layout(w.scenario().model.spec).total())) {}
 
   void run_compute() override {
@@ -73,10 +76,9 @@ private:
   // optimizer step at once and goes to the communication stream (Eq. 5: update, then average);
   // the other layers are updated together after the backward.
   void backward_updating_layers(MicroBatch mb, int h, int layers) {
-    const Assignment& a = *schedule_;
     int top = layers;
     for (int l = layers - 1; l >= 0; --l) {
-      if (a[static_cast<std::size_t>(l)] != h)
+      if (!averaged_at(l, h))
         continue;
       w_.backward({l, top}, mb, state_.params, state_.grads);
       update({l, l + 1}, mb.step);
@@ -87,16 +89,27 @@ private:
       w_.backward({0, top}, mb, state_.params, state_.grads);
     // The layers not averaged now, in contiguous runs.
     for (int l = 0; l < layers;) {
-      if (a[static_cast<std::size_t>(l)] == h) {
+      if (averaged_at(l, h)) {
         ++l;
         continue;
       }
       int end = l;
-      while (end < layers && a[static_cast<std::size_t>(end)] != h)
+      while (end < layers && !averaged_at(end, h))
         ++end;
       update({l, end}, mb.step);
       l = end;
     }
+  }
+
+  // Layer l is averaged at local iteration h: its own iteration in the schedule, or a bubble
+  // filled at h.
+  bool averaged_at(int l, int h) const {
+    if ((*schedule_)[static_cast<std::size_t>(l)] == h)
+      return true;
+    if (extra_.empty())
+      return false;
+    const auto& e = extra_[static_cast<std::size_t>(h)];
+    return std::find(e.begin(), e.end(), l) != e.end();
   }
 
   void update(LayerRange r, int step) {
@@ -109,6 +122,7 @@ private:
   Worker& w_;
   int period_;
   std::optional<Assignment> schedule_;
+  std::vector<std::vector<int>> extra_;
   ModelState state_;
 };
 
@@ -116,30 +130,40 @@ enum class Family { flsgd, plsgd_enp, dreamddp };
 
 class LocalSgd final : public Algorithm {
 public:
-  LocalSgd(std::string name, int period, Family family)
-      : name_(std::move(name)), period_(period), family_(family) {}
+  LocalSgd(std::string name, int period, Family family, bool bubble_filling)
+      : name_(std::move(name)), period_(period), family_(family), bubble_filling_(bubble_filling) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
     const auto& s = worker.scenario();
     const int layers = static_cast<int>(s.model.spec.layers.size());
     std::optional<Assignment> schedule;
-    if (family_ == Family::plsgd_enp)
+    std::vector<std::vector<int>> extra;
+    if (family_ == Family::plsgd_enp) {
       schedule = equal_number_partition(layers, period_);
-    else if (family_ == Family::dreamddp)
-      schedule = dreamddp_schedule(estimate_layer_costs(s), period_);
-    return std::make_unique<LocalSgdProgram>(worker, period_, std::move(schedule));
+    } else if (family_ == Family::dreamddp) {
+      const LayerCosts costs = estimate_layer_costs(s);
+      schedule = dreamddp_schedule(costs, period_);
+      if (bubble_filling_)
+        extra = bubble_filling(costs, *schedule, period_);
+    }
+    return std::make_unique<LocalSgdProgram>(worker, period_, std::move(schedule),
+                                             std::move(extra));
   }
 
 private:
   std::string name_;
   int period_;
   Family family_;
+  bool bubble_filling_;
 };
 
 std::unique_ptr<Algorithm> make(const spec::AlgorithmSpec& spec, Family family) {
-  const AlgorithmOptions opts(spec, {"H"});
+  const AlgorithmOptions opts(spec,
+                              family == Family::dreamddp
+                                  ? std::initializer_list<std::string_view>{"H", "bubble_filling"}
+                                  : std::initializer_list<std::string_view>{"H"});
   const auto period = static_cast<int>(opts.integer("H", kDefaultPeriod, 1, 1000000));
-  return std::make_unique<LocalSgd>(spec.name, period, family);
+  return std::make_unique<LocalSgd>(spec.name, period, family, opts.flag("bubble_filling", false));
 }
 
 } // namespace

@@ -12,6 +12,10 @@
 //   updated, then averaged) right after its own backward, overlapped with the rest of the backward.
 // dreamddp (Algorithm 2): as plsgd-enp with the groups chosen by Algorithm 2's DFS on per-layer
 //   backward and communication times estimated from the scenario (see layer_cost_estimate.h).
+//   Option `bubble_filling` (default false; Sec. 3.4): at local step h, output-side layers already
+//   averaged earlier in the period are averaged again when their all-reduce fits in the bubble the
+//   schedule leaves before the backward ends (`bubble_filling` in partial_sync_schedule.h, on the
+//   same estimated times): more synchronisation for no added wait in that model.
 //
 // iteration_time_s is a period average only when the steady-state window covers whole periods:
 // set training.warmup_steps and training.steps to multiples of H (docs/SCENARIO.md).

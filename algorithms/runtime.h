@@ -163,6 +163,10 @@ struct ReplicatorPhase {
 // same on every worker), so Delta = anchor - params is the averaged pseudo-gradient:
 //   momentum = mu momentum + Delta;  anchor -= lr (Delta + mu momentum);  params = anchor.
 // The inner optimizer's master copy of `inner_state`'s elements restarts from the new parameters.
+// Streaming DiLoCo (Douillard et al. 2025, Sec. 2.3) sets `local`: the worker's own parameters,
+// which have moved on while `params` (a snapshot) was being averaged; after the outer step they
+// are merged with the new global parameters, local = alpha local + (1 - alpha) anchor, and the
+// inner optimizer restarts from `local` instead.
 struct OuterStep {
   Slice params;
   Slice anchor;
@@ -171,6 +175,8 @@ struct OuterStep {
   double lr = 0.7;
   double mu = 0.9;
   int step = 0;
+  Slice local; // unset (buffer -1): no merge
+  double alpha = 0;
 };
 
 class Worker {

@@ -32,8 +32,9 @@ namespace overlapsim::cli {
 
 const std::vector<std::string>& real_algorithm_names() {
   static const std::vector<std::string> names = {
-      "ddp",       "s-sgd",     "zero1",    "dpu",    "acco", "acco-wp", "cdp-v1",  "cdp-v2",
-      "local-sgd", "plsgd-enp", "dreamddp", "diloco", "fsdp", "demo",    "flexdemo"};
+      "ddp",    "s-sgd",     "zero1",     "dpu",      "acco",   "acco-wp",          "cdp-v1",
+      "cdp-v2", "local-sgd", "plsgd-enp", "dreamddp", "diloco", "streaming-diloco", "fsdp",
+      "demo",   "flexdemo"};
   return names;
 }
 

@@ -221,10 +221,12 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
 void SimWorker::outer_step(const OuterStep& op) {
   // Element-wise and memory-bound: the parameters, the anchor and the momentum are each read and
   // written once.
+  // Streaming DiLoCo's merge reads and writes the local parameters as well.
+  const double local_bytes = op.local.buffer >= 0 ? buffer(op.local.buffer).element_bytes : 0.0;
   const double bytes =
       static_cast<double>(op.params.count) * 2 *
       (buffer(op.params.buffer).element_bytes + buffer(op.anchor.buffer).element_bytes +
-       buffer(op.momentum.buffer).element_bytes);
+       buffer(op.momentum.buffer).element_bytes + local_bytes);
   compute(OpCategory::optimizer, "outer step",
           bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps * ctx_.platform.nominal_speed,
           MicroBatch{op.step, -1});

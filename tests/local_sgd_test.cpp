@@ -20,19 +20,7 @@ using testing::simulate;
 // speed while both run: the reload takes 0.3 ms and the compute op 0.15 ms longer).
 // warmup_steps and steps are multiples of H = 2, so the window holds whole periods.
 spec::Scenario four_layers() {
-  return scenario_from(R"(name: local-sgd
-cluster:
-  nodes: 2
-  gpus_per_node: 1
-  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}
-  intra_node: {bandwidth: 100GB/s, latency: 1us}
-  inter_node: {bandwidth: 10GB/s, latency: 10us}
-model:
-  layers:
-    - {name: block, params: 25M, fwd_flops_per_sample: 100G, repeat: 4}
-training: {micro_batch: 1, seq_len: 1, warmup_steps: 2, steps: 4, optimizer: adamw}
-algorithms: [{name: local-sgd, H: 2}]
-)");
+  return testing::four_blocks_on_two_nodes(2, 4, "[{name: local-sgd, H: 2}]");
 }
 
 TEST(LocalSgd, FlsgdAveragesEveryLayerAfterThePeriodsLastStep) {
@@ -79,10 +67,12 @@ TEST(LocalSgd, PeriodIsAnOptionOfEveryMember) {
 }
 
 TEST(LocalSgd, PaperScenariosLoad) {
-  for (const char* file : {"dreamddp-8x4-2080ti-1GBps.yaml", "dreamddp-4x8-a6000-20GBps.yaml",
-                           "dreamddp-bandwidth-sweep.yaml"}) {
+  // The sweep also carries streaming-diloco.
+  for (const auto& [file, count] : {std::pair{"dreamddp-8x4-2080ti-1GBps.yaml", 7u},
+                                    {"dreamddp-4x8-a6000-20GBps.yaml", 7u},
+                                    {"dreamddp-bandwidth-sweep.yaml", 8u}}) {
     const auto s = spec::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + file);
-    ASSERT_EQ(s.algorithms.size(), 7u) << file;
+    ASSERT_EQ(s.algorithms.size(), count) << file;
     for (const auto& a : s.algorithms)
       EXPECT_EQ(make_algorithm(a)->name(), a.name) << file;
   }

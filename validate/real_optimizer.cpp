@@ -100,4 +100,9 @@ void apply_outer_step(torch::Tensor params, torch::Tensor anchor, torch::Tensor 
   params.copy_(anchor);
 }
 
+void merge_fragment(torch::Tensor local, const torch::Tensor& global, double alpha) {
+  torch::NoGradGuard no_grad;
+  local.mul_(alpha).add_(global, 1 - alpha);
+}
+
 } // namespace overlapsim::real

@@ -43,4 +43,8 @@ void apply_optimizer(const OptimizerConfig& config, OptimizerSlots& slots,
 void apply_outer_step(torch::Tensor params, torch::Tensor anchor, torch::Tensor momentum, double lr,
                       double mu);
 
+// Streaming DiLoCo's merge (Douillard et al. 2025, Sec. 2.3): local = alpha local + (1 - alpha)
+// global, in place. alpha = 0 gives exactly `global` (0 x local adds an exact zero).
+void merge_fragment(torch::Tensor local, const torch::Tensor& global, double alpha);
+
 } // namespace overlapsim::real

@@ -319,7 +319,13 @@ void RealWorker::outer_step(const OuterStep& op) {
   const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
   torch::Tensor params = tensor(op.params);
-  apply_outer_step(params, tensor(op.anchor), tensor(op.momentum), op.lr, op.mu);
+  torch::Tensor anchor = tensor(op.anchor);
+  apply_outer_step(params, anchor, tensor(op.momentum), op.lr, op.mu);
+  if (op.local.buffer >= 0) {
+    torch::Tensor local = tensor(op.local);
+    merge_fragment(local, anchor, op.alpha);
+    params = local;
+  }
   // The inner optimizer's master copy continues from the new parameters, not its own.
   optimizer_.reload(op.inner_state, params);
   record(current_stream, OpCategory::optimizer, "outer step", start, finish_op(start),

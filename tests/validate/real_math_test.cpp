@@ -211,6 +211,24 @@ TEST(RealOptimizer, OuterStepIsNesterovOnThePseudoGradient) {
   EXPECT_NEAR(theta.item<double>(), 0.4876, 1e-12);
 }
 
+// Streaming DiLoCo's merge by hand (Douillard et al. 2025, Sec. 2.3): alpha 0.5 of local 0.6 and
+// global 0.734 is 0.667; alpha 0.25: 0.25 x 0.6 + 0.75 x 0.734 = 0.7005; alpha 0 is the global
+// value exactly, even next to a local value that would round.
+TEST(RealOptimizer, StreamingMergeMixesLocalAndGlobal) {
+  auto global = torch::tensor({0.734, 0.1}, torch::kFloat64);
+  auto local = torch::tensor({0.6, 0.3}, torch::kFloat64);
+  merge_fragment(local, global, 0.5);
+  EXPECT_NEAR(local[0].item<double>(), 0.667, 1e-12);
+  EXPECT_NEAR(local[1].item<double>(), 0.2, 1e-12);
+  local = torch::tensor({0.6}, torch::kFloat64);
+  merge_fragment(local, global.narrow(0, 0, 1), 0.25);
+  EXPECT_NEAR(local.item<double>(), 0.7005, 1e-12);
+  auto f = torch::tensor({1.0f / 3.0f});
+  const auto g = torch::tensor({0.1f});
+  merge_fragment(f, g, 0.0);
+  EXPECT_EQ(f.item<float>(), 0.1f);
+}
+
 // NCCL's equal shards end to end, from and to shard()'s layout: 10 elements in 4 shards are
 // [0,3) [3,6) [6,8) [8,10); padded to 3 each, the last two shards get a zero.
 TEST(ShardLayout, PadsUnequalShardsAndUnpadsThem) {

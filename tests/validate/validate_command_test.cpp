@@ -436,7 +436,9 @@ cluster: {nodes: 2, gpus_per_node: 1, gpu: {name: cpu, peak_tflops: 0.05, memory
 model: {preset: gpt-tiny, vocab: 256, d_model: 64, n_layers: 2, n_heads: 4, dtype: fp32}
 training: {micro_batch: 16, seq_len: 32, steps: 16, warmup_steps: 2, optimizer: adamw, learning_rate: 0.003,
            target_loss: 4.8}
-algorithms: [{name: local-sgd, H: 2}, {name: plsgd-enp, H: 2}, {name: dreamddp, H: 2}, {name: diloco, H: 2}]
+algorithms: [{name: local-sgd, H: 2}, {name: plsgd-enp, H: 2}, {name: dreamddp, H: 2}, {name: diloco, H: 2},
+             {name: streaming-diloco, H: 2, fragments: 2},
+             {name: streaming-diloco, label: streaming-as-diloco, H: 2, fragments: 1, overlap_steps: 0, alpha: 0}]
 )");
   const auto r = overlapsim(
       fmt::format("validate {} --workers 2 --no-plots --out {}", scenario.string(), dir.string()));
@@ -445,7 +447,12 @@ algorithms: [{name: local-sgd, H: 2}, {name: plsgd-enp, H: 2}, {name: dreamddp, 
   const auto table = read_comparison(dir / "comparison.json");
   std::ifstream summary_file(dir / "summary.json");
   const auto summary = nlohmann::json::parse(summary_file);
-  for (const char* a : {"local-sgd", "plsgd-enp", "dreamddp", "diloco"}) {
+  // Streaming DiLoCo with one fragment, no overlap and alpha 0 all-reduces a copy of the same
+  // parameters at the same steps and takes the same outer step: DiLoCo's losses.
+  expect_same_curve(loss.at("streaming-as-diloco"), loss.at("diloco"), 1e-6,
+                    "streaming-diloco as diloco");
+  for (const char* a : {"local-sgd", "plsgd-enp", "dreamddp", "diloco", "streaming-diloco",
+                        "streaming-as-diloco"}) {
     const auto& curve = loss.at(a);
     ASSERT_EQ(curve.size(), 18u) << a;
     EXPECT_NEAR(curve.front().second, std::log(256.0), 0.1) << a;
