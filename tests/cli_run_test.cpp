@@ -1,5 +1,7 @@
 // `overlapsim run` end to end: outputs, determinism, errors that leave no outputs, trace schema.
 #include "test_util.h"
+
+#include "cli/run_command.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -171,6 +173,29 @@ TEST_F(CliRun, SeedChangesJitteredResults) {
   const auto a = nlohmann::json::parse(slurp(dir_ / "a" / "summary.json"));
   const auto b = nlohmann::json::parse(slurp(dir_ / "b" / "summary.json"));
   EXPECT_NE(a["results"][0]["iteration_time_s"], b["results"][0]["iteration_time_s"]);
+}
+
+// Labels longer than the default column (streaming-diloco, a user's label) keep the columns
+// aligned: every row's iteration time ends where the header's "iteration" does.
+TEST(CliTable, ColumnsStayAlignedPastLongLabels) {
+  overlapsim::SummaryRow a, b;
+  a.algorithm = "ddp";
+  b.algorithm = "streaming-diloco-wide-label";
+  for (auto* r : {&a, &b}) {
+    r->metrics.iteration_time_s = 0.1;
+    r->metrics.steps = 1;
+    r->metrics.samples = 1;
+  }
+  const std::string table = overlapsim::cli::format_table({a, b});
+  std::istringstream lines(table);
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  const auto end = header.find("iteration") + std::string("iteration").size();
+  ASSERT_EQ(header.substr(0, b.algorithm.size() + 1), "algorithm" + std::string(19, ' '));
+  EXPECT_EQ(first.substr(end - 6, 6), "100 ms") << table;
+  EXPECT_EQ(second.substr(end - 6, 6), "100 ms") << table;
 }
 
 } // namespace
