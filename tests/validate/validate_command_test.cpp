@@ -474,9 +474,10 @@ algorithms: [{name: local-sgd, H: 2}, {name: plsgd-enp, H: 2}, {name: dreamddp, 
         const auto& t = row.at("time_to_target");
         EXPECT_EQ(t.at("curve"), "measured") << a;
         EXPECT_NEAR(t.at("samples").get<double>(), samples, 1e-6 * samples) << a;
-        EXPECT_NEAR(t.at("time_s").get<double>(),
-                    samples / row.at("throughput_samples_s").get<double>(), 1e-9)
-            << a;
+        // Relative: `samples` here comes from loss.csv's printed losses, the tool's from the losses
+        // in memory; they agree to about 1e-9 of the value, not to 1e-9 s.
+        const double time_s = samples / row.at("throughput_samples_s").get<double>();
+        EXPECT_NEAR(t.at("time_s").get<double>(), time_s, 1e-7 * time_s) << a;
         EXPECT_EQ(row.at("samples_per_step"), 32.0) << a; // 16 x 2 workers
         ++rows;
       }
