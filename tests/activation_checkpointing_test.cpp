@@ -133,9 +133,7 @@ TEST(ActivationCheckpointing, LoaderReadsTheThreeFormsAndNamesTheKey) {
 TEST(ActivationCheckpointing, ValidateRefusesItNamingTheKey) {
   // The real runtime has no checkpointing: a run without it would be compared with a prediction
   // with it.
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("overlapsim-ckpt-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const testing::ScratchDir dir;
   const auto path = dir / "s.yaml";
   std::ofstream(path) << R"(name: v
 cluster: {nodes: 1, gpus_per_node: 2, gpu: a100-80gb, intra_node: nvlink3, inter_node: ib-hdr}
@@ -144,12 +142,11 @@ training: {micro_batch: 2, seq_len: 1, steps: 2}
 algorithms: [ddp]
 )";
   const auto r = testing::run("validate " + path.string() + " --out " + (dir / "o").string());
-  std::filesystem::remove_all(dir);
   EXPECT_NE(r.first, 0) << r.second;
-  if (r.second.find("no LibTorch") == std::string::npos) {
-    EXPECT_THAT(r.second, HasSubstr("s.yaml:3: key 'model.activation_checkpointing': the real "
-                                    "runtime does not implement activation checkpointing"));
-  }
+  if (r.second.find("real runs need overlapsim-real") != std::string::npos)
+    GTEST_SKIP() << "built without LibTorch (the sanitizer build): validate cannot run";
+  EXPECT_THAT(r.second, HasSubstr("s.yaml:3: key 'model.activation_checkpointing': the real "
+                                  "runtime does not implement activation checkpointing"));
 }
 
 } // namespace
