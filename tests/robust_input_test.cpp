@@ -1,13 +1,13 @@
 // Issue 15: inputs that used to escape validation. Each error names the file and line (or the
 // --set) and the key, and says what was expected.
-#include "spec/loader.h"
+#include "scenario/loader.h"
 #include "test_util.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 namespace {
 
 using overlapsim::testing::error_of;
@@ -134,4 +134,4 @@ TEST(RobustInput, RepeatsAndStrangeKeysAreErrors) {
 }
 
 } // namespace
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -1,9 +1,9 @@
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include "hw/transformer_ops.h"
 #include "hw/units.h"
-#include "spec/calibration.h"
-#include "spec/layer_table.h"
+#include "scenario/calibration.h"
+#include "scenario/layer_table.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h> // fmt::join (in <fmt/format.h> before fmt 11)
@@ -22,7 +22,7 @@
 #include <set>
 #include <sstream>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 namespace {
 
 // Where each value came from, so that errors can say "file:line" or "--set key".
@@ -468,7 +468,7 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
 
 constexpr double kMaxModelParams = 1e14;
 
-// model.profile: a per-layer time table (*.tsv, spec/layer_table.h; the DreamDDP authors' profile)
+// model.profile: a per-layer time table (*.tsv, scenario/layer_table.h; the DreamDDP authors' profile)
 // is the model itself: one layer per row, the backward taking `bp_s` and the forward `fwd_s` (0
 // without that column) per micro-batch, and every collective over the parameters or gradients the
 // sum of its layers' `comm_s` (sim/table_comm_time.h). Without a `params` column a layer counts as
@@ -1145,4 +1145,4 @@ nlohmann::json to_json(const Scenario& s) {
   return out;
 }
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario
