@@ -54,7 +54,7 @@ public:
     const auto layout = param_layout(w.scenario().model.spec);
     const int n = w.topology().world_size();
     const int me = w.topology().world().index_of(w.rank());
-    const double element_bytes = spec::dtype_bytes(w.scenario().model.dtype);
+    const double element_bytes = scenario::dtype_bytes(w.scenario().model.dtype);
     state_ = declare_model_state(w, shard(0, layout.total(), me, n).count);
     // The buffer the compute stream hands to the communication stream (Buffer_i of Algorithm 1):
     // gradients going out, parameters coming back.
@@ -228,19 +228,19 @@ Accumulation accumulation(const AlgorithmOptions& opts) {
 }
 } // namespace
 
-std::unique_ptr<Algorithm> make_dpu(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_dpu(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"warmup_steps", "min_micro_batches", "max_micro_batches"});
   return std::make_unique<DelayedUpdate>(
       spec.name, Variant::dpu, static_cast<int>(opts.integer("warmup_steps", 0, 0, 1 << 30)),
       accumulation(opts));
 }
 
-std::unique_ptr<Algorithm> make_acco_wp(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_acco_wp(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"min_micro_batches", "max_micro_batches"});
   return std::make_unique<DelayedUpdate>(spec.name, Variant::acco_wp, 0, accumulation(opts));
 }
 
-std::unique_ptr<Algorithm> make_acco(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_acco(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"min_micro_batches", "max_micro_batches"});
   return std::make_unique<DelayedUpdate>(spec.name, Variant::acco, 0, accumulation(opts));
 }

@@ -21,8 +21,8 @@
 
 namespace overlapsim {
 
-std::unique_ptr<Algorithm> make_dpu(const spec::AlgorithmSpec& spec);
-std::unique_ptr<Algorithm> make_acco_wp(const spec::AlgorithmSpec& spec);
-std::unique_ptr<Algorithm> make_acco(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_dpu(const scenario::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_acco_wp(const scenario::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_acco(const scenario::AlgorithmSpec& spec);
 
 } // namespace overlapsim

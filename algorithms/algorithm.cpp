@@ -11,7 +11,7 @@
 #include "algorithms/local_sgd.h"
 #include "algorithms/streaming_diloco.h"
 #include "algorithms/zero1.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <fmt/format.h>
 #include <functional>
@@ -20,7 +20,7 @@
 namespace overlapsim {
 namespace {
 
-using Factory = std::function<std::unique_ptr<Algorithm>(const spec::AlgorithmSpec&)>;
+using Factory = std::function<std::unique_ptr<Algorithm>(const scenario::AlgorithmSpec&)>;
 
 const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> factories = {
@@ -47,13 +47,13 @@ const std::map<std::string, Factory>& registry() {
 
 } // namespace
 
-std::unique_ptr<Algorithm> make_algorithm(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_algorithm(const scenario::AlgorithmSpec& spec) {
   const auto it = registry().find(spec.name);
   if (it == registry().end()) {
     std::string names;
     for (const auto& n : algorithm_names())
       names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
-    throw spec::ScenarioError(
+    throw scenario::ScenarioError(
         fmt::format("{}: key 'algorithms': unknown algorithm '{}'; expected one of: {}", spec.where,
                     spec.name, names));
   }

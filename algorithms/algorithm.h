@@ -2,7 +2,7 @@
 #pragma once
 
 #include "algorithms/runtime.h"
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <memory>
 #include <string>
@@ -25,9 +25,9 @@ public:
   virtual std::unique_ptr<WorkerProgram> program(Worker& worker) const = 0;
 };
 
-// Builds the algorithm of a scenario entry; throws spec::ScenarioError naming the file and line of
+// Builds the algorithm of a scenario entry; throws scenario::ScenarioError naming the file and line of
 // a bad name or option.
-std::unique_ptr<Algorithm> make_algorithm(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_algorithm(const scenario::AlgorithmSpec& spec);
 std::vector<std::string> algorithm_names();
 
 } // namespace overlapsim

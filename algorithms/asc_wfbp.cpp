@@ -105,7 +105,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Algorithm> make_asc_wfbp(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_asc_wfbp(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {});
   return std::make_unique<AscWfbp>(spec.name);
 }

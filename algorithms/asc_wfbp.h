@@ -33,6 +33,6 @@ struct LayerGroup {
 // `costs.comm_s[l]` is a layer's all-reduce alone (startup included), `startup_s` its startup.
 std::vector<LayerGroup> asc_wfbp_groups(const LayerCosts& costs, double startup_s);
 
-std::unique_ptr<Algorithm> make_asc_wfbp(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_asc_wfbp(const scenario::AlgorithmSpec& spec);
 
 } // namespace overlapsim

@@ -4,7 +4,7 @@
 #include "algorithms/cdp_zero.h"
 #include "algorithms/model_state.h"
 #include "algorithms/options.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <algorithm>
 #include <deque>
@@ -79,7 +79,7 @@ public:
     n_ = o.setting == Setting::multi_gpu ? w.topology().world_size() : s.training.grad_accum;
     stages_ = split_stages(s.model.spec, n_);
     state_ = declare_model_state(w, param_layout(s.model.spec).total());
-    const double p = spec::dtype_bytes(s.model.dtype);
+    const double p = scenario::dtype_bytes(s.model.dtype);
     const std::int64_t total = state_.layout.total();
     // Two versions of the parameters: a stage's forward may need the version before the newest
     // (CDP-v1 always, CDP-v2 for the stages j < N - 1 - i), and the update that makes the newest
@@ -466,14 +466,14 @@ private:
   Options o_;
 };
 
-std::unique_ptr<Algorithm> make_cdp(const spec::AlgorithmSpec& spec, Rule rule) {
+std::unique_ptr<Algorithm> make_cdp(const scenario::AlgorithmSpec& spec, Rule rule) {
   const AlgorithmOptions opts(spec, {"setting", "schedule"});
   const auto setting =
       opts.text("setting", "multi-gpu", {"multi-gpu", "single-gpu", "zero", "model-parallel"});
   const auto schedule = opts.text("schedule", "cyclic", {"cyclic", "simultaneous"});
   if ((setting == "zero" || setting == "model-parallel") && rule == Rule::v1 &&
       schedule == "cyclic")
-    throw spec::ScenarioError(fmt::format(
+    throw scenario::ScenarioError(fmt::format(
         "{}: key 'algorithms.{}.setting': the {} setting keeps one version of each stage's "
         "parameters, which is CDP-v2's rule; use cdp-v2",
         spec.options.at("setting").where, spec.name, setting));
@@ -486,10 +486,10 @@ std::unique_ptr<Algorithm> make_cdp(const spec::AlgorithmSpec& spec, Rule rule) 
 
 } // namespace
 
-std::unique_ptr<Algorithm> make_cdp_v1(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_cdp_v1(const scenario::AlgorithmSpec& spec) {
   return make_cdp(spec, Rule::v1);
 }
-std::unique_ptr<Algorithm> make_cdp_v2(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_cdp_v2(const scenario::AlgorithmSpec& spec) {
   return make_cdp(spec, Rule::v2);
 }
 

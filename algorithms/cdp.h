@@ -28,8 +28,8 @@
 
 namespace overlapsim {
 
-std::unique_ptr<Algorithm> make_cdp_v1(const spec::AlgorithmSpec& spec);
-std::unique_ptr<Algorithm> make_cdp_v2(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_cdp_v1(const scenario::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_cdp_v2(const scenario::AlgorithmSpec& spec);
 
 // Contiguous layer ranges of about equal forward plus backward compute, one per stage; throws
 // std::invalid_argument when the model has fewer layers than stages.

@@ -41,7 +41,7 @@ public:
     const ParamLayout layout = param_layout(s.model.spec);
     const Slice mine = layout.layers(0, stages_[static_cast<std::size_t>(stage_)]);
     count_ = mine.count;
-    const double p = spec::dtype_bytes(s.model.dtype);
+    const double p = scenario::dtype_bytes(s.model.dtype);
     params_ = w.declare({"stage_params", MemoryCategory::params, count_, p});
     grads_ = w.declare({"stage_grads", MemoryCategory::grads, count_, p});
     state_ = w.declare({"stage_optimizer_state", MemoryCategory::optimizer_state, count_,
@@ -150,7 +150,7 @@ private:
   }
   std::int64_t count_bytes() const {
     return static_cast<std::int64_t>(static_cast<double>(count_) *
-                                     spec::dtype_bytes(w_.scenario().model.dtype));
+                                     scenario::dtype_bytes(w_.scenario().model.dtype));
   }
 
   CollectiveCall p2p(CollectiveOp op, int peer, int tag, std::int64_t bytes, int step) const {

@@ -18,7 +18,7 @@ public:
     n_ = w.topology().world_size();
     stages_ = split_stages(s.model.spec, n_);
     layout_ = param_layout(s.model.spec);
-    const double p = spec::dtype_bytes(s.model.dtype);
+    const double p = scenario::dtype_bytes(s.model.dtype);
     const double k = optimizer_state_bytes_per_param(s.training.optimizer, s.model.dtype);
     std::int64_t largest = 0;
     for (const auto& r : stages_)

@@ -21,7 +21,7 @@ struct DdpSetup {
   // waits for them before the next micro-batch (the reducer finalises every backward). What a
   // training loop that accumulates without no_sync() pays, e.g. the ACCO paper's DDP baseline.
   bool sync_every_micro_batch = false;
-  std::optional<spec::Dtype> dtype; // parameters, gradients, communication; unset: model.dtype
+  std::optional<scenario::Dtype> dtype; // parameters, gradients, communication; unset: model.dtype
   // torch.distributed.optim.ZeroRedundancyOptimizer over DDP: each rank steps its 1/N of the
   // parameters, then every rank's updated piece is broadcast to all (the bytes of an all-gather),
   // before the next forward.
@@ -31,7 +31,7 @@ struct DdpSetup {
 class DataParallelProgram final : public WorkerProgram {
 public:
   DataParallelProgram(Worker& w, const DdpSetup& setup) : w_(w), setup_(setup) {
-    const spec::Dtype dtype = setup.dtype.value_or(w.scenario().model.dtype);
+    const scenario::Dtype dtype = setup.dtype.value_or(w.scenario().model.dtype);
     const auto layout = param_layout(w.scenario().model.spec);
     const int n = w.topology().world_size();
     const int me = w.topology().world().index_of(w.rank());
@@ -39,7 +39,7 @@ public:
     state_ = declare_model_state(w, own_.count, dtype);
     own_.buffer = state_.params;
     buckets_ =
-        make_buckets(state_.layout, state_.grads, spec::dtype_bytes(dtype), setup.bucket_cap);
+        make_buckets(state_.layout, state_.grads, scenario::dtype_bytes(dtype), setup.bucket_cap);
   }
 
   void run_compute() override {
@@ -122,16 +122,16 @@ private:
   DdpSetup setup_;
 };
 
-std::optional<spec::Dtype> dtype_option(const AlgorithmOptions& opts) {
+std::optional<scenario::Dtype> dtype_option(const AlgorithmOptions& opts) {
   if (!opts.has("dtype"))
     return std::nullopt;
   const std::string d = opts.text("dtype", "", {"fp32", "bf16", "fp16"});
-  return d == "fp32" ? spec::Dtype::fp32 : d == "fp16" ? spec::Dtype::fp16 : spec::Dtype::bf16;
+  return d == "fp32" ? scenario::Dtype::fp32 : d == "fp16" ? scenario::Dtype::fp16 : scenario::Dtype::bf16;
 }
 
 } // namespace
 
-std::unique_ptr<Algorithm> make_ddp(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_ddp(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec,
                               {"bucket_cap", "sync_every_micro_batch", "dtype", "zero_redundancy"});
   DdpSetup setup;
@@ -142,7 +142,7 @@ std::unique_ptr<Algorithm> make_ddp(const spec::AlgorithmSpec& spec) {
   return std::make_unique<DataParallel>(spec.name, setup);
 }
 
-std::unique_ptr<Algorithm> make_s_sgd(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_s_sgd(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"bucket_cap"});
   DdpSetup setup;
   setup.bucket_cap = opts.size_bytes("bucket_cap", kDefaultBucketCap);

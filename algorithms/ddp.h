@@ -11,7 +11,7 @@
 
 namespace overlapsim {
 
-std::unique_ptr<Algorithm> make_ddp(const spec::AlgorithmSpec& spec);
-std::unique_ptr<Algorithm> make_s_sgd(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_ddp(const scenario::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_s_sgd(const scenario::AlgorithmSpec& spec);
 
 } // namespace overlapsim

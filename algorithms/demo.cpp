@@ -15,7 +15,7 @@ class DemoProgram final : public WorkerProgram {
 public:
   DemoProgram(Worker& w, const ReplicatorConfig& c) : w_(w) {
     const auto& s = w.scenario();
-    const double p = spec::dtype_bytes(s.model.dtype);
+    const double p = scenario::dtype_bytes(s.model.dtype);
     layout_ = param_layout(s.model.spec);
     const std::int64_t n = layout_.total();
     params_ = w.declare({"params", MemoryCategory::params, n, p});
@@ -78,7 +78,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Algorithm> make_demo(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_demo(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec,
                               {"chunk", "top_k", "compression", "decay", "sign", "value_dtype"});
   return std::make_unique<Demo>(spec.name, replicator_config(opts, false));

@@ -15,6 +15,6 @@
 
 namespace overlapsim {
 
-std::unique_ptr<Algorithm> make_demo(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_demo(const scenario::AlgorithmSpec& spec);
 
 } // namespace overlapsim

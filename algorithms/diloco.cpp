@@ -94,7 +94,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Algorithm> make_diloco(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_diloco(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"H", "outer_lr", "outer_momentum"});
   return std::make_unique<Diloco>(spec.name,
                                   static_cast<int>(opts.integer("H", kDefaultPeriod, 1, 1000000)),

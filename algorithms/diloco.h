@@ -17,6 +17,6 @@
 
 namespace overlapsim {
 
-std::unique_ptr<Algorithm> make_diloco(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_diloco(const scenario::AlgorithmSpec& spec);
 
 } // namespace overlapsim

@@ -21,7 +21,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Algorithm> make_flexdemo(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_flexdemo(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"replicator", "compression", "chunk", "top_k", "decay", "sign",
                                      "value_dtype", "seed", "wrap", "reshard_after_forward"});
   FsdpOptions o;

@@ -17,6 +17,6 @@
 
 namespace overlapsim {
 
-std::unique_ptr<Algorithm> make_flexdemo(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_flexdemo(const scenario::AlgorithmSpec& spec);
 
 } // namespace overlapsim

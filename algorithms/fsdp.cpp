@@ -49,7 +49,7 @@ public:
   FsdpProgram(Worker& w, const FsdpOptions& o) : w_(w), o_(o) {
     const auto& s = w.scenario();
     const Topology& topo = w.topology();
-    const double p = spec::dtype_bytes(s.model.dtype);
+    const double p = scenario::dtype_bytes(s.model.dtype);
     layout_ = param_layout(s.model.spec);
     units_ = wrap_units(layout_, o.layers_per_unit, o.unit_bytes, p);
     const bool hybrid = o.hybrid || o.replicator;
@@ -263,7 +263,7 @@ bool is_whole_number(const std::string& s) {
 }
 } // namespace
 
-void read_wrap_options(const spec::AlgorithmSpec& spec, const AlgorithmOptions& opts,
+void read_wrap_options(const scenario::AlgorithmSpec& spec, const AlgorithmOptions& opts,
                        FsdpOptions& o) {
   if (opts.has("wrap")) {
     if (is_whole_number(spec.options.at("wrap").value))
@@ -278,7 +278,7 @@ std::unique_ptr<WorkerProgram> make_fsdp_program(Worker& w, const FsdpOptions& o
   return std::make_unique<FsdpProgram>(w, o);
 }
 
-std::unique_ptr<Algorithm> make_fsdp(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_fsdp(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"wrap", "sharding", "reshard_after_forward"});
   FsdpOptions o;
   read_wrap_options(spec, opts, o);

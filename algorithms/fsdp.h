@@ -28,7 +28,7 @@
 
 namespace overlapsim {
 
-std::unique_ptr<Algorithm> make_fsdp(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_fsdp(const scenario::AlgorithmSpec& spec);
 
 struct FsdpOptions {
   int layers_per_unit = 1;
@@ -42,7 +42,7 @@ struct FsdpOptions {
 };
 
 // Reads wrap and reshard_after_forward.
-void read_wrap_options(const spec::AlgorithmSpec& spec, const AlgorithmOptions& opts,
+void read_wrap_options(const scenario::AlgorithmSpec& spec, const AlgorithmOptions& opts,
                        FsdpOptions& o);
 
 std::unique_ptr<WorkerProgram> make_fsdp_program(Worker& w, const FsdpOptions& o);

@@ -3,7 +3,7 @@
 namespace overlapsim {
 namespace {
 
-const hw::LinkSpec& slowest_link(const spec::ClusterSpec& c) {
+const hw::LinkSpec& slowest_link(const scenario::ClusterSpec& c) {
   if (!c.sites.empty())
     return c.wan;
   return c.nodes > 1 ? c.inter_node : c.intra_node;
@@ -11,20 +11,20 @@ const hw::LinkSpec& slowest_link(const spec::ClusterSpec& c) {
 
 } // namespace
 
-double all_reduce_startup_s(const spec::Scenario& s) {
+double all_reduce_startup_s(const scenario::Scenario& s) {
   const int n = s.cluster.world_size();
   if (n <= 1 || s.model.spec.comm_times_from_table)
     return 0.0;
   return 2.0 * (n - 1) * slowest_link(s.cluster).latency_s;
 }
 
-LayerCosts estimate_layer_costs(const spec::Scenario& s) {
+LayerCosts estimate_layer_costs(const scenario::Scenario& s) {
   const auto& c = s.cluster;
   const int n = c.world_size();
   const hw::LinkSpec& link = slowest_link(c);
   const double flops =
-      s.model.dtype == spec::Dtype::fp32 ? c.gpu.peak_flops_fp32 : c.gpu.peak_flops_bf16;
-  const double bytes_per_param = spec::dtype_bytes(s.model.dtype);
+      s.model.dtype == scenario::Dtype::fp32 ? c.gpu.peak_flops_fp32 : c.gpu.peak_flops_bf16;
+  const double bytes_per_param = scenario::dtype_bytes(s.model.dtype);
   const double samples = s.training.micro_batch;
   const double startup = all_reduce_startup_s(s);
   LayerCosts costs;

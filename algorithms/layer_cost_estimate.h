@@ -7,14 +7,14 @@
 #pragma once
 
 #include "algorithms/partial_sync_schedule.h"
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 namespace overlapsim {
 
-LayerCosts estimate_layer_costs(const spec::Scenario& s);
+LayerCosts estimate_layer_costs(const scenario::Scenario& s);
 
 // The startup part of every all-reduce in estimate_layer_costs (the alpha of alpha-beta): 2(n-1)
 // latencies of the slowest link; 0 with a layer table, whose times hold their own startup.
-double all_reduce_startup_s(const spec::Scenario& s);
+double all_reduce_startup_s(const scenario::Scenario& s);
 
 } // namespace overlapsim

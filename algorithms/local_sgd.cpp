@@ -157,7 +157,7 @@ private:
   bool bubble_filling_;
 };
 
-std::unique_ptr<Algorithm> make(const spec::AlgorithmSpec& spec, Family family) {
+std::unique_ptr<Algorithm> make(const scenario::AlgorithmSpec& spec, Family family) {
   const AlgorithmOptions opts(spec,
                               family == Family::dreamddp
                                   ? std::initializer_list<std::string_view>{"H", "bubble_filling"}
@@ -168,13 +168,13 @@ std::unique_ptr<Algorithm> make(const spec::AlgorithmSpec& spec, Family family) 
 
 } // namespace
 
-std::unique_ptr<Algorithm> make_local_sgd(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_local_sgd(const scenario::AlgorithmSpec& spec) {
   return make(spec, Family::flsgd);
 }
-std::unique_ptr<Algorithm> make_plsgd_enp(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_plsgd_enp(const scenario::AlgorithmSpec& spec) {
   return make(spec, Family::plsgd_enp);
 }
-std::unique_ptr<Algorithm> make_dreamddp(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_dreamddp(const scenario::AlgorithmSpec& spec) {
   return make(spec, Family::dreamddp);
 }
 

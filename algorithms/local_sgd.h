@@ -25,8 +25,8 @@
 
 namespace overlapsim {
 
-std::unique_ptr<Algorithm> make_local_sgd(const spec::AlgorithmSpec& spec);
-std::unique_ptr<Algorithm> make_plsgd_enp(const spec::AlgorithmSpec& spec);
-std::unique_ptr<Algorithm> make_dreamddp(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_local_sgd(const scenario::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_plsgd_enp(const scenario::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_dreamddp(const scenario::AlgorithmSpec& spec);
 
 } // namespace overlapsim

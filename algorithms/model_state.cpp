@@ -6,24 +6,24 @@
 
 namespace overlapsim {
 
-double optimizer_state_bytes_per_param(spec::Optimizer optimizer, spec::Dtype dtype) {
-  const double master = dtype == spec::Dtype::fp32 ? 0.0 : 4.0;
+double optimizer_state_bytes_per_param(scenario::Optimizer optimizer, scenario::Dtype dtype) {
+  const double master = dtype == scenario::Dtype::fp32 ? 0.0 : 4.0;
   switch (optimizer) {
-  case spec::Optimizer::adamw:
+  case scenario::Optimizer::adamw:
     return master + 8.0;
-  case spec::Optimizer::sgd_momentum:
+  case scenario::Optimizer::sgd_momentum:
     return master + 4.0;
-  case spec::Optimizer::sgd:
+  case scenario::Optimizer::sgd:
     return master;
   }
   return master;
 }
 
-double optimizer_bytes_touched_per_param(spec::Optimizer optimizer, spec::Dtype dtype) {
-  const double p = spec::dtype_bytes(dtype);
+double optimizer_bytes_touched_per_param(scenario::Optimizer optimizer, scenario::Dtype dtype) {
+  const double p = scenario::dtype_bytes(dtype);
   const double k = optimizer_state_bytes_per_param(optimizer, dtype);
   const double param_rw =
-      dtype == spec::Dtype::fp32 ? 2 * p : p; // in place, or written from master
+      dtype == scenario::Dtype::fp32 ? 2 * p : p; // in place, or written from master
   return p /*grad read*/ + 2 * k /*state read+write*/ + param_rw;
 }
 
@@ -57,11 +57,11 @@ ModelState declare_model_state(Worker& worker, std::int64_t state_elements) {
   return declare_model_state(worker, state_elements, worker.scenario().model.dtype);
 }
 
-ModelState declare_model_state(Worker& worker, std::int64_t state_elements, spec::Dtype dtype) {
+ModelState declare_model_state(Worker& worker, std::int64_t state_elements, scenario::Dtype dtype) {
   const auto& s = worker.scenario();
   ModelState m;
   m.layout = param_layout(s.model.spec);
-  const double p = spec::dtype_bytes(dtype);
+  const double p = scenario::dtype_bytes(dtype);
   m.params = worker.declare({"params", MemoryCategory::params, m.layout.total(), p});
   m.grads = worker.declare({"grads", MemoryCategory::grads, m.layout.total(), p});
   m.optimizer_state =

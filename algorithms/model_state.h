@@ -12,12 +12,12 @@ namespace overlapsim {
 // Optimizer state bytes per parameter, K in the ZeRO and ACCO papers: an fp32 master copy when the
 // model is trained in 16-bit (4), plus the moments (AdamW: m and v, 8; SGD with momentum: 4). AdamW
 // in bf16 gives K = 12 (ACCO Table 1).
-double optimizer_state_bytes_per_param(spec::Optimizer optimizer, spec::Dtype dtype);
+double optimizer_state_bytes_per_param(scenario::Optimizer optimizer, scenario::Dtype dtype);
 
 // Bytes an optimizer step reads and writes per parameter, which sets its duration on the HBM: the
 // gradient is read, the state read and written, and the 16-bit parameter written (read and written
 // in place when there is no master copy).
-double optimizer_bytes_touched_per_param(spec::Optimizer optimizer, spec::Dtype dtype);
+double optimizer_bytes_touched_per_param(scenario::Optimizer optimizer, scenario::Dtype dtype);
 
 // Parameter elements per layer, rounded to whole elements, and their offsets in the flat buffers.
 struct ParamLayout {
@@ -44,7 +44,7 @@ struct ModelState {
 ModelState declare_model_state(Worker& worker, std::int64_t state_elements);
 // The same for a model an algorithm keeps in `dtype` instead of the scenario's (PyTorch DDP over an
 // fp32 model under autocast: fp32 parameters and gradients, no separate master copy).
-ModelState declare_model_state(Worker& worker, std::int64_t state_elements, spec::Dtype dtype);
+ModelState declare_model_state(Worker& worker, std::int64_t state_elements, scenario::Dtype dtype);
 
 // A gradient bucket of PyTorch DDP: filled in reverse layer order, reduced as soon as the backward
 // pass has produced its last gradient (after layer `ready_after_layer`, counting layers input to

@@ -1,7 +1,7 @@
 #include "algorithms/options.h"
 
 #include "hw/units.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <algorithm>
 #include <charconv>
@@ -10,7 +10,7 @@
 
 namespace overlapsim {
 
-AlgorithmOptions::AlgorithmOptions(const spec::AlgorithmSpec& spec,
+AlgorithmOptions::AlgorithmOptions(const scenario::AlgorithmSpec& spec,
                                    std::initializer_list<std::string_view> allowed)
     : spec_(spec) {
   for (const auto& [key, opt] : spec.options) {
@@ -27,7 +27,7 @@ AlgorithmOptions::AlgorithmOptions(const spec::AlgorithmSpec& spec,
 void AlgorithmOptions::fail(const std::string& key, const std::string& what) const {
   const auto it = spec_.options.find(key);
   const std::string& where = it == spec_.options.end() ? spec_.where : it->second.where;
-  throw spec::ScenarioError(
+  throw scenario::ScenarioError(
       fmt::format("{}: key 'algorithms.{}.{}': {}", where, spec_.name, key, what));
 }
 

@@ -2,7 +2,7 @@
 // rules as the rest of the scenario: a bad or unknown option names the file, the line and the key.
 #pragma once
 
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <initializer_list>
 #include <string>
@@ -12,8 +12,8 @@ namespace overlapsim {
 
 class AlgorithmOptions {
 public:
-  // Throws spec::ScenarioError on an option outside `allowed`.
-  AlgorithmOptions(const spec::AlgorithmSpec& spec,
+  // Throws scenario::ScenarioError on an option outside `allowed`.
+  AlgorithmOptions(const scenario::AlgorithmSpec& spec,
                    std::initializer_list<std::string_view> allowed);
 
   bool has(const std::string& key) const { return spec_.options.contains(key); }
@@ -26,7 +26,7 @@ public:
 
 private:
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
-  const spec::AlgorithmSpec& spec_;
+  const scenario::AlgorithmSpec& spec_;
 };
 
 } // namespace overlapsim

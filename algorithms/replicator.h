@@ -30,7 +30,7 @@ ReplicatorConfig replicator_config(const AlgorithmOptions& opts, bool with_kind)
 // Bytes per parameter of the state a replicator keeps beside the parameters and gradients: the
 // fp32 master copy of 16-bit parameters (4, none for fp32) and the fp32 decoupled momentum (4,
 // none for diloco, which keeps no momentum).
-double decoupled_state_bytes_per_param(ReplicatorKind kind, spec::Dtype dtype);
+double decoupled_state_bytes_per_param(ReplicatorKind kind, scenario::Dtype dtype);
 
 struct ReplicatorPiece {
   Slice grads;    // the (reduced) gradient of the piece

@@ -10,7 +10,7 @@
 
 #include "algorithms/replicator_config.h"
 #include "algorithms/topology.h"
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <cstdint>
 #include <memory>
@@ -185,7 +185,7 @@ public:
 
   virtual int rank() const = 0;
   virtual const Topology& topology() const = 0;
-  virtual const spec::Scenario& scenario() const = 0;
+  virtual const scenario::Scenario& scenario() const = 0;
 
   // Memory: every buffer the algorithm keeps; activations are tracked by forward/backward.
   virtual BufferId declare(const BufferDecl& decl) = 0;

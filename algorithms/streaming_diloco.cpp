@@ -2,7 +2,7 @@
 
 #include "algorithms/model_state.h"
 #include "algorithms/options.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <fmt/format.h>
 
@@ -151,7 +151,7 @@ public:
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
     const auto layers = worker.scenario().model.spec.layers.size();
     if (static_cast<std::size_t>(o_.fragments) > layers)
-      throw spec::ScenarioError(
+      throw scenario::ScenarioError(
           fmt::format("{}: key 'algorithms.{}.fragments': {} fragments of a model of {} layers; "
                       "expected at most one fragment per layer",
                       where_, name_, o_.fragments, layers));
@@ -175,7 +175,7 @@ std::vector<FragmentSync> streaming_sync_schedule(int total_steps, int period, i
   return syncs;
 }
 
-std::unique_ptr<Algorithm> make_streaming_diloco(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_streaming_diloco(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(
       spec, {"H", "fragments", "overlap_steps", "alpha", "outer_lr", "outer_momentum"});
   Options o;

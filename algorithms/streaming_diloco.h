@@ -37,6 +37,6 @@ struct FragmentSync {
 std::vector<FragmentSync> streaming_sync_schedule(int total_steps, int period, int fragments,
                                                   int overlap_steps);
 
-std::unique_ptr<Algorithm> make_streaming_diloco(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_streaming_diloco(const scenario::AlgorithmSpec& spec);
 
 } // namespace overlapsim

@@ -21,13 +21,13 @@ public:
     // The rank owns the me-th 1/N piece of every bucket (what reduce-scatter leaves it); its
     // optimizer state holds exactly those pieces, back to back.
     const auto buckets =
-        make_buckets(layout, 0, spec::dtype_bytes(w.scenario().model.dtype), bucket_cap);
+        make_buckets(layout, 0, scenario::dtype_bytes(w.scenario().model.dtype), bucket_cap);
     std::int64_t owned = 0;
     for (const auto& b : buckets)
       owned += shard(0, b.grads.count, me, n).count;
     state_ = declare_model_state(w, owned);
     buckets_ = make_buckets(state_.layout, state_.grads,
-                            spec::dtype_bytes(w.scenario().model.dtype), bucket_cap);
+                            scenario::dtype_bytes(w.scenario().model.dtype), bucket_cap);
     std::int64_t state_offset = 0;
     for (const auto& b : buckets_) {
       const Slice piece = shard(state_.grads, b.grads.count, me, n);
@@ -113,7 +113,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Algorithm> make_zero1(const spec::AlgorithmSpec& spec) {
+std::unique_ptr<Algorithm> make_zero1(const scenario::AlgorithmSpec& spec) {
   const AlgorithmOptions opts(spec, {"bucket_cap"});
   return std::make_unique<Zero1>(spec.name, opts.size_bytes("bucket_cap", kDefaultBucketCap));
 }

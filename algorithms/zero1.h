@@ -9,6 +9,6 @@
 
 namespace overlapsim {
 
-std::unique_ptr<Algorithm> make_zero1(const spec::AlgorithmSpec& spec);
+std::unique_ptr<Algorithm> make_zero1(const scenario::AlgorithmSpec& spec);
 
 } // namespace overlapsim

@@ -1,7 +1,7 @@
 #include "cli/collective_command.h"
 
 #include "sim/collective_timing.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -127,7 +127,7 @@ int collective_command(const CollectiveOptions& o) {
     auto overrides = o.overrides;
     if (!o.algorithm.empty())
       overrides.push_back("cluster.collective_algorithm=" + o.algorithm);
-    const auto scenario = spec::load_scenario(o.scenario, overrides);
+    const auto scenario = scenario::load_scenario(o.scenario, overrides);
     const CollectiveOp op = parse_op(o.op);
     const auto sizes = parse_size_range(o.size);
     const auto& cluster = scenario.cluster;
@@ -138,8 +138,8 @@ int collective_command(const CollectiveOptions& o) {
       std::printf("# overlapsim collective %s: nRanks %d minBytes %.0f maxBytes %.0f step: "
                   "2(factor) collectives: %s network: %s\n#\n# Using devices\n",
                   nccl_name(op).c_str(), cluster.world_size(), sizes.front(), sizes.back(),
-                  spec::to_string(cluster.collectives).c_str(),
-                  spec::to_string(cluster.network_model).c_str());
+                  scenario::to_string(cluster.collectives).c_str(),
+                  scenario::to_string(cluster.network_model).c_str());
       for (int r = 0; r < cluster.world_size(); ++r)
         std::printf("#  Rank %2d Group  0 on node %d device %2d [simulated] %s\n", r,
                     r / cluster.gpus_per_node, r % cluster.gpus_per_node, cluster.gpu.name.c_str());

@@ -44,7 +44,7 @@ std::string percent(double f) {
 
 } // namespace
 
-std::string report_markdown(const spec::Scenario& s, const std::vector<SummaryRow>& rows) {
+std::string report_markdown(const scenario::Scenario& s, const std::vector<SummaryRow>& rows) {
   std::string out = fmt::format("# {}\n\n{} GPUs ({} nodes x {} {}), model {} ({} parameters), "
                                 "micro-batch {} x {} tokens, {} steady-state steps. Simulated.\n\n",
                                 s.name, s.cluster.world_size(), s.cluster.nodes,

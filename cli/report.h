@@ -2,7 +2,7 @@
 // (the critical path) and where each GPU's idle time goes; and why the fastest beats DDP.
 #pragma once
 
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 #include "trace/analysis.h"
 #include "trace/summary.h"
 
@@ -15,6 +15,6 @@ namespace overlapsim::cli {
 // lower_bound_s.
 void add_analysis(SummaryRow& row, const Analysis& analysis);
 
-std::string report_markdown(const spec::Scenario& scenario, const std::vector<SummaryRow>& rows);
+std::string report_markdown(const scenario::Scenario& scenario, const std::vector<SummaryRow>& rows);
 
 } // namespace overlapsim::cli

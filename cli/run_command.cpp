@@ -7,7 +7,7 @@
 #include "cli/trace_file.h"
 #include "cli/work_budget.h"
 #include "hw/units.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 #include "trace/analysis.h"
 #include "trace/atomic_file.h"
 #include "trace/output_stage.h"
@@ -45,7 +45,7 @@ sim::ProgressFn make_progress(const std::string& algorithm) {
 
 } // namespace
 
-SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const Trace& trace,
+SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, const Trace& trace,
                     const std::vector<std::string>& warnings) {
   SummaryRow row;
   row.algorithm = algorithm;
@@ -68,10 +68,10 @@ SummaryRow make_row(const spec::Scenario& s, const std::string& algorithm, const
   return row;
 }
 
-void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>& names) {
+void select_algorithms(scenario::Scenario& scenario, const std::vector<std::string>& names) {
   if (names.empty())
     return;
-  std::vector<spec::AlgorithmSpec> chosen;
+  std::vector<scenario::AlgorithmSpec> chosen;
   for (std::size_t i = 0; i < names.size(); ++i)
     if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) !=
         names.begin() + static_cast<std::ptrdiff_t>(i))
@@ -83,7 +83,7 @@ void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>&
     if (it != scenario.algorithms.end()) {
       chosen.push_back(*it);
     } else {
-      spec::AlgorithmSpec a;
+      scenario::AlgorithmSpec a;
       a.name = name;
       a.label = name;
       a.where = "--algorithms";
@@ -93,7 +93,7 @@ void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>&
   scenario.algorithms = chosen;
 }
 
-std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progress,
+std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool progress,
                                       std::vector<sim::SimulationResult>* results) {
   // Every algorithm is built once here so that a bad name or option fails before any simulation.
   for (const auto& a : scenario.algorithms)
@@ -125,7 +125,7 @@ std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progr
     }
   }
   if (!ddp_listed) {
-    spec::AlgorithmSpec ddp;
+    scenario::AlgorithmSpec ddp;
     ddp.name = ddp.label = "ddp";
     ddp.where = "(reference for speedup_vs_ddp)";
     try {
@@ -172,7 +172,7 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
 
 int run_command(const RunOptions& options) {
   try {
-    auto scenario = spec::load_scenario(options.scenario, options.overrides);
+    auto scenario = scenario::load_scenario(options.scenario, options.overrides);
     if (!options.out.empty())
       scenario.output.dir = options.out;
     select_algorithms(scenario, options.algorithms);
@@ -190,7 +190,7 @@ int run_command(const RunOptions& options) {
           write_trace_file(dir, rows[i].algorithm, results[i].trace,
                            fmt::format("{}: {}", scenario.name, rows[i].algorithm),
                            scenario.output);
-    write_summary(dir, spec::to_json(scenario), rows);
+    write_summary(dir, scenario::to_json(scenario), rows);
     write_file_atomically(dir + "/report.md", report_markdown(scenario, rows));
     if (options.print_table)
       std::printf("%s\n%s", scenario.name.c_str(), format_table(rows).c_str());

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "sim/sim_runtime.h"
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 #include "trace/summary.h"
 
 #include <string>
@@ -24,12 +24,12 @@ struct RunOptions {
 // The simulated rows of one scenario: each algorithm of `scenario.algorithms`, with speedup_vs_ddp
 // against a ddp run of the same scenario (simulated for that when not listed). Traces, when asked
 // for, come back in the same order as the rows.
-std::vector<SummaryRow> simulate_rows(const spec::Scenario& scenario, bool progress,
+std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool progress,
                                       std::vector<sim::SimulationResult>* results = nullptr);
 
 // A summary row from a trace (simulated or measured): metrics, critical path, idle breakdown,
 // and a warning when peak memory exceeds the GPU's.
-SummaryRow make_row(const spec::Scenario& scenario, const std::string& algorithm,
+SummaryRow make_row(const scenario::Scenario& scenario, const std::string& algorithm,
                     const Trace& trace, const std::vector<std::string>& warnings = {});
 
 // Loads, simulates, writes outputs; returns the process exit code. Errors go to stderr as one
@@ -37,7 +37,7 @@ SummaryRow make_row(const spec::Scenario& scenario, const std::string& algorithm
 int run_command(const RunOptions& options);
 
 // Applies --algorithms (a subset of the scenario's entries, or any registered name) to a scenario.
-void select_algorithms(spec::Scenario& scenario, const std::vector<std::string>& names);
+void select_algorithms(scenario::Scenario& scenario, const std::vector<std::string>& names);
 
 std::string format_table(const std::vector<SummaryRow>& rows);
 

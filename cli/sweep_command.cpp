@@ -5,7 +5,7 @@
 #include "cli/run_command.h"
 #include "cli/work_budget.h"
 #include "sim/child_process.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 #include "trace/output_stage.h"
 #include "trace/summary.h"
 
@@ -90,7 +90,7 @@ std::pair<int, int> parse_shard(const std::string& text, bool one_based) {
 }
 
 // The rows of one point, with the varied keys as their first columns.
-std::vector<ordered_json> point_rows(const spec::Scenario& scenario, const SweepPoint& p) {
+std::vector<ordered_json> point_rows(const scenario::Scenario& scenario, const SweepPoint& p) {
   std::vector<ordered_json> rows;
   for (const auto& row : simulate_rows(scenario, /*progress=*/false)) {
     ordered_json j;
@@ -138,7 +138,7 @@ struct Child {
   const SweepPoint* point;
 };
 
-Child spawn(const spec::Scenario& scenario, const SweepPoint& p) {
+Child spawn(const scenario::Scenario& scenario, const SweepPoint& p) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
@@ -204,7 +204,7 @@ private:
 };
 
 // Runs the points, up to `jobs` at once; their rows by point index.
-std::map<int, std::vector<ordered_json>> run_points(const std::vector<spec::Scenario>& scenarios,
+std::map<int, std::vector<ordered_json>> run_points(const std::vector<scenario::Scenario>& scenarios,
                                                     const std::vector<const SweepPoint*>& points,
                                                     std::size_t jobs, bool show_progress) {
   std::map<int, std::vector<ordered_json>> by_point;
@@ -292,13 +292,13 @@ int sweep_command(const SweepOptions& o) {
     // Every point of the grid (not only this shard's: shards should agree on what is valid) is
     // loaded and its algorithms built before anything runs, so a bad key, value or algorithm
     // option fails the whole sweep at once and writes nothing.
-    const auto base = spec::load_scenario(o.scenario, o.overrides);
+    const auto base = scenario::load_scenario(o.scenario, o.overrides);
     std::vector<const SweepPoint*> mine;
-    std::vector<spec::Scenario> scenarios;
+    std::vector<scenario::Scenario> scenarios;
     for (const auto& p : grid) {
-      spec::Scenario s;
+      scenario::Scenario s;
       try {
-        s = spec::load_scenario(o.scenario, point_overrides(o, p));
+        s = scenario::load_scenario(o.scenario, point_overrides(o, p));
         for (const auto& a : s.algorithms)
           make_algorithm(a);
         check_work_budget(s, o.force);
@@ -330,7 +330,7 @@ int sweep_command(const SweepOptions& o) {
                     {"points", grid.size()},
                     {"shard", fmt::format("{}/{}", shard, shards)},
                     {"overrides", o.overrides}};
-    write_summary(dir, spec::to_json(base), rows, top);
+    write_summary(dir, scenario::to_json(base), rows, top);
     // A shard's plots would show part of the grid; merge draws the whole one.
     if (o.plots && base.output.plots && shards == 1)
       draw_plots(dir);

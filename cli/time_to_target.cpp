@@ -5,8 +5,8 @@
 
 namespace overlapsim::cli {
 
-void add_time_to_target(SummaryRow& row, const spec::Scenario& s,
-                        const std::vector<spec::LossPoint>* curve, const char* source) {
+void add_time_to_target(SummaryRow& row, const scenario::Scenario& s,
+                        const std::vector<scenario::LossPoint>* curve, const char* source) {
   if (!s.training.target_loss || !row.error.empty())
     return;
   const double target = *s.training.target_loss;
@@ -19,7 +19,7 @@ void add_time_to_target(SummaryRow& row, const spec::Scenario& s,
     const auto lowest = std::min_element(
         curve->begin(), curve->end(), [](const auto& a, const auto& b) { return a.loss < b.loss; });
     t["lowest_loss"] = lowest->loss;
-    if (const auto samples = spec::samples_to_reach(*curve, target)) {
+    if (const auto samples = scenario::samples_to_reach(*curve, target)) {
       t["samples"] = *samples;
       const double throughput = row.metrics.throughput_samples_s;
       if (throughput > 0 && std::isfinite(throughput))
@@ -29,7 +29,7 @@ void add_time_to_target(SummaryRow& row, const spec::Scenario& s,
   row.extra["time_to_target"] = t;
 }
 
-void add_supplied_time_to_target(SummaryRow& row, const spec::Scenario& s) {
+void add_supplied_time_to_target(SummaryRow& row, const scenario::Scenario& s) {
   const auto it = s.training.loss_curves.find(row.algorithm);
   add_time_to_target(row, s, it != s.training.loss_curves.end() ? &it->second : nullptr,
                      "supplied");

@@ -6,7 +6,7 @@
 // Table 2 compares wall-clock time to a target accuracy.
 #pragma once
 
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 #include "trace/summary.h"
 
 #include <string>
@@ -16,10 +16,10 @@ namespace overlapsim::cli {
 
 // Sets row.extra["time_to_target"] when the scenario has a target loss: `curve` null means the
 // algorithm has no curve (the entry says so); `source` is "supplied" or "measured".
-void add_time_to_target(SummaryRow& row, const spec::Scenario& scenario,
-                        const std::vector<spec::LossPoint>* curve, const char* source);
+void add_time_to_target(SummaryRow& row, const scenario::Scenario& scenario,
+                        const std::vector<scenario::LossPoint>* curve, const char* source);
 
 // The same with the scenario's supplied curve of row.algorithm, if any.
-void add_supplied_time_to_target(SummaryRow& row, const spec::Scenario& scenario);
+void add_supplied_time_to_target(SummaryRow& row, const scenario::Scenario& scenario);
 
 } // namespace overlapsim::cli

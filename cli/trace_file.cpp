@@ -9,7 +9,7 @@
 namespace overlapsim::cli {
 
 std::string write_trace_file(const std::string& dir, const std::string& label, const Trace& trace,
-                             const std::string& title, const spec::OutputSpec& output) {
+                             const std::string& title, const scenario::OutputSpec& output) {
   const std::string json = chrome_trace_json(trace, title, output.trace_gpus);
   const std::string path =
       fmt::format("{}/trace-{}.json{}", dir, label, output.trace_gzip ? ".gz" : "");

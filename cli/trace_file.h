@@ -2,7 +2,7 @@
 // .json.gz with output.trace_gzip, showing the GPUs of output.trace_gpus.
 #pragma once
 
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 #include "trace/trace.h"
 
 #include <string>
@@ -11,6 +11,6 @@ namespace overlapsim::cli {
 
 // Writes dir/trace-<label>.json[.gz] atomically; returns its path.
 std::string write_trace_file(const std::string& dir, const std::string& label, const Trace& trace,
-                             const std::string& title, const spec::OutputSpec& output);
+                             const std::string& title, const scenario::OutputSpec& output);
 
 } // namespace overlapsim::cli

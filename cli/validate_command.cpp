@@ -5,9 +5,9 @@
 #include "cli/time_to_target.h"
 #include "cli/trace_file.h"
 #include "hw/units.h"
-#include "spec/calibration.h"
-#include "spec/loader.h"
-#include "spec/torch_profiler_import.h"
+#include "scenario/calibration.h"
+#include "scenario/loader.h"
+#include "scenario/torch_profiler_import.h"
 #include "trace/atomic_file.h"
 #include "trace/remove_tree.h"
 
@@ -77,14 +77,14 @@ bool externally_launched() {
 
 // The scenario as the real job runs it: its shape, fp32 (CPU Gloo reduces fp32), the selected
 // algorithms; checked for what has a real implementation.
-spec::Scenario real_scenario(const std::string& path, std::vector<std::string> overrides,
+scenario::Scenario real_scenario(const std::string& path, std::vector<std::string> overrides,
                              const std::vector<std::string>& algorithms, int world) {
-  const auto base = spec::load_scenario(path, overrides);
+  const auto base = scenario::load_scenario(path, overrides);
   const auto [nodes, gpus] = real::job_shape(base, world);
   overrides.push_back(fmt::format("cluster.nodes={}", nodes));
   overrides.push_back(fmt::format("cluster.gpus_per_node={}", gpus));
   overrides.push_back("model.dtype=fp32");
-  auto s = spec::load_scenario(path, overrides);
+  auto s = scenario::load_scenario(path, overrides);
   select_algorithms(s, algorithms);
   // Running without it would compare a prediction with recomputation against a run without.
   if (s.model.checkpointing.enabled())
@@ -128,7 +128,7 @@ nlohmann::json number_or_null(double v) {
 }
 
 // Rank 0, after the real runs: predict the same job with the calibration, compare, write.
-int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
+int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                       const real::WorkerResult& result, int world) {
   const std::string dir = o.out.empty() ? real.output.dir : o.out;
   const std::string profile_path = dir + "/profile.json";
@@ -140,7 +140,7 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
   overrides.push_back("model.dtype=fp32");
   std::string calibration_text;
   if (result.calibration) {
-    calibration_text = spec::calibration_json(*result.calibration);
+    calibration_text = scenario::calibration_json(*result.calibration);
     const std::string cal = tmp.path() + "/profile.json";
     write_file_atomically(cal, calibration_text);
     overrides.push_back("model.profile=" + cal);
@@ -151,7 +151,7 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
                                     std::llround(machine_memory_bytes()),
                                     std::llround(result.calibration->memory_bandwidth_Bps)));
   }
-  auto predicted = spec::load_scenario(real.source, overrides);
+  auto predicted = scenario::load_scenario(real.source, overrides);
   select_algorithms(predicted, o.algorithms);
   predicted.output.dir = dir;
   if (result.calibration)
@@ -173,9 +173,9 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
   }
   // Time to target on the run's own measured curve, for the measured and the predicted row.
   for (std::size_t i = 0; i < result.runs.size(); ++i) {
-    std::vector<spec::LossPoint> curve;
+    std::vector<scenario::LossPoint> curve;
     for (const auto& l : result.runs[i].loss)
-      curve.push_back(spec::LossPoint{l.samples, l.loss});
+      curve.push_back(scenario::LossPoint{l.samples, l.loss});
     add_time_to_target(measured_rows[i], real, &curve, "measured");
     add_time_to_target(predicted_rows[i], predicted, &curve, "measured");
   }
@@ -262,7 +262,7 @@ int finish_validation(const ValidateOptions& o, const spec::Scenario& real,
   write_file_atomically(dir + "/comparison.json", comparison.dump(2) + "\n");
   write_file_atomically(dir + "/comparison.csv", csv);
   write_file_atomically(dir + "/loss.csv", loss);
-  write_summary(dir, spec::to_json(predicted), all);
+  write_summary(dir, scenario::to_json(predicted), all);
   std::printf("%s: %d workers%s, measured vs predicted\n%s", real.name.c_str(), world,
               o.emulate_link.empty() ? "" : fmt::format(", links {}", o.emulate_link).c_str(),
               table.c_str());
@@ -346,10 +346,10 @@ int profile_command(const ProfileOptions& o) {
       if (o.scenario.empty())
         throw std::runtime_error("--import-torch-profiler needs the SCENARIO whose model the "
                                  "trace recorded");
-      const auto s = spec::load_scenario(o.scenario, o.overrides);
-      const auto cal = spec::import_torch_profiler(o.torch_profiler_trace, s);
+      const auto s = scenario::load_scenario(o.scenario, o.overrides);
+      const auto cal = scenario::import_torch_profiler(o.torch_profiler_trace, s);
       const std::string out = o.out.empty() ? s.output.dir + "/profile.json" : o.out;
-      write_file_atomically(out, spec::calibration_json(cal));
+      write_file_atomically(out, scenario::calibration_json(cal));
       double fwd = 0, bwd = 0;
       for (const auto& l : cal.layers)
         fwd += l.fwd_time_per_sample_s, bwd += l.bwd_time_per_sample_s;
@@ -372,8 +372,8 @@ int profile_command(const ProfileOptions& o) {
         throw std::runtime_error(fmt::format("{}: cannot open", o.nccl_tests_log));
       std::stringstream text;
       text << in.rdbuf();
-      const auto fit = spec::import_nccl_tests(text.str(), o.nccl_tests_log, o.op, o.ranks);
-      spec::Calibration cal;
+      const auto fit = scenario::import_nccl_tests(text.str(), o.nccl_tests_log, o.op, o.ranks);
+      scenario::Calibration cal;
       cal.source = "nccl-tests: " + o.nccl_tests_log;
       if (o.link == "inter_node")
         cal.inter_node = fit;
@@ -382,7 +382,7 @@ int profile_command(const ProfileOptions& o) {
       else
         throw std::runtime_error(
             fmt::format("--link '{}': expected inter_node or intra_node", o.link));
-      write_file_atomically(o.out, spec::calibration_json(cal));
+      write_file_atomically(o.out, scenario::calibration_json(cal));
       std::printf("%s: %s over %d ranks, %zu sizes: latency %s, bandwidth %s (worst residual "
                   "%.1f%%)\nwrote %s\n",
                   o.nccl_tests_log.c_str(), fit.op.c_str(), fit.ranks, fit.points.size(),
@@ -407,7 +407,7 @@ int profile_command(const ProfileOptions& o) {
       if (!result.root)
         return 0;
       const std::string out = o.out.empty() ? s.output.dir + "/profile.json" : o.out;
-      write_file_atomically(out, spec::calibration_json(*result.calibration));
+      write_file_atomically(out, scenario::calibration_json(*result.calibration));
       const auto& c = *result.calibration;
       std::printf("%s: %zu layers, optimizer %s/param, copies %s\n", s.name.c_str(),
                   c.layers.size(), hw::format_time(c.optimizer_time_per_param_s).c_str(),

@@ -1,7 +1,7 @@
 #include "cli/work_budget.h"
 
 #include "hw/units.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -9,11 +9,11 @@
 
 namespace overlapsim::cli {
 
-WorkEstimate estimate_work(const spec::Scenario& s) {
+WorkEstimate estimate_work(const scenario::Scenario& s) {
   const double gpus = s.cluster.world_size();
   const double steps = s.training.warmup_steps + s.training.steps;
   const double layers = static_cast<double>(s.model.spec.layers.size());
-  const double param_bytes = s.model.spec.total_params() * spec::dtype_bytes(s.model.dtype);
+  const double param_bytes = s.model.spec.total_params() * scenario::dtype_bytes(s.model.dtype);
   // Gradient buckets: the smallest bucket_cap of the algorithms (25 MiB, torch's default, when
   // none is given) sets how many collectives a step holds.
   double bucket_cap = 25.0 * 1024 * 1024;
@@ -37,7 +37,7 @@ WorkEstimate estimate_work(const spec::Scenario& s) {
   return w;
 }
 
-void check_work_budget(const spec::Scenario& s, bool force) {
+void check_work_budget(const scenario::Scenario& s, bool force) {
   if (force)
     return;
   const auto w = estimate_work(s);

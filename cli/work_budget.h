@@ -3,7 +3,7 @@
 // with no end in sight, or until memory ran out).
 #pragma once
 
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <string>
 
@@ -18,9 +18,9 @@ struct WorkEstimate {
 // 32-layer model, ~4M ops, took 101 s on one core).
 constexpr double kWorkBudgetOps = 2e7;
 
-WorkEstimate estimate_work(const spec::Scenario& scenario);
+WorkEstimate estimate_work(const scenario::Scenario& scenario);
 
 // Throws std::invalid_argument naming the estimate and what to change, unless `force`.
-void check_work_budget(const spec::Scenario& scenario, bool force);
+void check_work_budget(const scenario::Scenario& scenario, bool force);
 
 } // namespace overlapsim::cli

@@ -5,7 +5,7 @@
 namespace overlapsim::sim {
 
 ActivationCheckpoints::ActivationCheckpoints(const hw::ModelSpec& model,
-                                             spec::ActivationCheckpointing config)
+                                             scenario::ActivationCheckpointing config)
     : model_(model), config_(std::move(config)) {}
 
 ActivationCheckpoints::Layers& ActivationCheckpoints::of(MicroBatch mb) {

@@ -1,4 +1,4 @@
-// What one GPU's activations are under model.activation_checkpointing (spec/scenario.h): which
+// What one GPU's activations are under model.activation_checkpointing (scenario/scenario.h): which
 // bytes a forward keeps, and which layers a backward must first re-run forward. Algorithms call
 // forward and backward on any layer ranges (a bucket's layers, a pipeline stage), so the plan
 // follows each micro-batch's layers one by one rather than assuming whole segments.
@@ -6,7 +6,7 @@
 
 #include "algorithms/runtime.h"
 #include "hw/model.h"
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <cstdint>
 #include <map>
@@ -17,7 +17,7 @@ namespace overlapsim::sim {
 
 class ActivationCheckpoints {
 public:
-  ActivationCheckpoints(const hw::ModelSpec& model, spec::ActivationCheckpointing config);
+  ActivationCheckpoints(const hw::ModelSpec& model, scenario::ActivationCheckpointing config);
 
   // Bytes per sample the forward of `layers` keeps: every activation of a layer outside the
   // checkpointed ones, only the input of a segment (or of the range, when it starts inside one).
@@ -46,7 +46,7 @@ private:
   Layers& of(MicroBatch mb);
 
   const hw::ModelSpec& model_;
-  spec::ActivationCheckpointing config_;
+  scenario::ActivationCheckpointing config_;
   std::map<std::pair<int, int>, Layers> live_; // by (step, index)
 };
 

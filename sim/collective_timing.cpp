@@ -66,7 +66,7 @@ double bus_factor(CollectiveOp op, int n) {
   }
 }
 
-CollectiveTiming time_collective(const spec::Scenario& scenario, CollectiveOp op,
+CollectiveTiming time_collective(const scenario::Scenario& scenario, CollectiveOp op,
                                  double size_bytes) {
   const OneCollective algorithm(op, size_bytes);
   const auto result = simulate(scenario, algorithm);

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "algorithms/runtime.h"
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <string>
 
@@ -24,7 +24,7 @@ double bus_factor(CollectiveOp op, int n);
 
 // Simulates one `op` of `size_bytes` over every GPU of the scenario's cluster, with its
 // cluster.collective_algorithm and cluster.collectives settings.
-CollectiveTiming time_collective(const spec::Scenario& scenario, CollectiveOp op,
+CollectiveTiming time_collective(const scenario::Scenario& scenario, CollectiveOp op,
                                  double size_bytes);
 
 } // namespace overlapsim::sim

@@ -46,7 +46,7 @@ int tree_parent(int i, bool mirrored, int n) {
 }
 } // namespace
 
-Network::Network(const Platform& platform, const spec::ClusterSpec& cluster,
+Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
                  const Topology& topology)
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
       algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes) {}
@@ -194,7 +194,7 @@ void Network::exchange(const Scope& s, int self, int dst, double send_bytes, int
 CollectiveOutcome Network::ring_steps(int rank, const Scope& s, int steps, double chunk) {
   const Group& g = s.group;
   const int n = g.size();
-  if (fidelity_ == spec::CollectiveFidelity::steps) {
+  if (fidelity_ == scenario::CollectiveFidelity::steps) {
     const int i = g.index_of(rank);
     const int next = g.ranks[static_cast<std::size_t>((i + 1) % n)];
     const int prev = g.ranks[static_cast<std::size_t>((i + n - 1) % n)];
@@ -227,7 +227,7 @@ CollectiveOutcome Network::ring_chain(int rank, const Scope& s, double bytes, in
   auto sends = [&](int index) { return reduce ? distance(index) != 0 : distance(index) != n - 1; };
   auto receives = [&](int index) { return reduce ? distance(index) != 1 : distance(index) != 0; };
   const int i = g.index_of(rank);
-  if (fidelity_ == spec::CollectiveFidelity::steps) {
+  if (fidelity_ == scenario::CollectiveFidelity::steps) {
     // C chunks, each forwarded as soon as it has arrived: (n-2+C) chunk steps of alpha + S/(C B).
     // C = sqrt((n-2) S / (B alpha)) minimises that; the fused form is its limit with free latency
     // pipelining, so the two differ by about (n-2+C) alpha + (n-2) S / (C B).
@@ -330,7 +330,7 @@ CollectiveOutcome Network::hierarchical_all_reduce(int rank, const Scope& s, dou
   const auto a = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag}, G - 1, bytes / G);
   const auto b = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, 2 * (M - 1), bytes / G / M);
   const auto c = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, G - 1, bytes / G);
-  return {a.bytes_sent + b.bytes_sent + c.bytes_sent, fidelity_ == spec::CollectiveFidelity::steps
+  return {a.bytes_sent + b.bytes_sent + c.bytes_sent, fidelity_ == scenario::CollectiveFidelity::steps
                                                           ? "hierarchical/steps"
                                                           : "hierarchical/fused"};
 }
@@ -350,13 +350,13 @@ CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
   return {bytes * (n - 1) / n, "direct"};
 }
 
-double Network::predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const Group& g,
+double Network::predicted_all_reduce(scenario::CollectiveAlgorithm algorithm, const Group& g,
                                      double bytes) {
   const int n = g.size();
   if (n < 2)
     return 0;
   switch (algorithm) {
-  case spec::CollectiveAlgorithm::tree: {
+  case scenario::CollectiveAlgorithm::tree: {
     // Chain inside nodes plus trees across them; every rank sends about 2S.
     const Split* sp = split(g);
     const int per_node = sp ? sp->intra.front()->size() : n;
@@ -364,7 +364,7 @@ double Network::predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const 
     const double depth = per_node - 1 + tree_depth(nodes);
     return 2 * depth * ring_max_latency(g) + 2 * bytes / ring_min_bandwidth(g);
   }
-  case spec::CollectiveAlgorithm::hierarchical: {
+  case scenario::CollectiveAlgorithm::hierarchical: {
     const Split* sp = split(g);
     if (!sp)
       return std::numeric_limits<double>::infinity();
@@ -404,7 +404,7 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
   if (g.size() == 1)
     return {0, "local"};
   // A calibrated op runs with the bytes that make the link's model give its own measured time
-  // (spec::CollectiveBytesMap; S is the full array, all-gather's data is the shard); what it
+  // (scenario::CollectiveBytesMap; S is the full array, all-gather's data is the shard); what it
   // reports as sent stays the op's real volume.
   if (collective_bytes_.empty())
     return run_uncalibrated(rank, call, bytes, seq);
@@ -443,7 +443,7 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
                                             std::int64_t seq) {
   const Group& g = *call.group;
   const Scope s{g, seq, 0};
-  using Algo = spec::CollectiveAlgorithm;
+  using Algo = scenario::CollectiveAlgorithm;
   Algo algo = algorithm_;
   if (call.op == CollectiveOp::all_reduce && algo == Algo::automatic) {
     algo = Algo::ring;

@@ -44,7 +44,7 @@ struct CollectiveOutcome {
 
 class Network {
 public:
-  Network(const Platform& platform, const spec::ClusterSpec& cluster, const Topology& topology);
+  Network(const Platform& platform, const scenario::ClusterSpec& cluster, const Topology& topology);
   ~Network();
 
   // Runs rank `rank`'s part of `call`, whose data is `bytes` long (NCCL's convention: the full
@@ -64,7 +64,7 @@ public:
   double bandwidth(int src, int dst);
 
   // The alpha-beta prediction `auto` chooses with (seconds), for an all-reduce of `bytes`.
-  double predicted_all_reduce(spec::CollectiveAlgorithm algorithm, const Group& group,
+  double predicted_all_reduce(scenario::CollectiveAlgorithm algorithm, const Group& group,
                               double bytes);
 
 private:
@@ -104,9 +104,9 @@ private:
 
   const Platform& platform_;
   const Topology& topology_;
-  spec::CollectiveFidelity fidelity_;
-  spec::CollectiveAlgorithm algorithm_;
-  std::map<std::string, spec::CollectiveBytesMap> collective_bytes_; // calibrated ops
+  scenario::CollectiveFidelity fidelity_;
+  scenario::CollectiveAlgorithm algorithm_;
+  std::map<std::string, scenario::CollectiveBytesMap> collective_bytes_; // calibrated ops
   std::unordered_map<std::string, simgrid::s4u::Mailbox*> mailboxes_;
   std::unordered_map<std::uint64_t, std::pair<double, double>> routes_; // latency, bandwidth
   std::unordered_map<int, double> ring_latency_;

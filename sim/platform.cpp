@@ -6,8 +6,8 @@ namespace overlapsim::sim {
 
 namespace sg4 = simgrid::s4u;
 
-void configure_engine(sg4::Engine& engine, const spec::ClusterSpec& cluster) {
-  if (cluster.network_model == spec::NetworkModel::exact) {
+void configure_engine(sg4::Engine& engine, const scenario::ClusterSpec& cluster) {
+  if (cluster.network_model == scenario::NetworkModel::exact) {
     // Fluid max-min sharing with no TCP corrections: a flow takes latency + size / bandwidth.
     // CM02 alone still caps each flow's rate at TCP-gamma / (2 x latency); gamma 0 removes that.
     engine.set_config("network/model:CM02");
@@ -24,7 +24,7 @@ void configure_engine(sg4::Engine& engine, const spec::ClusterSpec& cluster) {
     engine.set_config("contexts/guard-size:0");
 }
 
-Platform build_platform(const spec::ClusterSpec& c) {
+Platform build_platform(const scenario::ClusterSpec& c) {
   Platform p;
   const double speed = c.gpu.peak_flops_bf16 * c.gpu.efficiency;
   p.nominal_speed = speed;

@@ -17,7 +17,7 @@
 // a NIC's, so they only matter when those links are saturated by intra-node traffic.
 #pragma once
 
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <simgrid/s4u.hpp>
 #include <string>
@@ -32,7 +32,7 @@ struct Platform {
 };
 
 // Sets the network model (must run before any zone exists) and builds the platform.
-void configure_engine(simgrid::s4u::Engine& engine, const spec::ClusterSpec& cluster);
-Platform build_platform(const spec::ClusterSpec& cluster);
+void configure_engine(simgrid::s4u::Engine& engine, const scenario::ClusterSpec& cluster);
+Platform build_platform(const scenario::ClusterSpec& cluster);
 
 } // namespace overlapsim::sim

@@ -15,7 +15,7 @@ namespace overlapsim::sim {
 
 namespace sg4 = simgrid::s4u;
 
-SimulationResult simulate_in_process(const spec::Scenario& scenario, const Algorithm& algorithm,
+SimulationResult simulate_in_process(const scenario::Scenario& scenario, const Algorithm& algorithm,
                                      const ProgressFn& progress) {
   static bool used = false;
   if (used)
@@ -86,13 +86,13 @@ SimulationResult simulate_in_process(const spec::Scenario& scenario, const Algor
   return result;
 }
 
-SimulationResult simulate(const spec::Scenario& scenario, const spec::AlgorithmSpec& spec,
+SimulationResult simulate(const scenario::Scenario& scenario, const scenario::AlgorithmSpec& spec,
                           const ProgressFn& progress) {
   const auto algorithm = make_algorithm(spec); // bad options fail here, in the caller
   return simulate(scenario, *algorithm, progress);
 }
 
-SimulationResult simulate(const spec::Scenario& scenario, const Algorithm& algorithm,
+SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& algorithm,
                           const ProgressFn& progress) {
   ChildProcess child([&] {
     auto result = simulate_in_process(scenario, algorithm, progress);

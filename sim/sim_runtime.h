@@ -22,14 +22,14 @@ using ProgressFn = std::function<void(int, int)>;
 
 // Simulates in this process. SimGrid allows one engine per process, so this may run only once per
 // process; simulate() runs it in a child process instead and may be called any number of times.
-SimulationResult simulate_in_process(const spec::Scenario& scenario, const Algorithm& algorithm,
+SimulationResult simulate_in_process(const scenario::Scenario& scenario, const Algorithm& algorithm,
                                      const ProgressFn& progress = {});
 
 // Forks, simulates in the child, and returns its result. Throws std::runtime_error with the child's
 // message when the simulation fails (a deadlocked algorithm, a bad collective call).
-SimulationResult simulate(const spec::Scenario& scenario, const spec::AlgorithmSpec& algorithm,
+SimulationResult simulate(const scenario::Scenario& scenario, const scenario::AlgorithmSpec& algorithm,
                           const ProgressFn& progress = {});
-SimulationResult simulate(const spec::Scenario& scenario, const Algorithm& algorithm,
+SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& algorithm,
                           const ProgressFn& progress = {});
 
 } // namespace overlapsim::sim

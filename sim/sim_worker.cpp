@@ -57,14 +57,14 @@ const BufferDecl& SimWorker::buffer(BufferId id) const {
 double SimWorker::jitter() {
   const auto& j = ctx_.scenario.cluster.jitter;
   switch (j.distribution) {
-  case spec::JitterDistribution::none:
+  case scenario::JitterDistribution::none:
     return 1.0;
-  case spec::JitterDistribution::lognormal: {
+  case scenario::JitterDistribution::lognormal: {
     // mu = -sigma^2 / 2 makes the mean 1, so jitter slows no GPU on average.
     std::lognormal_distribution<double> d(-j.sigma * j.sigma / 2, j.sigma);
     return d(rng_);
   }
-  case spec::JitterDistribution::normal: {
+  case scenario::JitterDistribution::normal: {
     std::normal_distribution<double> d(1.0, j.sigma);
     return std::max(0.05, d(rng_));
   }
@@ -75,7 +75,7 @@ double SimWorker::jitter() {
 double SimWorker::seq_ratio(MicroBatch mb) const {
   const auto& t = ctx_.scenario.training;
   const auto& d = t.seq_len_distribution;
-  if (d.kind == spec::SeqLenDistribution::Kind::fixed || mb.step < 0)
+  if (d.kind == scenario::SeqLenDistribution::Kind::fixed || mb.step < 0)
     return 1.0;
   // Drawn from (seed, GPU, step, micro-batch) alone: the micro-batch's forward and backward see
   // the same length, and reruns are bit-identical whatever else drew numbers in between.
@@ -90,17 +90,17 @@ double SimWorker::seq_ratio(MicroBatch mb) const {
   for (int k = 0; k < d.max_of; ++k) {
     int length = t.seq_len;
     switch (d.kind) {
-    case spec::SeqLenDistribution::Kind::lengths:
+    case scenario::SeqLenDistribution::Kind::lengths:
       length = d.lengths[std::uniform_int_distribution<std::size_t>(0, d.lengths.size() - 1)(gen)];
       break;
-    case spec::SeqLenDistribution::Kind::lognormal:
+    case scenario::SeqLenDistribution::Kind::lognormal:
       length = static_cast<int>(
           std::lround(std::lognormal_distribution<double>(std::log(d.median), d.sigma)(gen)));
       break;
-    case spec::SeqLenDistribution::Kind::uniform:
+    case scenario::SeqLenDistribution::Kind::uniform:
       length = std::uniform_int_distribution<int>(d.min, d.max)(gen);
       break;
-    case spec::SeqLenDistribution::Kind::fixed:
+    case scenario::SeqLenDistribution::Kind::fixed:
       break;
     }
     longest = std::max(longest, std::clamp(length, 1, t.seq_len));
@@ -236,9 +236,9 @@ void SimWorker::reload_master(Slice params, Slice) {
   // The 16-bit parameters read, the fp32 master written; fp32 training has no master copy
   // (model_state.h: K counts it only for 16-bit models).
   const auto dtype = ctx_.scenario.model.dtype;
-  if (dtype == spec::Dtype::fp32)
+  if (dtype == scenario::Dtype::fp32)
     return;
-  memory_op("reload master", static_cast<double>(params.count) * (spec::dtype_bytes(dtype) + 4.0));
+  memory_op("reload master", static_cast<double>(params.count) * (scenario::dtype_bytes(dtype) + 4.0));
 }
 
 void SimWorker::memory_op(const char* name, double bytes) {
@@ -263,7 +263,7 @@ void SimWorker::fill(Slice to, double) {
 }
 
 void SimWorker::replicator_phase(const ReplicatorPhase& op) {
-  const double p = spec::dtype_bytes(ctx_.scenario.model.dtype);
+  const double p = scenario::dtype_bytes(ctx_.scenario.model.dtype);
   const auto category = [&](const hw::KernelOp& k) {
     return k.name == "decoupled momentum" || k.name == "demo-sgd update" ? OpCategory::optimizer
                                                                          : OpCategory::compress;

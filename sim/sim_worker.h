@@ -23,7 +23,7 @@ namespace overlapsim::sim {
 // What every worker of one simulation shares (everything runs in one thread: SimGrid actors are
 // cooperative, so no locks).
 struct SimContext {
-  const spec::Scenario& scenario;
+  const scenario::Scenario& scenario;
   const Topology& topology;
   const Platform& platform;
   Network& network;
@@ -37,7 +37,7 @@ public:
 
   int rank() const override { return rank_; }
   const Topology& topology() const override { return ctx_.topology; }
-  const spec::Scenario& scenario() const override { return ctx_.scenario; }
+  const scenario::Scenario& scenario() const override { return ctx_.scenario; }
 
   BufferId declare(const BufferDecl& decl) override;
   const BufferDecl& buffer(BufferId id) const override;

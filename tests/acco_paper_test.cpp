@@ -5,7 +5,7 @@
 // fitted to the paper's DDP time only: ACCO's time, and so the speedup, is predicted.
 #include "test_util.h"
 
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 namespace overlapsim {
 namespace {
 
-double throughput(const spec::Scenario& s, const std::string& label) {
+double throughput(const scenario::Scenario& s, const std::string& label) {
   for (const auto& a : s.algorithms) {
     if (a.label != label)
       continue;
@@ -35,7 +35,7 @@ class AccoTable3 : public ::testing::TestWithParam<PaperRow> {};
 
 TEST_P(AccoTable3, SpeedupOverTheAuthorsDdpWithin15Percent) {
   const auto s =
-      spec::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + GetParam().scenario);
+      scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + GetParam().scenario);
   const double paper = 1 / (1 - GetParam().time_reduction);
   const double simulated = throughput(s, "acco") / throughput(s, "ddp-paper");
   EXPECT_NEAR(simulated / paper, 1.0, 0.15)

@@ -11,7 +11,7 @@
 namespace overlapsim {
 namespace {
 
-void expect_invariants(const spec::Scenario& s, const spec::AlgorithmSpec& algorithm,
+void expect_invariants(const scenario::Scenario& s, const scenario::AlgorithmSpec& algorithm,
                        const std::string& what) {
   const auto result = sim::simulate(s, algorithm);
   const auto m = compute_metrics(result.trace, s.training.warmup_steps, s.training.steps);
@@ -56,7 +56,7 @@ training: {micro_batch: 2, seq_len: 1, grad_accum: 2, steps: 3}
 algorithms: [ddp]
 )");
   for (const auto& name : algorithm_names()) {
-    spec::AlgorithmSpec a;
+    scenario::AlgorithmSpec a;
     a.name = a.label = name;
     a.where = "test";
     expect_invariants(cdp, a, "cdp4 " + name);
@@ -70,7 +70,7 @@ TEST(AnalysisInvariants, EveryShippedScenario) {
        std::filesystem::directory_iterator(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios")) {
     if (entry.path().extension() != ".yaml")
       continue;
-    const auto s = spec::load_scenario(entry.path().string());
+    const auto s = scenario::load_scenario(entry.path().string());
     for (const auto& algorithm : s.algorithms) {
       expect_invariants(s, algorithm, entry.path().filename().string() + " " + algorithm.label);
       ++checked;

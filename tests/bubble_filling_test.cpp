@@ -4,7 +4,7 @@
 
 #include "algorithms/layer_cost_estimate.h"
 #include "algorithms/partial_sync_schedule.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <gtest/gtest.h>
 
@@ -25,7 +25,7 @@ int layer_averages(const Trace& trace) {
 }
 
 TEST(BubbleFilling, MoreLayerAveragesAtTheSameIterationTime) {
-  const auto s = spec::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) +
+  const auto s = scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) +
                                      "/scenarios/dreamddp-gpt2-authors-profile.yaml");
   ASSERT_EQ(s.training.steps, 20);
   const LayerCosts costs = estimate_layer_costs(s);

@@ -1,8 +1,8 @@
 // Calibration profiles: the alpha-beta fit, nccl-tests import, and how scenarios consume a
 // profile (per-layer times, the optimizer's cost, fitted links) through model.profile and
 // cluster.calibration.
-#include "spec/calibration.h"
-#include "spec/loader.h"
+#include "scenario/calibration.h"
+#include "scenario/loader.h"
 #include "test_util.h"
 
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 namespace {
 
 namespace fs = std::filesystem;
@@ -265,4 +265,4 @@ algorithms: [cdp-v2]
 }
 
 } // namespace
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -3,14 +3,14 @@
 #include "algorithms/algorithm.h"
 #include "sim/collective_timing.h"
 #include "sim/sim_runtime.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <gtest/gtest.h>
 
 namespace overlapsim {
 namespace {
 
-spec::Scenario cluster(int nodes, int gpus, const std::vector<std::string>& overrides = {}) {
+scenario::Scenario cluster(int nodes, int gpus, const std::vector<std::string>& overrides = {}) {
   const std::string yaml = "name: coll\ncluster:\n  nodes: " + std::to_string(nodes) +
                            "\n  gpus_per_node: " + std::to_string(gpus) +
                            "\n  gpu: a100-80gb\n"
@@ -18,7 +18,7 @@ spec::Scenario cluster(int nodes, int gpus, const std::vector<std::string>& over
                            "  inter_node: {bandwidth: 100Gb/s, latency: 5us}\n"
                            "model: {preset: gpt-neo-125m}\n"
                            "training: {micro_batch: 1, seq_len: 128}\nalgorithms: [ddp]\n";
-  return spec::load_scenario_text(yaml, "coll.yaml", overrides);
+  return scenario::load_scenario_text(yaml, "coll.yaml", overrides);
 }
 
 constexpr double kNet = 12.5e9; // 100 Gb/s

@@ -1,6 +1,6 @@
 // cluster.gpu.comm_interference: while a collective runs on a GPU, it takes that share of the
 // GPU's compute speed (NCCL's kernels hold SMs; Gloo's threads hold cores). Pinned by hand.
-#include "spec/calibration.h"
+#include "scenario/calibration.h"
 #include "test_util.h"
 
 #include <filesystem>
@@ -63,14 +63,14 @@ TEST(CommInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
             0.3);
   EXPECT_THROW(scenario_from(scenario_text(", comm_interference: 0.95")), std::runtime_error);
   // A profile carries it in its model section, and a scenario that loads the profile uses it.
-  spec::Calibration c;
+  scenario::Calibration c;
   c.model = "interference";
   c.layers = {{"l0", 0.01, 0.02}, {"l1", 0.001, 0.002}};
   c.comm_interference = 0.125;
   const testing::ScratchDir dir;
   const auto path = dir / "interference.json";
-  std::ofstream(path) << spec::calibration_json(c);
-  EXPECT_EQ(spec::read_calibration(path.string()).comm_interference, 0.125);
+  std::ofstream(path) << scenario::calibration_json(c);
+  EXPECT_EQ(scenario::read_calibration(path.string()).comm_interference, 0.125);
   auto with_profile = scenario_text("");
   with_profile.replace(with_profile.find("training:"), 0, "  profile: " + path.string() + "\n");
   EXPECT_EQ(scenario_from(with_profile).cluster.gpu.comm_interference, 0.125);

@@ -132,19 +132,19 @@ algorithms: [ddp]
 }
 
 TEST(Ddp, BaselineOptionsAreChecked) {
-  spec::AlgorithmSpec a;
+  scenario::AlgorithmSpec a;
   a.name = "ddp";
   a.where = "s.yaml:7";
-  a.options["sync_every_micro_batch"] = spec::AlgorithmOption{"yes", "s.yaml:7"};
+  a.options["sync_every_micro_batch"] = scenario::AlgorithmOption{"yes", "s.yaml:7"};
   try {
     make_algorithm(a);
     FAIL() << "accepted sync_every_micro_batch: yes";
-  } catch (const spec::ScenarioError& e) {
+  } catch (const scenario::ScenarioError& e) {
     EXPECT_NE(std::string(e.what()).find("sync_every_micro_batch"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("true, false"), std::string::npos) << e.what();
   }
-  a.options = {{"dtype", spec::AlgorithmOption{"int8", "s.yaml:7"}}};
-  EXPECT_THROW(make_algorithm(a), spec::ScenarioError);
+  a.options = {{"dtype", scenario::AlgorithmOption{"int8", "s.yaml:7"}}};
+  EXPECT_THROW(make_algorithm(a), scenario::ScenarioError);
 }
 
 } // namespace

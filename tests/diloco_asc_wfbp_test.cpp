@@ -15,7 +15,7 @@ using testing::simulate;
 // As tests/local_sgd_test.cpp: two nodes of one GPU of exactly 100 TFLOP/s, 1 TB/s HBM,
 // 10 GB/s 10 us network; four layers of 25M parameters (bf16): forward 1 ms and backward 2 ms each,
 // the AdamW step of the model 100M x 28 B / 1 TB/s = 2.8 ms.
-spec::Scenario four_layers() {
+scenario::Scenario four_layers() {
   return testing::four_blocks_on_two_nodes(2, 4);
 }
 
@@ -34,14 +34,14 @@ TEST(Diloco, InnerStepsThenAveragedPseudoGradientAndOuterStep) {
 }
 
 TEST(Diloco, OptionsAreCheckedAndNamed) {
-  spec::AlgorithmSpec a;
+  scenario::AlgorithmSpec a;
   a.name = "diloco";
   a.where = "s.yaml:3";
-  a.options["outer_momentum"] = spec::AlgorithmOption{"1.5", "s.yaml:3"};
-  EXPECT_THROW(make_algorithm(a), spec::ScenarioError);
-  a.options["outer_momentum"] = spec::AlgorithmOption{"0.8", "s.yaml:3"};
-  a.options["outer_lr"] = spec::AlgorithmOption{"0.5", "s.yaml:3"};
-  a.options["H"] = spec::AlgorithmOption{"500", "s.yaml:3"};
+  a.options["outer_momentum"] = scenario::AlgorithmOption{"1.5", "s.yaml:3"};
+  EXPECT_THROW(make_algorithm(a), scenario::ScenarioError);
+  a.options["outer_momentum"] = scenario::AlgorithmOption{"0.8", "s.yaml:3"};
+  a.options["outer_lr"] = scenario::AlgorithmOption{"0.5", "s.yaml:3"};
+  a.options["H"] = scenario::AlgorithmOption{"500", "s.yaml:3"};
   EXPECT_EQ(make_algorithm(a)->name(), "diloco");
 }
 

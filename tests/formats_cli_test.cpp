@@ -10,8 +10,8 @@
 #include "cli/presets_command.h"
 #include "hw/model.h"
 #include "hw/presets.h"
-#include "spec/calibration.h"
-#include "spec/loader.h"
+#include "scenario/calibration.h"
+#include "scenario/loader.h"
 #include "trace/chrome_trace.h"
 
 #include <filesystem>
@@ -132,7 +132,7 @@ TEST_F(FormatsCli, ProfileImportsCollectivesOwnOutput) {
   std::ofstream(out("log.txt")) << r.second;
   // In-process: the fit recovers the scenario's link (10 Gb/s, 2 ranks: a ring's busbw is the
   // link).
-  const auto fit = overlapsim::spec::import_nccl_tests(r.second, "log.txt", "all_reduce", 0);
+  const auto fit = overlapsim::scenario::import_nccl_tests(r.second, "log.txt", "all_reduce", 0);
   EXPECT_EQ(fit.ranks, 2);
   EXPECT_NEAR(fit.bandwidth_Bps, 1.25e9, 0.05 * 1.25e9);
   EXPECT_EQ(fit.points.size(), 21u);
@@ -249,7 +249,7 @@ TEST(ScenarioDocs, EveryYamlExampleLoads) {
     ++blocks;
     const std::string yaml = (*it)[1];
     try {
-      overlapsim::spec::load_scenario_text(
+      overlapsim::scenario::load_scenario_text(
           yaml, "docs/SCENARIO.md yaml block " + std::to_string(blocks), {});
     } catch (const std::exception& e) {
       ADD_FAILURE() << e.what() << "\n" << yaml;

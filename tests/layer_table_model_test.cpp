@@ -113,7 +113,7 @@ class AuthorsProfile : public ::testing::TestWithParam<AuthorsNumbers> {};
 
 TEST_P(AuthorsProfile, SimulatorMatchesTheCostModel) {
   const auto p = GetParam();
-  const auto s = spec::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) +
+  const auto s = scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) +
                                      "/scenarios/dreamddp-gpt2-authors-profile.yaml");
   ASSERT_EQ(s.model.spec.layers.size(), 125u);
   const std::map<std::string, std::string> h{{"H", std::to_string(p.H)}};

@@ -19,7 +19,7 @@ using testing::simulate;
 // B / 1 TB/s = 0.15 ms; when that runs beside a compute op the two share the GPU (each at half
 // speed while both run: the reload takes 0.3 ms and the compute op 0.15 ms longer).
 // warmup_steps and steps are multiples of H = 2, so the window holds whole periods.
-spec::Scenario four_layers() {
+scenario::Scenario four_layers() {
   return testing::four_blocks_on_two_nodes(2, 4, "[{name: local-sgd, H: 2}]");
 }
 
@@ -56,12 +56,12 @@ TEST(LocalSgd, DreamddpUsesAlgorithm2sSchedule) {
 
 TEST(LocalSgd, PeriodIsAnOptionOfEveryMember) {
   for (const char* name : {"local-sgd", "plsgd-enp", "dreamddp"}) {
-    spec::AlgorithmSpec a;
+    scenario::AlgorithmSpec a;
     a.name = name;
     a.where = "s.yaml:3";
-    a.options["H"] = spec::AlgorithmOption{"0", "s.yaml:3"};
-    EXPECT_THROW(make_algorithm(a), spec::ScenarioError) << name;
-    a.options["H"] = spec::AlgorithmOption{"5", "s.yaml:3"};
+    a.options["H"] = scenario::AlgorithmOption{"0", "s.yaml:3"};
+    EXPECT_THROW(make_algorithm(a), scenario::ScenarioError) << name;
+    a.options["H"] = scenario::AlgorithmOption{"5", "s.yaml:3"};
     EXPECT_EQ(make_algorithm(a)->name(), name);
   }
 }
@@ -71,7 +71,7 @@ TEST(LocalSgd, PaperScenariosLoad) {
   for (const auto& [file, count] : {std::pair{"dreamddp-8x4-2080ti-1GBps.yaml", 7u},
                                     {"dreamddp-4x8-a6000-20GBps.yaml", 7u},
                                     {"dreamddp-bandwidth-sweep.yaml", 8u}}) {
-    const auto s = spec::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + file);
+    const auto s = scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + file);
     ASSERT_EQ(s.algorithms.size(), count) << file;
     for (const auto& a : s.algorithms)
       EXPECT_EQ(make_algorithm(a)->name(), a.name) << file;

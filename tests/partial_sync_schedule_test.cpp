@@ -1,7 +1,7 @@
 // Partial synchronisation schedules (DreamDDP paper, Definition 1 and Algorithm 2) and the authors'
 // cost model, pinned against the numbers their code gives (scenarios/data/README.md).
 #include "algorithms/partial_sync_schedule.h"
-#include "spec/layer_table.h"
+#include "scenario/layer_table.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@ namespace {
 const std::string kGpt2Table =
     std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/data/gpt2-8w-10gbit-layers.tsv";
 
-LayerCosts costs_of(const std::vector<spec::LayerTimes>& table) {
+LayerCosts costs_of(const std::vector<scenario::LayerTimes>& table) {
   LayerCosts c;
   for (const auto& l : table) {
     c.bp_s.push_back(l.bp_s);
@@ -30,7 +30,7 @@ LayerCosts toy() {
 }
 
 TEST(LayerTable, ReadsTheAuthorsProfile) {
-  const auto table = spec::read_layer_table(kGpt2Table);
+  const auto table = scenario::read_layer_table(kGpt2Table);
   ASSERT_EQ(table.size(), 125u);
   EXPECT_EQ(table.front().name, "transformer.wte");
   EXPECT_EQ(table.back().name, "lm_head");
@@ -41,18 +41,18 @@ TEST(LayerTable, ReadsTheAuthorsProfile) {
 }
 
 TEST(LayerTable, ReadsAForwardColumnAndNamesBadCells) {
-  const auto t = spec::parse_layer_table("module\tfwd_s\tbp_s\tcomm_s\na\t1\t2\t3\n", "t.tsv");
+  const auto t = scenario::parse_layer_table("module\tfwd_s\tbp_s\tcomm_s\na\t1\t2\t3\n", "t.tsv");
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].fwd_s, 1.0);
   EXPECT_EQ(t[0].bp_s, 2.0);
   EXPECT_EQ(t[0].comm_s, 3.0);
-  EXPECT_THAT([] { spec::parse_layer_table("bp_s\tcomm_s\n1\t2\n1\tx\n", "t.tsv"); },
+  EXPECT_THAT([] { scenario::parse_layer_table("bp_s\tcomm_s\n1\t2\n1\tx\n", "t.tsv"); },
               testing::ThrowsMessage<std::runtime_error>(
                   testing::AllOf(testing::HasSubstr("t.tsv:3"), testing::HasSubstr("'comm_s'"),
                                  testing::HasSubstr("'x'"))));
-  EXPECT_THAT([] { spec::parse_layer_table("bp_s\tfwd_s\n1\t2\n", "t.tsv"); },
+  EXPECT_THAT([] { scenario::parse_layer_table("bp_s\tfwd_s\n1\t2\n", "t.tsv"); },
               testing::ThrowsMessage<std::runtime_error>(testing::HasSubstr("'comm_s'")));
-  EXPECT_THAT([] { spec::parse_layer_table("bp_s\tcomm_s\n1\n", "t.tsv"); },
+  EXPECT_THAT([] { scenario::parse_layer_table("bp_s\tcomm_s\n1\n", "t.tsv"); },
               testing::ThrowsMessage<std::runtime_error>(testing::HasSubstr("t.tsv:2")));
 }
 
@@ -76,7 +76,7 @@ TEST(PartialSync, ToyCaseDreamddpScheduleAndTimes) {
 }
 
 TEST(PartialSync, Gpt2ProfileMatchesTheAuthorsCostModel) {
-  const auto c = costs_of(spec::read_layer_table(kGpt2Table));
+  const auto c = costs_of(scenario::read_layer_table(kGpt2Table));
   // The authors report W = 0.05362496 for their schedule (the table's dream_iter_H10 column);
   // this serial-stream model charges their schedule 0.0545493 (their accounting sits between it
   // and Eq. 9's bound, 0.0535448). Our DFS schedule costs less than theirs in this model, and its
@@ -97,7 +97,7 @@ TEST(PartialSync, Gpt2ProfileMatchesTheAuthorsCostModel) {
 }
 
 TEST(PartialSync, Gpt2PlsgdGroupsAndWaits) {
-  const auto c = costs_of(spec::read_layer_table(kGpt2Table));
+  const auto c = costs_of(scenario::read_layer_table(kGpt2Table));
   const auto a = equal_number_partition(125, 10);
   EXPECT_EQ(a.front(), 9); // transformer.wte, as the table's plsgd_enp_iter_H10 column
   EXPECT_EQ(a.back(), 0);  // lm_head

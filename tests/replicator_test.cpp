@@ -2,7 +2,7 @@
 // per GPU, the seeded indices, and the shapes of the DeToNATION paper's timing results on its
 // scenarios (scenarios/detonation-*.yaml; docs/MODEL.md says why the OLMo2 ratio is not 2.6x).
 #include "algorithms/replicator_indices.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -123,7 +123,7 @@ TEST(Replicator, BadOptionsNameTheKey) {
 double step_time(const std::string& file, const std::string& label,
                  const std::vector<std::string>& overrides = {}) {
   const auto s =
-      spec::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + file, overrides);
+      scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + file, overrides);
   for (const auto& a : s.algorithms)
     if (a.label == label) {
       auto r = sim::simulate(s, a);

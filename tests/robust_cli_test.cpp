@@ -7,7 +7,7 @@
 #include "algorithms/algorithm.h"
 #include "sim/child_process.h"
 #include "sim/sim_runtime.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <chrono>
 #include <csignal>
@@ -299,7 +299,7 @@ public:
 TEST(RobustChild, AnErrorInsideTheSimulationIsAMessageNotAnAbort) {
   // Issue 15.8: exceptions inside SimGrid actors aborted the child with a backtrace, reported as
   // "killed by signal 6 (a deadlocked algorithm ...)".
-  const auto s = overlapsim::spec::load_scenario_text(kScenario, "s.yaml");
+  const auto s = overlapsim::scenario::load_scenario_text(kScenario, "s.yaml");
   try {
     overlapsim::sim::simulate(s, Throwing{});
     FAIL();

@@ -1,17 +1,18 @@
 // Issue 15: inputs that used to escape validation. Each error names the file and line (or the
 // --set) and the key, and says what was expected.
-#include "spec/loader.h"
+#include "scenario/loader.h"
 #include "test_util.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 namespace {
 
 using overlapsim::testing::error_of;
 using overlapsim::testing::replace;
+using overlapsim::testing::scenario_from;
 using ::testing::HasSubstr;
 
 const char* kScenario = R"(name: t
@@ -46,7 +47,7 @@ TEST(RobustInput, LabelsStayPlainFileNames) {
   // Issue 15.4: a label "../../escaped" wrote outside the output directory.
   for (const std::string& label :
        std::vector<std::string>{"../../escaped", "a/b", ".hidden", std::string(65, 'x'),
-                                std::string("bad\xff"), "with space"}) {
+                                std::string("bad\xc3\xbf"), "with space"}) {
     const auto e =
         error_of(replace(kScenario, "  - ddp\n", "  - {name: ddp, label: '" + label + "'}\n"));
     EXPECT_THAT(e, HasSubstr("bad.yaml:13")) << label;
@@ -133,5 +134,39 @@ TEST(RobustInput, RepeatsAndStrangeKeysAreErrors) {
   EXPECT_THAT(error_of(bomb), HasSubstr("more than 1000000 values once YAML aliases are expanded"));
 }
 
+TEST(RobustInput, AliasedLayersWithRepeatStopAtTheLayerBound) {
+  // Issue 15.6: 2000 aliases of a layer with repeat: 100000 (200M layers) took 2.9 GB and ran on
+  // past a minute; the model stops at 100000 layers, at the alias that crosses it.
+  std::string yaml = "name: alias\ncluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, "
+                     "intra_node: nvlink4}\nmodel:\n  layers:\n"
+                     "    - &l {name: b, params: 1M, fwd_flops_per_sample: 1G, repeat: 100000}\n";
+  for (int i = 0; i < 2000; ++i)
+    yaml += "    - *l\n";
+  yaml += "training: {micro_batch: 1, steps: 2}\nalgorithms: [ddp]\n";
+  // yaml-cpp gives an alias the line of its anchor; the key's index says which entry it is.
+  EXPECT_THAT(error_of(yaml), HasSubstr("bad.yaml:5: key 'model.layers.1': the model would have "
+                                        "more than 100000 layers"));
+  // At the bound itself the model loads.
+  EXPECT_EQ(scenario_from(yaml.substr(0, yaml.find("    - *l")) +
+                          "training: {micro_batch: 1, steps: 2}\nalgorithms: [ddp]\n")
+                .model.spec.layers.size(),
+            100000u);
+}
+
+TEST(RobustInput, BytesThatAreNotUtf8AreNamedByLineAndColumn) {
+  // Issue 15.8: a name with byte 0xFF reached summary.json's writer, whose JSON exception named
+  // neither the file nor the key.
+  EXPECT_THAT(error_of(replace(kScenario, "name: ", "name: ok\xff")),
+              HasSubstr("bad.yaml:1: byte 0xFF at column 9 is not UTF-8"));
+  // Overlong, surrogate and truncated forms too; well-formed multi-byte text passes.
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf4\x90\x80\x80"})
+    EXPECT_THAT(error_of(replace(kScenario, "name: ", std::string("name: ") + bad)),
+                HasSubstr("is not UTF-8"))
+        << bad;
+  EXPECT_EQ(error_of(replace(kScenario, "name: ", "name: caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x9a\x80")),
+            "no error");
+  EXPECT_THAT(error_of(kScenario, {"name=a\xff"}), HasSubstr("--set 'name=a\xff': not UTF-8"));
+}
+
 } // namespace
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -1,7 +1,7 @@
 // The simulation process boundary: a deadlocked algorithm fails cleanly with a message.
 #include "algorithms/algorithm.h"
 #include "sim/sim_runtime.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -28,7 +28,7 @@ public:
 };
 
 TEST(SimRuntime, DeadlockedAlgorithmFailsWithItsName) {
-  const auto s = spec::load_scenario_text(R"(name: d
+  const auto s = scenario::load_scenario_text(R"(name: d
 cluster: {nodes: 1, gpus_per_node: 2, gpu: a100-80gb, intra_node: nvlink3}
 model: {preset: gpt-neo-125m}
 training: {micro_batch: 1, seq_len: 128}
@@ -42,7 +42,7 @@ algorithms: [ddp]
     EXPECT_THAT(e.what(), ::testing::HasSubstr("simulation of 'deadlock' failed"));
   }
   // The parent process is unaffected: another simulation runs fine afterwards.
-  spec::AlgorithmSpec ddp;
+  scenario::AlgorithmSpec ddp;
   ddp.name = ddp.label = "ddp";
   EXPECT_FALSE(sim::simulate(s, ddp).trace.events.empty());
 }

@@ -4,7 +4,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/streaming_diloco.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@ using testing::simulate;
 // 10 GB/s 10 us network; four layers of 25M parameters (bf16). An inner step is forward 4 ms,
 // backward 8 ms and the AdamW step 100M x 28 B / 1 TB/s = 2.8 ms: 14.8 ms. One warmup step, then
 // 8 steps (c = 2 .. 9 inner steps done): whole periods of H = 4 for every fragment.
-spec::Scenario four_layers() {
+scenario::Scenario four_layers() {
   return testing::four_blocks_on_two_nodes(1, 8);
 }
 
@@ -81,17 +81,17 @@ TEST(StreamingDiloco, WholeModelAllReduceDoesNotFitInOneInnerStep) {
 
 TEST(StreamingDiloco, OptionsAreCheckedAndNamed) {
   const auto made = [](std::map<std::string, std::string> options) {
-    spec::AlgorithmSpec a;
+    scenario::AlgorithmSpec a;
     a.name = "streaming-diloco";
     a.where = "s.yaml:3";
     for (auto& [k, v] : options)
-      a.options[k] = spec::AlgorithmOption{v, "s.yaml:3"};
+      a.options[k] = scenario::AlgorithmOption{v, "s.yaml:3"};
     return make_algorithm(a);
   };
   const auto message = [&](std::map<std::string, std::string> options) -> std::string {
     try {
       made(std::move(options));
-    } catch (const spec::ScenarioError& e) {
+    } catch (const scenario::ScenarioError& e) {
       return e.what();
     }
     return "";

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "sim/sim_runtime.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 #include "trace/metrics.h"
 
 #include <cstdio>
@@ -70,8 +70,8 @@ inline std::string slurp(const std::filesystem::path& p) {
 inline std::string error_of(const std::string& yaml,
                             const std::vector<std::string>& overrides = {}) {
   try {
-    spec::load_scenario_text(yaml, "bad.yaml", overrides);
-  } catch (const spec::ScenarioError& e) {
+    scenario::load_scenario_text(yaml, "bad.yaml", overrides);
+  } catch (const scenario::ScenarioError& e) {
     return e.what();
   }
   return "no error";
@@ -101,13 +101,13 @@ inline std::string round_cluster(int nodes, int gpus_per_node = 1, const std::st
 inline constexpr const char* kFourBlocks =
     "model:\n  layers:\n    - {name: block, params: 25M, fwd_flops_per_sample: 100G, repeat: 4}\n";
 
-inline spec::Scenario scenario_from(const std::string& yaml,
+inline scenario::Scenario scenario_from(const std::string& yaml,
                                     const std::vector<std::string>& overrides = {}) {
-  return spec::load_scenario_text(yaml, "test.yaml", overrides);
+  return scenario::load_scenario_text(yaml, "test.yaml", overrides);
 }
 
 // kFourBlocks on round_cluster(2), AdamW, micro-batch 1, `warmup_steps` then `steps` measured.
-inline spec::Scenario four_blocks_on_two_nodes(int warmup_steps, int steps,
+inline scenario::Scenario four_blocks_on_two_nodes(int warmup_steps, int steps,
                                                const std::string& algorithms = "[ddp]") {
   return scenario_from("name: four\n" + round_cluster(2) + kFourBlocks +
                        "training: {micro_batch: 1, seq_len: 1, warmup_steps: " +
@@ -120,13 +120,13 @@ struct Simulated {
   Metrics metrics;
 };
 
-inline Simulated simulate(const spec::Scenario& s, const std::string& algorithm,
+inline Simulated simulate(const scenario::Scenario& s, const std::string& algorithm,
                           std::map<std::string, std::string> options = {}) {
-  spec::AlgorithmSpec a;
+  scenario::AlgorithmSpec a;
   a.name = a.label = algorithm;
   a.where = "test";
   for (auto& [k, v] : options)
-    a.options[k] = spec::AlgorithmOption{v, "test"};
+    a.options[k] = scenario::AlgorithmOption{v, "test"};
   auto result = sim::simulate(s, a);
   auto metrics = compute_metrics(result.trace, s.training.warmup_steps, s.training.steps);
   return {std::move(result.trace), std::move(metrics)};

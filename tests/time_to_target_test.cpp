@@ -3,7 +3,7 @@
 #include "test_util.h"
 
 #include "cli/run_command.h"
-#include "spec/loss_curve.h"
+#include "scenario/loss_curve.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 
 std::string parse_error(const std::string& text) {
   try {
-    spec::parse_loss_curves(text, "curves.csv");
+    scenario::parse_loss_curves(text, "curves.csv");
   } catch (const std::runtime_error& e) {
     return e.what();
   }
@@ -28,16 +28,16 @@ std::string parse_error(const std::string& text) {
 }
 
 TEST(LossCurve, SamplesToReachInterpolatesBetweenTheBracketingPoints) {
-  const std::vector<spec::LossPoint> curve = {{0, 6}, {100, 4}, {200, 2}, {300, 2.5}};
-  EXPECT_DOUBLE_EQ(*spec::samples_to_reach(curve, 3), 150); // 100 + 100 (4 - 3) / (4 - 2)
-  EXPECT_DOUBLE_EQ(*spec::samples_to_reach(curve, 4), 100);
-  EXPECT_DOUBLE_EQ(*spec::samples_to_reach(curve, 7), 0);       // already there
-  EXPECT_FALSE(spec::samples_to_reach(curve, 1.5).has_value()); // never
+  const std::vector<scenario::LossPoint> curve = {{0, 6}, {100, 4}, {200, 2}, {300, 2.5}};
+  EXPECT_DOUBLE_EQ(*scenario::samples_to_reach(curve, 3), 150); // 100 + 100 (4 - 3) / (4 - 2)
+  EXPECT_DOUBLE_EQ(*scenario::samples_to_reach(curve, 4), 100);
+  EXPECT_DOUBLE_EQ(*scenario::samples_to_reach(curve, 7), 0);       // already there
+  EXPECT_FALSE(scenario::samples_to_reach(curve, 1.5).has_value()); // never
 }
 
 TEST(LossCurve, ReadsValidatesLossCsvAndNamesFileLineAndColumnOfErrors) {
   // validate's loss.csv, as written: extra columns are ignored.
-  const auto curves = spec::parse_loss_curves("algorithm,step,samples,loss,wall_time_s\n"
+  const auto curves = scenario::parse_loss_curves("algorithm,step,samples,loss,wall_time_s\n"
                                               "ddp,0,64,5.5,0.1\nddp,1,128,5.0,0.2\n"
                                               "dreamddp,0,64,5.6,0.05\n",
                                               "loss.csv");
@@ -83,7 +83,7 @@ algorithms: [{name: local-sgd, H: 2}, {name: plsgd-enp, H: 2}, {name: dreamddp, 
 // FLSGD reaches loss 3 at 150 samples; at 2 samples per 25.14 ms step that is 1.8855 s.
 // PLSGD-ENP's curve never gets there (lowest 5); DreamDDP has no curve.
 TEST_F(TimeToTarget, SuppliedCurvesGiveSamplesAndWallClockTime) {
-  const auto s = spec::load_scenario(scenario(", target_loss: 3, loss_curve: curves.csv").string());
+  const auto s = scenario::load_scenario(scenario(", target_loss: 3, loss_curve: curves.csv").string());
   EXPECT_EQ(s.training.loss_curve, (dir_ / "curves.csv").lexically_normal().string());
   const auto rows = cli::simulate_rows(s, false);
   ASSERT_EQ(rows.size(), 3u);
@@ -104,15 +104,15 @@ TEST_F(TimeToTarget, SuppliedCurvesGiveSamplesAndWallClockTime) {
   EXPECT_TRUE(dream.at("time_s").is_null());
 
   // No target, no entry.
-  const auto plain = cli::simulate_rows(spec::load_scenario(scenario("").string()), false);
+  const auto plain = cli::simulate_rows(scenario::load_scenario(scenario("").string()), false);
   EXPECT_FALSE(plain[0].extra.contains("time_to_target"));
 }
 
 TEST_F(TimeToTarget, BadCurvesFailNamingTheScenarioKeyAndTheCurveFile) {
   auto error = [&](const std::string& extra) {
     try {
-      spec::load_scenario(scenario(extra).string());
-    } catch (const spec::ScenarioError& e) {
+      scenario::load_scenario(scenario(extra).string());
+    } catch (const scenario::ScenarioError& e) {
       return std::string(e.what());
     }
     return std::string("no error");

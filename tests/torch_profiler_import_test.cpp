@@ -1,8 +1,8 @@
 // `overlapsim profile --import-torch-profiler`: a hand-built Kineto trace whose attribution is
 // pinned exactly, the error cases, and (where ../shared/data/h100 exists) the real H100 trace of
 // GPT-Neo 125M against its CUDA-event ground truth.
-#include "spec/loader.h"
-#include "spec/torch_profiler_import.h"
+#include "scenario/loader.h"
+#include "scenario/torch_profiler_import.h"
 #include "test_util.h"
 
 #include <filesystem>
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 namespace {
 
 namespace fs = std::filesystem;
@@ -237,4 +237,4 @@ algorithms: [ddp]
 }
 
 } // namespace
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -48,9 +48,9 @@ std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes) {
 
 // Times an all-reduce over `group` at sizes min..max (geometric), rank-synchronised by a barrier
 // before every repeat; returns the median per size as this rank saw it.
-std::vector<spec::SizeTime> sweep(RealWorker& w, const Group& group, BufferId buffer, BufferId out,
+std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferId buffer, BufferId out,
                                   const ProfileOptions& o, double max_bytes, CollectiveOp op) {
-  std::vector<spec::SizeTime> points;
+  std::vector<scenario::SizeTime> points;
   for (const double bytes : sweep_sizes(o, max_bytes)) {
     const auto elements = std::max<std::int64_t>(group.size(), std::llround(bytes / 4));
     const int me = group.index_of(w.rank());
@@ -74,7 +74,7 @@ std::vector<spec::SizeTime> sweep(RealWorker& w, const Group& group, BufferId bu
       if (r >= 0)
         times.push_back(e.end - e.start);
     }
-    points.push_back(spec::SizeTime{static_cast<double>(elements) * 4, median(times)});
+    points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4, median(times)});
   }
   return points;
 }
@@ -83,9 +83,9 @@ std::vector<spec::SizeTime> sweep(RealWorker& w, const Group& group, BufferId bu
 // index 1 receives then sends; the others only pass the barrier), half the round trip as index 0
 // saw it. CDP relays its gradient sums this way, and a CPU's Gloo sends a message at a cost of
 // its own, not the all-reduce fit's.
-std::vector<spec::SizeTime> ping_pong(RealWorker& w, const Group& group, BufferId buffer,
+std::vector<scenario::SizeTime> ping_pong(RealWorker& w, const Group& group, BufferId buffer,
                                       const ProfileOptions& o, double max_bytes) {
-  std::vector<spec::SizeTime> points;
+  std::vector<scenario::SizeTime> points;
   const int me = group.index_of(w.rank());
   for (const double bytes : sweep_sizes(o, max_bytes)) {
     const auto elements = std::max<std::int64_t>(1, std::llround(bytes / 4));
@@ -111,7 +111,7 @@ std::vector<spec::SizeTime> ping_pong(RealWorker& w, const Group& group, BufferI
         times.push_back((second.end - first.start) / 2);
     }
     if (me == 0)
-      points.push_back(spec::SizeTime{static_cast<double>(elements) * 4, median(times)});
+      points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4, median(times)});
   }
   return points;
 }
@@ -119,16 +119,16 @@ std::vector<spec::SizeTime> ping_pong(RealWorker& w, const Group& group, BufferI
 // The alpha-beta fit, or, when noise makes the times not grow with size (a fast loopback and a
 // small model), the bound the largest size gives: no latency, its bandwidth. The residual in the
 // profile says how well either describes the points.
-spec::LinkFit robust_fit(const std::string& op, int ranks,
-                         const std::vector<spec::SizeTime>& points) {
+scenario::LinkFit robust_fit(const std::string& op, int ranks,
+                         const std::vector<scenario::SizeTime>& points) {
   try {
-    return spec::fit_alpha_beta(op, ranks, points);
+    return scenario::fit_alpha_beta(op, ranks, points);
   } catch (const std::runtime_error& e) {
-    const auto shape = spec::ring_shape(op, ranks);
+    const auto shape = scenario::ring_shape(op, ranks);
     const auto& big =
         *std::max_element(points.begin(), points.end(),
                           [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
-    spec::LinkFit f;
+    scenario::LinkFit f;
     f.op = op;
     f.ranks = ranks;
     f.latency_s = 0;
@@ -236,7 +236,7 @@ std::optional<double> measure_interference(RealWorker& w, const Topology& topo, 
 
 } // namespace
 
-spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions& o) {
+scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions& o) {
   const auto& s = ctx.scenario;
   RealWorker w(ctx, rank);
   w.enter(StreamKind::compute);
@@ -247,7 +247,7 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
   const BufferId state = w.declare({"optimizer_state", MemoryCategory::optimizer_state, n, 4});
   const int layers = static_cast<int>(s.model.spec.layers.size());
 
-  spec::Calibration cal;
+  scenario::Calibration cal;
   cal.source = "overlapsim profile";
   cal.device = ctx.device.is_cuda()
                    ? fmt::format("cuda:{}", ctx.device.index())
@@ -271,7 +271,7 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
   auto d = durations(w.trace(), first_timed);
   for (const auto& layer : s.model.spec.layers) {
     const double b = s.training.micro_batch;
-    cal.layers.push_back(spec::LayerTiming{layer.name, median(d["fwd " + layer.name]) / b,
+    cal.layers.push_back(scenario::LayerTiming{layer.name, median(d["fwd " + layer.name]) / b,
                                            median(d["bwd " + layer.name]) / b});
   }
 
@@ -298,9 +298,9 @@ spec::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions
       w.declare({"profile_output", MemoryCategory::buffers, std::llround(max_bytes / 4) + 1, 4});
   // Every collective the algorithms use, each fitted on its own: the link's fit is the
   // all-reduce's, and on a CPU Gloo's reduce-scatter (an all-to-all here) and all-gather cost
-  // what they cost, not what the all-reduce implies (spec::collective_bytes_map).
-  auto measure = [&](const Group& group, std::optional<spec::LinkFit>& link,
-                     std::vector<spec::LinkFit>& ops) {
+  // what they cost, not what the all-reduce implies (scenario::collective_bytes_map).
+  auto measure = [&](const Group& group, std::optional<scenario::LinkFit>& link,
+                     std::vector<scenario::LinkFit>& ops) {
     for (const auto op :
          {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
       std::string name = to_string(op);

@@ -2,10 +2,10 @@
 // needs to predict a real run. Per layer, the forward and backward time of one micro-batch
 // (median of repeats, run through RealWorker exactly as training runs them); one optimizer step
 // and one buffer copy; and collective times over a size sweep on each link class (nccl-tests
-// style), fitted to alpha-beta (spec/calibration.h).
+// style), fitted to alpha-beta (scenario/calibration.h).
 #pragma once
 
-#include "spec/calibration.h"
+#include "scenario/calibration.h"
 #include "validate/real_worker.h"
 
 namespace overlapsim::real {
@@ -20,6 +20,6 @@ struct ProfileOptions {
 // Every rank of the job calls it (the collective sweep needs them all); all ranks return the
 // same collective fits and their own compute timings; the point-to-point fit (`send_recv`), a
 // ping-pong between ranks 0 and 1, only rank 0, which writes the profile.
-spec::Calibration profile_costs(RealContext& context, int rank, const ProfileOptions& options);
+scenario::Calibration profile_costs(RealContext& context, int rank, const ProfileOptions& options);
 
 } // namespace overlapsim::real

@@ -12,7 +12,7 @@ namespace F = torch::nn::functional;
 
 namespace {
 
-std::int64_t dim(const spec::Scenario& s, const char* key) {
+std::int64_t dim(const scenario::Scenario& s, const char* key) {
   const auto it = s.model.dims.find(key);
   if (it == s.model.dims.end())
     throw std::runtime_error(
@@ -20,7 +20,7 @@ std::int64_t dim(const spec::Scenario& s, const char* key) {
   return static_cast<std::int64_t>(std::llround(it->second));
 }
 
-void require_real_preset(const spec::Scenario& s) {
+void require_real_preset(const scenario::Scenario& s) {
   if (s.model.preset != "mlp" && s.model.preset != "gpt-tiny")
     throw std::runtime_error(fmt::format(
         "model '{}' has no real implementation: real runs support the presets mlp (width, depth) "
@@ -30,7 +30,7 @@ void require_real_preset(const spec::Scenario& s) {
 
 } // namespace
 
-Dataset::Dataset(const spec::Scenario& s, std::int64_t samples) {
+Dataset::Dataset(const scenario::Scenario& s, std::int64_t samples) {
   require_real_preset(s);
   auto gen = at::detail::createCPUGenerator(s.seed * 7919 + 17);
   if (s.model.preset == "mlp") {
@@ -78,7 +78,7 @@ void RealModel::add(Layer& layer, std::vector<std::int64_t> shape, double std, d
   offsets_.back() += numel;
 }
 
-RealModel::RealModel(const spec::Scenario& s) {
+RealModel::RealModel(const scenario::Scenario& s) {
   require_real_preset(s);
   offsets_.push_back(0);
   auto open_layer = [&] {

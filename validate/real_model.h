@@ -5,7 +5,7 @@
 // backward pass of any range of layers, as DDP's bucketed backward does.
 #pragma once
 
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <cstdint>
 #include <torch/torch.h>
@@ -25,7 +25,7 @@ struct Batch {
 // which each token has four possible successors, so the loss can fall from ln(vocab) to ln(4).
 class Dataset {
 public:
-  Dataset(const spec::Scenario& scenario, std::int64_t samples = 2048);
+  Dataset(const scenario::Scenario& scenario, std::int64_t samples = 2048);
   // Moves the whole data set to the worker's device once, so that a micro-batch is a gather on
   // the device: no host-to-device copy inside a timed forward (the GPU profile timed one into
   // the first layer: 12.1 ms against 0.40 ms for the identical later layers).
@@ -43,7 +43,7 @@ class RealModel {
 public:
   // Throws std::runtime_error for a model that has no real implementation (only mlp and gpt-tiny
   // run for real) or whose parameter counts would not match the simulator's.
-  explicit RealModel(const spec::Scenario& scenario);
+  explicit RealModel(const scenario::Scenario& scenario);
 
   int layers() const { return static_cast<int>(layers_.size()); }
   std::int64_t param_count() const { return offsets_.back(); }

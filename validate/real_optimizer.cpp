@@ -4,7 +4,7 @@
 
 namespace overlapsim::real {
 
-OptimizerConfig OptimizerConfig::from(const spec::TrainingSpec& t) {
+OptimizerConfig OptimizerConfig::from(const scenario::TrainingSpec& t) {
   OptimizerConfig c;
   c.kind = t.optimizer;
   c.lr = t.learning_rate;
@@ -25,7 +25,7 @@ void estimate(const OptimizerConfig& c, const OptimizerSlots& s, const torch::Te
   if (!out.is_same(p))
     out.copy_(p);
   switch (c.kind) {
-  case spec::Optimizer::adamw: {
+  case scenario::Optimizer::adamw: {
     const double t = static_cast<double>(s.steps + 1);
     const double bc1 = 1 - std::pow(c.beta1, t), bc2 = 1 - std::pow(c.beta2, t);
     const auto m = s.m.mul(c.beta1).add_(grad, 1 - c.beta1);
@@ -35,10 +35,10 @@ void estimate(const OptimizerConfig& c, const OptimizerSlots& s, const torch::Te
     out.mul_(1 - c.lr * c.weight_decay).addcdiv_(m, denom, -c.lr / bc1);
     return;
   }
-  case spec::Optimizer::sgd:
+  case scenario::Optimizer::sgd:
     out.mul_(1 - c.lr * c.weight_decay).add_(grad, -c.lr);
     return;
-  case spec::Optimizer::sgd_momentum: {
+  case scenario::Optimizer::sgd_momentum: {
     // p - lr (momentum m + g + wd p), with g + wd p the decayed gradient
     out.mul_(1 - c.lr * c.weight_decay).add_(grad, -c.lr);
     if (s.m.defined())
@@ -53,7 +53,7 @@ void estimate(const OptimizerConfig& c, const OptimizerSlots& s, const torch::Te
 void apply_optimizer(const OptimizerConfig& c, OptimizerSlots& s, const torch::Tensor& grad,
                      torch::Tensor out, bool commit) {
   torch::NoGradGuard no_grad;
-  if (c.kind == spec::Optimizer::adamw && !s.m.defined()) {
+  if (c.kind == scenario::Optimizer::adamw && !s.m.defined()) {
     s.m = torch::zeros_like(s.master);
     s.v = torch::zeros_like(s.master);
   }
@@ -67,7 +67,7 @@ void apply_optimizer(const OptimizerConfig& c, OptimizerSlots& s, const torch::T
   // training's).
   auto& p = s.master;
   switch (c.kind) {
-  case spec::Optimizer::adamw: {
+  case scenario::Optimizer::adamw: {
     const double t = static_cast<double>(s.steps + 1);
     const double bc1 = 1 - std::pow(c.beta1, t), bc2 = 1 - std::pow(c.beta2, t);
     s.m.mul_(c.beta1).add_(grad, 1 - c.beta1);
@@ -76,10 +76,10 @@ void apply_optimizer(const OptimizerConfig& c, OptimizerSlots& s, const torch::T
     p.mul_(1 - c.lr * c.weight_decay).addcdiv_(s.m, denom, -c.lr / bc1);
     break;
   }
-  case spec::Optimizer::sgd:
+  case scenario::Optimizer::sgd:
     p.mul_(1 - c.lr * c.weight_decay).add_(grad, -c.lr);
     break;
-  case spec::Optimizer::sgd_momentum:
+  case scenario::Optimizer::sgd_momentum:
     if (s.m.defined())
       s.m.mul_(c.momentum).add_(grad).add_(p, c.weight_decay);
     else

@@ -1,16 +1,16 @@
-// The optimizers of spec::Optimizer on flat tensors, as the real runtime applies them to the
+// The optimizers of scenario::Optimizer on flat tensors, as the real runtime applies them to the
 // slices algorithms pass in OptimizerStep: AdamW (Loshchilov & Hutter 2019, decoupled weight
 // decay, bias-corrected moments), SGD and SGD with momentum 0.9 (PyTorch's formulation).
 #pragma once
 
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <torch/torch.h>
 
 namespace overlapsim::real {
 
 struct OptimizerConfig {
-  spec::Optimizer kind = spec::Optimizer::adamw;
+  scenario::Optimizer kind = scenario::Optimizer::adamw;
   double lr = 1e-3;
   double weight_decay = 0;
   double beta1 = 0.9;
@@ -18,7 +18,7 @@ struct OptimizerConfig {
   double eps = 1e-8;
   double momentum = 0.9;
 
-  static OptimizerConfig from(const spec::TrainingSpec& training);
+  static OptimizerConfig from(const scenario::TrainingSpec& training);
 };
 
 // What an optimizer keeps for the elements it updates: the master copy of the parameters and the

@@ -248,13 +248,13 @@ void check_backend(const std::string& backend) {
 #endif
 }
 
-std::pair<int, int> job_shape(const spec::Scenario& s, int world) {
+std::pair<int, int> job_shape(const scenario::Scenario& s, int world) {
   if (s.cluster.world_size() == world)
     return {s.cluster.nodes, s.cluster.gpus_per_node};
   return {world, 1};
 }
 
-WorkerResult run_worker(const spec::Scenario& s, const JobEnv& e, const WorkerOptions& o) {
+WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const WorkerOptions& o) {
   // Stable timings on few cores: one intra-op thread per worker (NOTES.md).
   at::set_num_threads(1);
   torch::manual_seed(s.seed);

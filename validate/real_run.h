@@ -4,8 +4,8 @@
 // to rank 0, which returns the merged, measured traces and the loss curves.
 #pragma once
 
-#include "spec/calibration.h"
-#include "spec/scenario.h"
+#include "scenario/calibration.h"
+#include "scenario/scenario.h"
 #include "trace/trace.h"
 
 #include <optional>
@@ -52,18 +52,18 @@ struct WorkerOptions {
 
 struct WorkerResult {
   bool root = false; // rank 0 holds the rest
-  std::optional<spec::Calibration> calibration;
+  std::optional<scenario::Calibration> calibration;
   std::vector<MeasuredRun> runs;
 };
 
 // The topology a real job has: the scenario's nodes x gpus_per_node when that is the job's size,
 // else one worker per node.
-std::pair<int, int> job_shape(const spec::Scenario& scenario, int world);
+std::pair<int, int> job_shape(const scenario::Scenario& scenario, int world);
 
 // Throws std::runtime_error when this build cannot run `backend` ("gloo" or "nccl").
 void check_backend(const std::string& backend);
 
-WorkerResult run_worker(const spec::Scenario& scenario, const JobEnv& env,
+WorkerResult run_worker(const scenario::Scenario& scenario, const JobEnv& env,
                         const WorkerOptions& options);
 
 } // namespace overlapsim::real

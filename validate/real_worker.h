@@ -38,7 +38,7 @@ struct LossRecord {
 };
 
 struct RealContext {
-  const spec::Scenario& scenario;
+  const scenario::Scenario& scenario;
   const Topology& topology;
   RealModel& model;
   const Dataset& data;
@@ -59,7 +59,7 @@ public:
 
   int rank() const override { return rank_; }
   const Topology& topology() const override { return ctx_.topology; }
-  const spec::Scenario& scenario() const override { return ctx_.scenario; }
+  const scenario::Scenario& scenario() const override { return ctx_.scenario; }
 
   BufferId declare(const BufferDecl& decl) override;
   const BufferDecl& buffer(BufferId id) const override;

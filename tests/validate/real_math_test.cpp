@@ -2,7 +2,7 @@
 // optimizers match hand calculations, an estimate step leaves the state alone, and the layer-wise
 // backward gives the same gradients as one autograd pass.
 #include "algorithms/model_state.h"
-#include "spec/loader.h"
+#include "scenario/loader.h"
 #include "validate/dct.h"
 #include "validate/optimizer_store.h"
 #include "validate/real_model.h"
@@ -18,8 +18,8 @@
 namespace overlapsim::real {
 namespace {
 
-spec::Scenario scenario(const std::string& model) {
-  return spec::load_scenario_text(
+scenario::Scenario scenario(const std::string& model) {
+  return scenario::load_scenario_text(
       "name: t\ncluster: {nodes: 1, gpus_per_node: 1, gpu: a100-80gb}\nmodel: " + model +
           "\ntraining: {micro_batch: 4, seq_len: 16, steps: 2}\nalgorithms: [ddp]\n",
       "t.yaml");
@@ -96,7 +96,7 @@ TEST(RealOptimizer, AdamWFirstStepMatchesHandCalculation) {
 
 TEST(RealOptimizer, EstimateLeavesMasterAndMomentsUnchanged) {
   OptimizerConfig c;
-  c.kind = spec::Optimizer::sgd_momentum;
+  c.kind = scenario::Optimizer::sgd_momentum;
   c.lr = 0.5;
   OptimizerSlots slots;
   slots.master = torch::tensor({1.0f});
@@ -116,7 +116,7 @@ TEST(RealOptimizer, EstimateLeavesMasterAndMomentsUnchanged) {
 // every optimizer, at a later step with moments in play; only the commit moves the state.
 TEST(RealOptimizer, EstimateIsTheStepACommitTakes) {
   for (const auto kind :
-       {spec::Optimizer::adamw, spec::Optimizer::sgd, spec::Optimizer::sgd_momentum}) {
+       {scenario::Optimizer::adamw, scenario::Optimizer::sgd, scenario::Optimizer::sgd_momentum}) {
     OptimizerConfig c;
     c.kind = kind;
     c.lr = 0.05;
@@ -172,7 +172,7 @@ TEST(OptimizerStore, StateBelongsToElementsNotSlices) {
 // next step starts from the reloaded values (SGD: p - lr g), without it from the old master.
 TEST(OptimizerStore, ReloadedMasterIsWhereTheNextStepStarts) {
   OptimizerConfig c;
-  c.kind = spec::Optimizer::sgd;
+  c.kind = scenario::Optimizer::sgd;
   c.lr = 0.5;
   OptimizerStore store(c);
   auto params = torch::tensor({1.0f, 2.0f});

@@ -1,8 +1,8 @@
-#include "spec/delimited_fields.h"
+#include "scenario/delimited_fields.h"
 
 #include <sstream>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 std::vector<std::string> split_fields(const std::string& line, char separator) {
   std::vector<std::string> cells;
@@ -39,4 +39,4 @@ std::optional<std::size_t> find_column(const std::vector<std::string>& header,
   return std::nullopt;
 }
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

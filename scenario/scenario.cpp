@@ -1,6 +1,6 @@
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 double ClusterSpec::slowdown_of(int rank) const {
   double s = 1.0;
@@ -67,4 +67,4 @@ std::string to_string(JitterDistribution distribution) {
   return "?";
 }
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -1,11 +1,11 @@
 // A scenario, typed: the cluster, the model, the training setup, the algorithms to compare and
-// where the outputs go. spec/ turns a user's YAML file into this (loader.h); every other module
+// where the outputs go. scenario/ turns a user's YAML file into this (loader.h); every other module
 // reads it.
 #pragma once
 
 #include "hw/model.h"
 #include "hw/presets.h"
-#include "spec/loss_curve.h"
+#include "scenario/loss_curve.h"
 
 #include <cstdint>
 #include <map>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 struct Straggler {
   int gpu = 0;           // global index: node * gpus_per_node + local
@@ -180,4 +180,4 @@ std::string to_string(CollectiveFidelity fidelity);
 std::string to_string(CollectiveAlgorithm algorithm);
 std::string to_string(JitterDistribution distribution);
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

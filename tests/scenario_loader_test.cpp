@@ -1,11 +1,11 @@
 // Scenario loading: typed values, --set overrides, and errors that name file, line and key.
-#include "spec/loader.h"
+#include "scenario/loader.h"
 #include "test_util.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 namespace {
 
 using overlapsim::testing::error_of;
@@ -132,4 +132,4 @@ TEST(Loader, ExplicitLayersWithRepeat) {
 }
 
 } // namespace
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -1,6 +1,6 @@
-#include "spec/loss_curve.h"
+#include "scenario/loss_curve.h"
 
-#include "spec/delimited_fields.h"
+#include "scenario/delimited_fields.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 LossCurves parse_loss_curves(const std::string& text, const std::string& name_for_errors) {
   std::istringstream in(text);
   std::string line;
@@ -85,4 +85,4 @@ std::optional<double> samples_to_reach(const std::vector<LossPoint>& curve, doub
   return std::nullopt;
 }
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 struct LossPoint {
   double samples = 0;
@@ -27,4 +27,4 @@ LossCurves parse_loss_curves(const std::string& text, const std::string& name_fo
 // between the last point above and the first at or below it; nullopt when it never does.
 std::optional<double> samples_to_reach(const std::vector<LossPoint>& curve, double target);
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 inline constexpr const char* kCalibrationSchema = "overlapsim-calibration/1";
 
@@ -87,4 +87,4 @@ LinkFit fit_alpha_beta(std::string op, int ranks, std::vector<SizeTime> points);
 LinkFit import_nccl_tests(std::string_view log_text, const std::string& name_for_errors,
                           std::string op, int ranks);
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

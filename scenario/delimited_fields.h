@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 // The fields of `line` between `separator`s; a trailing separator ends with an empty field, so a
 // row's field count does not depend on whether its last cell is empty.
@@ -26,4 +26,4 @@ std::vector<std::string> read_header(std::istream& in, char separator, int& line
 std::optional<std::size_t> find_column(const std::vector<std::string>& header,
                                        const std::string& name);
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -1,9 +1,9 @@
-#include "spec/loader.h"
+#include "scenario/loader.h"
 
 #include "hw/transformer_ops.h"
 #include "hw/units.h"
-#include "spec/calibration.h"
-#include "spec/layer_table.h"
+#include "scenario/calibration.h"
+#include "scenario/layer_table.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h> // fmt::join (in <fmt/format.h> before fmt 11)
@@ -19,10 +19,12 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 namespace {
 
 // Where each value came from, so that errors can say "file:line" or "--set key".
@@ -399,6 +401,10 @@ ClusterSpec read_cluster(const Entry& e) {
   return c;
 }
 
+// The most layers a model may have: real models have hundreds; past this only a mistake (or a
+// YAML alias bomb) gets, and the per-layer state would take gigabytes.
+constexpr std::size_t kMaxLayers = 100000;
+
 hw::ModelSpec read_layers(const Entry& e) {
   hw::ModelSpec m;
   m.name = "custom";
@@ -424,6 +430,9 @@ hw::ModelSpec read_layers(const Entry& e) {
       l.fail("a layer with no parameters and no FLOPs does nothing; give it params or "
              "fwd_flops_per_sample");
     const int repeat = l.has("repeat") ? static_cast<int>(l.child("repeat").integer(1, 100000)) : 1;
+    // YAML aliases can list one layer thousands of times: bound the model before it is expanded.
+    if (m.layers.size() + static_cast<std::size_t>(repeat) > kMaxLayers)
+      l.fail(fmt::format("the model would have more than {} layers (repeat included)", kMaxLayers));
     if (repeat == 1) {
       m.layers.push_back(layer);
     } else {
@@ -468,7 +477,7 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
 
 constexpr double kMaxModelParams = 1e14;
 
-// model.profile: a per-layer time table (*.tsv, spec/layer_table.h; the DreamDDP authors' profile)
+// model.profile: a per-layer time table (*.tsv, scenario/layer_table.h; the DreamDDP authors' profile)
 // is the model itself: one layer per row, the backward taking `bp_s` and the forward `fwd_s` (0
 // without that column) per micro-batch, and every collective over the parameters or gradients the
 // sum of its layers' `comm_s` (sim/table_comm_time.h). Without a `params` column a layer counts as
@@ -862,11 +871,50 @@ OutputSpec read_output(const Entry& e, const std::string& name, int world_size) 
   return o;
 }
 
+// The offset of the first byte that is not well-formed UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF), if any. yaml-cpp passes any bytes through, and the JSON
+// outputs (nlohmann) refuse them only when written, long after the file and line are known.
+std::optional<std::size_t> invalid_utf8_at(std::string_view s) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned c = byte(i);
+    std::size_t more = 0;
+    unsigned lo = 0x80, hi = 0xBF; // the allowed range of the byte after the lead
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      more = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      more = 2;
+      lo = c == 0xE0 ? 0xA0 : 0x80;
+      hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      more = 3;
+      lo = c == 0xF0 ? 0x90 : 0x80;
+      hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+      return i;
+    }
+    for (std::size_t k = 1; k <= more; ++k) {
+      if (i + k >= s.size())
+        return i;
+      const unsigned b = byte(i + k);
+      if (b < (k == 1 ? lo : 0x80u) || b > (k == 1 ? hi : 0xBFu))
+        return i;
+    }
+    i += more + 1;
+  }
+  return std::nullopt;
+}
+
 // Applies one "a.b.c=value" override to the document tree.
 void apply_override(YAML::Node root, const std::string& assignment, Context& ctx) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw ScenarioError(fmt::format("--set '{}': expected key.path=value", assignment));
+  if (invalid_utf8_at(assignment))
+    throw ScenarioError(fmt::format("--set '{}': not UTF-8 text", assignment));
   const std::string path = assignment.substr(0, eq);
   YAML::Node value;
   try {
@@ -996,6 +1044,15 @@ void check_keys(const YAML::Node& node, const std::string& path, const std::stri
 Scenario load_scenario_text(const std::string& yaml, const std::string& name_for_errors,
                             const std::vector<std::string>& overrides) {
   Context ctx{name_for_errors, {}};
+  if (const auto at = invalid_utf8_at(yaml)) {
+    const auto bad = yaml.begin() + static_cast<std::ptrdiff_t>(*at);
+    const std::size_t newline = yaml.rfind('\n', *at);
+    throw ScenarioError(
+        fmt::format("{}:{}: byte 0x{:02X} at column {} is not UTF-8; a scenario file is UTF-8 text",
+                    name_for_errors, 1 + std::count(yaml.begin(), bad, '\n'),
+                    static_cast<unsigned char>(*bad),
+                    newline == std::string::npos ? *at + 1 : *at - newline));
+  }
   YAML::Node root;
   try {
     const auto documents = YAML::LoadAll(yaml);
@@ -1145,4 +1202,4 @@ nlohmann::json to_json(const Scenario& s) {
   return out;
 }
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

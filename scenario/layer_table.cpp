@@ -1,6 +1,6 @@
-#include "spec/layer_table.h"
+#include "scenario/layer_table.h"
 
-#include "spec/delimited_fields.h"
+#include "scenario/delimited_fields.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 std::vector<LayerTimes> parse_layer_table(const std::string& text,
                                           const std::string& name_for_errors) {
   std::istringstream in(text);
@@ -72,4 +72,4 @@ std::vector<LayerTimes> read_layer_table(const std::string& path) {
   return parse_layer_table(buffer.str(), path);
 }
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -18,15 +18,15 @@
 // allocated.
 #pragma once
 
-#include "spec/calibration.h"
-#include "spec/scenario.h"
+#include "scenario/calibration.h"
+#include "scenario/scenario.h"
 
 #include <string>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 // Throws std::runtime_error naming the file and what is wrong (not a Kineto trace, no profiler
 // steps, a block class that cannot be told apart: the candidates are named).
 Calibration import_torch_profiler(const std::string& trace_path, const Scenario& scenario);
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 struct LayerTimes {
   std::string name;
@@ -24,4 +24,4 @@ std::vector<LayerTimes> read_layer_table(const std::string& path);
 std::vector<LayerTimes> parse_layer_table(const std::string& text,
                                           const std::string& name_for_errors);
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -1,15 +1,15 @@
-// Reading scenario files: YAML (yaml-cpp) into spec::Scenario, with the error rules of SCENARIO.md.
+// Reading scenario files: YAML (yaml-cpp) into scenario::Scenario, with the error rules of SCENARIO.md.
 // Every error names the file, the line, the key and what was expected; nothing is guessed.
 #pragma once
 
-#include "spec/scenario.h"
+#include "scenario/scenario.h"
 
 #include <nlohmann/json_fwd.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 class ScenarioError : public std::runtime_error {
 public:
@@ -27,4 +27,4 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name_for
 // The resolved inputs, as written into summary.json's "scenario" field.
 nlohmann::json to_json(const Scenario& scenario);
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

@@ -1,4 +1,4 @@
-#include "spec/torch_profiler_import.h"
+#include "scenario/torch_profiler_import.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -11,7 +11,7 @@
 #include <vector>
 #include <zlib.h>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 namespace {
 
@@ -393,4 +393,4 @@ Calibration import_torch_profiler(const std::string& path, const Scenario& scena
   return cal;
 }
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario

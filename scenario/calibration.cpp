@@ -1,4 +1,4 @@
-#include "spec/calibration.h"
+#include "scenario/calibration.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace overlapsim::spec {
+namespace overlapsim::scenario {
 
 namespace {
 
@@ -273,4 +273,4 @@ BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op) {
   return m;
 }
 
-} // namespace overlapsim::spec
+} // namespace overlapsim::scenario
