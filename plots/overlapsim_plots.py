@@ -337,7 +337,7 @@ def plot_idle(out, results, scenario):
     ax.set_xlabel("algorithm")
     ax.set_title(f"{scenario}, {sources_of(results)}\nwhere the compute stream's time goes",
                  fontsize=11)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=4, fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize=8)  # 4 overflowed
     fig.tight_layout()
     save(fig, os.path.join(out, "idle.png"))
 
