@@ -32,7 +32,10 @@ CATEGORY_COLOURS = {
     "compress": "#8172B3",
     "idle": "#DDDDDD",
     "copy": "#937860",
+    # Not a trace category: the part of a comm event before its last peer arrived (`waiting_us`).
+    "waiting": "#E377C2",
 }
+CATEGORY_LABELS = {"waiting": "waiting for peers"}
 ALGORITHM_ORDER = ["ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco", "cdp-v1", "cdp-v2",
                    "diloco", "local-sgd", "dreamddp", "demo", "flexdemo", "plsgd-enp",
                    "asc-wfbp", "streaming-diloco"]
@@ -74,11 +77,15 @@ def load_trace(path):
         doc = json.load(f)
     t = {"events": {}, "names": {}, "steps": [], "memory": {}, "title": ""}
     t["title"] = doc.get("otherData", {}).get("title", "")
+    t["measured"] = bool(doc.get("otherData", {}).get("measured", False))
     for e in doc["traceEvents"]:
         ph = e.get("ph")
         if ph == "X":
+            # (start, duration, category, time waiting for peers from the start), in ms
+            dur = e["dur"] / 1000.0
+            wait = min(dur, e.get("args", {}).get("waiting_us", 0) / 1000.0)
             t["events"].setdefault((e["pid"], e.get("tid", 0)), []).append(
-                (e["ts"] / 1000.0, e["dur"] / 1000.0, e.get("cat", "")))
+                (e["ts"] / 1000.0, dur, e.get("cat", ""), wait))
         elif ph == "M" and e.get("name") == "process_name":
             t["names"][e["pid"]] = e["args"]["name"]
         elif ph == "i" and e.get("name") == "step_end":
@@ -105,7 +112,7 @@ def pick_gpus(trace, limit):
     pids = sorted(trace["names"]) or sorted({p for p, _ in trace["events"]})
     if len(pids) <= limit:
         return pids, False
-    busy = {p: sum(d for _, d, _ in trace["events"].get((p, 0), [])) for p in pids}
+    busy = {p: sum(e[1] for e in trace["events"].get((p, 0), [])) for p in pids}
     mean = sum(busy.values()) / len(busy)
     chosen = []
     for p in sorted(pids, key=lambda q: -abs(busy[q] - mean))[:max(1, limit // 4)]:
@@ -118,49 +125,133 @@ def pick_gpus(trace, limit):
     return sorted(chosen[:limit]), True
 
 
-def draw_gantt(ax, trace, gpus, window):
+def bars(events):
+    """(start, duration, category) bars of events: a comm event that waited for its peers becomes a
+    "waiting" bar then a comm bar, so a straggler does not read as a slow network."""
+    for start, dur, cat, wait in events:
+        if wait > 0:
+            yield start, wait, "waiting"
+        if dur > wait or wait <= 0:
+            yield start + wait, dur - wait, cat
+
+
+def hidden_between(shown, universe):
+    """The gaps around the shown GPUs (sorted), before the first, between two, after the last: for
+    each, its place (the index in `shown` of the GPU after it) and how many of `universe` it
+    hides."""
+    bounds = [None] + list(shown) + [None]
+    gaps = []
+    for k in range(len(bounds) - 1):
+        lo, hi = bounds[k], bounds[k + 1]
+        n = sum(1 for p in universe if (lo is None or p > lo) and (hi is None or p < hi))
+        if n:
+            gaps.append((k, n))
+    return gaps
+
+
+GAP_ROWS = 1.0  # height of a "GPUs not shown" marker, in rows
+
+
+def draw_gantt(ax, trace, gpus, window, universe=None, fontsize=8):
+    """Two rows per GPU, compute above comm, the pair labelled once with the GPU's name; a dashed
+    line and "... k GPUs not shown" where `universe` (default: the trace's GPUs) has GPUs between
+    or around the shown ones. Returns the categories drawn."""
     lo, hi = window
-    labels = []
-    y = 0
-    for pid in gpus:
-        for tid, stream in ((0, "compute"), (1, "comm")):
-            bars = {}
-            for start, dur, cat in trace["events"].get((pid, tid), []):
-                if start + dur < lo or start > hi:
-                    continue
-                bars.setdefault(cat, []).append((start - lo, dur))
-            for cat, spans in bars.items():
+    gaps = dict(hidden_between(gpus, sorted(trace["names"]) if universe is None else universe))
+    ticks, labels, drawn = [], [], set()
+    y = 0.0
+    for k, pid in enumerate(list(gpus) + [None]):
+        if k in gaps:
+            mid = y - 0.5 + GAP_ROWS / 2
+            ax.axhline(mid, color="#888888", linestyle=(0, (4, 3)), linewidth=0.9)
+            ticks.append(mid)
+            labels.append(f"\u2026 {gaps[k]} GPU{'s' if gaps[k] > 1 else ''} not shown")
+            y += GAP_ROWS
+        if pid is None:
+            break
+        for tid in (0, 1):  # compute, comm
+            spans = {}
+            for start, dur, cat in bars(trace["events"].get((pid, tid), [])):
+                if start + dur >= lo and start <= hi:
+                    spans.setdefault(cat, []).append((start - lo, dur))
+            for cat, cat_spans in spans.items():
                 # A thin white edge keeps back-to-back ops of one category apart.
-                ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=CATEGORY_COLOURS.get(cat, "#999999"),
-                               edgecolor="white", linewidth=0.4)
-            labels.append(f"{trace['names'].get(pid, pid)} {stream}")
-            y += 1
+                ax.broken_barh(cat_spans, (y + tid - 0.4, 0.8),
+                               facecolors=CATEGORY_COLOURS.get(cat, "#999999"), edgecolor="white",
+                               linewidth=0.4, label=cat)
+            drawn |= set(spans)
+        ticks.append(y + 0.5)  # centred on the GPU's compute and comm rows
+        labels.append(str(trace["names"].get(pid, f"gpu {pid}")))
+        y += 2
     ax.set_xlim(0, hi - lo)
     ax.set_ylim(-0.6, y - 0.4)
     ax.invert_yaxis()
-    step = max(1, len(labels) // 32)
-    ax.set_yticks(range(0, len(labels), step))
-    ax.set_yticklabels(labels[::step], fontsize=7 if len(labels) > 16 else 8)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(labels, fontsize=fontsize)
+    for tick in ax.get_yticklabels():
+        if tick.get_text().startswith("\u2026"):
+            tick.set_color("#666666")
+            tick.set_fontstyle("italic")
     ax.grid(axis="x", color="#EEEEEE")
+    return drawn
+
+
+LEGEND_PAD = 22  # points between the axes and their title, where category_legend() goes
 
 
 def category_legend(ax, categories):
-    handles = [Patch(color=CATEGORY_COLOURS[c], label=c) for c in CATEGORY_COLOURS if c in categories]
-    ax.legend(handles=handles, loc="upper right", fontsize=8, ncol=len(handles), framealpha=0.9)
+    """One row just above the axes, under a title set with pad=LEGEND_PAD: a legend inside the axes
+    covered bars."""
+    handles = [Patch(color=CATEGORY_COLOURS[c], label=CATEGORY_LABELS.get(c, c))
+               for c in CATEGORY_COLOURS if c in categories]
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8,
+              ncol=max(1, len(handles)), frameon=False, borderaxespad=0.3)
+
+
+def source_of(trace, row=None, name=""):
+    """"measured" for validate's real runs, "predicted" for simulations."""
+    measured = trace.get("measured") or (row or {}).get("measured") or name.endswith("-measured")
+    return "measured" if measured else "predicted"
+
+
+def sources(measured):
+    """What a plot of runs shows, from whether each was measured: "predicted", "measured" or
+    both."""
+    return " and ".join(sorted({"measured" if m else "predicted" for m in measured},
+                               reverse=True)) or "predicted"
+
+
+def sources_of(rows):
+    return sources(r.get("measured") for r in rows)
+
+
+def bar_names(results):
+    """The algorithm of each row; where validate's summary mixes measured and predicted rows of one
+    algorithm, each says which it is (one name twice put both bars on one spot)."""
+    if " and " not in sources_of(results):
+        return [r["algorithm"] for r in results]
+    return [f"{r['algorithm']}\n({'measured' if r.get('measured') else 'predicted'})"
+            for r in results]
 
 
 def plot_timeline(out, name, row, trace, scenario):
-    gpus, subset = pick_gpus(trace, MAX_TIMELINE_GPUS)
+    gpus, _ = pick_gpus(trace, MAX_TIMELINE_GPUS)
+    # A trace of output.trace_gpus holds some GPUs only: the row says how many there were.
+    total = (row or {}).get("workers") or 0
+    universe = range(total) if total > len(trace["names"]) else sorted(trace["names"])
+    gaps = hidden_between(gpus, universe)
     window = steady_window(row, trace)
-    height = min(24, 2 + 0.22 * 2 * len(gpus))
-    fig, ax = plt.subplots(figsize=(13, height))
-    draw_gantt(ax, trace, gpus, window)
-    cats = {c for evs in trace["events"].values() for _, _, c in evs}
-    category_legend(ax, cats)
-    note = f" ({len(gpus)} of {len(trace['names'])} GPUs shown)" if subset else ""
-    ax.set_title(f"{scenario}: {name} timeline, steady state{note}")
+    # Rows of about 11 pt even at 64 GPUs, so that every GPU's label stays legible.
+    rows = 2 * len(gpus) + GAP_ROWS * len(gaps)
+    fig, ax = plt.subplots(figsize=(13, min(26, max(3.5, 1.8 + 0.16 * rows))))
+    drawn = draw_gantt(ax, trace, gpus, window, universe, fontsize=7 if len(gpus) > 16 else 8)
+    category_legend(ax, drawn)
+    note = f" ({len(gpus)} of {len(universe)} GPUs shown)" if gaps else ""
+    algorithm = name[:-len("-measured")] if name.endswith("-measured") else name
+    ax.set_title(f"{scenario}: {algorithm} timeline, {source_of(trace, row, name)}, steady state"
+                 f"{note}", pad=LEGEND_PAD)
     ax.set_xlabel(f"time since {window[0]:.1f} ms (ms)")
-    ax.set_ylabel("GPU and stream")
+    ax.set_ylabel("GPU\ncompute stream (upper row), comm (lower)", fontsize=9)
     fig.tight_layout()
     save(fig, os.path.join(out, f"timeline-{name}.png"))
 
@@ -171,17 +262,19 @@ def plot_timeline_compare(out, rows, traces, scenario):
         return
     windows = {n: steady_window(rows.get(n), traces[n]) for n in names}
     length = max(hi - lo for lo, hi in windows.values())
-    fig, axes = plt.subplots(len(names), 1, figsize=(13, 1.2 + 2.0 * len(names)), sharex=True,
+    fig, axes = plt.subplots(len(names), 1, figsize=(13, 1.6 + 2.4 * len(names)), sharex=True,
                              squeeze=False)
     cats = set()
     for ax, n in zip(axes[:, 0], names):
         gpus, _ = pick_gpus(traces[n], 4)
         lo = windows[n][0]
-        draw_gantt(ax, traces[n], gpus, (lo, lo + length))
+        cats |= draw_gantt(ax, traces[n], gpus, (lo, lo + length), fontsize=7)
         ax.set_ylabel(n, rotation=0, ha="right", va="center", fontsize=10, color=algorithm_colour(n))
-        cats |= {c for evs in traces[n]["events"].values() for _, _, c in evs}
     category_legend(axes[0, 0], cats)
-    axes[0, 0].set_title(f"{scenario}: the same window length for every algorithm (up to 4 GPUs each)")
+    source = sources(source_of(traces[n], rows.get(n), n) == "measured" for n in names)
+    axes[0, 0].set_title(f"{scenario}: {source} timelines, the same window length for every "
+                         f"algorithm\n(up to 4 GPUs each: compute stream in the upper row, comm in "
+                         f"the lower)", pad=LEGEND_PAD)
     axes[-1, 0].set_xlabel("time since the steady-state window opened (ms)")
     fig.tight_layout()
     save(fig, os.path.join(out, "timeline-compare.png"))
@@ -194,10 +287,10 @@ def spans_decades(values):
 
 
 def plot_speedup(out, results, scenario):
-    names = [r["algorithm"] for r in results]
+    names = bar_names(results)
     values = [r.get("speedup_vs_ddp", 0) for r in results]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
-    bars = ax.bar(names, values, color=[algorithm_colour(n) for n in names])
+    bars = ax.bar(names, values, color=[algorithm_colour(r["algorithm"]) for r in results])
     for bar, r in zip(bars, results):
         ax.annotate(f"{bar.get_height():.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
                     f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%",
@@ -207,8 +300,8 @@ def plot_speedup(out, results, scenario):
     ax.set_ylim(0, max(values + [1.0]) * 1.25)
     ax.set_ylabel("throughput speedup vs DDP (x)")
     ax.set_xlabel("algorithm")
-    ax.set_title(f"{scenario}\nthroughput relative to DDP (samples per optimizer step on each bar)",
-                 fontsize=11)
+    ax.set_title(f"{scenario}, {sources_of(results)}\nthroughput relative to DDP (samples per "
+                 "optimizer step on each bar)", fontsize=11)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     save(fig, os.path.join(out, "speedup.png"))
@@ -228,9 +321,10 @@ def idle_shares(row):
 
 
 def plot_idle(out, results, scenario):
-    names = [r["algorithm"] for r in results]
+    names = bar_names(results)
     parts = ["computing", "exposed communication", "straggler/barrier waiting", "idle otherwise"]
-    colours = ["#55A868", "#DD8452", "#C44E52", "#CCCCCC"]
+    # Communication and waiting in the timelines' colours.
+    colours = ["#55A868", CATEGORY_COLOURS["comm"], CATEGORY_COLOURS["waiting"], "#CCCCCC"]
     shares = [idle_shares(r) for r in results]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
     bottom = [0.0] * len(names)
@@ -241,14 +335,15 @@ def plot_idle(out, results, scenario):
     ax.set_ylim(0, 105)
     ax.set_ylabel("share of wall-clock time, mean over GPUs (%)")
     ax.set_xlabel("algorithm")
-    ax.set_title(f"{scenario}\nwhere the compute stream's time goes", fontsize=11)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=4, fontsize=8)
+    ax.set_title(f"{scenario}, {sources_of(results)}\nwhere the compute stream's time goes",
+                 fontsize=11)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize=8)  # 4 overflowed
     fig.tight_layout()
     save(fig, os.path.join(out, "idle.png"))
 
 
 def plot_memory(out, results, traces, scenario):
-    names = [r["algorithm"] for r in results]
+    names = bar_names(results)
     with_counters = {n: t for n, t in traces.items() if t["memory"]}
     ncols = 2 if with_counters else 1
     fig, axes = plt.subplots(1, ncols, figsize=(7 * ncols, 4.8), squeeze=False)
@@ -288,7 +383,7 @@ def plot_memory(out, results, traces, scenario):
         ax2.set_ylabel("memory in use on GPU 0 (GB)")
         ax2.set_title("memory over two steady-state steps")
         ax2.legend(fontsize=8)
-    fig.suptitle(f"{scenario}: memory per GPU")
+    fig.suptitle(f"{scenario}: memory per GPU, {sources_of(results)}")
     fig.tight_layout()
     save(fig, os.path.join(out, "memory.png"))
 
@@ -343,7 +438,8 @@ def plot_sweep(out, summary, scenario):
         ax.set_xticklabels([t[1] for t in ticks], rotation=30, fontsize=8)
         ax.set_xlabel(key)
         ax.set_ylabel(label)
-        ax.set_title(f"{scenario}\n{label.split(' (')[0]} vs {key}", fontsize=11)
+        ax.set_title(f"{scenario}, {sources_of(results)}\n{label.split(' (')[0]} vs {key}",
+                     fontsize=11)
         ax.legend(fontsize=8)
         ax.grid(color="#EEEEEE")
         fig.tight_layout()
@@ -394,14 +490,13 @@ def main(argv):
     only = {s for s in args.only.split(",") if s}
     scenario = summary.get("scenario", {}).get("name", os.path.basename(os.path.normpath(out)))
     results = [r for r in summary.get("results", []) if "error" not in r]  # failed rows: no metrics
-    rows = {r["algorithm"]: r for r in results}
+    rows = {r["algorithm"]: r for r in results if not r.get("measured")}
+    measured_rows = {r["algorithm"]: r for r in results if r.get("measured")}
     traces = {}
     paths = [p for pattern in ("trace-*.json", "trace-*.json.gz")
              for p in glob.glob(os.path.join(out, pattern))]
     for path in sorted(paths):
         name = re.sub(r"\.json(\.gz)?$", "", os.path.basename(path)[len("trace-"):])
-        if name.endswith("-measured"):
-            continue
         try:
             traces[name] = load_trace(path)
         except (OSError, ValueError, KeyError) as e:
@@ -417,12 +512,16 @@ def main(argv):
             print(f"warning: plot {label} failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     if "sweep" not in summary:
-        for name, trace in traces.items():
-            attempt("timeline", plot_timeline, out, name, rows.get(name), trace, scenario)
-        attempt("timeline-compare", plot_timeline_compare, out, rows, traces, scenario)
+        for name, trace in traces.items():  # validate's measured runs too, titled so
+            row = (measured_rows.get(name[:-len("-measured")]) if name.endswith("-measured")
+                   else rows.get(name))
+            attempt("timeline", plot_timeline, out, name, row, trace, scenario)
+        # The comparison and the memory curves: the predicted runs (all of them for `run`).
+        predicted = {n: t for n, t in traces.items() if not n.endswith("-measured")}
+        attempt("timeline-compare", plot_timeline_compare, out, rows, predicted, scenario)
         attempt("speedup", plot_speedup, out, results, scenario)
         attempt("idle", plot_idle, out, results, scenario)
-        attempt("memory", plot_memory, out, results, traces, scenario)
+        attempt("memory", plot_memory, out, results, predicted, scenario)
     attempt("sweep", plot_sweep, out, summary, scenario)
     attempt("predicted-vs-measured", plot_predicted_vs_measured, out, scenario)
     return 0

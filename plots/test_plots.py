@@ -55,6 +55,38 @@ def make_output_dir(path, algorithms=("ddp", "acco", "cdp-v2"), gpus=4, steps=4)
         json.dump({"scenario": {"name": "synthetic"}, "results": results}, f)
 
 
+def make_straggler_dir(path, gpus=256, per_node=4, straggler=137, steps=4, measured=False):
+    """A DDP-like run at 256 GPUs where one GPU computes twice as long: steps of 200 ms, the others
+    compute 80 ms and enter the all-reduce at 80 ms, wait for the straggler until 160 ms
+    (waiting_us 80000) and move data until 180 ms with it. With `measured`, the same trace is also
+    validate's measured run of ddp."""
+    events = []
+    for g in range(gpus):
+        events.append({"ph": "M", "pid": g, "name": "process_name",
+                       "args": {"name": f"node {g // per_node} gpu {g % per_node}"}})
+        compute = 160e3 if g == straggler else 80e3
+        for s in range(steps):
+            t0 = s * 200e3
+            events.append({"ph": "X", "pid": g, "tid": 0, "ts": t0, "dur": compute, "name": "fwd",
+                           "cat": "forward", "args": {"step": s}})
+            args = {"step": s, "bytes": 1e8}
+            if g != straggler:
+                args["waiting_us"] = 160e3 - compute
+            events.append({"ph": "X", "pid": g, "tid": 1, "ts": t0 + compute,
+                           "dur": 180e3 - compute, "name": "all-reduce", "cat": "comm",
+                           "args": args})
+    row = {"algorithm": "ddp", "workers": gpus, "iteration_time_s": 0.2, "speedup_vs_ddp": 1.0,
+           "measured": False, "steady_state": {"start_s": 0.2, "end_s": 0.2 * steps,
+                                               "steps": steps - 1}}
+    results = [dict(row, measured=True)] if measured else []
+    results.append(row)
+    for name, real in [("ddp", False)] + ([("ddp-measured", True)] if measured else []):
+        with open(os.path.join(path, f"trace-{name}.json"), "w") as f:
+            json.dump({"otherData": {"title": name, "measured": real}, "traceEvents": events}, f)
+    with open(os.path.join(path, "summary.json"), "w") as f:
+        json.dump({"scenario": {"name": "straggler"}, "results": results}, f)
+
+
 def is_png(path):
     with open(path, "rb") as f:
         return f.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -113,6 +145,114 @@ class PlotsTest(unittest.TestCase):
         self.assertTrue(overlapsim_plots.spans_decades([0.5, 1.0, 60.9]))
         self.assertFalse(overlapsim_plots.spans_decades([0.5, 1.0, 15.85]))
         self.assertFalse(overlapsim_plots.spans_decades([None, float("nan"), 0, 2.0]))
+
+    def draw(self, path, only):
+        """Runs the plot driver on `path` and returns its figures by file name, drawn, unsaved."""
+        sys.path.insert(0, HERE)
+        import overlapsim_plots
+        figures = {}
+
+        def keep(fig, out):
+            fig.canvas.draw()
+            figures[os.path.basename(out)] = fig
+
+        saved = overlapsim_plots.save
+        overlapsim_plots.save = keep
+        try:
+            self.assertEqual(overlapsim_plots.main([path, "--only", only]), 0)
+        finally:
+            overlapsim_plots.save = saved
+        for fig in figures.values():
+            self.addCleanup(overlapsim_plots.plt.close, fig)
+        return figures
+
+    def test_timeline_of_256_gpus_marks_gaps_labels_every_gpu_and_keeps_the_legend_off_data(self):
+        # Issue 15.18: at 256 GPUs the subset showed no gap marker, labelled every other row (the
+        # straggler sat on an unlabelled one) and the legend covered bars.
+        with tempfile.TemporaryDirectory() as d:
+            make_straggler_dir(d)
+            fig = self.draw(d, "timeline")["timeline-ddp.png"]
+            ax = fig.axes[0]
+            labels = [t.get_text() for t in ax.get_yticklabels()]
+            # The shown GPUs: the straggler (137), 0-46 and 240-255 (pick_gpus); each labelled
+            # once, the straggler too.
+            shown = list(range(47)) + [137] + list(range(240, 256))
+            self.assertEqual([x for x in labels if x.startswith("node")],
+                             [f"node {g // 4} gpu {g % 4}" for g in shown])
+            self.assertIn("node 34 gpu 1", labels)
+            # A marker for each run of hidden GPUs: 47-136 and 138-239, in order between them.
+            gaps = [x for x in labels if "not shown" in x]
+            self.assertEqual(gaps, ["\u2026 90 GPUs not shown", "\u2026 102 GPUs not shown"])
+            self.assertEqual(labels.index(gaps[0]), 47)
+            self.assertEqual(labels.index(gaps[1]), 49)
+            dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() not in ("-", "None")]
+            ticks = ax.get_yticks()
+            self.assertEqual(sorted(ln.get_ydata()[0] for ln in dashed),
+                             sorted([ticks[47], ticks[49]]))
+            # Each label sits between its GPU's compute and comm rows.
+            rows = {round(y, 6) for c in ax.collections for y in
+                    [p.get_extents().y0 + 0.4 for p in c.get_paths()]}
+            self.assertIn(round(ticks[48] - 0.5, 6), rows)  # the straggler's compute row
+            self.assertIn(round(ticks[48] + 0.5, 6), rows)  # and its comm row
+            # The legend lies above the axes and under the title: it covers no bar.
+            legend = ax.get_legend().get_window_extent()
+            frame = ax.get_window_extent()
+            self.assertGreaterEqual(legend.y0, frame.y1)
+            self.assertLessEqual(legend.y1, ax.title.get_window_extent().y0)
+            self.assertLessEqual(legend.y1, fig.bbox.y1)
+            self.assertIn("predicted", ax.get_title())
+            self.assertIn("64 of 256 GPUs shown", ax.get_title())
+
+    def test_waiting_for_peers_has_its_own_colour(self):
+        sys.path.insert(0, HERE)
+        import overlapsim_plots
+        from matplotlib.colors import to_rgba
+        with tempfile.TemporaryDirectory() as d:
+            make_straggler_dir(d, gpus=4, per_node=4, straggler=3)
+            figures = self.draw(d, "timeline,timeline-compare")
+            ax = figures["timeline-ddp.png"].axes[0]
+            waiting = to_rgba(overlapsim_plots.CATEGORY_COLOURS["waiting"])
+            comm = to_rgba(overlapsim_plots.CATEGORY_COLOURS["comm"])
+            self.assertNotEqual(waiting, comm)
+
+            def spans(colour, row):
+                """(start, width) in ms of the bars of `colour` on `row` (2 per GPU)."""
+                out = []
+                for c in ax.collections:
+                    if tuple(c.get_facecolor()[0]) == colour:
+                        for p in c.get_paths():
+                            e = p.get_extents()
+                            if abs(e.y0 + 0.4 - row) < 1e-6:
+                                out.append((round(e.x0, 6), round(e.width, 6)))
+                return sorted(out)
+
+            # The window opens at 200 ms and shows three steps. GPU 0 waits 80 ms from 80 ms of
+            # each step, then moves data for 20 ms; the straggler (GPU 3) never waits.
+            self.assertEqual(spans(waiting, 1), [(80.0, 80.0), (280.0, 80.0), (480.0, 80.0)])
+            self.assertEqual(spans(comm, 1), [(160.0, 20.0), (360.0, 20.0), (560.0, 20.0)])
+            self.assertEqual(spans(waiting, 7), [])
+            self.assertEqual(spans(comm, 7), [(160.0, 20.0), (360.0, 20.0), (560.0, 20.0)])
+            for name, fig in figures.items():
+                legend = fig.axes[0].get_legend()
+                self.assertIn("waiting for peers", [t.get_text() for t in legend.get_texts()], name)
+                for axes in fig.axes:  # the comparison's legend covers none of its panels
+                    self.assertFalse(legend.get_window_extent().overlaps(axes.get_window_extent()),
+                                     name)
+
+    def test_titles_say_predicted_or_measured(self):
+        with tempfile.TemporaryDirectory() as d:
+            make_straggler_dir(d, gpus=4, per_node=4, straggler=3, measured=True)
+            figures = self.draw(d, "timeline,timeline-compare,speedup")
+            title = {name: fig.axes[0].get_title() for name, fig in figures.items()}
+            self.assertIn("ddp timeline, measured", title["timeline-ddp-measured.png"])
+            self.assertNotIn("predicted", title["timeline-ddp-measured.png"])
+            self.assertIn("ddp timeline, predicted", title["timeline-ddp.png"])
+            self.assertIn("predicted timelines", title["timeline-compare.png"])
+            # validate's summary holds both: the bars say which is which.
+            self.assertIn("predicted and measured", title["speedup.png"])
+            speedup = figures["speedup.png"].axes[0]
+            self.assertEqual([t.get_text() for t in speedup.get_xticklabels()],
+                             ["ddp\n(measured)", "ddp\n(predicted)"])
 
     def test_missing_summary_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:

@@ -1,8 +1,10 @@
 // The critical path and idle attribution on a hand-built trace, and the lower bound on simulations.
 #include "test_util.h"
 #include "trace/analysis.h"
+#include "trace/chrome_trace.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace overlapsim {
 namespace {
@@ -92,6 +94,57 @@ algorithms: [ddp]
   EXPECT_NEAR(a.idle[0].waiting, 0.75, 0.01);
   EXPECT_LT(a.idle[2].waiting, 0.01);
   EXPECT_EQ(a.critical_path.top[0].worker, 2); // the straggler's backward paces the step
+}
+
+// Issue 15.18: waiting inside a collective was drawn as communication, so a straggler looked like a
+// slow network. The trace says how long each comm event waited for its last peer.
+TEST(ChromeTrace, StragglerWaitIsWrittenAsWaitingUs) {
+  const auto s = testing::scenario_from("name: wait\n" +
+                                        testing::round_cluster(1, 2,
+                                                               "  stragglers: [{gpu: 1, slowdown: "
+                                                               "2}]\n") +
+                                        R"(model:
+  layers:
+    - {name: b, params: 1M, fwd_flops_per_sample: 1T}
+training: {micro_batch: 1, seq_len: 1, steps: 3}
+algorithms: [ddp]
+)");
+  // GPU 0: forward 1 TFLOP / 100 TFLOP/s = 10 ms, backward 20 ms, then the one bucket's all-reduce
+  // (2 MB); GPU 1 (slowdown 2) gets there at 60 ms. In step 0 both started at 0: GPU 0 waits
+  // 60 - 30 = 30 ms. After it, both leave the all-reduce together and run AdamW (1M x 28 B /
+  // 1 TB/s = 28 us on GPU 0, 56 us on GPU 1), so GPU 0 starts each later step 28 us ahead and
+  // waits 30.028 ms. GPU 1 never waits.
+  const auto r = testing::simulate(s, "ddp");
+  for (const std::vector<int>& shown : {std::vector<int>{}, std::vector<int>{0}}) {
+    const auto doc = nlohmann::json::parse(chrome_trace_json(r.trace, "t", shown));
+    std::vector<double> waits[2];
+    for (const auto& e : doc["traceEvents"])
+      if (e["ph"] == "X" && e["cat"] == "comm")
+        waits[e["pid"].get<int>()].push_back(e["args"].value("waiting_us", 0.0));
+    // Warm-up step and three measured steps; a left-out GPU 1 still sets GPU 0's wait.
+    ASSERT_EQ(waits[0].size(), 4u) << shown.size();
+    EXPECT_DOUBLE_EQ(waits[0][0], 30000);
+    for (std::size_t k = 1; k < waits[0].size(); ++k)
+      EXPECT_DOUBLE_EQ(waits[0][k], 30028) << k;
+    EXPECT_EQ(waits[1], std::vector<double>(shown.empty() ? 4 : 0, 0.0));
+  }
+}
+
+TEST(ChromeTrace, ReceiveWaitsForTheSendToStart) {
+  // Worker 1 posts its receive at 1 ms; worker 0 starts the matching send at 3 ms; both end at
+  // 4 ms. The receive waits 2 ms, then the data moves; the send waits for nothing.
+  Trace t;
+  t.workers = 2;
+  const auto send = t.intern("send act 0"), recv = t.intern("recv act 0"), p2p = t.intern("p2p");
+  t.events = {{3e-3, 4e-3, 0, StreamKind::comm, OpCategory::comm, send, p2p, 0, -1, 100, 0},
+              {1e-3, 4e-3, 1, StreamKind::comm, OpCategory::comm, recv, p2p, 0, -1, 0, 0}};
+  EXPECT_EQ(peer_arrivals(t), (std::vector<double>{-1, 3e-3}));
+  const auto doc = nlohmann::json::parse(chrome_trace_json(t, "t"));
+  std::map<int, double> waited;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X")
+      waited[e["pid"].get<int>()] = e["args"].value("waiting_us", 0.0);
+  EXPECT_EQ(waited, (std::map<int, double>{{0, 0.0}, {1, 2000.0}}));
 }
 
 } // namespace

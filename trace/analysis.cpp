@@ -4,6 +4,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
 #include <cmath>
+#include <cstddef>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -11,6 +12,8 @@
 namespace overlapsim {
 
 namespace {
+
+constexpr double kEps = 1e-9;
 
 bool is_p2p(const Trace& t, const TraceEvent& e) {
   return e.detail >= 0 && t.name_of(e.detail) == "p2p";
@@ -42,9 +45,35 @@ std::vector<InstanceKey> instance_keys(const Trace& t) {
   return keys;
 }
 
-// When the last participant of each collective arrived: a rank's collective op is waiting for a
-// slower peer until then, and moving data after.
-std::vector<double> last_arrivals(const Trace& t, const std::vector<InstanceKey>& keys) {
+constexpr std::ptrdiff_t kNoSend = -1;
+
+// Per event, the send a point-to-point receive completes with (same exchange name, step and end):
+// the receive waited for it. kNoSend for any other event and for a receive without one.
+std::vector<std::ptrdiff_t> matched_sends(const Trace& t) {
+  std::map<std::tuple<std::string, int, double>, std::size_t> sends;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if (is_p2p(t, e) && t.name_of(e.name).starts_with("send "))
+      sends[{t.name_of(e.name).substr(5), e.step, e.end}] = i;
+  }
+  std::vector<std::ptrdiff_t> out(t.events.size(), kNoSend);
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if (!is_p2p(t, e) || !t.name_of(e.name).starts_with("recv "))
+      continue;
+    const std::string exchange = t.name_of(e.name).substr(5);
+    auto it = sends.lower_bound({exchange, e.step, e.end - kEps});
+    if (it != sends.end() && std::get<0>(it->first) == exchange &&
+        std::get<1>(it->first) == e.step && std::get<2>(it->first) <= e.end + kEps)
+      out[i] = static_cast<std::ptrdiff_t>(it->second);
+  }
+  return out;
+}
+
+// peer_arrivals() from the collective instances and the matched sends, which the critical path
+// needs too.
+std::vector<double> arrivals(const Trace& t, const std::vector<InstanceKey>& keys,
+                             const std::vector<std::ptrdiff_t>& sends) {
   std::map<InstanceKey, double> latest;
   for (std::size_t i = 0; i < t.events.size(); ++i)
     if (keys[i].name >= 0) {
@@ -56,6 +85,8 @@ std::vector<double> last_arrivals(const Trace& t, const std::vector<InstanceKey>
   for (std::size_t i = 0; i < t.events.size(); ++i)
     if (keys[i].name >= 0)
       out[i] = latest.at(keys[i]);
+    else if (sends[i] != kNoSend)
+      out[i] = t.events[static_cast<std::size_t>(sends[i])].start;
   return out;
 }
 
@@ -66,9 +97,8 @@ struct EdgeProps {
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
                                     boost::no_property, EdgeProps>;
 
-constexpr double kEps = 1e-9;
-
-CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<InstanceKey>& keys) {
+CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<InstanceKey>& keys,
+                           const std::vector<std::ptrdiff_t>& sends) {
   CriticalPath cp;
   // The last steady-state step: enough to show what paces a step, and bounded in size.
   const double hi = m.window_end_s, lo = hi - m.iteration_time_s;
@@ -134,21 +164,17 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
       if (last != v && ev(last).start > ev(v).start)
         boost::add_edge(last, v, EdgeProps{EdgeKind::collective}, g);
     }
-  // Point-to-point: a receive completes with the matching send (same exchange name, step and
-  // end), which it waited for; like a collective, the data moved from when the send started.
-  std::map<std::tuple<std::string, int, double>, std::size_t> sends;
+  // Point-to-point: a receive completes with its matched send, which it waited for; like a
+  // collective, the data moved from when the send started.
+  std::unordered_map<std::size_t, std::size_t> vertex_of; // trace index -> vertex
   for (std::size_t v = 0; v < ops.size(); ++v)
-    if (is_p2p(t, ev(v)) && t.name_of(ev(v).name).starts_with("send "))
-      sends[{t.name_of(ev(v).name).substr(5), ev(v).step, ev(v).end}] = v;
+    vertex_of.emplace(ops[v], v);
   for (std::size_t v = 0; v < ops.size(); ++v) {
-    if (!is_p2p(t, ev(v)) || !t.name_of(ev(v).name).starts_with("recv "))
+    if (sends[ops[v]] == kNoSend)
       continue;
-    const std::string exchange = t.name_of(ev(v).name).substr(5);
-    auto it = sends.lower_bound({exchange, ev(v).step, ev(v).end - kEps});
-    if (it != sends.end() && std::get<0>(it->first) == exchange &&
-        std::get<1>(it->first) == ev(v).step && std::get<2>(it->first) <= ev(v).end + kEps &&
-        ev(it->second).start > ev(v).start)
-      boost::add_edge(it->second, v, EdgeProps{EdgeKind::collective}, g);
+    const auto send = vertex_of.find(static_cast<std::size_t>(sends[ops[v]]));
+    if (send != vertex_of.end() && ev(send->second).start > ev(v).start)
+      boost::add_edge(send->second, v, EdgeProps{EdgeKind::collective}, g);
   }
   try {
     std::vector<std::size_t> order;
@@ -214,8 +240,9 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
 Analysis analyze(const Trace& t, const Metrics& m) {
   Analysis a;
   const auto keys = instance_keys(t);
-  const auto arrival = last_arrivals(t, keys);
-  a.critical_path = critical_path(t, m, keys);
+  const auto sends = matched_sends(t);
+  const auto arrival = arrivals(t, keys, sends);
+  a.critical_path = critical_path(t, m, keys, sends);
 
   const auto workers = static_cast<std::size_t>(t.workers);
   std::vector<std::vector<Interval>> busy(workers), transfer(workers), waiting(workers),
@@ -285,6 +312,10 @@ Analysis analyze(const Trace& t, const Metrics& m) {
                                       std::max(1, m.steps));
   }
   return a;
+}
+
+std::vector<double> peer_arrivals(const Trace& t) {
+  return arrivals(t, instance_keys(t), matched_sends(t));
 }
 
 } // namespace overlapsim

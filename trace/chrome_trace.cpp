@@ -1,5 +1,7 @@
 #include "trace/chrome_trace.h"
 
+#include "trace/analysis.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -55,7 +57,10 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
   const auto micros = [](std::int64_t ns) {
     return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", std::abs(ns) / 1000, std::abs(ns) % 1000);
   };
-  for (const auto& e : trace.events) {
+  // From every GPU, shown or not: a shown GPU may wait for one left out.
+  const auto arrival = peer_arrivals(trace);
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const auto& e = trace.events[i];
     if (!is_shown(e.worker))
       continue;
     sep();
@@ -79,6 +84,10 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
       fmt::format_to(it, ",\"group\":{},\"group_size\":{}", e.group, e.group_size);
     if (e.peer >= 0)
       fmt::format_to(it, ",\"peer\":{}", e.peer);
+    // Waiting for a slower peer, so that a straggler does not read as a slow network.
+    if (const auto arrived_ns = std::min(std::llround(arrival[i] * 1e9), end_ns);
+        arrival[i] >= 0 && arrived_ns > start_ns)
+      fmt::format_to(it, ",\"waiting_us\":{}", micros(arrived_ns - start_ns));
     fmt::format_to(it, "}}}}");
   }
   for (const auto& m : trace.memory) {

@@ -12,7 +12,8 @@ namespace overlapsim {
 
 // `workers`: the GPUs to write (a subset keeps a large cluster's trace small enough to open); empty
 // writes every GPU. Communication events carry their process group (id and size) and, for rooted
-// and point-to-point ops, the peer rank in `args`.
+// and point-to-point ops, the peer rank in `args`; one that waited for a slower peer (see
+// peer_arrivals()) carries the wait, from its start, as `waiting_us`.
 std::string chrome_trace_json(const Trace& trace, const std::string& title,
                               const std::vector<int>& workers = {});
 
