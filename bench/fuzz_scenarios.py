@@ -6,14 +6,16 @@ truncation, re-indentation, unknown keys), runs each mutant with a time budget, 
 user must never see:
   signal      the process died of a signal (or exit status >= 128)
   abort       stderr shows an abort inside the simulation (SimGrid CRITICAL, terminate, bad_alloc)
+              or a sanitizer finding (AddressSanitizer, UBSan's "runtime error")
   hang        no exit within the budget
   partial     a failed run left files in its output directory
   unclear     a failed run's error names neither the scenario file with a line nor a key
   bad-output  a successful run's summary.json is missing, unparsable or holds non-finite times
-Prints one line per problem (up to --show), then the counts. Exit status 0 always: a benchmark.
+Prints one line per problem (up to --show), then the counts. Exit status 0 (a benchmark), or with
+--strict 1 when there was any problem (scripts/sanitize.sh, in CI, on the sanitizer build).
 
   python3 bench/fuzz_scenarios.py [--cases 500] [--seed 1] [--timeout 20] [--jobs 2]
-      [--binary build/overlapsim]
+      [--binary build/overlapsim] [--strict]
 """
 import argparse
 import concurrent.futures
@@ -86,7 +88,7 @@ def run_case(args, case, text, workdir):
     problems = []
     if rc < 0 or rc >= 128:
         problems.append("signal")
-    if re.search(r"CRITICAL|terminate called|bad_alloc|Aborted|core dumped", err):
+    if re.search(r"CRITICAL|terminate called|bad_alloc|Aborted|core dumped|AddressSanitizer|runtime error:", err):
         problems.append("abort")
     if rc != 0:
         if os.path.isdir(out) and os.listdir(out):
@@ -118,6 +120,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--show", type=int, default=20)
     ap.add_argument("--binary", default="build/overlapsim")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when any mutant shows a problem")
     args = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(root)
@@ -152,8 +155,11 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     print(f"# {args.cases} mutants of {len(seeds)} scenarios, seed {args.seed}, "
           f"budget {args.timeout:g} s")
-    for key in ["ok", "rejected", "signal", "abort", "hang", "partial", "unclear", "bad-output"]:
+    problems = ["signal", "abort", "hang", "partial", "unclear", "bad-output"]
+    for key in ["ok", "rejected"] + problems:
         print(f"{key:12} {counts.get(key, 0)}")
+    if args.strict and any(counts.get(key, 0) for key in problems):
+        sys.exit("fuzz_scenarios: problems found (listed above)")
 
 
 if __name__ == "__main__":
