@@ -8,9 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cases=${1:-500}
 bash scripts/install-deps.sh
+# Warnings are not errors here: the normal build enforces them, and GCC 12 with ASan at -O2 warns
+# falsely inside libstdc++ (-Wmaybe-uninitialized in <regex>, <functional>).
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOVERLAPSIM_SANITIZE=ON \
-  -DOVERLAPSIM_WITH_TORCH=OFF -DOVERLAPSIM_BUILD_BENCH=OFF \
-  -DOVERLAPSIM_WERROR="${OVERLAPSIM_WERROR:-OFF}"
+  -DOVERLAPSIM_WITH_TORCH=OFF -DOVERLAPSIM_BUILD_BENCH=OFF -DOVERLAPSIM_WERROR=OFF
 cmake --build build-sanitize -j2
 # detect_leaks: SimGrid keeps its engine's allocations to exit; leaks are not what this looks for.
 # ASan's reports go to files, not stderr: it also warns there about SimGrid's context switches
