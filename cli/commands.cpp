@@ -93,6 +93,12 @@ void add_commands(CLI::App& app) {
       ->add_option("--timeout", val->timeout_s,
                    "Seconds one collective (or the rendezvous) may wait before the run fails")
       ->capture_default_str();
+  validate
+      ->add_option("--profile-time", val->profile_time_s,
+                   "Seconds of timed repeats per profiled quantity (a layer, the optimizer step, "
+                   "a collective size); at least 5 repeats, at most 200")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
   validate->add_option("--algorithms", val->algorithms, "Comma-separated subset of algorithms")
       ->delimiter(',');
   validate->add_option("--set", val->overrides, "Override a scenario key: key.path=value");
@@ -111,6 +117,9 @@ void add_commands(CLI::App& app) {
   profile->add_option("--backend", prof->backend, "gloo | nccl")->capture_default_str();
   profile->add_option("--emulate-link", prof->emulate_link, "As for validate; root only");
   profile->add_option("--timeout", prof->timeout_s, "Seconds one collective may wait")
+      ->capture_default_str();
+  profile->add_option("--profile-time", prof->profile_time_s, "As for validate")
+      ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
   profile->add_option("--set", prof->overrides, "Override a scenario key: key.path=value");
   profile->add_option("--import-nccl-tests", prof->nccl_tests_log,

@@ -78,7 +78,7 @@ bool externally_launched() {
 // The scenario as the real job runs it: its shape, fp32 (CPU Gloo reduces fp32), the selected
 // algorithms; checked for what has a real implementation.
 scenario::Scenario real_scenario(const std::string& path, std::vector<std::string> overrides,
-                             const std::vector<std::string>& algorithms, int world) {
+                                 const std::vector<std::string>& algorithms, int world) {
   const auto base = scenario::load_scenario(path, overrides);
   const auto [nodes, gpus] = real::job_shape(base, world);
   overrides.push_back(fmt::format("cluster.nodes={}", nodes));
@@ -274,6 +274,21 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   return 0;
 }
 
+// The command line each worker process of a local launch gets (the options both commands share).
+std::vector<std::string> worker_argv(const char* command, const std::string& scenario,
+                                     double timeout_s, const std::string& backend,
+                                     double profile_time_s) {
+  return {"overlapsim",
+          command,
+          scenario,
+          "--timeout",
+          fmt::format("{}", timeout_s),
+          "--backend",
+          backend,
+          "--profile-time",
+          fmt::format("{}", profile_time_s)};
+}
+
 // This process is one worker of the job.
 int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   if (!o.emulate_link.empty() && env.launched_by != "overlapsim")
@@ -284,6 +299,7 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   wo.timeout_s = o.timeout_s;
   wo.backend = o.backend;
   wo.profile = s.model.profile.empty();
+  wo.profile_time_s = o.profile_time_s;
   const auto result = real::run_worker(s, env, wo);
   if (!result.root)
     return 0;
@@ -314,9 +330,7 @@ int validate_command(const ValidateOptions& o) {
     real::check_backend(o.backend);
     real::LocalLaunch launch;
     launch.workers = o.workers;
-    launch.argv = {
-        "overlapsim", "validate", o.scenario, "--timeout", fmt::format("{}", o.timeout_s),
-        "--backend",  o.backend};
+    launch.argv = worker_argv("validate", o.scenario, o.timeout_s, o.backend, o.profile_time_s);
     if (!o.out.empty())
       launch.argv.insert(launch.argv.end(), {"--out", o.out});
     for (const auto& a : o.algorithms)
@@ -403,6 +417,7 @@ int profile_command(const ProfileOptions& o) {
       real::WorkerOptions wo;
       wo.timeout_s = o.timeout_s;
       wo.backend = o.backend;
+      wo.profile_time_s = o.profile_time_s;
       const auto result = real::run_worker(s, *env, wo);
       if (!result.root)
         return 0;
@@ -426,8 +441,7 @@ int profile_command(const ProfileOptions& o) {
     real::check_backend(o.backend);
     real::LocalLaunch launch;
     launch.workers = o.workers;
-    launch.argv = {"overlapsim", "profile", o.scenario, "--timeout", fmt::format("{}", o.timeout_s),
-                   "--backend",  o.backend};
+    launch.argv = worker_argv("profile", o.scenario, o.timeout_s, o.backend, o.profile_time_s);
     if (!o.out.empty())
       launch.argv.insert(launch.argv.end(), {"--out", std::filesystem::absolute(o.out).string()});
     for (const auto& s : o.overrides)

@@ -17,6 +17,7 @@ struct ValidateOptions {
   std::string backend = "gloo";
   std::string emulate_link; // a bandwidth ("100Mbit/s"); empty: no emulation
   double timeout_s = 120;
+  double profile_time_s = 0.25; // timed repeats per profiled quantity (real::ProfileOptions)
   bool plots = true;
 };
 int validate_command(const ValidateOptions& options);
@@ -29,6 +30,7 @@ struct ProfileOptions {
   std::string backend = "gloo";
   std::string emulate_link;
   double timeout_s = 120;
+  double profile_time_s = 0.25;
   // Import instead of measuring:
   std::string nccl_tests_log;
   std::string op = "all_reduce";

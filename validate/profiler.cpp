@@ -1,6 +1,7 @@
 #include "validate/profiler.h"
 
 #include "algorithms/model_state.h"
+#include "validate/profile_statistics.h"
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +29,25 @@ std::map<std::string, std::vector<double>> durations(const Trace& t, std::size_t
   return out;
 }
 
+// Runs `once(r)` untimed for r = 0 (first touches, lazy state: AdamW's first step allocates its
+// moments and took 75 ms against 1.6 ms after), then for r = 1, 2, ... the repeats a compute
+// quantity gets (ProfileOptions): o.repeats, then as many more as the time they took asks for.
+// Returns the index of the first timed event. Local to this rank (no collectives inside).
+template <class Once> std::size_t repeat_timed(RealWorker& w, const ProfileOptions& o, Once once) {
+  once(0);
+  const std::size_t from = w.trace().events.size();
+  for (int r = 1; r <= o.repeats; ++r)
+    once(r);
+  double spent = 0;
+  const Trace& t = w.trace(); // on a GPU this waits for the repeats: their times are then known
+  for (std::size_t i = from; i < t.events.size(); ++i)
+    spent += t.events[i].end - t.events[i].start;
+  const int total = repeats_for(o, spent / std::max(1, o.repeats));
+  for (int r = o.repeats + 1; r <= total; ++r)
+    once(r);
+  return from;
+}
+
 // Every rank of `group` arrives before any measures (each repeat starts together).
 void barrier(RealWorker& w, const Group& group) {
   CollectiveCall call;
@@ -35,6 +55,22 @@ void barrier(RealWorker& w, const Group& group) {
   call.group = &group;
   call.name = "barrier";
   w.run(call);
+}
+
+// Rank 0's repeat count for a collective measurement, the same on every rank of `group` (each
+// must issue the same collectives): `one` is the time of the untimed first run as each rank saw
+// it; `slot` is one element of a scratch buffer whose content does not matter.
+int agreed_repeats(RealWorker& w, const Group& group, const ProfileOptions& o, double one,
+                   Slice slot) {
+  w.fill(slot, repeats_for(o, one));
+  CollectiveCall count;
+  count.op = CollectiveOp::broadcast;
+  count.group = &group;
+  count.peer = group.ranks.front();
+  count.name = "profile repeat count";
+  count.data = slot;
+  w.run(count);
+  return static_cast<int>(w.tensor(slot).item<double>());
 }
 
 // The message sizes of a sweep: o.sizes (at least 2) geometric steps from o.min_bytes to max_bytes.
@@ -46,16 +82,18 @@ std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes) {
   return bytes;
 }
 
-// Times an all-reduce over `group` at sizes min..max (geometric), rank-synchronised by a barrier
-// before every repeat; returns the median per size as this rank saw it.
-std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferId buffer, BufferId out,
-                                  const ProfileOptions& o, double max_bytes, CollectiveOp op) {
+// Times a collective over `group` at sizes min..max (geometric), rank-synchronised by a barrier
+// before every repeat; returns the expected time per size as this rank saw it.
+std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferId buffer,
+                                      BufferId out, const ProfileOptions& o, double max_bytes,
+                                      CollectiveOp op) {
   std::vector<scenario::SizeTime> points;
   for (const double bytes : sweep_sizes(o, max_bytes)) {
     const auto elements = std::max<std::int64_t>(group.size(), std::llround(bytes / 4));
     const int me = group.index_of(w.rank());
     std::vector<double> times;
-    for (int r = -1; r < o.repeats; ++r) { // one untimed warm-up
+    int repeats = 0;
+    for (int r = -1; r < repeats; ++r) { // one untimed warm-up, which sets the count
       barrier(w, group);
       CollectiveCall ar;
       ar.op = op;
@@ -73,8 +111,10 @@ std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferI
       const auto& e = w.trace().events[before];
       if (r >= 0)
         times.push_back(e.end - e.start);
+      else
+        repeats = agreed_repeats(w, group, o, e.end - e.start, Slice{out, 0, 1});
     }
-    points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4, median(times)});
+    points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4, expected_time(times)});
   }
   return points;
 }
@@ -84,16 +124,20 @@ std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferI
 // saw it. CDP relays its gradient sums this way, and a CPU's Gloo sends a message at a cost of
 // its own, not the all-reduce fit's.
 std::vector<scenario::SizeTime> ping_pong(RealWorker& w, const Group& group, BufferId buffer,
-                                      const ProfileOptions& o, double max_bytes) {
+                                          const ProfileOptions& o, double max_bytes) {
   std::vector<scenario::SizeTime> points;
   const int me = group.index_of(w.rank());
   for (const double bytes : sweep_sizes(o, max_bytes)) {
     const auto elements = std::max<std::int64_t>(1, std::llround(bytes / 4));
     std::vector<double> times;
-    for (int r = -1; r < o.repeats; ++r) { // one untimed warm-up
+    int repeats = 0;
+    for (int r = -1; r < repeats; ++r) { // one untimed warm-up, which sets the count
       barrier(w, group);
-      if (me > 1)
+      if (me > 1) { // only pass the barriers, and hear the count
+        if (r < 0)
+          repeats = agreed_repeats(w, group, o, 0, Slice{buffer, 0, 1});
         continue;
+      }
       CollectiveCall send, recv;
       send.op = CollectiveOp::send;
       recv.op = CollectiveOp::recv;
@@ -109,9 +153,11 @@ std::vector<scenario::SizeTime> ping_pong(RealWorker& w, const Group& group, Buf
       const auto& second = w.trace().events.back();
       if (r >= 0)
         times.push_back((second.end - first.start) / 2);
+      else
+        repeats = agreed_repeats(w, group, o, second.end - first.start, Slice{buffer, 0, 1});
     }
     if (me == 0)
-      points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4, median(times)});
+      points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4, expected_time(times)});
   }
   return points;
 }
@@ -120,7 +166,7 @@ std::vector<scenario::SizeTime> ping_pong(RealWorker& w, const Group& group, Buf
 // small model), the bound the largest size gives: no latency, its bandwidth. The residual in the
 // profile says how well either describes the points.
 scenario::LinkFit robust_fit(const std::string& op, int ranks,
-                         const std::vector<scenario::SizeTime>& points) {
+                             const std::vector<scenario::SizeTime>& points) {
   try {
     return scenario::fit_alpha_beta(op, ranks, points);
   } catch (const std::runtime_error& e) {
@@ -255,36 +301,31 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   cal.model = s.model.spec.name;
   cal.micro_batch = s.training.micro_batch;
 
-  // Layer by layer, as DDP's bucketed backward runs them; one warm-up micro-batch first.
-  const std::size_t first_timed = [&] {
-    w.forward({0, layers}, {0, 0}, params);
-    w.backward({0, layers}, {0, 0}, params, grads);
-    return w.trace().events.size();
-  }();
-  for (int r = 0; r < o.repeats; ++r) {
-    const MicroBatch mb{r + 1, 0};
+  // Layer by layer, as DDP's bucketed backward runs them.
+  const std::size_t first_timed = repeat_timed(w, o, [&](int r) {
+    const MicroBatch mb{r, 0};
     for (int l = 0; l < layers; ++l)
       w.forward({l, l + 1}, mb, params);
     for (int l = layers - 1; l >= 0; --l)
       w.backward({l, l + 1}, mb, params, grads);
-  }
+  });
   auto d = durations(w.trace(), first_timed);
   for (const auto& layer : s.model.spec.layers) {
     const double b = s.training.micro_batch;
-    cal.layers.push_back(scenario::LayerTiming{layer.name, median(d["fwd " + layer.name]) / b,
-                                           median(d["bwd " + layer.name]) / b});
+    cal.layers.push_back(scenario::LayerTiming{layer.name,
+                                               expected_time(d["fwd " + layer.name]) / b,
+                                               expected_time(d["bwd " + layer.name]) / b});
   }
 
   // Optimizer step over the whole model, and copies (the data movement of ACCO's hand-off).
-  const std::size_t first_update = w.trace().events.size();
-  for (int r = 0; r < o.repeats; ++r) {
+  const std::size_t first_update = repeat_timed(w, o, [&](int r) {
     w.optimizer_step(
         OptimizerStep{Slice{params, 0, n}, Slice{grads, 0, n}, Slice{state, 0, n}, 1e-6, r});
     w.copy(Slice{grads, 0, n}, Slice{state, 0, n});
-  }
+  });
   d = durations(w.trace(), first_update);
-  cal.optimizer_time_per_param_s = median(d["optimizer step"]) / static_cast<double>(n);
-  cal.memory_bandwidth_Bps = 2.0 * 4 * static_cast<double>(n) / median(d["copy"]);
+  cal.optimizer_time_per_param_s = expected_time(d["optimizer step"]) / static_cast<double>(n);
+  cal.memory_bandwidth_Bps = 2.0 * 4 * static_cast<double>(n) / expected_time(d["copy"]);
 
   // Links: across nodes on the world group, inside a node on node 0's group.
   const Topology& topo = ctx.topology;

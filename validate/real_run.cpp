@@ -289,7 +289,11 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
                     timeout,
                     &aborted,
                     device};
-    result.calibration = profile_costs(ctx, e.rank, ProfileOptions{});
+    result.calibration = profile_costs(ctx, e.rank, [&] {
+      ProfileOptions p;
+      p.min_time_s = o.profile_time_s;
+      return p;
+    }());
   }
 
   for (const auto& a : s.algorithms) {

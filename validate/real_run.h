@@ -45,8 +45,9 @@ struct MeasuredRun {
 };
 
 struct WorkerOptions {
-  double timeout_s = 120; // one collective, and the rendezvous
-  bool profile = true;    // measure per-layer and link costs first
+  double timeout_s = 120;       // one collective, and the rendezvous
+  bool profile = true;          // measure per-layer and link costs first
+  double profile_time_s = 0.25; // ProfileOptions::min_time_s
   std::string backend = "gloo";
 };
 

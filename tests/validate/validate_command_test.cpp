@@ -33,8 +33,15 @@ struct Run {
   std::string output;
 };
 
+// Profiles measure briefly: these tests check behaviour, not how precise a calibration is
+// (bench/validate_accuracy.py measures that, with the default --profile-time).
+constexpr const char* kProfileTime = "0.02";
+
 Run overlapsim(const std::string& args) {
-  const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1";
+  const bool measures = args.rfind("validate ", 0) == 0 || args.rfind("profile ", 0) == 0;
+  const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args +
+                          (measures ? std::string(" --profile-time ") + kProfileTime : "") +
+                          " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   Run r;
   char buf[4096];
@@ -537,7 +544,7 @@ Signalled signal_rank_1(const std::string& name, int sig, const char* timeout) {
     close(pipe_fds[0]);
     execl(OVERLAPSIM_BINARY, OVERLAPSIM_BINARY, "validate", scenario.c_str(), "--workers", "2",
           "--algorithms", "ddp", "--timeout", timeout, "--no-plots", "--out", r.out.c_str(),
-          nullptr);
+          "--profile-time", kProfileTime, nullptr);
     _exit(127);
   }
   close(pipe_fds[1]);

@@ -1,0 +1,31 @@
+// How `overlapsim profile` turns repeated timings into one number per quantity, and how many
+// repeats it takes. No LibTorch: the profiler (profiler.cpp) and its tests share it.
+#pragma once
+
+#include <vector>
+
+namespace overlapsim::real {
+
+struct ProfileOptions {
+  // Timed repeats per quantity (a layer, the optimizer step, a collective size): at least
+  // `repeats`, more while they add up to less than `min_time_s`, at most `max_repeats`. Fast ops
+  // on a noisy machine need many for a stable mean; a GPU model's 300 ms step needs few.
+  int repeats = 5;
+  double min_time_s = 0.25;
+  int max_repeats = 200;
+  double max_bytes = 0; // largest collective size; 0: the model's gradients
+  double min_bytes = 4096;
+  int sizes = 7; // geometric steps from min_bytes to max_bytes
+};
+
+// What an op costs a run on average: the mean of its repeats without the slowest 5% (rounded
+// down), so that a one-off page fault or preemption in a short profile does not weigh as much as
+// hundreds of repeats. Not the median: an iteration's time is the sum of its ops' times, and on a
+// busy or virtualised CPU their distribution has a slow tail that the run pays and the median
+// drops. Empty input: 0.
+double expected_time(std::vector<double> seconds);
+
+// How many timed repeats a quantity gets when one repeat takes `one` seconds.
+int repeats_for(const ProfileOptions& options, double one);
+
+} // namespace overlapsim::real
