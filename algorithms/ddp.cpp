@@ -122,13 +122,6 @@ private:
   DdpSetup setup_;
 };
 
-std::optional<scenario::Dtype> dtype_option(const AlgorithmOptions& opts) {
-  if (!opts.has("dtype"))
-    return std::nullopt;
-  const std::string d = opts.text("dtype", "", {"fp32", "bf16", "fp16"});
-  return d == "fp32" ? scenario::Dtype::fp32 : d == "fp16" ? scenario::Dtype::fp16 : scenario::Dtype::bf16;
-}
-
 } // namespace
 
 std::unique_ptr<Algorithm> make_ddp(const scenario::AlgorithmSpec& spec) {
@@ -137,7 +130,7 @@ std::unique_ptr<Algorithm> make_ddp(const scenario::AlgorithmSpec& spec) {
   DdpSetup setup;
   setup.bucket_cap = opts.size_bytes("bucket_cap", kDefaultBucketCap);
   setup.sync_every_micro_batch = opts.flag("sync_every_micro_batch", false);
-  setup.dtype = dtype_option(opts);
+  setup.dtype = opts.dtype("dtype");
   setup.zero_redundancy = opts.flag("zero_redundancy", false);
   return std::make_unique<DataParallel>(spec.name, setup);
 }

@@ -70,9 +70,22 @@ public:
     // counts the shard plus what is unsharded at once (fsdp.h), which may exceed the buffer: the
     // shard and the unsharded parameters are separate storages in PyTorch's FSDP.
     const std::int64_t unsharded_params = o.reshard_after_forward ? 2 * largest : total;
-    const std::int64_t unsharded_grads = s.training.grad_accum > 1 ? total : largest;
+    // Outside no_sync() FSDP reduces and frees each unit's gradients every micro-batch.
+    const std::int64_t unsharded_grads =
+        s.training.grad_accum > 1 && !o.sync_every_micro_batch ? total : largest;
+    // MixedPrecision's reduce_dtype: gradients are cast before the reduction and kept sharded in
+    // it.
+    const double grad_bytes = o.reduce_dtype ? scenario::dtype_bytes(*o.reduce_dtype) : p;
     params_ = w.declare({"params", MemoryCategory::params, total, p, owned + unsharded_params});
-    grads_ = w.declare({"grads", MemoryCategory::grads, total, p, owned + unsharded_grads});
+    grads_ =
+        w.declare({"grads", MemoryCategory::grads, total, grad_bytes, owned + unsharded_grads});
+    if (o.sync_every_micro_batch && s.training.grad_accum > 1) {
+      // Where the micro-batches before the last reduce to. Each reduction sums the gradients
+      // accumulated so far, so the last one's result is the step's whole sum, which PyTorch
+      // gets by adding each micro-batch's reduced shard: the same bytes on the wire, the same
+      // result. Not counted: it stands in for the shard accumulator counted in grads.
+      partial_ = w.declare({"reduced shards so far", MemoryCategory::grads, owned, grad_bytes, 0});
+    }
     state_ = w.declare({"optimizer_state", MemoryCategory::optimizer_state, owned,
                         o.replicator
                             ? decoupled_state_bytes_per_param(o.replicator->kind, s.model.dtype)
@@ -85,6 +98,7 @@ public:
       const Slice mine = shard(0, whole.count, me, parts);
       pieces_.push_back(Slice{0, whole.offset + mine.offset, mine.count});
       state_pieces_.push_back(Slice{state_, state_offset, mine.count});
+      partial_pieces_.push_back(Slice{partial_, state_offset, mine.count});
       state_offset += mine.count;
     }
     if (o.replicator) {
@@ -123,11 +137,15 @@ public:
           w_.backward(units_[static_cast<std::size_t>(u)], mb, params_, grads_);
           // Gradients first: FSDP issues a unit's reduce-scatter in its post-backward hook,
           // before the next unit's pre-backward hook prefetches the one after.
-          if (last)
+          if (last || o_.sync_every_micro_batch)
             w_.notify(kEvent, grad_ready(u));
           if (o_.reshard_after_forward)
             w_.notify(kEvent, k++);
         }
+        // Outside no_sync() the backward ends once its reductions are done (FSDP's final
+        // callback waits for them).
+        if (!last && o_.sync_every_micro_batch)
+          w_.await(kReduced);
       }
       w_.await(kReduced);
       if (replicator_) {
@@ -161,9 +179,10 @@ public:
       released = k - 1;      // the compute stream has finished the previous step
       const std::int64_t end = k + static_cast<std::int64_t>(t.grad_accum) * per_micro_batch;
       const std::int64_t first = k;
+      const int rounds = o_.sync_every_micro_batch ? t.grad_accum : 1;
       int reduced = 0;
       std::vector<CommHandle> replica_syncs;
-      while (k < end || reduced < units) {
+      while (k < end || reduced < rounds * units) {
         // Two unsharded buffers: the k-th gather may start once the (k - 2)-th is released.
         if (k < end && (!o_.reshard_after_forward || k - 2 <= released)) {
           const int j = static_cast<int>((k - first) % per_micro_batch);
@@ -177,10 +196,22 @@ public:
           continue;
         }
         const int u = static_cast<int>(-v - 1);
-        reduce_scatter(u, step);
+        // The micro-batches before the last reduce into partial_ (declared only then).
+        const bool final_round = reduced / units == rounds - 1;
+        const Slice shard_out = final_round
+                                    ? Slice{grads_, pieces_[static_cast<std::size_t>(u)].offset,
+                                            pieces_[static_cast<std::size_t>(u)].count}
+                                    : partial_pieces_[static_cast<std::size_t>(u)];
+        reduce_scatter(u, step, shard_out);
         if (replicas_ != nullptr)
-          replica_syncs.push_back(w_.start(sync_replicas(u, step)));
+          replica_syncs.push_back(w_.start(sync_replicas(u, step, shard_out)));
         ++reduced;
+        if (!final_round && reduced % units == 0) { // a micro-batch's reductions are done
+          for (auto& h : replica_syncs)
+            w_.wait(h);
+          replica_syncs.clear();
+          w_.notify(kReduced);
+        }
       }
       for (auto& h : replica_syncs)
         w_.wait(h);
@@ -207,25 +238,23 @@ private:
     w_.run(c);
   }
 
-  void reduce_scatter(int u, int step) {
-    const Slice& mine = pieces_[static_cast<std::size_t>(u)];
+  void reduce_scatter(int u, int step, Slice out) {
     CollectiveCall c;
     c.op = CollectiveOp::reduce_scatter;
     c.group = shard_group_;
     c.data = layout_.layers(grads_, units_[static_cast<std::size_t>(u)]);
-    c.out = Slice{grads_, mine.offset, mine.count};
+    c.out = out;
     c.name = fmt::format("reduce-scatter unit {}", u);
     c.step = step;
     w_.run(c);
   }
 
   // HSDP: the GPUs holding the same shard on every node sum their reduced shards.
-  CollectiveCall sync_replicas(int u, int step) const {
-    const Slice& mine = pieces_[static_cast<std::size_t>(u)];
+  CollectiveCall sync_replicas(int u, int step, Slice shard) const {
     CollectiveCall c;
     c.op = CollectiveOp::all_reduce;
     c.group = replicas_;
-    c.data = Slice{grads_, mine.offset, mine.count};
+    c.data = shard;
     c.name = fmt::format("all-reduce shard unit {}", u);
     c.step = step;
     return c;
@@ -237,9 +266,10 @@ private:
   std::vector<LayerRange> units_;
   const Group* shard_group_ = nullptr;
   const Group* replicas_ = nullptr;
-  BufferId params_ = -1, grads_ = -1, state_ = -1;
-  std::vector<Slice> pieces_;       // this rank's shard of each unit (offsets into params/grads)
-  std::vector<Slice> state_pieces_; // where each shard's optimizer state lives
+  BufferId params_ = -1, grads_ = -1, state_ = -1, partial_ = -1;
+  std::vector<Slice> pieces_;         // this rank's shard of each unit (offsets into params/grads)
+  std::vector<Slice> state_pieces_;   // where each shard's optimizer state lives
+  std::vector<Slice> partial_pieces_; // where each shard is reduced before the last micro-batch
   std::optional<Replicator> replicator_;
 };
 
@@ -279,10 +309,13 @@ std::unique_ptr<WorkerProgram> make_fsdp_program(Worker& w, const FsdpOptions& o
 }
 
 std::unique_ptr<Algorithm> make_fsdp(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"wrap", "sharding", "reshard_after_forward"});
+  const AlgorithmOptions opts(spec, {"wrap", "sharding", "reshard_after_forward",
+                                     "sync_every_micro_batch", "reduce_dtype"});
   FsdpOptions o;
   read_wrap_options(spec, opts, o);
   o.hybrid = opts.text("sharding", "full", {"full", "hybrid"}) == "hybrid";
+  o.sync_every_micro_batch = opts.flag("sync_every_micro_batch", false);
+  o.reduce_dtype = opts.dtype("reduce_dtype");
   return std::make_unique<Fsdp>(spec.name, o);
 }
 

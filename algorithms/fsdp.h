@@ -12,12 +12,18 @@
 //             all-reduce of the gradient shards between the GPUs holding the same shard)
 //   reshard_after_forward: true | false (false: a unit stays unsharded from its forward to its
 //             backward, so the backward needs no all-gather, at the memory of the full parameters)
+//   sync_every_micro_batch: true | false (true: PyTorch FSDP outside no_sync(), e.g. OLMo's
+//             trainer: every micro-batch's backward reduce-scatters (and, hybrid, all-reduces)
+//             each unit's gradients, and the backward ends when they are done)
+//   reduce_dtype: fp32 | bf16 | fp16 (default: the model's; FSDP MixedPrecision's reduce_dtype:
+//             gradients are cast to it before they are reduced and kept in it)
 //
 // Memory per GPU: (2 + 2 + K) x params / S (S = world, or GPUs per node when hybrid) plus the
 // unsharded working set: two parameter buffers of the largest unit (the one computing, the one
 // prefetched) and its unsharded gradients, (2 x 2 + 2) x largest unit. Without
 // reshard_after_forward all unsharded parameters stay resident (2 x params); with grad_accum > 1
-// the gradients of the no_sync micro-batches are kept unsharded (2 x params).
+// the gradients of the no_sync micro-batches are kept unsharded (2 x params), unless
+// sync_every_micro_batch reduces and frees them after every micro-batch.
 #pragma once
 
 #include "algorithms/algorithm.h"
@@ -35,6 +41,8 @@ struct FsdpOptions {
   double unit_bytes = 0; // > 0: wrap by bytes instead
   bool hybrid = false;
   bool reshard_after_forward = true;
+  bool sync_every_micro_batch = false;
+  std::optional<scenario::Dtype> reduce_dtype; // unset: the model's dtype
   // Set: FlexDeMo (flexdemo.h). Hybrid sharding whose replicas exchange what the replicator
   // selects from a decoupled momentum on the shard, instead of all-reducing the gradient shards,
   // and step DeMo-SGD instead of the scenario's optimizer.

@@ -86,4 +86,13 @@ bool AlgorithmOptions::flag(const std::string& key, bool fallback) const {
   return text(key, fallback ? "true" : "false", {"true", "false"}) == "true";
 }
 
+std::optional<scenario::Dtype> AlgorithmOptions::dtype(const std::string& key) const {
+  if (!has(key))
+    return std::nullopt;
+  const std::string d = text(key, "", {"fp32", "bf16", "fp16"});
+  return d == "fp32"   ? scenario::Dtype::fp32
+         : d == "fp16" ? scenario::Dtype::fp16
+                       : scenario::Dtype::bf16;
+}
+
 } // namespace overlapsim

@@ -5,6 +5,7 @@
 #include "scenario/scenario.h"
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,8 @@ public:
   std::string text(const std::string& key, const std::string& fallback,
                    std::initializer_list<std::string_view> choices) const;
   bool flag(const std::string& key, bool fallback) const; // true | false
+  // fp32 | bf16 | fp16; unset when the entry does not give the key.
+  std::optional<scenario::Dtype> dtype(const std::string& key) const;
 
 private:
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;

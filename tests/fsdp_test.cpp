@@ -53,6 +53,35 @@ TEST(Fsdp, TwoUnitsTwoNodesIterationTimeByHand) {
   EXPECT_NEAR(one.metrics.iteration_time_s, 0.08142, 0.002 * 0.08142);
 }
 
+TEST(Fsdp, ReducingEveryMicroBatchByHand) {
+  // One 200 MB unit (two 50M-parameter layers, bf16), 2 nodes x 1 GPU, 2 micro-batches a step.
+  // Per micro-batch: forward 20 ms, backward 40 ms. All-gather or bf16 reduce-scatter of the unit:
+  // (N - 1)(alpha + S / (N B)) = 10 us + 10 ms = 10.01 ms.
+  std::string text =
+      scenario(2, 1, "    - {name: b, params: 50M, fwd_flops_per_sample: 1T, repeat: 2}\n");
+  text.replace(text.find("steps: 4"), 8, "steps: 4, grad_accum: 2");
+  const auto s = scenario_from(text);
+  // Reduced once a step: AG 0-10.01, fwd 10.01-30.01, bwd 30.01-70.01 (its gather hidden),
+  // fwd 70.01-90.01, bwd 90.01-130.01 (the second micro-batch's gathers hidden), RS
+  // 130.01-140.02, AdamW on the 50M shard 1.4 ms: 141.42 ms.
+  const auto once = simulate(s, "fsdp", {{"wrap", "200MB"}});
+  EXPECT_NEAR(once.metrics.iteration_time_s, 0.14142, 0.002 * 0.14142);
+  // Outside no_sync() the first backward's reduce-scatter (70.01-80.02) ends it; the comm stream
+  // then gathers for the second backward (80.02-90.03): fwd 80.02-100.02, bwd 100.02-140.02,
+  // RS 140.02-150.03, AdamW to 151.43 ms.
+  const auto every = simulate(s, "fsdp", {{"wrap", "200MB"}, {"sync_every_micro_batch", "true"}});
+  EXPECT_NEAR(every.metrics.iteration_time_s, 0.15143, 0.002 * 0.15143);
+  // Sent per step: 4 all-gathers and now 2 reduce-scatters of (N - 1) / N x 200 MB.
+  EXPECT_NEAR(once.metrics.comm_bytes_per_step, 5 * 100e6, 1e3);
+  EXPECT_NEAR(every.metrics.comm_bytes_per_step, 6 * 100e6, 1e3);
+  // reduce_dtype fp32 doubles the reduce-scatters' bytes (20.01 ms each): RS 70.01-90.02, AG
+  // 90.02-100.03, fwd 90.02-110.02, bwd 110.02-150.02, RS 150.02-170.03, AdamW to 171.43 ms.
+  const auto fp32 = simulate(
+      s, "fsdp", {{"wrap", "200MB"}, {"sync_every_micro_batch", "true"}, {"reduce_dtype", "fp32"}});
+  EXPECT_NEAR(fp32.metrics.iteration_time_s, 0.17143, 0.002 * 0.17143);
+  EXPECT_NEAR(fp32.metrics.comm_bytes_per_step, 4 * 100e6 + 2 * 200e6, 1e3);
+}
+
 TEST(Fsdp, MemoryPerGpuByHand) {
   // 8 blocks of 100M parameters (bf16, AdamW: K = 12) and a 200M-parameter head: 1B in all.
   const std::string layers = "    - {name: b, params: 100M, fwd_flops_per_sample: 1G, repeat: 8}\n"
@@ -75,6 +104,11 @@ TEST(Fsdp, MemoryPerGpuByHand) {
   const auto keep =
       simulate(scenario_from(scenario(2, 4, layers)), "fsdp", {{"reshard_after_forward", "false"}});
   EXPECT_NEAR(state_bytes(keep.metrics), 2e9 + 2e9 + 2 * 200e6, 1e6);
+  // reduce_dtype fp32: the gradients are 4 bytes, sharded and unsharded: (2 + 4 + 12) x 1e9 / 8
+  // + (2 x 2 + 4) x 200M = 2.25 + 1.6 GB.
+  const auto fp32 =
+      simulate(scenario_from(scenario(2, 4, layers)), "fsdp", {{"reduce_dtype", "fp32"}});
+  EXPECT_NEAR(state_bytes(fp32.metrics), 3.85e9, 1e6);
 }
 
 TEST(Fsdp, HybridAllReducesShardsAcrossNodes) {
@@ -112,8 +146,10 @@ TEST(Fsdp, WrapUnitsByLayersOrBytes) {
 TEST(Fsdp, BadOptionsNameTheKey) {
   const auto s = scenario_from(
       scenario(2, 1, "    - {name: b, params: 1M, fwd_flops_per_sample: 1G, repeat: 2}\n"));
-  for (auto [key, value] : {std::pair{"sharding", "zero"}, std::pair{"wrap", "0"},
-                            std::pair{"reshard_after_forward", "maybe"}}) {
+  for (auto [key, value] :
+       {std::pair{"sharding", "zero"}, std::pair{"wrap", "0"},
+        std::pair{"reshard_after_forward", "maybe"}, std::pair{"sync_every_micro_batch", "1"},
+        std::pair{"reduce_dtype", "fp8"}}) {
     try {
       simulate(s, "fsdp", {{key, value}});
       ADD_FAILURE() << key;

@@ -248,17 +248,19 @@ TEST(Validate, DdpWithoutNoSyncAndZeroRedundancyEqualsDdp) {
   EXPECT_LT(paper.back().second, 0.9 * paper.front().second);
 }
 
-// 2 nodes x 2 workers: FSDP (full and hybrid sharding) is DDP with the gradient reduced in
-// pieces, so under SGD its losses are DDP's. DeMo with every DCT coefficient sent (top_k = 64^2),
-// no sign and no momentum carried over (what is sent leaves it: m = 0 + g each step, the
-// orthonormal DCT losing nothing) is plain SGD on the averaged gradient.
+// 2 nodes x 2 workers: FSDP (full and hybrid sharding, reduced once a step or every micro-batch)
+// is DDP with the gradient reduced in pieces, so under SGD its losses are DDP's. DeMo with every
+// DCT coefficient sent (top_k = 64^2), no sign and no momentum carried over (what is sent leaves
+// it: m = 0 + g each step, the orthonormal DCT losing nothing) is plain SGD on the averaged
+// gradient.
 TEST(Validate, FsdpAndDemoSendingEverythingEqualDdpUnderSgd) {
   const auto dir = temp_dir("fsdp-demo");
   std::string text = kMlp;
   text.replace(text.find("gpus_per_node: 1"), 16, "gpus_per_node: 2\n  intra_node: pcie4");
   text.replace(text.find("[ddp, acco, dpu]"), 16,
                "[ddp, fsdp, {name: fsdp, sharding: hybrid, label: hsdp}, "
-               "{name: demo, chunk: 64, top_k: 4096, sign: false}]");
+               "{name: fsdp, sharding: hybrid, sync_every_micro_batch: true, reduce_dtype: fp32, "
+               "label: hsdp-every}, {name: demo, chunk: 64, top_k: 4096, sign: false}]");
   const auto r =
       overlapsim(fmt::format("validate {} --workers 4 --no-plots --set training.optimizer=sgd "
                              "--set training.learning_rate=0.05 --set training.steps=15 --out {}",
@@ -267,7 +269,7 @@ TEST(Validate, FsdpAndDemoSendingEverythingEqualDdpUnderSgd) {
   const auto loss = read_loss(dir / "loss.csv");
   const auto& ddp = loss.at("ddp");
   ASSERT_EQ(ddp.size(), 15u);
-  for (const char* a : {"fsdp", "hsdp", "demo"}) {
+  for (const char* a : {"fsdp", "hsdp", "hsdp-every", "demo"}) {
     const auto& other = loss.at(a);
     ASSERT_EQ(other.size(), ddp.size()) << a;
     for (std::size_t i = 0; i < ddp.size(); ++i)
