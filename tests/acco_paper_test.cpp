@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 
 namespace overlapsim {
@@ -31,11 +32,15 @@ struct PaperRow {
   double time_reduction; // Table 3's dT
 };
 
+void PrintTo(const PaperRow& row, std::ostream* os) {
+  *os << row.scenario << ", dT " << row.time_reduction;
+}
+
 class AccoTable3 : public ::testing::TestWithParam<PaperRow> {};
 
 TEST_P(AccoTable3, SpeedupOverTheAuthorsDdpWithin15Percent) {
-  const auto s =
-      scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + GetParam().scenario);
+  const auto s = scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" +
+                                         GetParam().scenario);
   const double paper = 1 / (1 - GetParam().time_reduction);
   const double simulated = throughput(s, "acco") / throughput(s, "ddp-paper");
   EXPECT_NEAR(simulated / paper, 1.0, 0.15)
@@ -48,7 +53,17 @@ INSTANTIATE_TEST_SUITE_P(
                       PaperRow{"acco-table3-gpt-neo-125m-4x8-a100-calibrated.yaml", 0.2565},
                       PaperRow{"acco-table3-gpt-neo-2.7b-finetune-1x8-a100.yaml", 0.4186},
                       PaperRow{"acco-table3-gpt-neo-2.7b-finetune-2x4-a100-calibrated.yaml",
-                               0.8717}));
+                               0.8717}),
+    // Test names from the scenario file: gpt_neo_125m_1x8_h100, ...
+    [](const ::testing::TestParamInfo<PaperRow>& row) {
+      std::string name = row.param.scenario;
+      name = name.substr(std::string("acco-table3-").size());
+      name = name.substr(0, name.size() - std::string(".yaml").size());
+      for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)))
+          c = '_';
+      return name;
+    });
 
 } // namespace
 } // namespace overlapsim

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 namespace overlapsim {
 namespace {
@@ -109,12 +110,17 @@ struct AuthorsNumbers {
   double s_sgd, flsgd, plsgd, dreamddp;
 };
 
+void PrintTo(const AuthorsNumbers& n, std::ostream* os) {
+  *os << "H " << n.H << ": S-SGD " << n.s_sgd << ", FLSGD " << n.flsgd << ", PLSGD " << n.plsgd
+      << ", DreamDDP " << n.dreamddp << " s";
+}
+
 class AuthorsProfile : public ::testing::TestWithParam<AuthorsNumbers> {};
 
 TEST_P(AuthorsProfile, SimulatorMatchesTheCostModel) {
   const auto p = GetParam();
   const auto s = scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) +
-                                     "/scenarios/dreamddp-gpt2-authors-profile.yaml");
+                                         "/scenarios/dreamddp-gpt2-authors-profile.yaml");
   ASSERT_EQ(s.model.spec.layers.size(), 125u);
   const std::map<std::string, std::string> h{{"H", std::to_string(p.H)}};
   EXPECT_NEAR(simulate(s, "s-sgd").metrics.iteration_time_s, p.s_sgd, 0.005 * p.s_sgd);
@@ -126,7 +132,10 @@ TEST_P(AuthorsProfile, SimulatorMatchesTheCostModel) {
 INSTANTIATE_TEST_SUITE_P(
     LayerTableModel, AuthorsProfile,
     ::testing::Values(AuthorsNumbers{10, 0.299607, 0.094232, 0.078104, 0.076974},
-                      AuthorsNumbers{5, 0.299607, 0.117026, 0.088106, 0.083928}));
+                      AuthorsNumbers{5, 0.299607, 0.117026, 0.088106, 0.083928}),
+    [](const ::testing::TestParamInfo<AuthorsNumbers>& numbers) {
+      return "H" + std::to_string(numbers.param.H);
+    });
 
 } // namespace
 } // namespace overlapsim
