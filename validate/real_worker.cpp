@@ -602,8 +602,12 @@ void RealWorker::wait(CommHandle& handle) {
            s.bytes, "nccl", &s.call);
     return;
   }
+  // The work's completion time, or now when this thread then did part of the collective itself
+  // (the sums and copies of Gloo's stand-in reduce-scatter and all-gather, the mean's division):
+  // the data is ready only after them, and leaving them out hid up to a millisecond a step
+  // between the op and its consumer.
   double end = s.completed->load();
-  if (end < 0)
+  if (end < 0 || s.finish || (s.call.average && s.call.op == CollectiveOp::all_reduce))
     end = now();
   double begin = s.issued.host_s;
   {
