@@ -99,6 +99,12 @@ void add_commands(CLI::App& app) {
                    "a collective size); at least 5 repeats, at most 200")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
+  validate
+      ->add_option("--cpu-bind", val->cpu_bind,
+                   "cores: each local worker runs on its own share of the cores (as each GPU is "
+                   "its own device); none: the kernel places every thread")
+      ->check(CLI::IsMember({"cores", "none"}))
+      ->capture_default_str();
   validate->add_option("--algorithms", val->algorithms, "Comma-separated subset of algorithms")
       ->delimiter(',');
   validate->add_option("--set", val->overrides, "Override a scenario key: key.path=value");
@@ -120,6 +126,9 @@ void add_commands(CLI::App& app) {
       ->capture_default_str();
   profile->add_option("--profile-time", prof->profile_time_s, "As for validate")
       ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  profile->add_option("--cpu-bind", prof->cpu_bind, "As for validate")
+      ->check(CLI::IsMember({"cores", "none"}))
       ->capture_default_str();
   profile->add_option("--set", prof->overrides, "Override a scenario key: key.path=value");
   profile->add_option("--import-nccl-tests", prof->nccl_tests_log,

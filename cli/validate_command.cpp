@@ -236,6 +236,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   comparison["emulated_link_Bps"] = o.emulate_link.empty()
                                         ? nlohmann::ordered_json(nullptr)
                                         : nlohmann::ordered_json(parse_rate(o.emulate_link));
+  comparison["cpu_bind"] = o.cpu_bind;
   comparison["rows"] = rows;
   comparison["warnings"] = warnings;
 
@@ -277,7 +278,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
 // The command line each worker process of a local launch gets (the options both commands share).
 std::vector<std::string> worker_argv(const char* command, const std::string& scenario,
                                      double timeout_s, const std::string& backend,
-                                     double profile_time_s) {
+                                     double profile_time_s, const std::string& cpu_bind) {
   return {"overlapsim",
           command,
           scenario,
@@ -286,7 +287,9 @@ std::vector<std::string> worker_argv(const char* command, const std::string& sce
           "--backend",
           backend,
           "--profile-time",
-          fmt::format("{}", profile_time_s)};
+          fmt::format("{}", profile_time_s),
+          "--cpu-bind",
+          cpu_bind};
 }
 
 // This process is one worker of the job.
@@ -303,7 +306,10 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   const auto result = real::run_worker(s, env, wo);
   if (!result.root)
     return 0;
-  return finish_validation(o, s, result, env.world);
+  ValidateOptions recorded = o;
+  if (env.launched_by != "overlapsim")
+    recorded.cpu_bind = "external launcher";
+  return finish_validation(recorded, s, result, env.world);
 }
 
 #endif // OVERLAPSIM_HAVE_TORCH
@@ -330,7 +336,9 @@ int validate_command(const ValidateOptions& o) {
     real::check_backend(o.backend);
     real::LocalLaunch launch;
     launch.workers = o.workers;
-    launch.argv = worker_argv("validate", o.scenario, o.timeout_s, o.backend, o.profile_time_s);
+    launch.argv =
+        worker_argv("validate", o.scenario, o.timeout_s, o.backend, o.profile_time_s, o.cpu_bind);
+    launch.bind_cores = o.cpu_bind == "cores";
     if (!o.out.empty())
       launch.argv.insert(launch.argv.end(), {"--out", o.out});
     for (const auto& a : o.algorithms)
@@ -441,7 +449,9 @@ int profile_command(const ProfileOptions& o) {
     real::check_backend(o.backend);
     real::LocalLaunch launch;
     launch.workers = o.workers;
-    launch.argv = worker_argv("profile", o.scenario, o.timeout_s, o.backend, o.profile_time_s);
+    launch.argv =
+        worker_argv("profile", o.scenario, o.timeout_s, o.backend, o.profile_time_s, o.cpu_bind);
+    launch.bind_cores = o.cpu_bind == "cores";
     if (!o.out.empty())
       launch.argv.insert(launch.argv.end(), {"--out", std::filesystem::absolute(o.out).string()});
     for (const auto& s : o.overrides)

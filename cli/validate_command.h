@@ -17,7 +17,8 @@ struct ValidateOptions {
   std::string backend = "gloo";
   std::string emulate_link; // a bandwidth ("100Mbit/s"); empty: no emulation
   double timeout_s = 120;
-  double profile_time_s = 0.25; // timed repeats per profiled quantity (real::ProfileOptions)
+  double profile_time_s = 0.25;   // timed repeats per profiled quantity (real::ProfileOptions)
+  std::string cpu_bind = "cores"; // cores: each local worker on its own cores; none: unbound
   bool plots = true;
 };
 int validate_command(const ValidateOptions& options);
@@ -31,6 +32,7 @@ struct ProfileOptions {
   std::string emulate_link;
   double timeout_s = 120;
   double profile_time_s = 0.25;
+  std::string cpu_bind = "cores";
   // Import instead of measuring:
   std::string nccl_tests_log;
   std::string op = "all_reduce";

@@ -72,7 +72,30 @@ int free_port() {
   return 20000 + static_cast<int>(::getpid() % 20000);
 }
 
+// The CPUs this process may run on, in order.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> ids;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set))
+        ids.push_back(c);
+  return ids;
+}
+
 } // namespace
+
+std::vector<std::vector<int>> core_shares(const std::vector<int>& available, int workers) {
+  std::vector<std::vector<int>> shares(static_cast<std::size_t>(std::max(0, workers)));
+  if (available.empty())
+    return shares;
+  const std::size_t per = std::max<std::size_t>(1, available.size() / shares.size());
+  for (std::size_t r = 0; r < shares.size(); ++r)
+    for (std::size_t i = 0; i < per; ++i)
+      shares[r].push_back(available[(r * per + i) % available.size()]);
+  return shares;
+}
 
 void launch_local(const LocalLaunch& l) {
   std::optional<EmulatedNetwork> net;
@@ -84,6 +107,8 @@ void launch_local(const LocalLaunch& l) {
   const std::string master = net ? net->address(0) : "127.0.0.1";
   const int port = free_port();
 
+  const auto shares =
+      l.bind_cores ? core_shares(allowed_cpus(), l.workers) : std::vector<std::vector<int>>{};
   std::vector<pid_t> pids(static_cast<std::size_t>(l.workers), -1);
   auto kill_all = [&] {
     for (pid_t p : pids)
@@ -120,6 +145,15 @@ void launch_local(const LocalLaunch& l) {
       for (const auto& e : env_strings)
         ::putenv(const_cast<char*>(e.c_str()));
       ::unsetenv("SLURM_PROCID"), ::unsetenv("OMPI_COMM_WORLD_RANK");
+      if (!shares.empty() && !shares[static_cast<std::size_t>(r)].empty()) {
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        for (int c : shares[static_cast<std::size_t>(r)])
+          CPU_SET(c, &mine);
+        if (::sched_setaffinity(0, sizeof mine, &mine) != 0)
+          std::fprintf(stderr, "worker %d: cannot bind to its cores: %s (running unbound)\n", r,
+                       std::strerror(errno));
+      }
       if (!netns_path.empty()) {
         const int fd = ::open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {

@@ -346,6 +346,7 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
   std::ifstream in(dir / "comparison.json");
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["rows"].size(), 3u * 6u); // 3 algorithms x 6 metrics
+  EXPECT_EQ(j["cpu_bind"], "cores");    // the default: each worker on its own cores
   ASSERT_TRUE(j["warnings"].is_array());
   for (const auto& row : j["rows"]) {
     for (const char* k : {"algorithm", "metric", "predicted", "measured", "relative_error"})
