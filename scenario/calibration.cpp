@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -270,7 +271,40 @@ BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op) {
   m.offset = shape.bytes_factor > 0 ? shape.latency_steps * (op.latency_s - link.latency_s) *
                                           link.bandwidth_Bps / shape.bytes_factor
                                     : 0.0;
+  // Each measured time T at size S, as the link's model runs it: steps x a_link + k S' / B_link.
+  m.ranks = op.ranks;
+  auto points = op.points;
+  std::sort(points.begin(), points.end(),
+            [](const SizeTime& a, const SizeTime& b) { return a.bytes < b.bytes; });
+  for (const auto& p : points) {
+    if (!(p.bytes > 0) || !(p.seconds > 0) || !(shape.bytes_factor > 0))
+      continue;
+    double mapped = std::max(0.0, (p.seconds - shape.latency_steps * link.latency_s) *
+                                      link.bandwidth_Bps / shape.bytes_factor);
+    if (!m.table.empty()) {
+      if (p.bytes <= m.table.back().first)
+        continue; // the same size twice: the first
+      mapped = std::max(mapped, m.table.back().second);
+    }
+    m.table.emplace_back(p.bytes, mapped);
+  }
   return m;
+}
+
+double BytesMap::bytes_for(double array_bytes, int group_size) const {
+  if (table.size() < 2 || group_size != ranks)
+    return std::max(0.0, scale * array_bytes + offset);
+  // Below the smallest and above the largest measured size the fit's slope carries on from the
+  // nearest point; in between, straight lines between the points.
+  if (array_bytes <= table.front().first)
+    return std::max(0.0, table.front().second - scale * (table.front().first - array_bytes));
+  if (array_bytes >= table.back().first)
+    return table.back().second + scale * (array_bytes - table.back().first);
+  const auto hi = std::lower_bound(table.begin(), table.end(), array_bytes,
+                                   [](const auto& p, double s) { return p.first < s; });
+  const auto lo = std::prev(hi);
+  const double f = (array_bytes - lo->first) / (hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
 }
 
 } // namespace overlapsim::scenario

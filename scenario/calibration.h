@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace overlapsim::scenario {
@@ -54,11 +55,21 @@ struct Calibration {
   std::vector<LinkFit> inter_node_ops;
 };
 
-// The byte mapping that makes `link`'s alpha-beta model give `op`'s fitted time (both fits of
-// ring_shape form on the same ranks): S' = S x B_link / B_op + steps (a_op - a_link) B_link / k.
+// The byte mapping that makes `link`'s alpha-beta model give `op`'s measured time (both of
+// ring_shape form): the simulator runs the op with bytes_for(S) bytes, S the full array as
+// nccl-tests counts it. Where the group has the ranks the op was measured on, the measured points
+// themselves, interpolated (Gloo's pieced all-gather on loopback: flat at 1.5 ms up to 400 kB, then
+// 150 MB/s, a knee no alpha-beta line follows: the fit put 4 MB at 47 ms against 27 ms measured);
+// elsewhere, and beyond the points, the fit: S' = S x B_link / B_op + steps (a_op - a_link)
+// B_link / k.
 struct BytesMap {
   double scale = 1;
   double offset = 0;
+  int ranks = 0; // the group size the points were measured on
+  // (S, S') at each measured S, ascending in both (a larger message never runs faster).
+  std::vector<std::pair<double, double>> table;
+
+  double bytes_for(double array_bytes, int group_size) const;
 };
 BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op);
 

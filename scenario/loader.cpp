@@ -326,11 +326,12 @@ ClusterSpec read_cluster(const Entry& e) {
   if (calibration) {
     const bool across = c.nodes > 1;
     const auto& base = across ? calibration->inter_node : calibration->intra_node;
-    if (base)
-      for (const auto& f : across ? calibration->inter_node_ops : calibration->intra_node_ops) {
-        const auto m = collective_bytes_map(*base, f);
-        c.collective_bytes[f.op] = CollectiveBytesMap{m.scale, m.offset};
-      }
+    if (base) {
+      // The link's own collective too: its measured points, where the fit's line misses them.
+      c.collective_bytes[base->op] = collective_bytes_map(*base, *base);
+      for (const auto& f : across ? calibration->inter_node_ops : calibration->intra_node_ops)
+        c.collective_bytes[f.op] = collective_bytes_map(*base, f);
+    }
   }
   if (e.has("nics_per_node"))
     c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
@@ -477,11 +478,12 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
 
 constexpr double kMaxModelParams = 1e14;
 
-// model.profile: a per-layer time table (*.tsv, scenario/layer_table.h; the DreamDDP authors' profile)
-// is the model itself: one layer per row, the backward taking `bp_s` and the forward `fwd_s` (0
-// without that column) per micro-batch, and every collective over the parameters or gradients the
-// sum of its layers' `comm_s` (sim/table_comm_time.h). Without a `params` column a layer counts as
-// one parameter, so byte-sized choices (DDP's buckets) and the memory figures mean nothing.
+// model.profile: a per-layer time table (*.tsv, scenario/layer_table.h; the DreamDDP authors'
+// profile) is the model itself: one layer per row, the backward taking `bp_s` and the forward
+// `fwd_s` (0 without that column) per micro-batch, and every collective over the parameters or
+// gradients the sum of its layers' `comm_s` (sim/table_comm_time.h). Without a `params` column a
+// layer counts as one parameter, so byte-sized choices (DDP's buckets) and the memory figures mean
+// nothing.
 bool is_layer_table(const Entry& profile) {
   return profile.text().ends_with(".tsv");
 }
@@ -1047,11 +1049,10 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name_for
   if (const auto at = invalid_utf8_at(yaml)) {
     const auto bad = yaml.begin() + static_cast<std::ptrdiff_t>(*at);
     const std::size_t newline = yaml.rfind('\n', *at);
-    throw ScenarioError(
-        fmt::format("{}:{}: byte 0x{:02X} at column {} is not UTF-8; a scenario file is UTF-8 text",
-                    name_for_errors, 1 + std::count(yaml.begin(), bad, '\n'),
-                    static_cast<unsigned char>(*bad),
-                    newline == std::string::npos ? *at + 1 : *at - newline));
+    throw ScenarioError(fmt::format(
+        "{}:{}: byte 0x{:02X} at column {} is not UTF-8; a scenario file is UTF-8 text",
+        name_for_errors, 1 + std::count(yaml.begin(), bad, '\n'), static_cast<unsigned char>(*bad),
+        newline == std::string::npos ? *at + 1 : *at - newline));
   }
   YAML::Node root;
   try {

@@ -5,6 +5,7 @@
 
 #include "hw/model.h"
 #include "hw/presets.h"
+#include "scenario/calibration.h"
 #include "scenario/loss_curve.h"
 
 #include <cstdint>
@@ -42,12 +43,8 @@ struct Site {
 
 // How one collective's measured time differs from its link's (Gloo on CPU runs reduce-scatter
 // as an all-to-all, all-gather as list all-gathers: neither costs what the link's all-reduce fit
-// says). The simulator runs the op with `scale x S + offset` bytes (S the full array, as
-// nccl-tests counts it), so the link's alpha-beta model gives the op's own fitted time.
-struct CollectiveBytesMap {
-  double scale = 1;
-  double offset = 0;
-};
+// says): the simulator runs the op with the bytes that give its measured time (BytesMap).
+using CollectiveBytesMap = BytesMap;
 
 struct ClusterSpec {
   int nodes = 1;

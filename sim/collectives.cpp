@@ -330,9 +330,9 @@ CollectiveOutcome Network::hierarchical_all_reduce(int rank, const Scope& s, dou
   const auto a = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag}, G - 1, bytes / G);
   const auto b = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, 2 * (M - 1), bytes / G / M);
   const auto c = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, G - 1, bytes / G);
-  return {a.bytes_sent + b.bytes_sent + c.bytes_sent, fidelity_ == scenario::CollectiveFidelity::steps
-                                                          ? "hierarchical/steps"
-                                                          : "hierarchical/fused"};
+  return {a.bytes_sent + b.bytes_sent + c.bytes_sent,
+          fidelity_ == scenario::CollectiveFidelity::steps ? "hierarchical/steps"
+                                                           : "hierarchical/fused"};
 }
 
 CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
@@ -391,7 +391,7 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
     // A calibrated message runs with the bytes that give its measured time (as below).
     double on_wire = bytes;
     if (const auto it = collective_bytes_.find("send_recv"); it != collective_bytes_.end())
-      on_wire = std::max(0.0, it->second.scale * bytes + it->second.offset);
+      on_wire = it->second.bytes_for(bytes, g.size());
     exchange(Scope{g, seq, -1 - call.tag}, rank, call.peer, on_wire, -1);
     return {bytes, "p2p"};
   }
@@ -412,8 +412,7 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
   std::replace(op_name.begin(), op_name.end(), '-', '_');
   if (const auto it = collective_bytes_.find(op_name); it != collective_bytes_.end()) {
     const double per_array = call.op == CollectiveOp::all_gather ? g.size() : 1.0;
-    const double mapped =
-        std::max(0.0, it->second.scale * bytes * per_array + it->second.offset) / per_array;
+    const double mapped = it->second.bytes_for(bytes * per_array, g.size()) / per_array;
     auto outcome = run_uncalibrated(rank, call, mapped, seq);
     outcome.bytes_sent = mapped > 0 ? outcome.bytes_sent * bytes / mapped : 0.0;
     return outcome;

@@ -224,6 +224,62 @@ algorithms: [{name: zero1, bucket_cap: 1GB}]
   EXPECT_GE(checked, 4);
 }
 
+// Gloo's pieced all-gather on loopback is flat, then steep: no alpha-beta line passes through
+// its points. On the link of mlp_profile (1 ms a step, 10 MB/s) a 2-rank all-gather of an S'-byte
+// array takes 1 ms + 0.5 S' / 1e7, so a point measured at T maps to S' = (T - 1 ms) x 2e7:
+// 2 ms -> 2e4, 2.5 ms -> 3e4, 0.2 s -> 3.98e6; in between, straight lines; a point slower than a
+// larger one's keeps the larger one's bytes (no message runs faster for being larger).
+constexpr double kArray = 4.0 * 2 * (1024 * 1024 + 1024); // mlp 1024 x 2, fp32: the full array
+
+LinkFit knee_all_gather() {
+  return fit_alpha_beta("all_gather", 2,
+                        {{1e4, 2e-3}, {1e6, 2.5e-3}, {2e6, 2.0e-3}, {kArray, 0.2}});
+}
+
+TEST(Calibration, MeasuredPointsMapOntoTheLinkWhereTheFitMissesThem) {
+  const auto link = *mlp_profile().inter_node;
+  const auto op = knee_all_gather();
+  const auto m = collective_bytes_map(link, op);
+  ASSERT_EQ(m.table.size(), 4u);
+  EXPECT_NEAR(m.bytes_for(1e4, 2), 2e4, 1e-6);
+  EXPECT_NEAR(m.bytes_for(1e6, 2), 3e4, 1e-6);
+  EXPECT_NEAR(m.bytes_for(505000, 2), 2.5e4, 1e-6); // halfway between the first two points
+  EXPECT_NEAR(m.bytes_for(2e6, 2), 3e4, 1e-6);      // measured faster than 1 MB: held at 1 MB's
+  EXPECT_NEAR(m.bytes_for(kArray, 2), 3.98e6, 1e-3);
+  EXPECT_NEAR(m.bytes_for(kArray + 1e6, 2), 3.98e6 + m.scale * 1e6, 1e-3); // the fit's slope on
+  EXPECT_NEAR(m.bytes_for(5e3, 2), std::max(0.0, 2e4 - m.scale * 5e3), 1e-6);
+  // Another group size was not measured: the fit's line.
+  EXPECT_NEAR(m.bytes_for(kArray, 4), m.scale * kArray + m.offset, 1e-6);
+  // The fit alone is far off the largest point: what the table is for.
+  const double fitted = 1e-3 + 0.5 * (m.scale * kArray + m.offset) / 1e7;
+  EXPECT_GT(std::abs(fitted - 0.2) / 0.2, 0.1);
+}
+
+TEST(Calibration, ZeroOnesAllGatherTakesItsMeasuredTime) {
+  auto c = mlp_profile();
+  c.inter_node_ops = {knee_all_gather()};
+  const testing::ScratchDir dir;
+  std::ofstream(dir / "profile.json") << calibration_json(c);
+  const auto scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << R"(name: cal
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, calibration: profile.json}
+model: {preset: mlp, width: 1024, depth: 2, dtype: fp32}
+training: {micro_batch: 8, steps: 2}
+algorithms: [{name: zero1, bucket_cap: 1GB}]
+)";
+  const auto r =
+      overlapsim::testing::simulate(load_scenario(scenario), "zero1", {{"bucket_cap", "1GB"}});
+  int checked = 0;
+  for (const auto& e : r.trace.events)
+    if (e.worker == 0 && e.category == OpCategory::comm &&
+        r.trace.name_of(e.name).starts_with("all-gather")) {
+      EXPECT_NEAR(e.end - e.start, 0.2, 1e-6);
+      EXPECT_NEAR(e.bytes, 0.5 * kArray, 1); // what is sent stays the op's real volume
+      ++checked;
+    }
+  EXPECT_GE(checked, 2);
+}
+
 // A point-to-point message measured at 3 ms + S / 25 MB/s (send_recv: one step, all of S) runs
 // with S' = S x 1e7 / 2.5e7 + (3 - 1) ms x 1e7 = 0.4 S + 20 kB, so one hop of the link (1 ms,
 // 10 MB/s) takes its own fitted time; the bytes reported as sent stay S.
