@@ -184,6 +184,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   constexpr double kWarnAbove = 0.15; // |iteration-time error| the validate loop aims under
   std::vector<std::string> warnings;
+  std::string step_lines;
   std::string csv = "algorithm,metric,predicted,measured,relative_error,absolute_error\n";
   std::string table = fmt::format("{:<10} {:<22} {:>12} {:>12} {:>9}\n", "algorithm", "metric",
                                   "predicted", "measured", "error");
@@ -212,6 +213,22 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
       // Near-zero measured values (idle, exposed communication of overlapping algorithms) make
       // relative errors meaningless; the difference says how far off the prediction is.
       row["absolute_error"] = values.first - values.second;
+      if (std::string_view(metric) == "iteration_time_s" && !m.step_times_s.empty()) {
+        // How much the measured steps varied: one stall in ten steps moves the mean, not the
+        // median, and the simulator predicts neither.
+        auto steps = m.step_times_s;
+        std::sort(steps.begin(), steps.end());
+        const double median = steps.size() % 2
+                                  ? steps[steps.size() / 2]
+                                  : (steps[steps.size() / 2 - 1] + steps[steps.size() / 2]) / 2;
+        row["measured_step_s"] = {
+            {"min", steps.front()}, {"median", median}, {"max", steps.back()}};
+        row["measured_step_spread"] =
+            number_or_null(median > 0 ? (steps.back() - steps.front()) / median : std::nan(""));
+        step_lines += fmt::format(
+            "{:<10} measured steps {:.4g} / {:.4g} / {:.4g} ms (min / median / max)\n",
+            measured_rows[i].algorithm, 1e3 * steps.front(), 1e3 * median, 1e3 * steps.back());
+      }
       if (std::string_view(metric) == "iteration_time_s" && std::isfinite(err) &&
           std::abs(err) > kWarnAbove) {
         row["warning"] = fmt::format("predicted iteration time is {:+.1f}% off the measured one "
@@ -267,6 +284,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   std::printf("%s: %d workers%s, measured vs predicted\n%s", real.name.c_str(), world,
               o.emulate_link.empty() ? "" : fmt::format(", links {}", o.emulate_link).c_str(),
               table.c_str());
+  std::printf("%s", step_lines.c_str());
   for (const auto& w : warnings)
     std::printf("warning: %s\n", w.c_str());
   if (o.plots && real.output.plots)

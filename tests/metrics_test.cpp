@@ -46,6 +46,7 @@ TEST(Metrics, HandBuiltTwoWorkerTrace) {
   EXPECT_DOUBLE_EQ(m.window_start_s, 10);
   EXPECT_DOUBLE_EQ(m.window_end_s, 30);
   EXPECT_DOUBLE_EQ(m.iteration_time_s, 10);
+  EXPECT_EQ(m.step_times_s, (std::vector<double>{10, 10}));
   EXPECT_DOUBLE_EQ(m.throughput_samples_s, 16.0 / 20.0); // 2 steps x 2 workers x 4 samples
   EXPECT_DOUBLE_EQ(m.idle_fraction[0], 0.4);
   EXPECT_DOUBLE_EQ(m.idle_fraction[1], 0.2);
@@ -57,6 +58,20 @@ TEST(Metrics, HandBuiltTwoWorkerTrace) {
   EXPECT_DOUBLE_EQ(m.comm_s_per_step, 4.0);
   EXPECT_DOUBLE_EQ(m.peak_memory_bytes, 20);
   EXPECT_DOUBLE_EQ(m.memory_breakdown[4], 10);
+}
+
+// Step s lasts from when the later worker finished s - 1 to when the later one finished s.
+TEST(Metrics, StepTimesAreMeasuredFromTheLaterWorker) {
+  Trace t;
+  t.workers = 2;
+  const double ends[2][4] = {{1, 2, 9, 10}, {1.5, 3, 4, 12}}; // worker 0 stalls in step 2
+  for (int w = 0; w < 2; ++w)
+    for (int step = 0; step < 4; ++step)
+      t.steps.push_back({ends[w][step], w, step, 1});
+  const auto m = compute_metrics(t, /*warmup_steps=*/1, /*steps=*/3);
+  EXPECT_DOUBLE_EQ(m.window_start_s, 1.5);
+  EXPECT_DOUBLE_EQ(m.iteration_time_s, (12 - 1.5) / 3);
+  EXPECT_EQ(m.step_times_s, (std::vector<double>{1.5, 6, 3})); // 3 - 1.5, 9 - 3, 12 - 9
 }
 
 TEST(Metrics, MissingStepIsAnError) {

@@ -83,6 +83,21 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     m.window_start_s = warmup_steps == 0 ? 0.0 : std::max(m.window_start_s, open[w]);
   }
   m.steps = steps;
+  {
+    std::vector<double> done(static_cast<std::size_t>(steps), -1); // step s: every worker's max
+    for (const auto& s : trace.steps)
+      if (s.step >= warmup_steps && s.step <= last) {
+        auto& d = done[static_cast<std::size_t>(s.step - warmup_steps)];
+        d = std::max(d, s.time);
+      }
+    double previous = m.window_start_s;
+    for (const double d : done) {
+      if (d >= 0) { // every step is marked once the window closed; guard a skipped index anyway
+        m.step_times_s.push_back(std::max(0.0, d - previous));
+        previous = std::max(previous, d);
+      }
+    }
+  }
   const double window = m.window_end_s - m.window_start_s;
   if (!(window > 0))
     throw std::runtime_error("trace: the steady-state window is empty");

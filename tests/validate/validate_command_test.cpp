@@ -362,6 +362,18 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
     if (row["metric"] == "speedup_vs_ddp" && row["algorithm"] == "ddp") {
       EXPECT_DOUBLE_EQ(row["measured"].get<double>(), 1.0);
     }
+    // The measured steps' spread: their mean, the iteration time, lies between the extremes.
+    if (row["metric"] == "iteration_time_s") {
+      ASSERT_TRUE(row.contains("measured_step_s")) << row.dump();
+      const auto& st = row["measured_step_s"];
+      const double lo = st["min"], mid = st["median"], hi = st["max"];
+      const double mean = row["measured"];
+      EXPECT_LE(lo, mid);
+      EXPECT_LE(mid, hi);
+      EXPECT_GE(mean, lo * (1 - 1e-9));
+      EXPECT_LE(mean, hi * (1 + 1e-9));
+      EXPECT_DOUBLE_EQ(row["measured_step_spread"].get<double>(), (hi - lo) / mid);
+    }
     const bool off =
         row["metric"] == "iteration_time_s" && std::abs(row["relative_error"].get<double>()) > 0.15;
     EXPECT_EQ(row.contains("warning"), off) << row.dump();
