@@ -291,6 +291,17 @@ BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op) {
   return m;
 }
 
+double latency_floor(const LinkFit& link, const std::vector<LinkFit>& ops) {
+  double floor = link.latency_s;
+  for (const auto& op : ops) {
+    const auto shape = ring_shape(op.op, op.ranks);
+    for (const auto& p : op.points)
+      if (p.seconds > 0 && shape.latency_steps > 0)
+        floor = std::min(floor, p.seconds / shape.latency_steps);
+  }
+  return floor;
+}
+
 double BytesMap::bytes_for(double array_bytes, int group_size) const {
   if (table.size() < 2 || group_size != ranks)
     return std::max(0.0, scale * array_bytes + offset);

@@ -328,9 +328,13 @@ ClusterSpec read_cluster(const Entry& e) {
     const auto& base = across ? calibration->inter_node : calibration->intra_node;
     if (base) {
       // The link's own collective too: its measured points, where the fit's line misses them.
-      c.collective_bytes[base->op] = collective_bytes_map(*base, *base);
-      for (const auto& f : across ? calibration->inter_node_ops : calibration->intra_node_ops)
-        c.collective_bytes[f.op] = collective_bytes_map(*base, f);
+      auto ops = across ? calibration->inter_node_ops : calibration->intra_node_ops;
+      ops.push_back(*base);
+      LinkFit carrier = *base;
+      carrier.latency_s = latency_floor(*base, ops);
+      (across ? c.inter_node : c.intra_node).latency_s = carrier.latency_s;
+      for (const auto& f : ops)
+        c.collective_bytes[f.op] = collective_bytes_map(carrier, f);
     }
   }
   if (e.has("nics_per_node"))

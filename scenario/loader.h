@@ -1,5 +1,6 @@
-// Reading scenario files: YAML (yaml-cpp) into scenario::Scenario, with the error rules of SCENARIO.md.
-// Every error names the file, the line, the key and what was expected; nothing is guessed.
+// Reading scenario files: YAML (yaml-cpp) into scenario::Scenario, with the error rules of
+// SCENARIO.md. Every error names the file, the line, the key and what was expected; nothing is
+// guessed.
 #pragma once
 
 #include "scenario/scenario.h"

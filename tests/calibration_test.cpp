@@ -280,6 +280,35 @@ algorithms: [{name: zero1, bucket_cap: 1GB}]
   EXPECT_GE(checked, 2);
 }
 
+// The link of mlp_profile has 1 ms a step. An all-gather measured at 0.4 ms (one step) and an
+// all-reduce at 1.2 ms (two steps, 0.6 ms each) lower it to 0.4 ms; a point slower than the fit
+// allows leaves it. Loaded, the link carries the floor and every op still takes its measured time.
+TEST(Calibration, TheLinkLatencyLetsTheFastestMeasuredPointRun) {
+  auto c = mlp_profile();
+  EXPECT_DOUBLE_EQ(latency_floor(*c.inter_node, {}), 1e-3);
+  c.inter_node->points.push_back({8, 1.2e-3});
+  c.inter_node_ops = {fit_alpha_beta("all_gather", 2, {{8, 0.4e-3}, {1e6, 0.4e-3 + 0.5e6 / 1e7}})};
+  EXPECT_NEAR(latency_floor(*c.inter_node, {*c.inter_node}), 0.6e-3, 1e-12);
+  EXPECT_NEAR(latency_floor(*c.inter_node, {*c.inter_node, c.inter_node_ops[0]}), 0.4e-3, 1e-12);
+
+  const testing::ScratchDir dir;
+  std::ofstream(dir / "profile.json") << calibration_json(c);
+  std::ofstream(dir / "s.yaml") << R"(name: cal
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, calibration: profile.json}
+model: {preset: mlp, width: 1024, depth: 2, dtype: fp32}
+training: {micro_batch: 8, steps: 2}
+algorithms: [ddp]
+)";
+  const auto s = load_scenario((dir / "s.yaml").string());
+  EXPECT_NEAR(s.cluster.inter_node.latency_s, 0.4e-3, 1e-12);
+  // An 8-byte all-reduce on the lowered link: 2 x 0.4 ms + S' / 1e7 = its measured 1.2 ms.
+  const auto& ar = s.cluster.collective_bytes.at("all_reduce");
+  EXPECT_NEAR(2 * 0.4e-3 + ar.bytes_for(8, 2) / 1e7, 1.2e-3, 1e-12);
+  const auto& ag = s.cluster.collective_bytes.at("all_gather");
+  EXPECT_NEAR(0.4e-3 + 0.5 * ag.bytes_for(8, 2) / 1e7, 0.4e-3, 1e-12);
+  EXPECT_NEAR(0.4e-3 + 0.5 * ag.bytes_for(1e6, 2) / 1e7, 0.4e-3 + 0.5e6 / 1e7, 1e-12);
+}
+
 // A point-to-point message measured at 3 ms + S / 25 MB/s (send_recv: one step, all of S) runs
 // with S' = S x 1e7 / 2.5e7 + (3 - 1) ms x 1e7 = 0.4 S + 20 kB, so one hop of the link (1 ms,
 // 10 MB/s) takes its own fitted time; the bytes reported as sent stay S.

@@ -76,7 +76,9 @@ int agreed_repeats(RealWorker& w, const Group& group, const ProfileOptions& o, d
 // The message sizes of a sweep: o.sizes (at least 2) geometric steps from o.min_bytes to max_bytes.
 std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes) {
   const int sizes = std::max(2, o.sizes);
-  std::vector<double> bytes;
+  // First the smallest message, one element per rank: the counts and flags that ACCO and DPU
+  // all-reduce every round ran in 0.4-0.9 ms on loopback Gloo, where 4 kB took 3.3-3.9 ms.
+  std::vector<double> bytes{0};
   for (int i = 0; i < sizes; ++i)
     bytes.push_back(o.min_bytes * std::pow(max_bytes / o.min_bytes, i / (sizes - 1.0)));
   return bytes;
