@@ -57,4 +57,14 @@ std::vector<std::int64_t> replicator_indices(const ReplicatorConfig& config, int
   throw std::logic_error("replicator_indices: only random and striding select seeded indices");
 }
 
+std::uint64_t indices_digest(const std::vector<std::int64_t>& indices) {
+  std::uint64_t h = 0xCBF29CE484222325ULL;
+  for (const std::int64_t i : indices) {
+    auto v = static_cast<std::uint64_t>(i);
+    for (int byte = 0; byte < 8; ++byte, v >>= 8)
+      h = (h ^ (v & 0xFFU)) * 0x100000001B3ULL;
+  }
+  return h;
+}
+
 } // namespace overlapsim

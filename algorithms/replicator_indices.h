@@ -20,4 +20,9 @@ namespace overlapsim {
 std::vector<std::int64_t> replicator_indices(const ReplicatorConfig& config, int step, int piece,
                                              std::int64_t elements);
 
+// FNV-1a over the indices' 64-bit values: a short fingerprint of a selection. A real run puts it
+// in the trace of each encode, so that a reader sees every replica sent the same elements (the
+// paper's premise for sending no indices) without the lists themselves.
+std::uint64_t indices_digest(const std::vector<std::int64_t>& indices);
+
 } // namespace overlapsim

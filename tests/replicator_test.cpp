@@ -105,6 +105,15 @@ TEST(Replicator, SeededIndicesAreTheSameEverywhereAndDistinct) {
   EXPECT_EQ(s.back(), 993);
 }
 
+// FNV-1a 64 over the little-endian bytes of each index: the empty list is the offset basis; {1}
+// by hand (Python: h = (h ^ b) * 0x100000001b3 mod 2^64 over bytes 01 00 .. 00).
+TEST(Replicator, IndicesDigestIsFnv1aOfTheIndices) {
+  EXPECT_EQ(indices_digest({}), 0xCBF29CE484222325ULL);
+  EXPECT_EQ(indices_digest({1}), 0x89CD31291D2AEFA4ULL);
+  EXPECT_NE(indices_digest({1, 2}), indices_digest({2, 1}));
+  EXPECT_NE(indices_digest({0}), indices_digest({}));
+}
+
 TEST(Replicator, BadOptionsNameTheKey) {
   const auto s = scenario_from(scenario(2, 1));
   for (auto [key, value] : {std::pair{"replicator", "gossip"}, std::pair{"compression", "2"},

@@ -79,7 +79,8 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
     if (e.flops > 0)
       fmt::format_to(it, ",\"flops\":{:.6g}", e.flops);
     if (e.detail >= 0)
-      fmt::format_to(it, ",\"algorithm\":{}", quoted[static_cast<std::size_t>(e.detail)]);
+      fmt::format_to(it, ",\"{}\":{}", e.category == OpCategory::comm ? "algorithm" : "detail",
+                     quoted[static_cast<std::size_t>(e.detail)]);
     if (e.group >= 0)
       fmt::format_to(it, ",\"group\":{},\"group_size\":{}", e.group, e.group_size);
     if (e.peer >= 0)

@@ -7,19 +7,22 @@ namespace overlapsim::real {
 
 namespace {
 
-torch::Tensor seeded_indices(const ReplicatorPhase& op, const torch::Tensor& like) {
+torch::Tensor seeded_indices(const ReplicatorPhase& op, const torch::Tensor& like,
+                             std::uint64_t* digest = nullptr) {
   const auto list = replicator_indices(op.config, op.step, op.piece, op.params.count);
+  if (digest != nullptr)
+    *digest = indices_digest(list);
   return torch::tensor(list, torch::TensorOptions().dtype(torch::kInt64)).to(like.device());
 }
 
-void encode(const ReplicatorPhase& op, const ReplicatorTensors& t) {
+std::optional<std::uint64_t> encode(const ReplicatorPhase& op, const ReplicatorTensors& t) {
   const auto& c = op.config;
   if (c.kind == ReplicatorKind::diloco)
-    return;
+    return std::nullopt;
   // m <- beta m + s g
   t.momentum.mul_(c.decay).add_(t.grads, op.grad_scale);
   if (!op.exchanged)
-    return;
+    return std::nullopt;
   if (c.kind == ReplicatorKind::demo) {
     const std::int64_t e = op.params.count;
     const auto coefficients = dct_blocks(t.momentum, c.chunk);
@@ -31,11 +34,13 @@ void encode(const ReplicatorPhase& op, const ReplicatorTensors& t) {
     auto own = torch::zeros_like(coefficients);
     own.scatter_(1, sel.indices, sel.values);
     t.momentum.sub_(idct_blocks(own, c.chunk, e));
-    return;
+    return std::nullopt;
   }
-  const auto idx = seeded_indices(op, t.momentum);
+  std::uint64_t digest = 0;
+  const auto idx = seeded_indices(op, t.momentum, &digest);
   t.values.copy_(t.momentum.index_select(0, idx));
   t.momentum.index_fill_(0, idx, 0.0);
+  return digest;
 }
 
 torch::Tensor decode(const ReplicatorPhase& op, const ReplicatorTensors& t) {
@@ -63,16 +68,16 @@ torch::Tensor decode(const ReplicatorPhase& op, const ReplicatorTensors& t) {
 
 } // namespace
 
-void run_replicator_phase(const ReplicatorPhase& op, const ReplicatorTensors& t) {
+std::optional<std::uint64_t> run_replicator_phase(const ReplicatorPhase& op,
+                                                  const ReplicatorTensors& t) {
   torch::NoGradGuard no_grad;
-  if (op.phase == ReplicatorPhase::Kind::encode) {
-    encode(op, t);
-    return;
-  }
+  if (op.phase == ReplicatorPhase::Kind::encode)
+    return encode(op, t);
   auto q = decode(op, t);
   if (op.config.sign)
     q.sign_();
   t.params.sub_(q, op.lr); // DeMo-SGD: theta <- theta - lr sign(Q)
+  return std::nullopt;
 }
 
 } // namespace overlapsim::real

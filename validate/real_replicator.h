@@ -8,6 +8,9 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+#include <optional>
+
 namespace overlapsim::real {
 
 // The op's slices as tensors (views into the worker's fp32 buffers; undefined when unset).
@@ -15,6 +18,9 @@ struct ReplicatorTensors {
   torch::Tensor grads, params, momentum, values, indices;
 };
 
-void run_replicator_phase(const ReplicatorPhase& op, const ReplicatorTensors& t);
+// Returns, for an encode that sends seeded indices (random, striding), the digest of those indices
+// (algorithms/replicator_indices.h): equal on every replica of the piece when the seed is shared.
+std::optional<std::uint64_t> run_replicator_phase(const ReplicatorPhase& op,
+                                                  const ReplicatorTensors& t);
 
 } // namespace overlapsim::real

@@ -341,13 +341,14 @@ void RealWorker::reload_master(Slice params, Slice state) {
 void RealWorker::replicator_phase(const ReplicatorPhase& op) {
   const StreamMark start = streams_.mark();
   auto view = [&](Slice sl) { return sl.buffer >= 0 ? tensor(sl) : torch::Tensor(); };
-  run_replicator_phase(
+  const auto digest = run_replicator_phase(
       op, {view(op.grads), view(op.params), view(op.momentum), view(op.values), view(op.indices)});
   const bool encode = op.phase == ReplicatorPhase::Kind::encode;
   record(current_stream, encode ? OpCategory::compress : OpCategory::optimizer,
          fmt::format("{} {} piece {}", to_string(op.config.kind),
                      encode ? "encode" : "decode + update", op.piece),
-         start, finish_op(start), {op.step, -1});
+         start, finish_op(start), {op.step, -1}, 0,
+         digest ? fmt::format("indices {:016x}", *digest) : std::string());
 }
 
 void RealWorker::copy(Slice from, Slice to) {

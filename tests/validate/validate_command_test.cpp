@@ -21,6 +21,7 @@
 #include <sstream>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 namespace {
@@ -311,6 +312,37 @@ algorithms:
     const auto& l = loss.at(a);
     ASSERT_EQ(l.size(), 12u) << a;
     EXPECT_LT(l.back().second, 0.985 * l.front().second) << a;
+  }
+  // Random and Striding send no indices: every replica must select the same ones from the seed.
+  // Each encode in the measured trace carries the digest of the indices that worker sent; the
+  // two GPUs holding the same shard (local rank g on node 0 and node 1) must agree at every step
+  // and piece, and a piece's selection must change from step to step (Random draws afresh,
+  // Striding's offset moves), so agreement is not one constant list.
+  for (const char* a : {"flex-random", "flex-striding"}) {
+    std::ifstream in(dir / fmt::format("trace-{}-measured.json", a));
+    ASSERT_TRUE(in) << a;
+    const auto j = nlohmann::json::parse(in);
+    std::map<std::tuple<std::string, int, int>, std::map<int, std::string>> sent; // by worker
+    for (const auto& e : j["traceEvents"]) {
+      if (e.value("cat", "") != "compress")
+        continue;
+      ASSERT_TRUE(e["args"].contains("detail")) << a << " " << e["name"];
+      const int pid = e["pid"].get<int>();
+      sent[{e["name"].get<std::string>(), e["args"]["step"].get<int>(), pid % 2}][pid] =
+          e["args"]["detail"].get<std::string>();
+    }
+    ASSERT_FALSE(sent.empty()) << a;
+    std::map<std::pair<std::string, int>, std::set<std::string>> per_piece; // over steps
+    for (const auto& [key, by_worker] : sent) {
+      ASSERT_EQ(by_worker.size(), 2u) << a << " step " << std::get<1>(key);
+      EXPECT_EQ(by_worker.begin()->second, by_worker.rbegin()->second)
+          << a << " " << std::get<0>(key) << " step " << std::get<1>(key);
+      per_piece[{std::get<0>(key), std::get<2>(key)}].insert(by_worker.begin()->second);
+    }
+    // Striding at 1/8 cycles through 8 (or, with a short last stride, 9) offsets in 12 steps.
+    for (const auto& [piece, digests] : per_piece)
+      EXPECT_GE(digests.size(), std::string(a) == "flex-random" ? 12u : 8u)
+          << a << " " << piece.first;
   }
 }
 
