@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <set>
 
 namespace overlapsim {
@@ -129,17 +130,22 @@ TEST(Replicator, BadOptionsNameTheKey) {
   }
 }
 
-double step_time(const std::string& file, const std::string& label,
-                 const std::vector<std::string>& overrides = {}) {
+Metrics run_metrics(const std::string& file, const std::string& label,
+                    const std::vector<std::string>& overrides = {}) {
   const auto s =
       scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + file, overrides);
   for (const auto& a : s.algorithms)
     if (a.label == label) {
       auto r = sim::simulate(s, a);
-      return compute_metrics(r.trace, s.training.warmup_steps, s.training.steps).iteration_time_s;
+      return compute_metrics(r.trace, s.training.warmup_steps, s.training.steps);
     }
   ADD_FAILURE() << label;
-  return 0;
+  return {};
+}
+
+double step_time(const std::string& file, const std::string& label,
+                 const std::vector<std::string>& overrides = {}) {
+  return run_metrics(file, label, overrides).iteration_time_s;
 }
 
 // Appendix B, Fig. 10: Random about 2x faster than DeMo when communication dominates. Measured
@@ -211,6 +217,37 @@ TEST(Replicator, Olmo2WithOlmosStandardParameters) {
   EXPECT_NEAR(step_time(f, "hsdp-adamw", sixteen) / random16, 1.58, 0.03);
   EXPECT_NEAR(random16, random, 0.01 * random);
   EXPECT_LT(step_time(f, "flexdemo-demo", sixteen), 1.05 * random16);
+}
+
+// OLMo's micro-batch of 4 sequences does not fit a 64 GB A100 without activation checkpointing
+// (73 GB for HSDP here; the paper's runs fit), so the paper ran a smaller one, which its text does
+// not give; OLMo keeps the global batch of 512 by accumulating more micro-batches (64 / m per GPU),
+// and HSDP pays its reductions once per micro-batch. Micro-batch 2 (45.8 GB) gives 1.63x, micro-
+// batch 1 gives 2.21x. By hand, micro-batch 1: 64 x (257 ms shard all-reduce + 20 ms intra-node
+// reduce-scatter) = 17.7 s on top of FlexDeMo's 14.6 s. The paper's 2.6x then needs the nodes' link
+// to deliver 150 Gb/s of the stated 200 (all-reduce 4 x 1.48 GB / 17.3 GB/s = 343 ms: 64 x 0.363 =
+// 23.2 s, 2.59x), where at micro-batch 4 it needed 38 Gb/s.
+TEST(Replicator, Olmo2MicroBatchThatFitsA64GbA100) {
+  const char* f = "detonation-olmo2-1b-2x4-a100-olmo-config.yaml";
+  auto micro = [](int m) {
+    return std::vector<std::string>{"training.steps=2", fmt::format("training.micro_batch={}", m),
+                                    fmt::format("training.grad_accum={}", 64 / m)};
+  };
+  EXPECT_GT(run_metrics(f, "hsdp-adamw", micro(4)).peak_memory_bytes, 64e9);
+  EXPECT_LT(run_metrics(f, "hsdp-adamw", micro(2)).peak_memory_bytes, 64e9);
+  EXPECT_NEAR(step_time(f, "hsdp-adamw", micro(2)) / step_time(f, "flexdemo-random", micro(2)),
+              1.63, 0.03);
+  const double hsdp = step_time(f, "hsdp-adamw", micro(1));
+  const double random = step_time(f, "flexdemo-random", micro(1));
+  EXPECT_NEAR(hsdp - random, 64 * 0.277, 0.6);
+  EXPECT_NEAR(hsdp / random, 2.21, 0.04);
+  auto slower = micro(1);
+  slower.push_back("cluster.inter_node.bandwidth=150Gb/s");
+  const double hsdp150 = step_time(f, "hsdp-adamw", slower);
+  const double random150 = step_time(f, "flexdemo-random", slower);
+  EXPECT_NEAR(hsdp150 - random150, 64 * 0.363, 0.8);
+  EXPECT_NEAR(hsdp150 / random150, 2.59, 0.05);
+  EXPECT_NEAR(hsdp150 / step_time(f, "flexdemo-demo", slower), 2.59, 0.05);
 }
 
 } // namespace
