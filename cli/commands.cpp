@@ -36,12 +36,22 @@ std::string version_string() {
   );
 }
 
+namespace {
+// `--out ''` fell back to the scenario's output.dir without a word (issue 26.12).
+const CLI::Validator kNonEmpty(
+    [](std::string& value) {
+      return value.empty() ? std::string("expected a path, got an empty one") : std::string();
+    },
+    "PATH");
+} // namespace
+
 void add_commands(CLI::App& app) {
   auto run_opts = std::make_shared<RunOptions>();
   auto* run = app.add_subcommand("run", "Simulate a scenario's algorithms; write summary.json, "
                                         "summary.csv, trace-<algorithm>.json and plots");
   run->add_option("scenario", run_opts->scenario, "Scenario YAML file")->required();
-  run->add_option("--out", run_opts->out, "Output directory (default: the scenario's output.dir)");
+  run->add_option("--out", run_opts->out, "Output directory (default: the scenario's output.dir)")
+      ->check(kNonEmpty);
   run->add_option("--algorithms", run_opts->algorithms, "Comma-separated subset of algorithms")
       ->delimiter(',');
   run->add_option("--set", run_opts->overrides,
@@ -81,7 +91,8 @@ void add_commands(CLI::App& app) {
       "measured and predicted summaries and traces");
   validate->add_option("scenario", val->scenario, "Scenario YAML file (model mlp or gpt-tiny)")
       ->required();
-  validate->add_option("--out", val->out, "Output directory (default: the scenario's output.dir)");
+  validate->add_option("--out", val->out, "Output directory (default: the scenario's output.dir)")
+      ->check(kNonEmpty);
   validate->add_option("--workers", val->workers, "Worker processes started on this machine")
       ->capture_default_str();
   validate->add_option("--backend", val->backend, "gloo (CPU) | nccl (CUDA LibTorch builds)")
@@ -117,7 +128,8 @@ void add_commands(CLI::App& app) {
                  "all-reduce times over a size sweep; fit alpha-beta; write a calibration "
                  "profile (or import an nccl-tests log with --import-nccl-tests)");
   profile->add_option("scenario", prof->scenario, "Scenario YAML file (model mlp or gpt-tiny)");
-  profile->add_option("--out", prof->out, "Profile file (default: <output.dir>/profile.json)");
+  profile->add_option("--out", prof->out, "Profile file (default: <output.dir>/profile.json)")
+      ->check(kNonEmpty);
   profile->add_option("--workers", prof->workers, "Worker processes started on this machine")
       ->capture_default_str();
   profile->add_option("--backend", prof->backend, "gloo | nccl")->capture_default_str();
@@ -155,7 +167,8 @@ void add_commands(CLI::App& app) {
   sweep->add_option("--vary", sw->vary, "key.path=v1,v2,... (repeatable; the first varies slowest)")
       ->required();
   sweep->add_option("--set", sw->overrides, "Override a scenario key for every point");
-  sweep->add_option("--out", sw->out, "Output directory (default: the scenario's output.dir)");
+  sweep->add_option("--out", sw->out, "Output directory (default: the scenario's output.dir)")
+      ->check(kNonEmpty);
   sweep->add_option("--shard", sw->shard,
                     "i/n with 0-based i: run the points with index % n == i (a Slurm array "
                     "--array=0-(n-1) passes i=$SLURM_ARRAY_TASK_ID)");
@@ -184,7 +197,7 @@ void add_commands(CLI::App& app) {
   auto plot_dir = std::make_shared<std::string>();
   auto* plot = app.add_subcommand("plot", "(Re)draw the plots of an output directory");
   plot->add_option("dir", *plot_dir, "Output directory holding summary.json")->required();
-  plot->callback([plot_dir] { g_exit_code = draw_plots(*plot_dir) ? 0 : 1; });
+  plot->callback([plot_dir] { g_exit_code = plot_command(*plot_dir); });
 }
 
 } // namespace overlapsim::cli

@@ -1,9 +1,20 @@
 #include "cli/plots.h"
 
+#include "trace/output_stage.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
 
 #ifndef OVERLAPSIM_SOURCE_DIR
 #define OVERLAPSIM_SOURCE_DIR "."
@@ -11,42 +22,151 @@
 
 namespace overlapsim::cli {
 
-namespace {
+namespace fs = std::filesystem;
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s)
-    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+namespace {
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
 }
 
+// The signal this process received while the script ran, and the script's pid to pass it on to.
+std::atomic<int> g_signal{0};
+std::atomic<pid_t> g_child{-1};
+
+extern "C" void forward_signal(int sig) {
+  g_signal.store(sig);
+  if (const pid_t child = g_child.load(); child > 0)
+    ::kill(child, sig);
+}
+
+// SIGINT and SIGTERM are caught (and passed on to the script) while it runs; std::system ignored
+// SIGINT instead, so an interrupted command went on to publish outputs without plots.
+class ForwardSignals {
+public:
+  ForwardSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    g_signal.store(0);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~ForwardSignals() {
+    g_child.store(-1);
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  ForwardSignals(const ForwardSignals&) = delete;
+  ForwardSignals& operator=(const ForwardSignals&) = delete;
+
+private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 } // namespace
 
-bool draw_plots(const std::string& dir) {
-  namespace fs = std::filesystem;
+Interrupted::Interrupted(int signal)
+    : std::runtime_error(fmt::format("interrupted by signal {} ({}); nothing was published", signal,
+                                     ::strsignal(signal))),
+      signal_(signal) {}
+
+void draw_plots(const std::string& dir) {
   const std::string script = env_or("OVERLAPSIM_PLOTS_SCRIPT", std::string(OVERLAPSIM_SOURCE_DIR) +
                                                                    "/plots/overlapsim_plots.py");
   // Debian's matplotlib lives with the system interpreter, which may not be first on PATH.
   const std::string python =
       env_or("OVERLAPSIM_PYTHON", fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3");
-  if (!fs::exists(script)) {
-    std::fprintf(stderr, "warning: plots skipped: %s not found\n", script.c_str());
-    return false;
-  }
+  std::error_code ec;
+  if (!fs::is_regular_file(script, ec))
+    throw std::runtime_error(fmt::format(
+        "plots: the plotting script {} is missing (set OVERLAPSIM_PLOTS_SCRIPT, or pass "
+        "--no-plots)",
+        script));
   std::fflush(nullptr);
-  const int rc = std::system(
-      fmt::format("{} {} {}", shell_quote(python), shell_quote(script), shell_quote(dir)).c_str());
-  if (rc != 0) {
-    std::fprintf(stderr,
-                 "warning: plotting exited with status %d; the numeric outputs are complete\n", rc);
-    return false;
+  ForwardSignals forward;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw std::runtime_error(fmt::format("plots: cannot fork: {}", std::strerror(errno)));
+  if (pid == 0) {
+    // The script dies with this process, and with default dispositions (no Python traceback on
+    // SIGINT: it just stops, and this process reports the interruption).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent)
+      ::_exit(126);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    std::vector<std::string> args = {python, script, dir};
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(python.c_str(), argv.data());
+    std::fprintf(stderr, "overlapsim plot: cannot run %s: %s\n", python.c_str(),
+                 std::strerror(errno));
+    ::_exit(127);
   }
-  return true;
+  g_child.store(pid);
+  if (const int sig = g_signal.load(); sig != 0) // it came before the pid was known
+    ::kill(pid, sig);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (const int sig = g_signal.load(); sig != 0)
+    throw Interrupted(sig);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return;
+  throw std::runtime_error(
+      WIFSIGNALED(status)
+          ? fmt::format("plots: the plotting script died of signal {} ({}); nothing was "
+                        "published (--no-plots skips the plots)",
+                        WTERMSIG(status), ::strsignal(WTERMSIG(status)))
+          : fmt::format("plots: the plotting script exited with status {} (its message is "
+                        "above); nothing was published (--no-plots skips the plots)",
+                        WEXITSTATUS(status)));
+}
+
+int plot_command(const std::string& dir) {
+  try {
+    // Only a directory overlapsim published is redrawn: its files are staged (hard links) without
+    // the old plots, the plots drawn beside them, and the whole published at once.
+    const auto files = published_files(dir);
+    if (std::find(files.begin(), files.end(), "summary.json") == files.end())
+      throw std::runtime_error(fmt::format("{}: holds no summary.json to plot", dir));
+    OutputStage stage(dir);
+    for (const auto& f : files) {
+      if (ends_with(f, ".png"))
+        continue;
+      const fs::path from = fs::path(dir) / f, to = fs::path(stage.path()) / f;
+      std::error_code ec;
+      fs::create_directories(to.parent_path(), ec);
+      fs::create_hard_link(from, to, ec);
+      if (ec && !fs::copy_file(from, to, ec))
+        throw std::runtime_error(
+            fmt::format("{}: cannot stage {}: {}", dir, from.string(), ec.message()));
+    }
+    draw_plots(stage.path());
+    stage.publish();
+    std::printf("plots in %s\n", dir.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    return report_failure("overlapsim plot", e);
+  }
+}
+
+int report_failure(const char* command, const std::exception& e) {
+  std::fprintf(stderr, "%s: %s\n", command, e.what());
+  if (const auto* interrupted = dynamic_cast<const Interrupted*>(&e))
+    return 128 + interrupted->signal();
+  return 1;
 }
 
 } // namespace overlapsim::cli

@@ -213,8 +213,7 @@ int run_command(const RunOptions& options) {
       }
     return failed > 0 ? 2 : 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "overlapsim run: %s\n", e.what());
-    return 1;
+    return report_failure("overlapsim run", e);
   }
 }
 

@@ -9,10 +9,13 @@
 #include "scenario/loader.h"
 #include "scenario/torch_profiler_import.h"
 #include "trace/atomic_file.h"
+#include "trace/output_stage.h"
 #include "trace/remove_tree.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +24,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef OVERLAPSIM_HAVE_TORCH
@@ -40,11 +44,38 @@ const std::vector<std::string>& real_algorithm_names() {
 
 namespace {
 
+// Temporary directories of real runs: "overlapsim-validate-<pid>-XXXXXX" in the temporary
+// directory.
+constexpr const char* kTempPrefix = "overlapsim-validate-";
+
+// Removes this user's temporary directories whose process is gone: a SIGKILLed validate or
+// profile cannot remove its own (issue 26.12).
+[[maybe_unused]] void remove_stale_temp_dirs() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kTempPrefix) || !entry.is_directory(ec) || entry.is_symlink(ec))
+      continue;
+    const std::string rest = name.substr(std::string_view(kTempPrefix).size());
+    char* end = nullptr;
+    const long pid = std::strtol(rest.c_str(), &end, 10);
+    struct stat st {};
+    if (end == rest.c_str() || *end != '-' || pid <= 0 || ::lstat(entry.path().c_str(), &st) != 0 ||
+        st.st_uid != ::getuid())
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      overlapsim::remove_tree(entry.path().string());
+  }
+}
+
 // A temporary directory removed on every path out.
 class TempDir {
 public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "overlapsim-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() /
+                           fmt::format("{}{}-XXXXXX", kTempPrefix, ::getpid()))
+                              .string();
     if (::mkdtemp(pattern.data()) == nullptr)
       throw std::runtime_error("cannot create a temporary directory");
     path_ = pattern;
@@ -130,8 +161,11 @@ nlohmann::json number_or_null(double v) {
 // Rank 0, after the real runs: predict the same job with the calibration, compare, write.
 int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                       const real::WorkerResult& result, int world) {
-  const std::string dir = o.out.empty() ? real.output.dir : o.out;
-  const std::string profile_path = dir + "/profile.json";
+  const std::string published = o.out.empty() ? real.output.dir : o.out;
+  const std::string profile_path = published + "/profile.json";
+  // Written like run's outputs: staged, then published all at once (issue 26.5).
+  OutputStage stage(published);
+  const std::string& dir = stage.path();
   TempDir tmp;
   auto overrides = o.overrides;
   const auto [nodes, gpus] = real::job_shape(real, world);
@@ -153,7 +187,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   }
   auto predicted = scenario::load_scenario(real.source, overrides);
   select_algorithms(predicted, o.algorithms);
-  predicted.output.dir = dir;
+  predicted.output.dir = published;
   if (result.calibration)
     predicted.model.profile = predicted.cluster.calibration = profile_path;
   std::vector<sim::SimulationResult> sims;
@@ -289,7 +323,8 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
     std::printf("warning: %s\n", w.c_str());
   if (o.plots && real.output.plots)
     draw_plots(dir);
-  std::printf("outputs in %s\n", dir.c_str());
+  stage.publish();
+  std::printf("outputs in %s\n", published.c_str());
   return 0;
 }
 
@@ -316,6 +351,8 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
     throw std::runtime_error("--emulate-link works with the local launcher only (drop RANK/"
                              "WORLD_SIZE and pass --workers)");
   const auto s = real_scenario(o.scenario, o.overrides, o.algorithms, env.world);
+  if (env.rank == 0) // before the run, not after it
+    check_output_dir(o.out.empty() ? s.output.dir : o.out);
   real::WorkerOptions wo;
   wo.timeout_s = o.timeout_s;
   wo.backend = o.backend;
@@ -345,13 +382,23 @@ int validate_command(const ValidateOptions& o) {
   try {
     if (externally_launched()) {
       const auto env = real::job_env_from_environment();
-      return validate_worker(o, *env);
+      try {
+        return validate_worker(o, *env);
+      } catch (const Interrupted&) {
+        throw;
+      } catch (const std::exception& e) {
+        // One line naming the rank and the cause, never LibTorch's backtrace (issue 26.6).
+        throw std::runtime_error(
+            fmt::format("worker rank {}: {}", env->rank, real::error_summary(e)));
+      }
     }
     // Launcher: check everything that can be checked before starting workers.
     if (o.workers < 1)
       throw std::runtime_error(fmt::format("--workers {}: expected at least 1", o.workers));
-    (void)real_scenario(o.scenario, o.overrides, o.algorithms, o.workers);
+    const auto checked = real_scenario(o.scenario, o.overrides, o.algorithms, o.workers);
     real::check_backend(o.backend);
+    check_output_dir(o.out.empty() ? checked.output.dir : o.out);
+    remove_stale_temp_dirs();
     real::LocalLaunch launch;
     launch.workers = o.workers;
     launch.argv =
@@ -374,8 +421,7 @@ int validate_command(const ValidateOptions& o) {
     real::launch_local(launch);
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "overlapsim validate: %s\n", e.what());
-    return 1;
+    return report_failure("overlapsim validate", e);
   }
 #endif
 }
@@ -465,6 +511,7 @@ int profile_command(const ProfileOptions& o) {
     }
     (void)real_scenario(o.scenario, o.overrides, {}, o.workers);
     real::check_backend(o.backend);
+    remove_stale_temp_dirs();
     real::LocalLaunch launch;
     launch.workers = o.workers;
     launch.argv =
@@ -482,8 +529,7 @@ int profile_command(const ProfileOptions& o) {
     return 0;
 #endif
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "overlapsim profile: %s\n", e.what());
-    return 1;
+    return report_failure("overlapsim profile", e);
   }
 }
 

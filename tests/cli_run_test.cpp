@@ -150,15 +150,16 @@ TEST_F(CliRun, DrawsPlotsAndSurvivesABrokenPlotter) {
     EXPECT_GT(bytes.size(), 10000u) << png;
     EXPECT_EQ(bytes.substr(0, 4), "\x89PNG") << png;
   }
-  // A plotter that crashes: the run still succeeds and every numeric output is there.
+  // A plotter that fails fails the run (issue 26.8): plots are outputs like the others, so
+  // nothing is published, and --no-plots is named as the way around.
   std::ofstream(dir_ / "broken.py") << "raise SystemExit(3)\n";
   const auto broken =
       overlapsim("run " + (dir_ / "s.yaml").string() + " --out " + (dir_ / "q").string(),
                  "OVERLAPSIM_PLOTS_SCRIPT=" + (dir_ / "broken.py").string() + " ");
-  EXPECT_EQ(broken.status, 0) << broken.output;
-  EXPECT_THAT(broken.output, HasSubstr("warning: plotting"));
-  EXPECT_TRUE(fs::exists(dir_ / "q" / "summary.json"));
-  EXPECT_TRUE(fs::exists(dir_ / "q" / "trace-ddp.json"));
+  EXPECT_EQ(broken.status, 1) << broken.output;
+  EXPECT_THAT(broken.output, HasSubstr("the plotting script exited with status 3"));
+  EXPECT_THAT(broken.output, HasSubstr("--no-plots"));
+  EXPECT_FALSE(fs::exists(dir_ / "q"));
 }
 
 TEST_F(CliRun, SeedChangesJitteredResults) {

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "algorithms/algorithm.h"
+#include "scenario/loader.h"
 #include "sim/child_process.h"
 #include "sim/sim_runtime.h"
-#include "scenario/loader.h"
 
 #include <chrono>
 #include <csignal>
@@ -132,15 +132,14 @@ TEST_F(RobustCli, ARunOwnsItsOutputDirectory) {
   // Issue 15.12: a reused --out kept an earlier run's trace-acco.json next to the new outputs.
   ASSERT_EQ(run("run " + scenario_ + " --no-plots --out " + out("o")).first, 0);
   EXPECT_TRUE(fs::exists(dir_ / "o" / "trace-acco.json"));
-  std::ofstream(dir_ / "o" / "trace-ddp.json.tmp.12345") << "half a trace"; // a killed write
-  fs::create_directory(dir_ / ".o.staging.999999999");                      // a killed run
+  fs::create_directory(dir_ / ".o.staging.999999999"); // a killed run
   ASSERT_EQ(run("run " + scenario_ + " --no-plots --algorithms ddp --out " + out("o")).first, 0);
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir_ / "o"))
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"report.md", "summary.csv", "summary.json",
-                                             "trace-ddp.json"}));
+  EXPECT_EQ(files, (std::vector<std::string>{".overlapsim-outputs.json", "report.md", "summary.csv",
+                                             "summary.json", "trace-ddp.json"}));
   for (const auto& e : fs::directory_iterator(dir_))
     EXPECT_THAT(e.path().filename().string(), Not(HasSubstr("staging")));
 }
@@ -151,7 +150,7 @@ TEST_F(RobustCli, AFailedRunPublishesNothing) {
   fs::create_directories(dir_ / "o" / "report.md");
   const auto r = run("run " + scenario_ + " --no-plots --out " + out("o"));
   EXPECT_EQ(r.first, 1);
-  EXPECT_THAT(r.second, HasSubstr("holds 'report.md', which overlapsim did not write"));
+  EXPECT_THAT(r.second, HasSubstr("holds 'report.md' and no .overlapsim-outputs.json"));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "o"), fs::directory_iterator()), 1);
   // A file the user put there is never deleted: the run refuses the directory.
   fs::remove_all(dir_ / "o");

@@ -1,8 +1,8 @@
 // Helpers shared by the simulator's tests: scenarios from inline YAML, one-call simulation.
 #pragma once
 
-#include "sim/sim_runtime.h"
 #include "scenario/loader.h"
+#include "sim/sim_runtime.h"
 #include "trace/metrics.h"
 
 #include <cstdio>
@@ -18,9 +18,10 @@
 namespace overlapsim::testing {
 
 #ifdef OVERLAPSIM_BINARY
-// Runs the overlapsim executable with `args`: its exit status and what it printed (both streams).
-inline std::pair<int, std::string> run(const std::string& args) {
-  FILE* p = popen((std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1").c_str(), "r");
+// Runs the overlapsim executable with `args` (and `env`, "NAME=value ..." before the command): its
+// exit status and what it printed (both streams).
+inline std::pair<int, std::string> run(const std::string& args, const std::string& env = "") {
+  FILE* p = popen((env + " " + std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1").c_str(), "r");
   std::string out;
   char buf[4096];
   while (std::size_t n = fread(buf, 1, sizeof buf, p))
@@ -102,13 +103,13 @@ inline constexpr const char* kFourBlocks =
     "model:\n  layers:\n    - {name: block, params: 25M, fwd_flops_per_sample: 100G, repeat: 4}\n";
 
 inline scenario::Scenario scenario_from(const std::string& yaml,
-                                    const std::vector<std::string>& overrides = {}) {
+                                        const std::vector<std::string>& overrides = {}) {
   return scenario::load_scenario_text(yaml, "test.yaml", overrides);
 }
 
 // kFourBlocks on round_cluster(2), AdamW, micro-batch 1, `warmup_steps` then `steps` measured.
 inline scenario::Scenario four_blocks_on_two_nodes(int warmup_steps, int steps,
-                                               const std::string& algorithms = "[ddp]") {
+                                                   const std::string& algorithms = "[ddp]") {
   return scenario_from("name: four\n" + round_cluster(2) + kFourBlocks +
                        "training: {micro_batch: 1, seq_len: 1, warmup_steps: " +
                        std::to_string(warmup_steps) + ", steps: " + std::to_string(steps) +

@@ -372,4 +372,26 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
   return result;
 }
 
+std::string error_summary(const std::exception& e) {
+  std::string text = e.what();
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e))
+    text = c10_error->what_without_backtrace();
+  // A message that embeds one (a c10::Error's text rethrown in another exception) is cut there too.
+  for (const char* marker : {"Exception raised from", "frame #"})
+    if (const auto at = text.find(marker); at != std::string::npos)
+      text.resize(at);
+  std::string line;
+  for (const char c : text) {
+    if (c == '\n' || c == '\r') {
+      if (!line.empty() && line.back() != ' ')
+        line += line.back() == '.' || line.back() == ':' ? " " : "; ";
+    } else {
+      line += c;
+    }
+  }
+  while (!line.empty() && (line.back() == ' ' || line.back() == ';'))
+    line.pop_back();
+  return line.empty() ? std::string("an error without a message") : line;
+}
+
 } // namespace overlapsim::real

@@ -8,6 +8,7 @@
 #include "scenario/scenario.h"
 #include "trace/trace.h"
 
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ std::pair<int, int> job_shape(const scenario::Scenario& scenario, int world);
 
 // Throws std::runtime_error when this build cannot run `backend` ("gloo" or "nccl").
 void check_backend(const std::string& backend);
+
+// One line for a worker's error: LibTorch's c10::Error carries a C++ backtrace of ~16 lines in
+// what() (a peer that stopped showed it as Gloo's timeout); the message alone says what happened.
+std::string error_summary(const std::exception& e);
 
 WorkerResult run_worker(const scenario::Scenario& scenario, const JobEnv& env,
                         const WorkerOptions& options);

@@ -1,0 +1,217 @@
+// Issue 26: a command never deletes a file it did not write (its output directory's manifest says
+// which it did), publishes all of its outputs or none, and an interrupted or failed plot publishes
+// nothing and exits non-zero.
+#include "test_util.h"
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using overlapsim::testing::run;
+using overlapsim::testing::ScratchDir;
+using overlapsim::testing::slurp;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const char* kScenario = R"(name: safety
+cluster:
+  nodes: 2
+  gpus_per_node: 1
+  gpu: a100-80gb
+  inter_node: {bandwidth: 10Gb/s, latency: 5us}
+model:
+  layers:
+    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}
+training: {micro_batch: 2, seq_len: 128, steps: 2}
+algorithms: [ddp]
+)";
+
+class OutputSafety : public ::testing::Test {
+protected:
+  void SetUp() override { std::ofstream(scenario_) << kScenario; }
+  std::string out(const std::string& name) const { return (dir_ / name).string(); }
+  std::string run_into(const std::string& name, const std::string& extra = " --no-plots") const {
+    return "run " + scenario_ + extra + " --out " + out(name);
+  }
+  std::vector<std::string> names_in(const std::string& name) const {
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir_ / name))
+      files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
+    return files;
+  }
+  void expect_no_staging() const {
+    for (const auto& e : fs::directory_iterator(dir_.path()))
+      EXPECT_THAT(e.path().filename().string(), Not(HasSubstr("staging")));
+  }
+  ScratchDir dir_;
+  std::string scenario_ = (dir_ / "s.yaml").string();
+};
+
+TEST_F(OutputSafety, FilesNamedLikeOutputsAreNeverDeleted) {
+  // The campaign's case: every name matched an output pattern, so the directory was replaced.
+  fs::create_directories(dir_ / "photos");
+  for (const char* name : {"holiday.png", "trace-mine.json", "loss.csv", "draft.tmp.docx"})
+    std::ofstream(dir_ / "photos" / name) << name;
+  const auto r = run(run_into("photos"));
+  EXPECT_EQ(r.first, 1) << r.second;
+  EXPECT_THAT(r.second,
+              HasSubstr("photos: holds 'draft.tmp.docx' and no .overlapsim-outputs.json"));
+  EXPECT_EQ(names_in("photos"), (std::vector<std::string>{"draft.tmp.docx", "holiday.png",
+                                                          "loss.csv", "trace-mine.json"}));
+  EXPECT_EQ(slurp(dir_ / "photos" / "holiday.png"), "holiday.png");
+  expect_no_staging();
+}
+
+TEST_F(OutputSafety, ARunReplacesOnlyTheFilesItsManifestLists) {
+  ASSERT_EQ(run(run_into("o")).first, 0);
+  const auto manifest = nlohmann::json::parse(slurp(dir_ / "o" / ".overlapsim-outputs.json"));
+  EXPECT_EQ(manifest["tool"], "overlapsim");
+  std::vector<std::string> listed;
+  for (const auto& f : manifest["files"]) {
+    listed.push_back(f["name"]);
+    EXPECT_EQ(f["bytes"].get<std::uintmax_t>(), fs::file_size(dir_ / "o" / f["name"]));
+  }
+  EXPECT_EQ(listed, (std::vector<std::string>{"report.md", "summary.csv", "summary.json",
+                                              "trace-ddp.json"}));
+  // Its own outputs are replaced.
+  ASSERT_EQ(run(run_into("o")).first, 0);
+
+  // A file the user added: refused, kept.
+  std::ofstream(dir_ / "o" / "notes.txt") << "mine";
+  auto r = run(run_into("o"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("holds 'notes.txt', which overlapsim did not write"));
+  EXPECT_EQ(slurp(dir_ / "o" / "notes.txt"), "mine");
+  fs::remove(dir_ / "o" / "notes.txt");
+
+  // An output the user edited is theirs now: refused, kept.
+  const auto report = slurp(dir_ / "o" / "report.md");
+  std::ofstream(dir_ / "o" / "report.md", std::ios::app) << "my conclusions\n";
+  r = run(run_into("o"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("'report.md' changed since overlapsim wrote it"));
+  EXPECT_THAT(slurp(dir_ / "o" / "report.md"), HasSubstr("my conclusions"));
+
+  // A listed file the user removed takes nothing with it: the directory is replaced.
+  std::ofstream(dir_ / "o" / "report.md") << report; // back as it was
+  fs::remove(dir_ / "o" / "summary.csv");
+  ASSERT_EQ(run(run_into("o")).first, 0);
+  EXPECT_TRUE(fs::exists(dir_ / "o" / "summary.csv"));
+  expect_no_staging();
+}
+
+TEST_F(OutputSafety, ASymlinkedOutputDirectoryIsWrittenThrough) {
+  fs::create_directories(dir_ / "real");
+  fs::create_directory_symlink(dir_ / "real", dir_ / "link");
+  ASSERT_EQ(run(run_into("link")).first, 0);
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link"));
+  EXPECT_TRUE(fs::exists(dir_ / "real" / "summary.json"));
+  ASSERT_EQ(run(run_into("link")).first, 0); // and again, through the link
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link"));
+
+  fs::create_directory_symlink(dir_ / "gone", dir_ / "dangling");
+  const auto r = run(run_into("dangling"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("dangling: a symbolic link to"));
+  EXPECT_THAT(r.second, HasSubstr("which does not exist"));
+  EXPECT_FALSE(fs::exists(dir_ / "gone"));
+}
+
+TEST_F(OutputSafety, AnEmptyOutIsAnError) {
+  // It fell back to the scenario's output.dir without a word.
+  const auto r = run("run " + scenario_ + " --no-plots --out ''");
+  EXPECT_NE(r.first, 0);
+  EXPECT_THAT(r.second, HasSubstr("--out"));
+  EXPECT_THAT(r.second, HasSubstr("expected a path, got an empty one"));
+  EXPECT_FALSE(fs::exists("out/safety"));
+}
+
+// Runs `overlapsim args` with `env` added; returns its pid.
+pid_t start(const std::vector<std::string>& args, const std::string& env) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::putenv(const_cast<char*>(env.c_str()));
+    std::vector<char*> argv = {const_cast<char*>(OVERLAPSIM_BINARY)};
+    for (const auto& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(OVERLAPSIM_BINARY, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+TEST_F(OutputSafety, AnInterruptWhilePlottingPublishesNothingAndExits130) {
+  ASSERT_EQ(run(run_into("o")).first, 0);
+  const auto before = slurp(dir_ / "o" / "summary.json");
+  // A plotter that says it started, then takes its time.
+  const auto started = dir_ / "started";
+  std::ofstream(dir_ / "slow.py") << "import pathlib, time\npathlib.Path('" << started.string()
+                                  << "').touch()\ntime.sleep(60)\n";
+  for (const int sig : {SIGINT, SIGTERM}) {
+    fs::remove(started);
+    const pid_t pid =
+        start({"run", scenario_, "--set", "seed=7", "--no-progress", "--out", out("o")},
+              "OVERLAPSIM_PLOTS_SCRIPT=" + (dir_ / "slow.py").string());
+    for (int i = 0; i < 600 && !fs::exists(started); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(fs::exists(started));
+    const auto sent = std::chrono::steady_clock::now();
+    ::kill(pid, sig); // to the process alone, not its group: std::system() ignored this
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(20));
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    EXPECT_EQ(slurp(dir_ / "o" / "summary.json"), before); // the previous outputs, untouched
+    expect_no_staging();
+  }
+}
+
+TEST_F(OutputSafety, PlotRedrawsAPublishedDirectoryAndFailsCleanly) {
+  ASSERT_EQ(run(run_into("o")).first, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "o" / "speedup.png"));
+  const auto drawn = run("plot " + out("o"));
+  ASSERT_EQ(drawn.first, 0) << drawn.second;
+  EXPECT_EQ(slurp(dir_ / "o" / "speedup.png").substr(0, 4), "\x89PNG");
+  // The new plots are in the manifest: the directory can be replaced again.
+  EXPECT_THAT(slurp(dir_ / "o" / ".overlapsim-outputs.json"), HasSubstr("speedup.png"));
+  ASSERT_EQ(run(run_into("o")).first, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "o" / "speedup.png"));
+
+  // A failing plotter: exit 1, the directory as it was.
+  const auto files = names_in("o");
+  std::ofstream(dir_ / "broken.py") << "raise SystemExit(2)\n";
+  const auto failed =
+      run("plot " + out("o"), "OVERLAPSIM_PLOTS_SCRIPT=" + (dir_ / "broken.py").string());
+  EXPECT_EQ(failed.first, 1) << failed.second;
+  EXPECT_THAT(failed.second, HasSubstr("the plotting script exited with status 2"));
+  EXPECT_EQ(names_in("o"), files);
+
+  // A directory overlapsim did not publish is not plotted into.
+  fs::create_directories(dir_ / "hand");
+  std::ofstream(dir_ / "hand" / "summary.json") << "null";
+  const auto hand = run("plot " + out("hand"));
+  EXPECT_EQ(hand.first, 1);
+  EXPECT_THAT(hand.second, HasSubstr("hand: holds 'summary.json' and no .overlapsim-outputs.json"));
+  EXPECT_THAT(hand.second, Not(HasSubstr("Traceback")));
+  // An unwritable place for the staging directory: exit 1, no traceback (issue 26.8).
+  if (::geteuid() != 0) {
+    fs::permissions(dir_.path(), fs::perms::owner_write, fs::perm_options::remove);
+    EXPECT_EQ(run("plot " + out("o")).first, 1);
+    fs::permissions(dir_.path(), fs::perms::owner_write, fs::perm_options::add);
+  }
+}
+
+} // namespace
