@@ -162,7 +162,7 @@ nlohmann::json number_or_null(double v) {
 int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                       const real::WorkerResult& result, int world) {
   const std::string published = o.out.empty() ? real.output.dir : o.out;
-  const std::string profile_path = published + "/profile.json";
+  const std::string profile_path = published + "/profile.json"; // where it is once published
   // Written like run's outputs: staged, then published all at once (issue 26.5).
   OutputStage stage(published);
   const std::string& dir = stage.path();
@@ -310,7 +310,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                        fmt::format("{}: {} (predicted)", real.name, predicted_rows[i].algorithm),
                        predicted.output);
   if (!calibration_text.empty())
-    write_file_atomically(profile_path, calibration_text);
+    write_file_atomically(dir + "/profile.json", calibration_text);
   write_file_atomically(dir + "/comparison.json", comparison.dump(2) + "\n");
   write_file_atomically(dir + "/comparison.csv", csv);
   write_file_atomically(dir + "/loss.csv", loss);

@@ -638,6 +638,43 @@ TEST(Validate, AHangingWorkerFailsTheRunWithinTheTimeout) {
   EXPECT_THAT(r.output, HasSubstr("timed out"));
   EXPECT_THAT(r.output, HasSubstr("worker rank 1 is stopped"));
   EXPECT_FALSE(fs::exists(r.out / "summary.json"));
+  // The peer's timeout in one line naming its rank, not LibTorch's 16-line backtrace (26.6).
+  EXPECT_THAT(r.output, HasSubstr("overlapsim validate: worker rank 0: "));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("frame #")));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("Exception raised from")));
+}
+
+// validate publishes like run (issue 26.5): an output directory it may not replace is refused
+// before any worker starts, and a rerun replaces the previous outputs as a whole.
+TEST(Validate, OutputsArePublishedLikeRunsAndCheckedFirst) {
+  const auto dir = temp_dir("publish");
+  std::string text = kMlp;
+  text.replace(text.find("steps: 30"), 9, "steps: 2");
+  const auto scenario = write_scenario(dir, text).string();
+  fs::create_directories(dir / "mine");
+  std::ofstream(dir / "mine" / "notes.txt") << "mine";
+  const auto start = std::chrono::steady_clock::now();
+  auto r = overlapsim(fmt::format("validate {} --workers 2 --no-plots --out {}", scenario,
+                                  (dir / "mine").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("holds 'notes.txt'"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("measured vs predicted")));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_TRUE(fs::exists(dir / "mine" / "notes.txt"));
+
+  // A simulated run's outputs there first (trace-acco.json, trace-dpu.json): validate of ddp alone
+  // replaces them all.
+  r = overlapsim(fmt::format("run {} --no-plots --out {}", scenario, (dir / "out").string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_TRUE(fs::exists(dir / "out" / "trace-acco.json"));
+  r = overlapsim(fmt::format("validate {} --workers 2 --no-plots --algorithms ddp --out {}",
+                             scenario, (dir / "out").string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "trace-acco.json"));
+  EXPECT_TRUE(fs::exists(dir / "out" / "trace-ddp-measured.json"));
+  EXPECT_TRUE(fs::exists(dir / "out" / ".overlapsim-outputs.json"));
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_THAT(e.path().filename().string(), ::testing::Not(HasSubstr("staging")));
 }
 
 TEST(Validate, BadInputFailsBeforeAnyWorkerStarts) {
