@@ -60,6 +60,9 @@ void add_commands(CLI::App& app) {
   run->add_flag("!--no-progress", run_opts->progress, "Do not print a progress line");
   run->add_flag("--force", run_opts->force,
                 "Run even past the work budget (about 2e7 simulated ops per algorithm)");
+  run->add_option("--max-memory", run_opts->max_memory,
+                  "Refuse a run whose estimated memory exceeds this (default: the memory "
+                  "available now), e.g. 8GB");
   run->callback([run_opts] { g_exit_code = run_command(*run_opts); });
 
   auto coll = std::make_shared<CollectiveOptions>();

@@ -177,6 +177,8 @@ int run_command(const RunOptions& options) {
       scenario.output.dir = options.out;
     select_algorithms(scenario, options.algorithms);
     check_work_budget(scenario, options.force);
+    check_memory_budget(scenario,
+                        options.max_memory.empty() ? 0 : parse_max_memory(options.max_memory));
     // Checked before simulating: the directory must be new, empty or a previous run's outputs.
     OutputStage stage(scenario.output.dir);
     std::vector<sim::SimulationResult> results;

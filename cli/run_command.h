@@ -19,6 +19,7 @@ struct RunOptions {
   bool plots = true;
   bool print_table = true;
   bool force = false; // run past the work budget (cli/work_budget.h)
+  std::string max_memory; // --max-memory (default: the memory available now)
 };
 
 // The simulated rows of one scenario: each algorithm of `scenario.algorithms`, with speedup_vs_ddp

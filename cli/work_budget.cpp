@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fstream>
 #include <stdexcept>
+#include <string>
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace overlapsim::cli {
 
@@ -47,6 +51,87 @@ void check_work_budget(const scenario::Scenario& s, bool force) {
         "(tens of minutes and gigabytes of memory); use fewer GPUs, steps or micro-batches, a "
         "larger bucket_cap, or pass --force",
         s.source, hw::format_count(w.ops), w.breakdown, hw::format_count(kWorkBudgetOps)));
+}
+
+namespace {
+
+// MemAvailable of /proc/meminfo: what can be allocated without swapping; 0 when unknown.
+double available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:")
+      return kib * 1024;
+  return 0;
+}
+
+// This process's mapped size (the forked simulation starts from it).
+double mapped_bytes() {
+  std::ifstream in("/proc/self/statm");
+  double pages = 0;
+  in >> pages;
+  return pages * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+} // namespace
+
+MemoryEstimate estimate_memory(const scenario::Scenario& s) {
+  const double gpus = s.cluster.world_size();
+  const double ops = estimate_work(s).ops;
+  const double algorithms = std::max<double>(1, static_cast<double>(s.algorithms.size()));
+  MemoryEstimate m;
+  const double simulation = 40e6 + 100 * ops + 9 * 1024 * gpus + 1.1 * gpus * gpus;
+  const double kept_traces = 72 * ops * algorithms;
+  m.resident_bytes = simulation + kept_traces;
+  const double stacks = 2 * gpus * (128 + 4) * 1024.0;
+  m.address_space_bytes = m.resident_bytes + stacks;
+  m.breakdown =
+      fmt::format("{} for a simulation of {} ops on {} GPUs, {} for the traces of {} "
+                  "algorithm(s)",
+                  hw::format_bytes(simulation), hw::format_count(ops), hw::format_count(gpus),
+                  hw::format_bytes(kept_traces), hw::format_count(algorithms));
+  return m;
+}
+
+void check_memory_budget(const scenario::Scenario& s, double max_memory_bytes, int parallel) {
+  const auto m = estimate_memory(s);
+  const double runs = std::max(1, parallel);
+  const bool given = max_memory_bytes > 0;
+  const double limit = given ? max_memory_bytes : available_memory_bytes();
+  const std::string at_once = runs > 1 ? fmt::format(" x {} at once", runs) : "";
+  if (limit > 0 && m.resident_bytes * runs > limit)
+    throw std::invalid_argument(fmt::format(
+        "{}: the simulation would need about {} of memory{} ({}), more than {} ({}); use fewer "
+        "GPUs or steps{}, or raise --max-memory if the estimate is too high",
+        s.source, hw::format_bytes(m.resident_bytes * runs), at_once, m.breakdown,
+        hw::format_bytes(limit), given ? "--max-memory" : "the memory available now",
+        runs > 1 ? ", fewer --jobs" : ""));
+  rlimit as{};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    const double need = mapped_bytes() + m.address_space_bytes;
+    if (need > static_cast<double>(as.rlim_cur))
+      throw std::invalid_argument(fmt::format(
+          "{}: the simulation would need about {} of address space (this process's {} mapped, "
+          "{} actor stacks of 132 KiB, {}), more than the limit of {} (ulimit -v); use fewer "
+          "GPUs or steps, or raise the limit",
+          s.source, hw::format_bytes(need), hw::format_bytes(mapped_bytes()),
+          hw::format_count(2 * s.cluster.world_size()), m.breakdown,
+          hw::format_bytes(static_cast<double>(as.rlim_cur))));
+  }
+}
+
+double parse_max_memory(const std::string& text) {
+  try {
+    const double bytes = hw::parse_size_bytes(text);
+    if (!(bytes > 0))
+      throw hw::UnitError("expected a positive size");
+    return bytes;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(
+        fmt::format("--max-memory '{}': {} (e.g. 8GB or 512MiB)", text, e.what()));
+  }
 }
 
 } // namespace overlapsim::cli

@@ -1,18 +1,55 @@
 #include "sim/child_process.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
+#include <new>
 #include <stdexcept>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace overlapsim::sim {
 
 namespace {
+
+// The reply written when the child aborts because memory ran out: SimGrid's allocator aborts
+// (xbt_die) instead of throwing std::bad_alloc. Formatted before the body runs; written from the
+// SIGABRT handler with write(2) alone.
+char g_out_of_memory_reply[512];
+std::size_t g_out_of_memory_length = 0;
+int g_reply_fd = -1;
+
+// Whether this process cannot map one more MiB: the address-space limit is reached.
+bool memory_exhausted() {
+  void* p = ::mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return true;
+  ::munmap(p, 1 << 20);
+  return false;
+}
+
+extern "C" void on_abort(int) {
+  if (g_reply_fd >= 0 && memory_exhausted()) {
+    [[maybe_unused]] const auto n =
+        ::write(g_reply_fd, g_out_of_memory_reply, g_out_of_memory_length);
+    ::_exit(0);
+  }
+  ::signal(SIGABRT, SIG_DFL);
+  ::raise(SIGABRT);
+}
+
+std::string limit_text() {
+  rlimit as{};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    return fmt::format("the address-space limit (ulimit -v) of {} MiB", as.rlim_cur >> 20);
+  return "the machine's memory";
+}
 
 void write_all(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -44,9 +81,21 @@ ChildProcess::ChildProcess(const std::function<std::string()>& body) {
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)
       _exit(4); // the parent died before the request took effect
     ::close(fds[0]);
+    const auto out_of_memory = [] {
+      return fmt::format(
+          "1out of memory: the simulation needed more than {} allows; use fewer GPUs or steps",
+          limit_text());
+    };
+    const std::string oom = out_of_memory();
+    g_out_of_memory_length = std::min(oom.size(), sizeof g_out_of_memory_reply);
+    std::memcpy(g_out_of_memory_reply, oom.data(), g_out_of_memory_length);
+    g_reply_fd = fds[1];
+    ::signal(SIGABRT, on_abort);
     std::string reply(1, '0'); // status byte, then the body's bytes or its error message
     try {
       reply += body();
+    } catch (const std::bad_alloc&) {
+      reply.assign(out_of_memory());
     } catch (const std::exception& e) {
       reply.assign(1, '1');
       reply += e.what();
@@ -96,8 +145,11 @@ std::string ChildProcess::collect() {
   if (reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error(
         WIFSIGNALED(status)
-            ? fmt::format("the process died of signal {} ({})", WTERMSIG(status),
-                          ::strsignal(WTERMSIG(status)))
+            ? fmt::format("the process died of signal {} ({}){}", WTERMSIG(status),
+                          ::strsignal(WTERMSIG(status)),
+                          WTERMSIG(status) == SIGKILL
+                              ? "; the kernel kills a process so when memory runs out"
+                              : "")
             : fmt::format("the process ended with exit status {}", WEXITSTATUS(status)));
   return reply.substr(1);
 }

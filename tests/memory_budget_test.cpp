@@ -1,0 +1,125 @@
+// Issue 26.3: a run estimates the simulator's own memory first and refuses past what is available,
+// --max-memory or the address-space limit; a simulation that runs out of memory anyway becomes an
+// error that says so.
+#include "test_util.h"
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/work_budget.h"
+#include "sim/child_process.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <sys/resource.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using overlapsim::testing::run;
+using overlapsim::testing::ScratchDir;
+using ::testing::HasSubstr;
+
+TEST(MemoryBudget, EstimateIsTheDocumentedFit) {
+  const auto s = overlapsim::testing::four_blocks_on_two_nodes(1, 2, "[ddp, acco]");
+  const double ops = overlapsim::cli::estimate_work(s).ops;
+  // 2 GPUs x 3 steps x (4 layers x 2 + 1 bucket (200 MB of bf16 over 25 MiB: 7.63) + 4).
+  EXPECT_NEAR(ops, 2 * 3 * (8 + 200e6 / (25.0 * 1024 * 1024) + 4), 1e-6);
+  const auto m = overlapsim::cli::estimate_memory(s);
+  EXPECT_DOUBLE_EQ(m.resident_bytes, 40e6 + 100 * ops + 9 * 1024 * 2 + 1.1 * 4 + 72 * ops * 2);
+  EXPECT_DOUBLE_EQ(m.address_space_bytes, m.resident_bytes + 2 * 2 * 132 * 1024.0);
+}
+
+const char* kBig = R"(name: big
+cluster: {nodes: 2048, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3,
+          inter_node: {bandwidth: 100Gb/s, latency: 5us}}
+model:
+  layers:
+    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}
+training: {micro_batch: 2, seq_len: 128, steps: 1, warmup_steps: 0}
+algorithms: [ddp]
+)";
+
+TEST(MemoryBudget, ARunPastTheBudgetIsRefusedBeforeSimulating) {
+  const ScratchDir dir;
+  std::ofstream(dir / "big.yaml") << kBig;
+  const std::string args =
+      "run " + (dir / "big.yaml").string() + " --no-plots --out " + (dir / "o").string();
+  auto r = run(args + " --max-memory 100MB");
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("big.yaml: the simulation would need about"));
+  EXPECT_THAT(r.second, HasSubstr("on 16.38k GPUs"));
+  EXPECT_THAT(r.second, HasSubstr("more than 100 MB (--max-memory)"));
+  r = run(args + " --max-memory lots");
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("--max-memory 'lots'"));
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "AddressSanitizer maps terabytes of shadow memory: no ulimit -v under it";
+#endif
+  // Under a 1 GB address-space limit: 32,768 actor stacks alone need 4.3 GB. It aborted inside
+  // SimGrid (exit 134, a backtrace) after starting.
+  r = run(args, "ulimit -v 1000000;");
+  EXPECT_EQ(r.first, 1) << r.second;
+  EXPECT_THAT(r.second, HasSubstr("of address space"));
+  EXPECT_THAT(r.second, HasSubstr("32.77k actor stacks"));
+  EXPECT_THAT(r.second, HasSubstr("(ulimit -v)"));
+  EXPECT_FALSE(fs::exists(dir / "o"));
+}
+
+// Lowers this (child) process's address-space limit to what it maps now plus `extra` bytes.
+void limit_address_space(std::size_t extra) {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0;
+  statm >> pages;
+  const rlimit limit{pages * 4096 + extra, pages * 4096 + extra};
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &limit), 0);
+}
+
+TEST(MemoryBudget, AnAllocationFailureInTheSimulationSaysOutOfMemory) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "AddressSanitizer reports a failed allocation itself, and maps terabytes";
+#endif
+  // std::bad_alloc, as C++ code throws it.
+  overlapsim::sim::ChildProcess thrown([] {
+    limit_address_space(64 << 20);
+    std::vector<char> huge(std::size_t{1} << 32);
+    return std::string(huge.data(), 1);
+  });
+  try {
+    thrown.collect();
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("out of memory"));
+    EXPECT_THAT(e.what(), HasSubstr("address-space limit (ulimit -v)"));
+  }
+  // An abort once memory is exhausted, as SimGrid's allocator (xbt_die) does.
+  overlapsim::sim::ChildProcess aborted([] {
+    limit_address_space(64 << 20);
+    std::vector<void*> blocks;
+    while (void* p = std::malloc(1 << 20))
+      blocks.push_back(p);
+    std::abort();
+    return std::string();
+  });
+  try {
+    aborted.collect();
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("out of memory"));
+  }
+  // An abort with memory to spare stays an abort.
+  overlapsim::sim::ChildProcess plain([] {
+    std::abort();
+    return std::string();
+  });
+  try {
+    plain.collect();
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("signal 6"));
+  }
+}
+
+} // namespace
