@@ -58,14 +58,16 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
     if (r.error.empty())
       ran.push_back(r);
   for (const auto& r : ran)
-    out += fmt::format("| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} |\n", r.algorithm,
-                       hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
-                       r.metrics.samples / r.metrics.steps,
-                       percent(field(r, "idle_breakdown", "compute")),
-                       percent(field(r, "idle_breakdown", "exposed_comm")),
-                       percent(field(r, "idle_breakdown", "waiting")),
-                       percent(field(r, "idle_breakdown", "idle_other")),
-                       hw::format_time(r.extra.value("lower_bound_s", 0.0)));
+    out += fmt::format(
+        "| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} |\n", r.algorithm,
+        hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
+        r.metrics.samples / r.metrics.steps, percent(field(r, "idle_breakdown", "compute")),
+        fmt::format("{} ({}/step)", percent(field(r, "idle_breakdown", "exposed_comm")),
+                    hw::format_time(r.metrics.exposed_comm_s)),
+        fmt::format("{} ({}/step)", percent(field(r, "idle_breakdown", "waiting")),
+                    hw::format_time(r.metrics.waiting_s)),
+        percent(field(r, "idle_breakdown", "idle_other")),
+        hw::format_time(r.extra.value("lower_bound_s", 0.0)));
   for (const auto& r : rows)
     if (!r.error.empty())
       out += fmt::format("\n**{} could not run**: {}\n", r.algorithm, r.error);

@@ -149,9 +149,9 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
   std::size_t width = 12;
   for (const auto& r : rows)
     width = std::max(width, r.algorithm.size());
-  std::string out = fmt::format("{:<{}} {:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>12}\n",
+  std::string out = fmt::format("{:<{}} {:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>10} {:>12}\n",
                                 "algorithm", width, "iteration", "samples/s", "speedup",
-                                "samples/step", "idle", "exposed comm", "peak memory");
+                                "samples/step", "idle", "exposed comm", "waiting", "peak memory");
   for (const auto& r : rows) {
     const auto& m = r.metrics;
     if (!r.error.empty()) {
@@ -160,9 +160,10 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
     }
     const bool too_big = r.gpu_memory_bytes > 0 && m.peak_memory_bytes > r.gpu_memory_bytes;
     out += fmt::format(
-        "{:<{}} {:>10} {:>14.1f} {:>7.3f}x {:>12.4g} {:>8.1f}% {:>12} {:>12}{}\n", r.algorithm,
-        width, hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
-        m.samples / m.steps, 100 * m.idle_fraction_mean, hw::format_time(m.exposed_comm_s),
+        "{:<{}} {:>10} {:>14.1f} {:>7.3f}x {:>12.4g} {:>8.1f}% {:>12} {:>10} {:>12}{}\n",
+        r.algorithm, width, hw::format_time(m.iteration_time_s), m.throughput_samples_s,
+        r.speedup_vs_ddp, m.samples / m.steps, 100 * m.idle_fraction_mean,
+        hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s),
         hw::format_bytes(m.peak_memory_bytes),
         too_big ? fmt::format("  DOES NOT FIT ({} per GPU)", hw::format_bytes(r.gpu_memory_bytes))
                 : "");

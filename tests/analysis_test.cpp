@@ -130,6 +130,31 @@ algorithms: [ddp]
   }
 }
 
+// Issue 27.1: the time a GPU waits inside a collective for a slower peer is `waiting_s`, not
+// exposed communication. The case above: GPU 0 waits 30.028 ms in each measured step, GPU 1 never;
+// both then move the same 2 MB, which is all either exposes.
+TEST(Metrics, WaitingForAStragglerIsNotExposedCommunication) {
+  const auto s = testing::scenario_from("name: wait\n" +
+                                        testing::round_cluster(1, 2,
+                                                               "  stragglers: [{gpu: 1, slowdown: "
+                                                               "2}]\n") +
+                                        R"(model:
+  layers:
+    - {name: b, params: 1M, fwd_flops_per_sample: 1T}
+training: {micro_batch: 1, seq_len: 1, steps: 3}
+algorithms: [ddp]
+)");
+  const auto m = testing::simulate(s, "ddp").metrics;
+  ASSERT_EQ(m.waiting_per_worker_s.size(), 2u);
+  EXPECT_NEAR(m.waiting_per_worker_s[0], 30.028e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(m.waiting_per_worker_s[1], 0.0);
+  EXPECT_NEAR(m.waiting_s, 15.014e-3, 1e-9);
+  EXPECT_GT(m.exposed_comm_per_worker_s[0], 0.0);
+  EXPECT_LT(m.exposed_comm_per_worker_s[0], 1e-3); // 2 MB at 100 GB/s: tens of microseconds
+  EXPECT_NEAR(m.exposed_comm_per_worker_s[0], m.exposed_comm_per_worker_s[1], 1e-9);
+  EXPECT_NEAR(m.exposed_comm_s, m.exposed_comm_per_worker_s[0], 1e-9);
+}
+
 TEST(ChromeTrace, ReceiveWaitsForTheSendToStart) {
   // Worker 1 posts its receive at 1 ms; worker 0 starts the matching send at 3 ms; both end at
   // 4 ms. The receive waits 2 ms, then the data moves; the send waits for nothing.

@@ -1,5 +1,7 @@
 #include "trace/metrics.h"
 
+#include "trace/analysis.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -106,10 +108,14 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
 
   // Per worker, over its own steady-state steps (staggered schedules like CDP's end their steps at
   // different times): compute-stream busy time and communication not hidden behind it.
-  std::vector<std::vector<Interval>> compute(workers), comm(workers);
+  // A comm op waits for its peers until the last one arrived, then moves data.
+  std::vector<std::vector<Interval>> compute(workers), comm(workers), moving(workers),
+      waiting(workers);
   std::vector<double> bytes(workers, 0.0);
   auto own_open = [&](std::size_t w) { return warmup_steps == 0 ? 0.0 : open[w]; };
-  for (const auto& e : trace.events) {
+  const auto arrival = peer_arrivals(trace);
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const auto& e = trace.events[i];
     const auto w = static_cast<std::size_t>(e.worker);
     const double lo = own_open(w), hi = close[w];
     if (e.end <= lo || e.start >= hi)
@@ -117,6 +123,11 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     const Interval clipped{std::max(e.start, lo), std::min(e.end, hi)};
     if (e.category == OpCategory::comm) {
       comm[w].push_back(clipped);
+      const double arrived = std::clamp(arrival[i], clipped.start, clipped.end);
+      if (arrived > clipped.start)
+        waiting[w].push_back({clipped.start, arrived});
+      if (arrived < clipped.end)
+        moving[w].push_back({arrived, clipped.end});
       if (e.start >= lo)
         bytes[w] += e.bytes;
     } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
@@ -125,7 +136,9 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   }
   m.idle_fraction.resize(workers);
   m.exposed_comm_per_worker_s.resize(workers);
-  double idle_sum = 0, exposed_sum = 0, bytes_sum = 0, compute_sum = 0, comm_sum = 0;
+  m.waiting_per_worker_s.resize(workers);
+  double idle_sum = 0, exposed_sum = 0, waiting_sum = 0, bytes_sum = 0, compute_sum = 0,
+         comm_sum = 0;
   for (std::size_t w = 0; w < workers; ++w) {
     const double busy = union_length(compute[w]);
     compute_sum += busy / steps;
@@ -133,14 +146,21 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     const double own_window = close[w] - own_open(w);
     m.worker_window.push_back({own_open(w), close[w]});
     m.idle_fraction[w] = own_window > 0 ? std::clamp(1.0 - busy / own_window, 0.0, 1.0) : 0.0;
-    m.exposed_comm_per_worker_s[w] = uncovered_length(comm[w], compute[w]) / steps;
+    // Data moving counts before waiting: a GPU whose one op moves data while another waits is
+    // communicating. The two add up to the comm time not covered by compute.
+    m.exposed_comm_per_worker_s[w] = uncovered_length(moving[w], compute[w]) / steps;
+    auto busy_or_moving = compute[w];
+    busy_or_moving.insert(busy_or_moving.end(), moving[w].begin(), moving[w].end());
+    m.waiting_per_worker_s[w] = uncovered_length(waiting[w], busy_or_moving) / steps;
     idle_sum += m.idle_fraction[w];
     exposed_sum += m.exposed_comm_per_worker_s[w];
+    waiting_sum += m.waiting_per_worker_s[w];
     bytes_sum += bytes[w] / steps;
     m.idle_fraction_max = std::max(m.idle_fraction_max, m.idle_fraction[w]);
   }
   m.idle_fraction_mean = idle_sum / static_cast<double>(workers);
   m.exposed_comm_s = exposed_sum / static_cast<double>(workers);
+  m.waiting_s = waiting_sum / static_cast<double>(workers);
   m.comm_bytes_per_step = bytes_sum / static_cast<double>(workers);
   m.compute_s_per_step = compute_sum / static_cast<double>(workers);
   m.comm_s_per_step = comm_sum / static_cast<double>(workers);

@@ -31,11 +31,16 @@ struct Metrics {
   std::vector<Interval> worker_window; // per worker: its own steady-state steps
   double idle_fraction_mean = 0;
   double idle_fraction_max = 0;
-  std::vector<double> exposed_comm_per_worker_s; // per step
-  double exposed_comm_s = 0;                     // mean over workers, per step
-  double comm_bytes_per_step = 0;                // mean over workers
-  double compute_s_per_step = 0; // compute-stream busy time per step, mean over workers
-  double comm_s_per_step = 0;    // time with a collective in flight per step, mean over workers
+  // Communication not hidden behind computation, per step: `exposed` while the op's data moves,
+  // `waiting` while it waits for a slower peer (before its last participant arrived; issue 27.1:
+  // a straggler's peers showed all their waiting as exposed communication).
+  std::vector<double> exposed_comm_per_worker_s;
+  double exposed_comm_s = 0; // mean over workers
+  std::vector<double> waiting_per_worker_s;
+  double waiting_s = 0;           // mean over workers
+  double comm_bytes_per_step = 0; // mean over workers
+  double compute_s_per_step = 0;  // compute-stream busy time per step, mean over workers
+  double comm_s_per_step = 0;     // time with a collective in flight per step, mean over workers
   MemoryByCategory memory_breakdown{}; // worst worker
   double peak_memory_bytes = 0;
   double simulated_time_s = 0;
