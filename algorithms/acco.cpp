@@ -85,6 +85,7 @@ public:
     const Slice handoff{handoff_, 0, total};
     w_.notify(kRoundDone); // no round runs before the first hand-off
     bool handoff_has_params = false;
+    int step_accumulated = 0; // ACCO: both rounds of an optimizer step (issue 27.5)
     for (int r = 0; r < rounds; ++r) {
       const Round round{r / rounds_per_step(), rounds_per_step() == 2 ? 1 + r % 2 : 0, 0};
       int accumulated = 0;
@@ -112,7 +113,13 @@ public:
         w_.copy(handoff, params);
       w_.copy(grads, handoff);
       handoff_has_params = true;
-      w_.record_accumulation(round.step, accumulated);
+      // Recorded per optimizer step, as micro_batches_per_step reads: ACCO's step holds the
+      // estimate round's micro-batches and the correction's (stage 1 and 2).
+      step_accumulated += accumulated;
+      if (round.stage != 1) {
+        w_.record_accumulation(round.step, step_accumulated);
+        step_accumulated = 0;
+      }
       w_.notify(kHandOff, encode(Round{round.step, round.stage, accumulated}));
       if (r < warmup_rounds_) { // non-delayed warm-up: wait for this very round's parameters
         w_.await(kRoundDone);
