@@ -52,7 +52,10 @@ void add_commands(CLI::App& app) {
   run->add_option("scenario", run_opts->scenario, "Scenario YAML file")->required();
   run->add_option("--out", run_opts->out, "Output directory (default: the scenario's output.dir)")
       ->check(kNonEmpty);
-  run->add_option("--algorithms", run_opts->algorithms, "Comma-separated subset of algorithms")
+  run->add_option("--algorithms", run_opts->algorithms,
+                  "Comma-separated algorithms to run, in this order: the scenario's entries by "
+                  "label, or any "
+                  "registered algorithm (default options) even if the scenario does not list it")
       ->delimiter(',');
   run->add_option("--set", run_opts->overrides,
                   "Override a scenario key: key.path=value (repeatable), e.g. cluster.nodes=8");
@@ -119,7 +122,11 @@ void add_commands(CLI::App& app) {
                    "its own device); none: the kernel places every thread")
       ->check(CLI::IsMember({"cores", "none"}))
       ->capture_default_str();
-  validate->add_option("--algorithms", val->algorithms, "Comma-separated subset of algorithms")
+  validate
+      ->add_option("--algorithms", val->algorithms,
+                   "Comma-separated algorithms to run, in this order: the scenario's entries by "
+                   "label, or any "
+                   "registered algorithm (default options) even if the scenario does not list it")
       ->delimiter(',');
   validate->add_option("--set", val->overrides, "Override a scenario key: key.path=value");
   validate->add_flag("!--no-plots", val->plots, "Do not draw PNG plots");
