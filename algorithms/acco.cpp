@@ -212,6 +212,7 @@ public:
   DelayedUpdate(std::string name, Variant variant, int warmup, Accumulation accumulation)
       : name_(std::move(name)), variant_(variant), warmup_(warmup), accumulation_(accumulation) {}
   std::string name() const override { return name_; }
+  UpdateKind update_kind() const override { return UpdateKind::delayed; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
     return std::make_unique<DelayedUpdateProgram>(w, variant_, warmup_, accumulation_);
   }

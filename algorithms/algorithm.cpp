@@ -18,6 +18,19 @@
 #include <map>
 
 namespace overlapsim {
+
+std::string_view to_string(UpdateKind kind) {
+  switch (kind) {
+  case UpdateKind::synchronous:
+    return "synchronous";
+  case UpdateKind::local:
+    return "local";
+  case UpdateKind::delayed:
+    return "delayed";
+  }
+  return "synchronous";
+}
+
 namespace {
 
 using Factory = std::function<std::unique_ptr<Algorithm>(const scenario::AlgorithmSpec&)>;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace overlapsim {
@@ -17,16 +18,26 @@ public:
   virtual void run_comm() = 0;
 };
 
+// What one of an algorithm's optimizer steps is, next to DDP's (issue 27.2): the same update from
+// the same samples (synchronous); updates each worker makes on its own between synchronisations, or
+// from compressed exchanges (local: local SGD, DiLoCo, DeMo); or gradients applied a round late,
+// from a number of micro-batches that follows the communication (delayed: ACCO, DPU). Speedups of
+// the last two compare steps that are not DDP's: what they are worth shows in time to a target
+// loss.
+enum class UpdateKind { synchronous, local, delayed };
+std::string_view to_string(UpdateKind kind);
+
 class Algorithm {
 public:
   virtual ~Algorithm() = default;
   virtual std::string name() const = 0;
+  virtual UpdateKind update_kind() const { return UpdateKind::synchronous; }
   // Built once per worker, before any stream runs; declares the worker's buffers.
   virtual std::unique_ptr<WorkerProgram> program(Worker& worker) const = 0;
 };
 
-// Builds the algorithm of a scenario entry; throws scenario::ScenarioError naming the file and line of
-// a bad name or option.
+// Builds the algorithm of a scenario entry; throws scenario::ScenarioError naming the file and line
+// of a bad name or option.
 std::unique_ptr<Algorithm> make_algorithm(const scenario::AlgorithmSpec& spec);
 std::vector<std::string> algorithm_names();
 

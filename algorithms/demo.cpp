@@ -67,6 +67,7 @@ class Demo final : public Algorithm {
 public:
   Demo(std::string name, ReplicatorConfig c) : name_(std::move(name)), c_(c) {}
   std::string name() const override { return name_; }
+  UpdateKind update_kind() const override { return UpdateKind::local; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
     return std::make_unique<DemoProgram>(w, c_);
   }

@@ -10,6 +10,7 @@ class FlexDemo final : public Algorithm {
 public:
   FlexDemo(std::string name, FsdpOptions o) : name_(std::move(name)), o_(std::move(o)) {}
   std::string name() const override { return name_; }
+  UpdateKind update_kind() const override { return UpdateKind::local; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
     return make_fsdp_program(w, o_);
   }

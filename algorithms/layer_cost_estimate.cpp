@@ -30,8 +30,8 @@ LayerCosts estimate_layer_costs(const scenario::Scenario& s) {
   LayerCosts costs;
   for (const auto& l : s.model.spec.layers) {
     // Measured, else modelled (roofline), else FLOPs at the GPU's efficiency: as the simulator.
-    const double bwd_s = l.bwd_time_per_sample_s > 0 ? l.bwd_time_per_sample_s
-                                                     : l.bwd_model_time_per_sample_s;
+    const double bwd_s =
+        l.bwd_time_per_sample_s > 0 ? l.bwd_time_per_sample_s : l.bwd_model_time_per_sample_s;
     costs.bp_s.push_back(bwd_s > 0 ? bwd_s * samples
                                    : l.bwd_flops_per_sample * samples / (flops * c.gpu.efficiency));
     if (n <= 1)

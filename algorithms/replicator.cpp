@@ -71,7 +71,8 @@ ReplicatorConfig replicator_config(const AlgorithmOptions& opts, bool with_kind)
 }
 
 double decoupled_state_bytes_per_param(ReplicatorKind kind, scenario::Dtype dtype) {
-  return (dtype == scenario::Dtype::fp32 ? 0.0 : 4.0) + (kind == ReplicatorKind::diloco ? 0.0 : 4.0);
+  return (dtype == scenario::Dtype::fp32 ? 0.0 : 4.0) +
+         (kind == ReplicatorKind::diloco ? 0.0 : 4.0);
 }
 
 Replicator::Replicator(Worker& w, const ReplicatorConfig& config, const Group& group,

@@ -148,6 +148,7 @@ public:
   StreamingDiloco(std::string name, std::string where, const Options& o)
       : name_(std::move(name)), where_(std::move(where)), o_(o) {}
   std::string name() const override { return name_; }
+  UpdateKind update_kind() const override { return UpdateKind::local; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
     const auto layers = worker.scenario().model.spec.layers.size();
     if (static_cast<std::size_t>(o_.fragments) > layers)

@@ -19,7 +19,7 @@ measure() { # label, then the overlapsim arguments
 
 run() { # label, nodes, model, extra args...
   local label=$1 nodes=$2 model=$3; shift 3
-  measure "$label" run scenarios/default.yaml --no-plots --no-progress --out "$out/o" \
+  measure "$label" run scenarios/ddp-4x8-a100-gpt-neo-125m.yaml --no-plots --no-progress --out "$out/o" \
     --algorithms ddp --set output.traces=false --set training.steps=10 \
     --set cluster.nodes="$nodes" --set model.preset="$model" "$@"
 }
@@ -30,15 +30,15 @@ run "ddp gpt-neo-125m 10 steps, 8 GPUs (1x8)" 1 gpt-neo-125m
 run "ddp gpt-neo-125m 10 steps, 64 GPUs (8x8)" 8 gpt-neo-125m
 run "ddp gpt-neo-125m 10 steps, 256 GPUs (32x8)" 32 gpt-neo-125m
 run "ddp gpt-neo-125m 10 steps, 256 GPUs, with trace" 32 gpt-neo-125m --set output.traces=true
-measure "collective all-reduce 1GB ring fused, 256 GPUs" collective scenarios/default.yaml \
+measure "collective all-reduce 1GB ring fused, 256 GPUs" collective scenarios/ddp-4x8-a100-gpt-neo-125m.yaml \
   --set cluster.nodes=32 --size 1GB --algorithm ring
-measure "collective all-reduce 1GB ring steps, 256 GPUs" collective scenarios/default.yaml \
+measure "collective all-reduce 1GB ring steps, 256 GPUs" collective scenarios/ddp-4x8-a100-gpt-neo-125m.yaml \
   --set cluster.nodes=32 --size 1GB --algorithm ring --set cluster.collectives=steps
 if [ "$mode" = full ]; then
   run "ddp gpt-neo-2.7b 10 steps, 1024 GPUs (128x8), fused" 128 gpt-neo-2.7b
   run "ddp gpt-neo-2.7b 10 steps, 4096 GPUs (512x8), fused" 512 gpt-neo-2.7b
-  measure "collective all-reduce 100MB ring fused, 1024 GPUs" collective scenarios/default.yaml \
+  measure "collective all-reduce 100MB ring fused, 1024 GPUs" collective scenarios/ddp-4x8-a100-gpt-neo-125m.yaml \
     --set cluster.nodes=128 --size 100MB --algorithm ring
-  measure "collective all-reduce 100MB ring steps, 1024 GPUs" collective scenarios/default.yaml \
+  measure "collective all-reduce 100MB ring steps, 1024 GPUs" collective scenarios/ddp-4x8-a100-gpt-neo-125m.yaml \
     --set cluster.nodes=128 --size 100MB --algorithm ring --set cluster.collectives=steps
 fi

@@ -17,7 +17,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <optional>
 #include <unistd.h>
 
 namespace overlapsim::cli {
@@ -57,6 +59,12 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
   add_analysis(row, analyze(trace, row.metrics));
   add_supplied_time_to_target(row, s);
+  // What a step of it is, next to DDP's (algorithms/algorithm.h): report.md and the plots caveat
+  // the speedups of local and delayed updates.
+  if (const auto spec = std::find_if(s.algorithms.begin(), s.algorithms.end(),
+                                     [&](const auto& a) { return a.label == algorithm; });
+      spec != s.algorithms.end())
+    row.extra["update"] = std::string(to_string(make_algorithm(*spec)->update_kind()));
   auto all_warnings = warnings;
   if (row.metrics.peak_memory_bytes > s.cluster.gpu.memory_bytes)
     all_warnings.push_back(
@@ -144,14 +152,37 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
   return rows;
 }
 
+namespace {
+
+// A count without an exponent (issue 27.9: "1.311e+05" samples a step): whole numbers as such.
+std::string plain_count(double v) {
+  return std::abs(v - std::round(v)) < 1e-9 * std::max(1.0, std::abs(v)) || std::abs(v) >= 1e4
+             ? fmt::format("{:.0f}", v)
+             : fmt::format("{:.4g}", v);
+}
+
+// The row's time to the target loss, when the scenario has one: "-" when never reached.
+std::optional<std::string> time_to_target_cell(const SummaryRow& r) {
+  if (!r.extra.contains("time_to_target"))
+    return std::nullopt;
+  const auto& t = r.extra["time_to_target"]["time_s"];
+  return t.is_number() ? hw::format_time(t.get<double>()) : std::string("-");
+}
+
+} // namespace
+
 std::string format_table(const std::vector<SummaryRow>& rows) {
   // The first column is as wide as the longest label, so that long ones keep the columns aligned.
   std::size_t width = 12;
-  for (const auto& r : rows)
+  bool target = false; // a time-to-target column leads when the scenario has a target loss
+  for (const auto& r : rows) {
     width = std::max(width, r.algorithm.size());
-  std::string out = fmt::format("{:<{}} {:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>10} {:>12}\n",
-                                "algorithm", width, "iteration", "samples/s", "speedup",
-                                "samples/step", "idle", "exposed comm", "waiting", "peak memory");
+    target = target || time_to_target_cell(r).has_value();
+  }
+  std::string out = fmt::format(
+      "{:<{}} {}{:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>10} {:>12}\n", "algorithm", width,
+      target ? fmt::format("{:>10} ", "to target") : "", "iteration", "samples/s", "speedup",
+      "samples/step", "idle", "exposed comm", "waiting", "peak memory");
   for (const auto& r : rows) {
     const auto& m = r.metrics;
     if (!r.error.empty()) {
@@ -160,9 +191,11 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
     }
     const bool too_big = r.gpu_memory_bytes > 0 && m.peak_memory_bytes > r.gpu_memory_bytes;
     out += fmt::format(
-        "{:<{}} {:>10} {:>14.1f} {:>7.3f}x {:>12.4g} {:>8.1f}% {:>12} {:>10} {:>12}{}\n",
-        r.algorithm, width, hw::format_time(m.iteration_time_s), m.throughput_samples_s,
-        r.speedup_vs_ddp, m.samples / m.steps, 100 * m.idle_fraction_mean,
+        "{:<{}} {}{:>10} {:>14.1f} {:>7.3f}x {:>12} {:>8.1f}% {:>12} {:>10} {:>12}{}\n",
+        r.algorithm, width,
+        target ? fmt::format("{:>10} ", time_to_target_cell(r).value_or("-")) : "",
+        hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
+        plain_count(m.samples / m.steps), 100 * m.idle_fraction_mean,
         hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s),
         hw::format_bytes(m.peak_memory_bytes),
         too_big ? fmt::format("  DOES NOT FIT ({} per GPU)", hw::format_bytes(r.gpu_memory_bytes))

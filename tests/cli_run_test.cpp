@@ -162,6 +162,36 @@ TEST_F(CliRun, DrawsPlotsAndSurvivesABrokenPlotter) {
   EXPECT_FALSE(fs::exists(dir_ / "q"));
 }
 
+// Issue 27.8: the default scenario compares the families a user comes for, and its report leads
+// with which wins and why. Issue 27.7: --algorithms may add a registered algorithm the scenario
+// does not list.
+TEST_F(CliRun, TheDefaultScenarioLeadsWithTheComparison) {
+  const auto r = overlapsim("run " + std::string(OVERLAPSIM_SOURCE_DIR) +
+                            "/scenarios/default.yaml --no-plots --out " + (dir_ / "d").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto doc = nlohmann::json::parse(slurp(dir_ / "d" / "summary.json"));
+  std::vector<std::string> names;
+  for (const auto& row : doc["results"])
+    names.push_back(row["algorithm"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"ddp", "zero1", "fsdp", "acco", "cdp-v2", "diloco"}));
+  const std::string report = slurp(dir_ / "d" / "report.md");
+  const auto first_section = report.find("\n## ");
+  EXPECT_EQ(report.substr(first_section, 21), "\n## Which wins here\n\n");
+  EXPECT_LT(report.find("Ranked by samples per second"), report.find("## All algorithms"));
+  EXPECT_THAT(report, HasSubstr("Network: nvlink3"));
+  EXPECT_THAT(report, HasSubstr("acco applies gradients one round late"));
+  // DDP exposes communication here: the comparison has something to show.
+  EXPECT_GT(doc["results"][0]["exposed_comm_s"].get<double>(),
+            0.1 * doc["results"][0]["iteration_time_s"].get<double>());
+
+  const auto added = overlapsim("run " + std::string(OVERLAPSIM_SOURCE_DIR) +
+                                "/scenarios/ddp-4x8-a100-gpt-neo-125m.yaml --no-plots "
+                                "--algorithms ddp,acco --out " +
+                                (dir_ / "a").string());
+  ASSERT_EQ(added.status, 0) << added.output;
+  EXPECT_THAT(added.output, ::testing::ContainsRegex("\nacco +[0-9]"));
+}
+
 TEST_F(CliRun, SeedChangesJitteredResults) {
   ASSERT_EQ(
       overlapsim("run " + (dir_ / "s.yaml").string() + " --no-plots --out " + (dir_ / "a").string())

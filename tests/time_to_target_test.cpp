@@ -17,6 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string parse_error(const std::string& text) {
   try {
@@ -38,9 +39,9 @@ TEST(LossCurve, SamplesToReachInterpolatesBetweenTheBracketingPoints) {
 TEST(LossCurve, ReadsValidatesLossCsvAndNamesFileLineAndColumnOfErrors) {
   // validate's loss.csv, as written: extra columns are ignored.
   const auto curves = scenario::parse_loss_curves("algorithm,step,samples,loss,wall_time_s\n"
-                                              "ddp,0,64,5.5,0.1\nddp,1,128,5.0,0.2\n"
-                                              "dreamddp,0,64,5.6,0.05\n",
-                                              "loss.csv");
+                                                  "ddp,0,64,5.5,0.1\nddp,1,128,5.0,0.2\n"
+                                                  "dreamddp,0,64,5.6,0.05\n",
+                                                  "loss.csv");
   ASSERT_EQ(curves.size(), 2u);
   EXPECT_EQ(curves.at("ddp").size(), 2u);
   EXPECT_DOUBLE_EQ(curves.at("ddp")[1].samples, 128);
@@ -83,7 +84,8 @@ algorithms: [{name: local-sgd, H: 2}, {name: plsgd-enp, H: 2}, {name: dreamddp, 
 // FLSGD reaches loss 3 at 150 samples; at 2 samples per 25.14 ms step that is 1.8855 s.
 // PLSGD-ENP's curve never gets there (lowest 5); DreamDDP has no curve.
 TEST_F(TimeToTarget, SuppliedCurvesGiveSamplesAndWallClockTime) {
-  const auto s = scenario::load_scenario(scenario(", target_loss: 3, loss_curve: curves.csv").string());
+  const auto s =
+      scenario::load_scenario(scenario(", target_loss: 3, loss_curve: curves.csv").string());
   EXPECT_EQ(s.training.loss_curve, (dir_ / "curves.csv").lexically_normal().string());
   const auto rows = cli::simulate_rows(s, false);
   ASSERT_EQ(rows.size(), 3u);
@@ -128,5 +130,33 @@ TEST_F(TimeToTarget, BadCurvesFailNamingTheScenarioKeyAndTheCurveFile) {
   EXPECT_THAT(error(", target_loss: -1"), AllOf(HasSubstr("s.yaml:11"), HasSubstr("target_loss")));
 }
 
+// Issue 27.2: with a target, time to target leads: a column on stdout, a column of summary.csv,
+// and report.md's ranking. Without one, the speedups of local updates carry a caveat.
+TEST_F(TimeToTarget, LeadsTheTableTheCsvAndTheReport) {
+  const auto path = scenario(", target_loss: 3, loss_curve: curves.csv");
+  const std::string out = (dir_ / "o").string();
+  const auto [status, printed] =
+      testing::run("run " + path.string() + " --no-plots --no-progress --out " + out);
+  ASSERT_EQ(status, 0) << printed;
+  EXPECT_THAT(printed, HasSubstr("to target"));
+  EXPECT_THAT(printed, ::testing::ContainsRegex("local-sgd +1\\.89 s "));
+  EXPECT_THAT(printed, ::testing::ContainsRegex("plsgd-enp +- "));
+  const std::string csv = testing::slurp(dir_ / "o" / "summary.csv");
+  EXPECT_THAT(csv.substr(0, csv.find('\n')), HasSubstr(",update,time_to_target_s,error"));
+  EXPECT_THAT(csv, ::testing::ContainsRegex("local-sgd,.*,local,1\\.88[0-9]*,\n"));
+  const std::string report = testing::slurp(dir_ / "o" / "report.md");
+  const auto lead = report.find("Time to reach loss 3");
+  ASSERT_NE(lead, std::string::npos) << report;
+  EXPECT_LT(lead, report.find("## All algorithms"));
+  EXPECT_THAT(report.substr(lead), ::testing::StartsWith("Time to reach loss 3"));
+  EXPECT_LT(report.find("- local-sgd: 1.89 s"), report.find("- plsgd-enp: never reached"));
+
+  const auto plain = testing::run("run " + scenario("").string() + " --no-plots --out " + out);
+  ASSERT_EQ(plain.first, 0) << plain.second;
+  EXPECT_THAT(plain.second, Not(HasSubstr("to target")));
+  EXPECT_THAT(testing::slurp(dir_ / "o" / "report.md"),
+              HasSubstr("These speedups count samples, not progress: plsgd-enp, dreamddp, "
+                        "local-sgd update each worker's model on its own"));
+}
 } // namespace
 } // namespace overlapsim

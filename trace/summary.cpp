@@ -98,7 +98,7 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
   for (const char* m : kMemory)
     out += fmt::format("memory_{}_bytes,", m);
   out += "micro_batches_per_step_mean,micro_batches_per_step_stddev,samples_per_step,"
-         "tokens_per_step,exceeds_gpu_memory,error\n";
+         "tokens_per_step,exceeds_gpu_memory,update,time_to_target_s,error\n";
   const nlohmann::ordered_json none;
   auto at = [&](const nlohmann::ordered_json& j, const char* key) -> const nlohmann::ordered_json& {
     return j.contains(key) ? j[key] : none;
@@ -113,7 +113,8 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
     out += csv_cell(at(at(j, "micro_batches_per_step"), "mean")) + "," +
            csv_cell(at(at(j, "micro_batches_per_step"), "stddev")) + "," +
            csv_cell(at(j, "samples_per_step")) + "," + csv_cell(at(j, "tokens_per_step")) + "," +
-           csv_cell(at(j, "exceeds_gpu_memory")) + "," + csv_cell(at(j, "error")) + "\n";
+           csv_cell(at(j, "exceeds_gpu_memory")) + "," + csv_cell(at(j, "update")) + "," +
+           csv_cell(at(at(j, "time_to_target"), "time_s")) + "," + csv_cell(at(j, "error")) + "\n";
   }
   return out;
 }
