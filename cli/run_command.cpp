@@ -2,6 +2,7 @@
 
 #include "algorithms/algorithm.h"
 #include "cli/plots.h"
+#include "cli/progress_bar.h"
 #include "cli/report.h"
 #include "cli/time_to_target.h"
 #include "cli/trace_file.h"
@@ -26,22 +27,13 @@ namespace overlapsim::cli {
 
 namespace {
 
-// A progress line for runs longer than a second: rewritten in place on a terminal, a line every
-// few seconds otherwise.
+// Steps simulated, as a bar on a terminal (cli/progress_bar.h); nothing otherwise.
 sim::ProgressFn make_progress(const std::string& algorithm) {
-  const auto start = std::chrono::steady_clock::now();
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  auto last = std::make_shared<double>(0.0);
+  auto bar = std::make_shared<std::unique_ptr<ProgressBar>>();
   return [=](int done, int total) {
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (elapsed < 1.0 || (!tty && elapsed - *last < 5.0 && done < total))
-      return;
-    *last = elapsed;
-    const double eta = done > 0 ? elapsed * (total - done) / done : 0.0;
-    std::fprintf(stderr, "%s[%s] step %d/%d, %.1f s elapsed, ~%.0f s left%s", tty ? "\r" : "",
-                 algorithm.c_str(), done, total, elapsed, eta, tty && done < total ? "" : "\n");
-    std::fflush(stderr);
+    if (!*bar)
+      *bar = std::make_unique<ProgressBar>(algorithm, static_cast<std::size_t>(total), "steps");
+    (*bar)->update(static_cast<std::size_t>(done));
   };
 }
 

@@ -20,13 +20,16 @@ namespace overlapsim::testing {
 #ifdef OVERLAPSIM_BINARY
 // Runs the overlapsim executable with `args` (and `env`, "NAME=value ..." before the command): its
 // exit status and what it printed (both streams).
-inline std::pair<int, std::string> run(const std::string& args, const std::string& env = "") {
-  FILE* p = popen((env + " " + std::string(OVERLAPSIM_BINARY) + " " + args + " 2>&1").c_str(), "r");
+inline std::pair<int, std::string> run_shell(const std::string& command) {
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   std::string out;
   char buf[4096];
   while (std::size_t n = fread(buf, 1, sizeof buf, p))
     out.append(buf, n);
   return {WEXITSTATUS(pclose(p)), out};
+}
+inline std::pair<int, std::string> run(const std::string& args, const std::string& env = "") {
+  return run_shell(env + " " + std::string(OVERLAPSIM_BINARY) + " " + args);
 }
 #endif
 
