@@ -1,6 +1,7 @@
 #include "cli/validate_command.h"
 
 #include "cli/plots.h"
+#include "cli/progress_bar.h"
 #include "cli/run_command.h"
 #include "cli/time_to_target.h"
 #include "cli/trace_file.h"
@@ -358,7 +359,12 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   wo.backend = o.backend;
   wo.profile = s.model.profile.empty();
   wo.profile_time_s = o.profile_time_s;
+  // Rank 0 shares the launcher's terminal: the bar shows there, and nowhere when it is no terminal.
+  auto bar = std::make_unique<ProgressBar>("validate", s.algorithms.size() + (wo.profile ? 1 : 0),
+                                           "parts (profile, then algorithms)");
+  wo.progress = [&bar](int done, int) { bar->update(static_cast<std::size_t>(done)); };
   const auto result = real::run_worker(s, env, wo);
+  bar.reset();
   if (!result.root)
     return 0;
   ValidateOptions recorded = o;

@@ -277,6 +277,13 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
 
   WorkerResult result;
   result.root = e.rank == 0;
+  const int parts = static_cast<int>(s.algorithms.size()) + (o.profile ? 1 : 0);
+  int parts_done = 0;
+  const auto part_done = [&] {
+    ++parts_done;
+    if (e.rank == 0 && o.progress)
+      o.progress(parts_done, parts);
+  };
   if (o.profile) {
     RealModel model(s);
     RealContext ctx{s,
@@ -294,6 +301,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
       p.min_time_s = o.profile_time_s;
       return p;
     }());
+    part_done();
   }
 
   for (const auto& a : s.algorithms) {
@@ -367,6 +375,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
       run.loss = loss_curve(losses, run.trace, s.training.warmup_steps + s.training.steps);
       result.runs.push_back(std::move(run));
     }
+    part_done();
   }
   // Rank 0 serves the TCP store and leaves last: it has read every rank's hand-over above.
   return result;

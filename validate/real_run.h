@@ -9,6 +9,7 @@
 #include "trace/trace.h"
 
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,8 @@ struct WorkerOptions {
   bool profile = true;          // measure per-layer and link costs first
   double profile_time_s = 0.25; // ProfileOptions::min_time_s
   std::string backend = "gloo";
+  // Called on rank 0 as the job's parts (the profile, then each algorithm) end: parts done, all.
+  std::function<void(int, int)> progress;
 };
 
 struct WorkerResult {
