@@ -14,6 +14,7 @@ namespace sg4 = simgrid::s4u;
 // one drives the flows of all ranks and releases them.
 struct Network::Instance {
   int arrived = 0;
+  double bytes = 0; // a message's size, from its sender
   sg4::SemaphorePtr done = sg4::Semaphore::create(0);
 };
 
@@ -49,7 +50,8 @@ int tree_parent(int i, bool mirrored, int n) {
 Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
                  const Topology& topology)
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
-      algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes) {}
+      algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes),
+      interference_(platform, cluster.gpu.comm_interference) {}
 
 Network::~Network() = default;
 
@@ -158,8 +160,11 @@ void Network::fused(const Scope& s, double wait,
     return;
   }
   instances_.erase(key);
-  // Every rank is in: the latencies of every step but the last (which each flow pays itself), then
-  // one flow per sender with all its steps' bytes, between the ranks' own hosts.
+  // Every rank is in: data moves from now on, on every member's GPU.
+  for (const int r : s.group.ranks)
+    interference_.begin(r);
+  // The latencies of every step but the last (which each flow pays itself), then one flow per
+  // sender with all its steps' bytes, between the ranks' own hosts.
   if (wait > 0)
     sg4::this_actor::sleep_for(wait);
   const auto flows = make_flows();
@@ -174,11 +179,43 @@ void Network::fused(const Scope& s, double wait,
     comms.push_back(std::move(comm));
   }
   sg4::Comm::wait_all(comms);
+  for (const int r : s.group.ranks)
+    interference_.end(r);
   for (int i = 1; i < s.group.size(); ++i)
     instance->done->release();
 }
 
+void Network::point_to_point(const Scope& s, int self, int src, int dst, double bytes) {
+  const PairKey pair{s.group.id, s.tag, src, dst};
+  const std::int64_t k = self == src ? sends_posted_[pair]++ : recvs_posted_[pair]++;
+  const std::tuple<int, int, int, int, std::int64_t> key{s.group.id, s.tag, src, dst, k};
+  auto& slot = messages_[key];
+  if (!slot)
+    slot = std::make_shared<Instance>();
+  const auto instance = slot;
+  if (self == src)
+    instance->bytes = bytes;
+  if (++instance->arrived < 2) {
+    instance->done->acquire();
+    return;
+  }
+  messages_.erase(key);
+  interference_.begin(src);
+  interference_.begin(dst);
+  auto comm = sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(src)],
+                                     platform_.gpus[static_cast<std::size_t>(dst)]);
+  comm->set_payload_size(static_cast<std::uint64_t>(instance->bytes));
+  comm->start();
+  comm->wait();
+  interference_.end(src);
+  interference_.end(dst);
+  instance->done->release();
+}
+
 void Network::exchange(const Scope& s, int self, int dst, double send_bytes, int src) {
+  // A ring step of the `steps` fidelity: its GPU counts as moving data for the whole step (the
+  // wait for the neighbour's message included; the fused default tells the two apart).
+  interference_.begin(self);
   sg4::CommPtr send, recv;
   if (dst >= 0) {
     send = mailbox(s, self, dst)->put_async(&payload_token, static_cast<std::uint64_t>(send_bytes));
@@ -189,6 +226,7 @@ void Network::exchange(const Scope& s, int self, int dst, double send_bytes, int
     send->wait();
   if (recv)
     recv->wait();
+  interference_.end(self);
 }
 
 CollectiveOutcome Network::ring_steps(int rank, const Scope& s, int steps, double chunk) {
@@ -392,11 +430,11 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
     double on_wire = bytes;
     if (const auto it = collective_bytes_.find("send_recv"); it != collective_bytes_.end())
       on_wire = it->second.bytes_for(bytes, g.size());
-    exchange(Scope{g, seq, -1 - call.tag}, rank, call.peer, on_wire, -1);
+    point_to_point(Scope{g, seq, -1 - call.tag}, rank, rank, call.peer, on_wire);
     return {bytes, "p2p"};
   }
   case CollectiveOp::recv:
-    exchange(Scope{g, seq, -1 - call.tag}, rank, -1, 0, call.peer);
+    point_to_point(Scope{g, seq, -1 - call.tag}, rank, call.peer, rank, 0);
     return {0, "p2p"};
   default:
     break;

@@ -23,6 +23,7 @@
 
 #include "algorithms/runtime.h"
 #include "algorithms/topology.h"
+#include "sim/comm_interference.h"
 #include "sim/platform.h"
 
 #include <cstdint>
@@ -91,6 +92,10 @@ private:
   // only: building the list costs O(N)) and releases the others when they have all ended.
   void fused(const Scope& s, double wait, const std::function<std::vector<Flow>()>& make_flows);
   void exchange(const Scope& s, int self, int dst, double send_bytes, int src);
+  // A message from `src` to `dst`: the k-th send between them on this group and tag meets the
+  // k-th receive; the last of the two to arrive moves `bytes` (given by the sender) between their
+  // hosts, and both leave when it is done.
+  void point_to_point(const Scope& s, int self, int src, int dst, double bytes);
   double ring_max_latency(const Group& group);
   double ring_min_bandwidth(const Group& group);
   const Split* split(const Group& group);
@@ -113,6 +118,11 @@ private:
   std::unordered_map<int, double> ring_bandwidth_;
   std::map<int, std::unique_ptr<Split>> splits_;
   std::map<std::tuple<int, std::int64_t, int>, std::shared_ptr<Instance>> instances_;
+  // Messages: how many each side has posted per (group, tag, src, dst), and the open meetings.
+  using PairKey = std::tuple<int, int, int, int>;
+  std::map<PairKey, std::int64_t> sends_posted_, recvs_posted_;
+  std::map<std::tuple<int, int, int, int, std::int64_t>, std::shared_ptr<Instance>> messages_;
+  CommInterference interference_;
 };
 
 } // namespace overlapsim::sim

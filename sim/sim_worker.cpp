@@ -276,23 +276,12 @@ void SimWorker::replicator_phase(const ReplicatorPhase& op) {
 
 void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::int64_t seq) {
   const double start = sg4::Engine::get_clock();
-  // A running collective takes `comm_interference` of this GPU's speed (NCCL's kernels hold SMs
-  // and HBM bandwidth from launch to completion, waiting for peers included): a background
-  // execution bounded to that share of the host's speed. Max-min sharing leaves the rest to
-  // whatever computes meanwhile, and costs nothing when nothing does.
-  sg4::ExecPtr interference;
-  if (const double share = ctx_.scenario.cluster.gpu.comm_interference; share > 0) {
-    interference = sg4::this_actor::exec_init(host_->get_speed() * 1e9);
-    interference->set_bound(host_->get_speed() * share);
-    interference->start();
-  }
+  // The network slows this GPU's compute while the call moves its data (sim/comm_interference.h).
   const auto table = call.data.buffer < 0
                          ? std::nullopt
                          : table_comm_.seconds(call, buffer(call.data.buffer).elements);
   const auto outcome = table ? ctx_.network.run_fixed(rank_, call, *table, bytes, seq)
                              : ctx_.network.run(rank_, call, bytes, seq);
-  if (interference)
-    interference->cancel();
   TraceEvent e;
   e.start = start;
   e.end = sg4::Engine::get_clock();

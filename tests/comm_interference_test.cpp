@@ -7,6 +7,19 @@
 #include <fstream>
 #include <gtest/gtest.h>
 
+#include "sim/child_process.h"
+#include "sim/comm_interference.h"
+#include "sim/platform.h"
+#include "trace/analysis.h"
+
+#include "trace/metrics.h"
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
 namespace overlapsim {
 namespace {
 
@@ -55,6 +68,86 @@ TEST(CommInterference, ARunningCollectiveSlowsTheComputeBesideIt) {
   EXPECT_NEAR(duration_of(slowed.trace, "all-reduce bucket 0", 1),
               duration_of(free.trace, "all-reduce bucket 0", 1), 1e-9);
   EXPECT_NEAR(duration_of(slowed.trace, "fwd l0..l1", 1), 0.011, 1e-6);
+}
+
+// GPU 0's `bwd l0` of step 1 against the rule of sim/comm_interference.h: it does W = 20 ms of
+// work at full speed, except while some collective moves GPU 0's data (after the op's last peer
+// arrived, peer_arrivals), when it runs at 1 - share however many collectives do. So it lasts
+// W + share x L, L the time in it during which GPU 0's data moves.
+struct BackwardUnderTransfers {
+  double duration = 0;
+  double moving = 0; // L
+};
+
+BackwardUnderTransfers bwd_l0_of_gpu0(const Trace& t) {
+  BackwardUnderTransfers b;
+  double start = 0, end = 0;
+  for (const auto& e : t.events)
+    if (e.worker == 0 && e.step == 1 && t.name_of(e.name) == "bwd l0")
+      start = e.start, end = e.end;
+  const auto arrival = peer_arrivals(t);
+  std::vector<Interval> moving;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if (e.worker == 0 && e.category == OpCategory::comm) {
+      const double from = std::max({e.start, arrival[i], start}), to = std::min(e.end, end);
+      if (to > from)
+        moving.push_back({from, to});
+    }
+  }
+  b.duration = end - start;
+  b.moving = union_length(moving);
+  return b;
+}
+
+// Issue 25.4: waiting for a slower peer slows nothing. GPU 1 (slowdown 2) reaches the all-reduce
+// of l1's gradients ~15 ms after GPU 0 posted it; GPU 0 computes l0's backward meanwhile at full
+// speed, and at 75% only once the data moves (the old rule slowed it from the post: 26.7 ms).
+TEST(CommInterference, WaitingForAPeerDoesNotSlowTheCompute) {
+  auto text = scenario_text(", comm_interference: 0.25");
+  text.replace(text.find("  inter_node"), 0, "  stragglers: [{gpu: 1, slowdown: 2}]\n");
+  const auto r = simulate(scenario_from(text), "ddp", {{"bucket_cap", "200MB"}});
+  const auto b = bwd_l0_of_gpu0(r.trace);
+  EXPECT_GT(b.moving, 0.001);
+  EXPECT_LT(b.moving, 0.015); // the wait is not in it
+  EXPECT_NEAR(b.duration, 0.020 + 0.25 * b.moving, 1e-6);
+  EXPECT_LT(b.duration, 0.024);
+}
+
+// Issue 25.4: bounded per GPU. On GPU 0 of a SimGrid platform, 10 ms of compute runs while two
+// transfers are open for the first 4 ms and one until 6 ms: bounded, it runs at 75% for 6 ms
+// (4.5 ms of work), then the remaining 5.5 ms: it ends at 11.5 ms. Summed per open op (the old
+// rule) it ran at 50% for 4 ms, 75% for 2 ms, and ended at 12.5 ms.
+TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
+  namespace sg4 = simgrid::s4u;
+  const auto cluster = testing::four_blocks_on_two_nodes(0, 1).cluster;
+  sim::ChildProcess child([&cluster] {
+    int argc = 1;
+    char name[] = "interference";
+    char* argv[] = {name, nullptr};
+    sg4::Engine engine(&argc, argv);
+    xbt_log_control_set("root.thres:critical");
+    sim::configure_engine(engine, cluster);
+    const auto platform = sim::build_platform(cluster);
+    sim::CommInterference interference(platform, 0.25);
+    double done = -1;
+    auto* gpu = platform.gpus[0];
+    sg4::Actor::create("compute", gpu, [&] {
+      sg4::this_actor::execute(gpu->get_speed() * 0.010);
+      done = sg4::Engine::get_clock();
+    });
+    sg4::Actor::create("comm", gpu, [&] {
+      interference.begin(0);
+      interference.begin(0);
+      sg4::this_actor::sleep_for(0.004);
+      interference.end(0);
+      sg4::this_actor::sleep_for(0.002);
+      interference.end(0);
+    });
+    engine.run();
+    return std::to_string(done);
+  });
+  EXPECT_NEAR(std::stod(child.collect()), 0.0115, 1e-9);
 }
 
 TEST(CommInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {

@@ -85,8 +85,13 @@ std::vector<double> arrivals(const Trace& t, const std::vector<InstanceKey>& key
   for (std::size_t i = 0; i < t.events.size(); ++i)
     if (keys[i].name >= 0)
       out[i] = latest.at(keys[i]);
-    else if (sends[i] != kNoSend)
-      out[i] = t.events[static_cast<std::size_t>(sends[i])].start;
+    else if (sends[i] != kNoSend) {
+      // A message moves once both ends are posted: the receive waits for its send, and the send
+      // for its receive (a rendezvous, as NCCL's send/recv and SimGrid's mailboxes).
+      const auto send = static_cast<std::size_t>(sends[i]);
+      out[i] = t.events[send].start;
+      out[send] = t.events[i].start;
+    }
   return out;
 }
 

@@ -46,7 +46,8 @@ Analysis analyze(const Trace& trace, const Metrics& metrics);
 
 // Per trace event, when the peers it exchanges data with were all there: for a collective op, when
 // its last participant started it (the k-th same-named op of a step on each GPU); for a
-// point-to-point receive, when the matching send started; -1 for any other event. From the op's
+// point-to-point receive, when the matching send started, and for that send, when the receive was
+// posted (a rendezvous); -1 for any other event. From the op's
 // start until then its GPU waits for a slower peer, after it the data moves; a time before the
 // op's start means no wait.
 std::vector<double> peer_arrivals(const Trace& trace);

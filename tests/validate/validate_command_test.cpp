@@ -53,15 +53,19 @@ Run overlapsim(const std::string& args) {
   return r;
 }
 
+// A test's output directory (empty), with its scenario file beside it: validate replaces only a
+// directory it published itself, never one holding the user's files (issue 26.5).
 fs::path temp_dir(const std::string& name) {
   auto dir = fs::temp_directory_path() / ("overlapsim-validate-test-" + name);
   overlapsim::remove_tree(dir.string()); // not fs::remove_all: see trace/remove_tree.h
+  overlapsim::remove_tree(dir.string() + "-scenario");
   fs::create_directories(dir);
+  fs::create_directories(dir.string() + "-scenario");
   return dir;
 }
 
 fs::path write_scenario(const fs::path& dir, const std::string& text) {
-  const auto path = dir / "scenario.yaml";
+  const auto path = fs::path(dir.string() + "-scenario") / "scenario.yaml";
   std::ofstream(path) << text;
   return path;
 }
