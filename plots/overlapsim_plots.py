@@ -71,27 +71,37 @@ def save(fig, path):
 
 
 def load_trace(path):
-    """Per trace: events by (pid, tid), process names, step ends, memory counters."""
+    """Per trace: events by (pid, row), row 0 compute and 1 comm; process names, step ends, memory
+    counters. A stream's ops that overlap sit on tracks of their own ("comm 2", ...; see
+    docs/SCENARIO.md): each joins its stream's row, found by the thread's name (tid 0 compute and
+    1 comm without one)."""
     # output.trace_gzip writes trace-*.json.gz
     with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         doc = json.load(f)
     t = {"events": {}, "names": {}, "steps": [], "memory": {}, "title": ""}
     t["title"] = doc.get("otherData", {}).get("title", "")
     t["measured"] = bool(doc.get("otherData", {}).get("measured", False))
+    tracks, thread_names = {}, {}
     for e in doc["traceEvents"]:
         ph = e.get("ph")
         if ph == "X":
             # (start, duration, category, time waiting for peers from the start), in ms
             dur = e["dur"] / 1000.0
             wait = min(dur, e.get("args", {}).get("waiting_us", 0) / 1000.0)
-            t["events"].setdefault((e["pid"], e.get("tid", 0)), []).append(
+            tracks.setdefault((e["pid"], e.get("tid", 0)), []).append(
                 (e["ts"] / 1000.0, dur, e.get("cat", ""), wait))
         elif ph == "M" and e.get("name") == "process_name":
             t["names"][e["pid"]] = e["args"]["name"]
+        elif ph == "M" and e.get("name") == "thread_name":
+            thread_names[(e["pid"], e.get("tid", 0))] = str(e["args"]["name"])
         elif ph == "i" and e.get("name") == "step_end":
             t["steps"].append((e["ts"] / 1000.0, e["pid"], e["args"].get("step", 0)))
         elif ph == "C" and e.get("name") == "memory":
             t["memory"].setdefault(e["pid"], []).append((e["ts"] / 1000.0, e["args"]["bytes"]))
+    for (pid, tid), events in sorted(tracks.items()):
+        name = thread_names.get((pid, tid), "")
+        row = 0 if name.startswith("compute") else 1 if name.startswith("comm") else tid
+        t["events"].setdefault((pid, row), []).extend(events)
     return t
 
 

@@ -109,6 +109,30 @@ class PlotsTest(unittest.TestCase):
                 self.assertGreater(os.path.getsize(p), 10_000, name)
                 self.assertLess(os.path.getsize(p), 5_000_000, name)
 
+    def test_overlapping_comm_tracks_join_the_comm_row(self):
+        sys.path.insert(0, HERE)
+        import overlapsim_plots
+        # overlapsim writes a stream's overlapping ops on tracks of their own: "comm 2" on tid 2
+        # here, after a "compute 2" track that took tid 3 ("compute 2" joins the compute row).
+        names = {0: "compute", 1: "comm", 2: "comm 2", 3: "compute 2"}
+        events = [{"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": n}}
+                  for tid, n in names.items()]
+        for tid, ts in ((0, 0), (1, 1000), (2, 1500), (3, 500)):
+            events.append({"ph": "X", "pid": 0, "tid": tid, "ts": ts, "dur": 1000,
+                           "name": names[tid], "cat": "comm" if tid in (1, 2) else "forward"})
+        # A trace without thread names (older outputs): tid 0 compute, 1 comm.
+        events.append({"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 1000, "name": "x",
+                       "cat": "comm"})
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace-cdp-v2.json")
+            with open(path, "w") as f:
+                json.dump({"traceEvents": events}, f)
+            t = overlapsim_plots.load_trace(path)
+        self.assertEqual(t["events"], {
+            (0, 0): [(0.0, 1.0, "forward", 0), (0.5, 1.0, "forward", 0)],
+            (0, 1): [(1.0, 1.0, "comm", 0), (1.5, 1.0, "comm", 0)],
+            (1, 1): [(0.0, 1.0, "comm", 0)]})
+
     def test_corrupt_trace_warns_and_keeps_other_plots(self):
         with tempfile.TemporaryDirectory() as d:
             make_output_dir(d)

@@ -292,6 +292,8 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
   e.detail = ctx_.trace.intern(outcome.algorithm);
   e.step = call.step;
   e.bytes = outcome.bytes_sent;
+  if (call.op == CollectiveOp::recv)
+    e.received = bytes; // the message, which the matching send moved
   e.group = call.group->id;
   e.group_size = call.group->size();
   e.peer = call.peer;

@@ -3,6 +3,7 @@
 #include "trace/analysis.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +11,70 @@
 #include <nlohmann/json.hpp>
 
 namespace overlapsim {
+namespace {
+
+constexpr std::size_t kStreams = 2; // StreamKind::compute, StreamKind::comm
+constexpr std::array<const char*, kStreams> kStreamNames{"compute", "comm"};
+
+// Viewers need the events of one thread to nest, but a stream's ops overlap partially: a comm
+// stream starts a send, then a receive, and either may end first. Each stream's events are spread
+// over tracks (threads) so that the events of one track are disjoint: sorted by start (longer
+// first, then trace order), each takes the lowest track whose last event ended at or before its
+// start, which uses as few tracks as the most ops open at once.
+struct Tracks {
+  std::vector<std::int32_t> slot;                        // per event: its track within its stream
+  std::vector<std::array<std::int32_t, kStreams>> count; // per worker and stream: tracks used
+};
+
+Tracks assign_tracks(const Trace& trace, const std::vector<std::int64_t>& start_ns,
+                     const std::vector<std::int64_t>& end_ns) {
+  const auto workers = static_cast<std::size_t>(std::max(trace.workers, 0));
+  Tracks t{std::vector<std::int32_t>(trace.events.size(), 0),
+           std::vector<std::array<std::int32_t, kStreams>>(workers, {1, 1})};
+  std::vector<std::vector<std::size_t>> by_stream(workers * kStreams);
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const auto& e = trace.events[i];
+    if (e.worker >= 0 && static_cast<std::size_t>(e.worker) < workers)
+      by_stream[static_cast<std::size_t>(e.worker) * kStreams + static_cast<std::size_t>(e.stream)]
+          .push_back(i);
+  }
+  std::vector<std::int64_t> last_end; // per track of the stream at hand
+  for (std::size_t k = 0; k < by_stream.size(); ++k) {
+    auto& order = by_stream[k];
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (start_ns[a] != start_ns[b])
+        return start_ns[a] < start_ns[b];
+      if (end_ns[a] != end_ns[b])
+        return end_ns[a] > end_ns[b];
+      return a < b;
+    });
+    last_end.clear();
+    for (const std::size_t i : order) {
+      const auto free = std::find_if(last_end.begin(), last_end.end(),
+                                     [&](std::int64_t end) { return end <= start_ns[i]; });
+      const auto slot = free - last_end.begin();
+      if (free == last_end.end())
+        last_end.push_back(end_ns[i]);
+      else
+        *free = end_ns[i];
+      t.slot[i] = static_cast<std::int32_t>(slot);
+    }
+    t.count[k / kStreams][k % kStreams] =
+        std::max<std::int32_t>(1, static_cast<std::int32_t>(last_end.size()));
+  }
+  return t;
+}
+
+// Thread ids: each stream's first track keeps the stream's number (0 compute, 1 comm), so a trace
+// without overlaps reads as before; further tracks take the next free ids, compute's first.
+std::int32_t track_tid(const std::array<std::int32_t, kStreams>& count, std::size_t stream,
+                       std::int32_t slot) {
+  if (slot == 0)
+    return static_cast<std::int32_t>(stream);
+  return stream == 0 ? 1 + slot : count[0] + slot;
+}
+
+} // namespace
 
 std::string chrome_trace_json(const Trace& trace, const std::string& title,
                               const std::vector<int>& workers) {
@@ -38,22 +103,39 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
       fmt::format_to(it, ",\n");
     first = false;
   };
+  // End points are rounded to the nanosecond and the duration taken between them: rounding `ts`
+  // and `dur` separately made back-to-back ops overlap by 0.001 us, which Perfetto moves to
+  // overflow tracks.
+  std::vector<std::int64_t> start_ns(trace.events.size()), end_ns(trace.events.size());
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    start_ns[i] = std::llround(trace.events[i].start * 1e9);
+    end_ns[i] = std::llround(trace.events[i].end * 1e9);
+  }
+  const auto tracks = assign_tracks(trace, start_ns, end_ns);
   for (int w = 0; w < trace.workers; ++w) {
     if (!is_shown(w))
       continue;
     sep();
-    fmt::format_to(
-        it,
-        "{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_name\",\"args\":{{\"name\":\"node {1} "
-        "gpu {2}\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_sort_index\",\"args\":"
-        "{{\"sort_index\":{0}}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":0,\"name\":\"thread_name\","
-        "\"args\":{{\"name\":\"compute\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":1,\"name\":"
-        "\"thread_name\",\"args\":{{\"name\":\"comm\"}}}}",
-        w, w / trace.gpus_per_node, w % trace.gpus_per_node);
+    fmt::format_to(it,
+                   "{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_name\",\"args\":{{\"name\":"
+                   "\"node {1} gpu {2}\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"name\":"
+                   "\"process_sort_index\",\"args\":{{\"sort_index\":{0}}}}}",
+                   w, w / trace.gpus_per_node, w % trace.gpus_per_node);
+    // Tracks sort by stream, then number: "comm 2" right below "comm".
+    const auto& count = tracks.count[static_cast<std::size_t>(w)];
+    std::int32_t sort_index = 0;
+    for (std::size_t stream = 0; stream < kStreams; ++stream)
+      for (std::int32_t slot = 0; slot < count[stream]; ++slot, ++sort_index) {
+        const auto tid = track_tid(count, stream, slot);
+        const auto name = slot == 0 ? std::string(kStreamNames[stream])
+                                    : fmt::format("{} {}", kStreamNames[stream], slot + 1);
+        fmt::format_to(it,
+                       ",\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":{1},\"name\":\"thread_name\","
+                       "\"args\":{{\"name\":\"{2}\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":{1},"
+                       "\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{3}}}}}",
+                       w, tid, name, sort_index);
+      }
   }
-  // End points are rounded to the nanosecond and the duration taken between them: rounding `ts`
-  // and `dur` separately made back-to-back ops overlap by 0.001 us, which Perfetto moves to
-  // overflow tracks.
   const auto micros = [](std::int64_t ns) {
     return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", std::abs(ns) / 1000, std::abs(ns) % 1000);
   };
@@ -64,18 +146,22 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
     if (!is_shown(e.worker))
       continue;
     sep();
-    const auto start_ns = std::llround(e.start * 1e9), end_ns = std::llround(e.end * 1e9);
-    fmt::format_to(it,
-                   "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},"
-                   "\"cat\":\"{}\",\"args\":{{",
-                   e.worker, static_cast<int>(e.stream), micros(start_ns),
-                   micros(end_ns - start_ns), quoted[static_cast<std::size_t>(e.name)],
-                   to_string(e.category));
+    const auto e_start = start_ns[i], e_end = end_ns[i];
+    const auto stream = static_cast<std::size_t>(e.stream);
+    fmt::format_to(
+        it,
+        "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},"
+        "\"cat\":\"{}\",\"args\":{{",
+        e.worker,
+        track_tid(tracks.count[static_cast<std::size_t>(e.worker)], stream, tracks.slot[i]),
+        micros(e_start), micros(e_end - e_start), quoted[static_cast<std::size_t>(e.name)],
+        to_string(e.category));
     fmt::format_to(it, "\"step\":{}", e.step);
     if (e.micro_batch >= 0)
       fmt::format_to(it, ",\"micro_batch\":{}", e.micro_batch);
+    // What the GPU sent; a point-to-point receive, which sends nothing, what it received.
     if (e.category == OpCategory::comm)
-      fmt::format_to(it, ",\"bytes\":{:.0f}", e.bytes);
+      fmt::format_to(it, ",\"bytes\":{:.0f}", e.bytes > 0 ? e.bytes : e.received);
     if (e.flops > 0)
       fmt::format_to(it, ",\"flops\":{:.6g}", e.flops);
     if (e.detail >= 0)
@@ -86,9 +172,9 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
     if (e.peer >= 0)
       fmt::format_to(it, ",\"peer\":{}", e.peer);
     // Waiting for a slower peer, so that a straggler does not read as a slow network.
-    if (const auto arrived_ns = std::min(std::llround(arrival[i] * 1e9), end_ns);
-        arrival[i] >= 0 && arrived_ns > start_ns)
-      fmt::format_to(it, ",\"waiting_us\":{}", micros(arrived_ns - start_ns));
+    if (const auto arrived_ns = std::min<std::int64_t>(std::llround(arrival[i] * 1e9), e_end);
+        arrival[i] >= 0 && arrived_ns > e_start)
+      fmt::format_to(it, ",\"waiting_us\":{}", micros(arrived_ns - e_start));
     fmt::format_to(it, "}}}}");
   }
   for (const auto& m : trace.memory) {

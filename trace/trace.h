@@ -31,6 +31,10 @@ struct TraceEvent {
   std::int32_t group = -1;
   std::int32_t group_size = -1;
   std::int32_t peer = -1;
+  // Bytes a point-to-point receive took in (its message); 0 for every other op. `bytes` counts
+  // each transfer once, at its sender, which the metrics sum and the analysis relies on (a receive
+  // sends nothing, so it waits for its peer's send).
+  double received = 0;
 };
 
 struct MemorySample {

@@ -64,6 +64,7 @@ public:
   std::shared_ptr<std::atomic<double>> completed = std::make_shared<std::atomic<double>>(-1.0);
   StreamMark issued;
   double bytes = 0;
+  double received = 0; // a recv's message
   StreamKind stream = StreamKind::comm;
   bool done = false;
 };
@@ -113,7 +114,7 @@ double RealWorker::now() const {
 
 void RealWorker::record(StreamKind stream, OpCategory category, const std::string& name,
                         StreamMark start, StreamMark end, MicroBatch mb, double bytes,
-                        const std::string& detail, const CollectiveCall* call) {
+                        const std::string& detail, const CollectiveCall* call, double received) {
   heartbeat();
   std::lock_guard lock(mutex_);
   if (streams_.on_gpu() && std::getenv("OVERLAPSIM_CUDA_MEMORY_LOG") != nullptr) {
@@ -139,6 +140,7 @@ void RealWorker::record(StreamKind stream, OpCategory category, const std::strin
   e.step = mb.step;
   e.micro_batch = mb.index;
   e.bytes = bytes;
+  e.received = received;
   if (call != nullptr && call->group != nullptr) {
     e.group = call->group->id;
     e.group_size = call->group->size();
@@ -551,6 +553,7 @@ CommHandle RealWorker::start(const CollectiveCall& call) {
     break;
   case CollectiveOp::recv:
     s->inputs = {data};
+    s->received = s->bytes;
     s->bytes = 0;
     s->works.push_back(s->group->recv(s->inputs, peer_index(), call.tag));
     break;
@@ -600,7 +603,7 @@ void RealWorker::wait(CommHandle& handle) {
     // NCCL runs the collective on its stream, which waited for this stream at the start; the
     // work's wait() made this stream wait for it: the two marks bracket it on the device.
     record(StreamKind::comm, OpCategory::comm, name, s.issued, streams_.mark(), {s.call.step, -1},
-           s.bytes, "nccl", &s.call);
+           s.bytes, "nccl", &s.call, s.received);
     return;
   }
   // The work's completion time, or now when this thread then did part of the collective itself
@@ -620,7 +623,7 @@ void RealWorker::wait(CommHandle& handle) {
     busy = std::max(busy, end);
   }
   record(StreamKind::comm, OpCategory::comm, name, StreamMark{begin}, StreamMark{end},
-         {s.call.step, -1}, s.bytes, "gloo", &s.call);
+         {s.call.step, -1}, s.bytes, "gloo", &s.call, s.received);
 }
 
 bool RealWorker::test(CommHandle& handle) {

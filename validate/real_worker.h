@@ -107,7 +107,7 @@ private:
   // An op from `start` to `end` on its stream; on a GPU its times are resolved later.
   void record(StreamKind stream, OpCategory category, const std::string& name, StreamMark start,
               StreamMark end, MicroBatch mb, double bytes = 0, const std::string& detail = {},
-              const CollectiveCall* call = nullptr);
+              const CollectiveCall* call = nullptr, double received = 0);
   void resolve_timings();
   void bind(BufferId params, BufferId grads);
   // Ends a compute op begun at `start`: applies the straggler's slowdown and returns the end.
