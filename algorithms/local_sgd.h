@@ -1,9 +1,10 @@
-// The local-SGD family of the DreamDDP paper (/work/shared/papers/dreamddp-paper.txt), option `H`
-// (the synchronisation period, default 10) for all of them. Every worker trains on its own for H
-// steps (forward, backward, its own optimizer step, gradients not reduced); the parameters are
-// averaged by all-reduce (sum divided by the world size) so that within one period each layer is
-// averaged exactly once. Memory: parameters, gradients and optimizer state as DDP (no extra
-// buffer).
+// The local-SGD family of the DreamDDP paper (Tang et al., "DreamDDP: Accelerating Data Parallel
+// Distributed LLM Training with Layer-wise Scheduled Partial Synchronization", arXiv 2502.11058),
+// option `H` (the synchronisation period, default 10) for all of them. Every worker trains on its
+// own for H steps (forward, backward, its own optimizer step, gradients not reduced); the
+// parameters are averaged by all-reduce (sum divided by the world size) so that within one period
+// each layer is averaged exactly once. Memory: parameters, gradients and optimizer state as DDP (no
+// extra buffer).
 //
 // local-sgd (FLSGD, Sec. 2): after the optimizer step of the last step of a period, every layer's
 //   parameters are all-reduced, one layer after the other from the output, nothing overlapped.

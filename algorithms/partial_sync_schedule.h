@@ -1,9 +1,10 @@
-// Partial synchronisation of local SGD (DreamDDP paper, /work/shared/papers/dreamddp-paper.txt):
-// which layers are averaged at which local iteration of a period of H, and what that costs in the
-// authors' cost model (Sec. 3.2-3.3): within one iteration the backward runs from the output layer
-// to the input, a layer's all-reduce may start once its own backward is done, the all-reduces run
-// one at a time on one communication stream, and what is still communicating when the backward
-// ends is exposed wait. Forward time and the optimizer are not part of this model.
+// Partial synchronisation of local SGD (DreamDDP paper: Tang et al., "DreamDDP: Accelerating Data
+// Parallel Distributed LLM Training with Layer-wise Scheduled Partial Synchronization", arXiv
+// 2502.11058): which layers are averaged at which local iteration of a period of H, and what that
+// costs in the authors' cost model (Sec. 3.2-3.3): within one iteration the backward runs from the
+// output layer to the input, a layer's all-reduce may start once its own backward is done, the
+// all-reduces run one at a time on one communication stream, and what is still communicating when
+// the backward ends is exposed wait. Forward time and the optimizer are not part of this model.
 //
 // Layers are indexed in forward order (0 = input side); an assignment gives each layer the local
 // iteration h in [0, H) at which it is averaged. Iteration 0 is the first of the period and, in

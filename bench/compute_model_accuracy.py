@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The uncalibrated compute model (per-op roofline, docs/MODEL.md) against measured one-GPU steps.
 
-For each `<tag>-h100-layers.json` in ../shared/data/h100 (CUDA-event medians of a real job: preset,
+For each `<tag>-h100-layers.json` in tests/data/h100 (CUDA-event medians of a real job: preset,
 micro-batch, step, per-block times, peak memory), simulates the same job on
 scenarios/gpt-neo-125m-1x1-h100.yaml with no profile, and prints predicted vs measured: step,
 block forward/backward, time outside the blocks, peak memory. Extra measurements a layers file
@@ -37,7 +37,7 @@ def err(pred, real):
 
 def main():
     args = sys.argv[1:]
-    data = args.pop(0) if args and "=" not in args[0] else os.path.join(ROOT, "..", "shared", "data", "h100")
+    data = args.pop(0) if args and "=" not in args[0] else os.path.join(ROOT, "tests", "data", "h100")
     cases = []
     for path in sorted(glob.glob(os.path.join(data, "*-h100-layers.json"))):
         with open(path) as f:

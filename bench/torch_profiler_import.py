@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The PyTorch-profiler import against ground truth: for each `<tag>-h100-kineto.json.gz` in
-../shared/data/h100 with its `<tag>-h100-layers.json` (CUDA-event medians), imports the trace onto
+tests/data/h100 (by default) with its `<tag>-h100-layers.json` (CUDA-event medians), imports the trace onto
 scenarios/gpt-neo-125m-1x1-h100.yaml (micro-batch and preset from the layers file), prints each
 block's forward and backward against the truth, and the simulated one-GPU step with the imported
 profile against the measured one. Numbers only, no pass/fail.
@@ -20,7 +20,7 @@ PRESETS = {"gpt-neo-125m": "gpt-neo-125m", "gpt-neo-1.3b": "gpt-neo-1.3b"}
 
 
 def main():
-    data = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "data", "h100")
+    data = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "data", "h100")
     traces = sorted(glob.glob(os.path.join(data, "*-h100-kineto.json.gz")))
     if not traces:
         print(f"no traces in {data}")

@@ -1,22 +1,18 @@
 #!/usr/bin/env bash
 # Compile-checks the real-run backend against LibTorch 2.x with the NCCL backend enabled, on a
 # machine that has neither a GPU nor a CUDA LibTorch: the headers of PyTorch 2.11.0+cu130 come
-# from ../shared/third_party (taken from the GPU machine), CUDA and NCCL headers from
+# from third_party/ (taken from the GPU machine, see its README), CUDA and NCCL headers from
 # /usr/local/cuda. Syntax only: nothing links. CI runs it so the NCCL path cannot rot unnoticed.
 #   scripts/check-torch2-headers.sh [TARBALL]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tarball=${1:-../shared/third_party/torch-2.11.0-cu130-include.tar.xz}
+tarball=${1:-third_party/torch-2.11.0-cu130-include.tar.xz}
 cuda=${CUDA_HOME:-/usr/local/cuda}
 
 if [ ! -f "$tarball" ]; then
-  # CI always has shared/ beside the clone: a missing tarball there is a broken check, not a skip.
-  if [ "${CI:-}" = true ]; then
-    echo "check-torch2-headers: no LibTorch 2.x headers at $tarball (CI must check the NCCL path)" >&2
-    exit 1
-  fi
-  echo "check-torch2-headers: SKIPPED: no LibTorch 2.x headers at $tarball" >&2
-  exit 0
+  # The default tarball ships with the source: missing, the checkout (or the argument) is broken.
+  echo "check-torch2-headers: no LibTorch 2.x headers at $tarball" >&2
+  exit 1
 fi
 if [ ! -f "$cuda/include/cuda_runtime_api.h" ] || [ ! -f "$cuda/include/nccl.h" ]; then
   # ProcessGroupNCCL.hpp includes <nccl.h> and the CUDA runtime's headers.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (device call with carry [".gpu-kit"], see ../shared/gpu/README.md):
+# On the lent GPU machine, with the GPU machine's build kit carried in .gpu-kit/ (device call with
+# carry [".gpu-kit"]; what the kit holds: docs/VALIDATE.md, "Measured on one H100"):
 # builds overlapsim against the CUDA LibTorch there, then runs the real NCCL backend on one GPU
 # (validate: profile -> predict -> measure -> compare) for the H100 scenarios, and, with the time
 # left, the test suite of that build. Everything it writes goes to $OUT (default out/gpu).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with warnings as errors when OVERLAPSIM_WERROR=ON, and runs the
-# whole test suite (GoogleTest via ctest, and the plotting self-test).
+# whole test suite (GoogleTest via ctest, the plotting self-test and the repository checks of
+# docs/ARCHITECTURE.md, "Rules that run").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
