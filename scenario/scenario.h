@@ -57,7 +57,7 @@ struct ClusterSpec {
   Jitter jitter;
   NetworkModel network_model = NetworkModel::exact;
   CollectiveFidelity collectives = CollectiveFidelity::fused;
-  CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::ring;
+  CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::automatic;
   std::vector<Site> sites; // empty: one site, no WAN
   hw::LinkSpec wan;
   std::string calibration; // calibration profile whose fitted links replaced the given ones

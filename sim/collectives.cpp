@@ -51,6 +51,7 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
                  const Topology& topology)
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
       algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes),
+      nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
       interference_(platform, cluster.gpu.comm_interference) {}
 
 Network::~Network() = default;
@@ -301,10 +302,10 @@ CollectiveOutcome Network::ring_chain(int rank, const Scope& s, double bytes, in
   return {sends(i) ? bytes : 0.0, "ring/fused"};
 }
 
-CollectiveOutcome Network::tree_all_reduce(const Scope& s, double bytes) {
+std::vector<Network::Flow> Network::tree_flows(const Group& g, double bytes, double* worst_latency,
+                                               int* depth, bool nvls_intra) {
   // Chains inside the nodes carry the whole array each way; the two trees over the nodes' first
   // GPUs carry half each, up (reduce) and down (broadcast), all pipelined.
-  const Group& g = s.group;
   const Split* sp = split(g);
   std::vector<std::vector<int>> nodes; // members per node
   if (sp)
@@ -319,20 +320,135 @@ CollectiveOutcome Network::tree_all_reduce(const Scope& s, double bytes) {
     flows.push_back({b, a, amount});
     worst = std::max(worst, latency(a, b));
   };
-  for (const auto& members : nodes)
+  for (const auto& members : nodes) {
+    if (nvls_intra && members.size() > 1) {
+      // NVLink SHARP: every GPU sends S to the switch and gets S back (as a ring of S flows).
+      for (std::size_t i = 0; i < members.size(); ++i)
+        flows.push_back({members[i], members[(i + 1) % members.size()], bytes});
+      continue;
+    }
     for (std::size_t i = 0; i + 1 < members.size(); ++i)
       edge(members[i], members[i + 1], bytes);
+  }
   const int m = static_cast<int>(nodes.size());
   for (bool mirrored : {false, true})
     for (int i = 0; i < m; ++i) {
       const int p = tree_parent(i, mirrored, m);
-      if (p >= 0)
-        edge(nodes[static_cast<std::size_t>(i)].front(), nodes[static_cast<std::size_t>(p)].front(),
-             bytes / 2);
+      if (p < 0)
+        continue;
+      // NCCL runs a tree per channel and spreads the channels over the node's GPUs and NICs: the
+      // tree edges between two nodes join every pair of same-position GPUs, each with its share.
+      const auto& child = nodes[static_cast<std::size_t>(i)];
+      const auto& parent = nodes[static_cast<std::size_t>(p)];
+      const std::size_t lanes = std::min(child.size(), parent.size());
+      for (std::size_t k = 0; k < lanes; ++k)
+        edge(child[k], parent[k], bytes / 2 / static_cast<double>(lanes));
     }
-  const int depth = static_cast<int>(nodes.front().size()) - 1 + tree_depth(m);
+  *worst_latency = worst;
+  *depth = static_cast<int>(nodes.front().size()) - 1 + tree_depth(m);
+  return flows;
+}
+
+CollectiveOutcome Network::tree_all_reduce(const Scope& s, double bytes) {
+  double worst = 0;
+  int depth = 0;
+  const auto flows = tree_flows(s.group, bytes, &worst, &depth, false);
   fused(s, (2 * depth - 1) * worst, [&] { return flows; });
   return {bytes, "tree/fused"};
+}
+
+const NcclShape& Network::nccl_shape(const Group& g) {
+  auto [it, fresh] = nccl_shapes_.try_emplace(g.id);
+  if (!fresh)
+    return it->second;
+  NcclShape& shape = it->second;
+  shape.ranks = g.size();
+  std::vector<int> nodes;
+  for (int r : g.ranks)
+    if (std::find(nodes.begin(), nodes.end(), topology_.node_of(r)) == nodes.end())
+      nodes.push_back(topology_.node_of(r));
+  shape.nodes = static_cast<int>(nodes.size());
+  if (const Split* sp = split(g)) {
+    const Group& intra = *sp->intra.front();
+    const Group& cross = *sp->cross.front();
+    shape.per_node = intra.size();
+    shape.intra_Bps = ring_min_bandwidth(intra);
+    shape.intra_latency_s = ring_max_latency(intra);
+    // The route between two nodes' GPUs: its narrowest link is the node's pooled NICs (or a
+    // WAN), shared by the node's rings or trees, so it is the node's network bandwidth.
+    shape.net_Bps = ring_min_bandwidth(cross);
+    shape.net_latency_s = ring_max_latency(cross);
+  } else if (shape.nodes == 1) {
+    shape.per_node = g.size();
+    shape.intra_Bps = ring_min_bandwidth(g);
+    shape.intra_latency_s = ring_max_latency(g);
+  } else {
+    // Uneven over nodes (or one GPU per node): a ring only, paced by its slowest hop.
+    shape.even = g.size() == shape.nodes; // one rank per node: the tree is NCCL's tree
+    shape.per_node = shape.even ? 1 : g.size();
+    shape.intra_Bps = ring_min_bandwidth(g);
+    shape.intra_latency_s = 0;
+    shape.net_Bps = ring_min_bandwidth(g);
+    shape.net_latency_s = ring_max_latency(g);
+  }
+  return shape;
+}
+
+NcclCost Network::nccl_cost(const Group& g, double bytes, std::optional<NcclAlgorithm> only) {
+  return nccl_best_all_reduce(nccl_generation_, nccl_shape(g), bytes, only);
+}
+
+namespace {
+// Trace names of (algorithm, protocol) pairs: CollectiveOutcome holds a static string.
+const char* nccl_label(NcclAlgorithm a, NcclProtocol p) {
+  static const char* const labels[3][3] = {{"ring/LL", "ring/LL128", "ring/Simple"},
+                                           {"tree/LL", "tree/LL128", "tree/Simple"},
+                                           {"nvls/LL", "nvls/LL128", "nvls/Simple"}};
+  return labels[static_cast<int>(a)][static_cast<int>(p)];
+}
+} // namespace
+
+CollectiveOutcome Network::nccl_all_reduce(const Scope& s, double bytes,
+                                           std::optional<NcclAlgorithm> only) {
+  const Group& g = s.group;
+  const int n = g.size();
+  const NcclCost cost = nccl_cost(g, bytes, only);
+  // Flows that move what the algorithm moves, each paced to end `bytes / algbw` after the
+  // latency: alone they take the model's time; sharing links with other traffic, longer.
+  const double transfer = cost.algbw_Bps > 0 ? bytes / cost.algbw_Bps : 0;
+  std::vector<Flow> flows;
+  double sent = 0;
+  if (cost.algorithm == NcclAlgorithm::tree) {
+    double worst = 0;
+    int depth = 0;
+    flows = tree_flows(g, bytes, &worst, &depth, nccl_generation_.nvls_busbw_Bps > 0);
+    sent = bytes;
+  } else {
+    // Ring: 2(n-1)/n S to the next rank; NVLS: S to the switch and back (next rank's link).
+    sent = cost.algorithm == NcclAlgorithm::ring ? 2.0 * (n - 1) / n * bytes : bytes;
+    for (int k = 0; k < n; ++k)
+      flows.push_back({g.ranks[static_cast<std::size_t>(k)],
+                       g.ranks[static_cast<std::size_t>((k + 1) % n)], sent});
+  }
+  // SimGrid 3.32 ignores a host-to-host comm's rate, so the pace is slept: the flows run at link
+  // speed after a wait of the model's latency plus the time its pace adds to theirs (alone).
+  // Sharing links with other traffic, they still take longer than the model says.
+  double route = 0, unpaced = 0;
+  for (const auto& f : flows) {
+    route = std::max(route, latency(f.src, f.dst));
+    unpaced = std::max(unpaced, f.bytes / bandwidth(f.src, f.dst));
+  }
+  if (cost.algorithm == NcclAlgorithm::tree) {
+    // Both trees cross a node's NICs: S each way on them; a chain's middle GPU sends 2S.
+    const NcclShape& shape = nccl_shape(g);
+    if (nccl_generation_.nvls_busbw_Bps <= 0)
+      unpaced = std::max(unpaced, 2 * bytes / shape.intra_Bps);
+    if (shape.nodes > 1)
+      unpaced = std::max(unpaced, bytes / shape.net_Bps);
+  }
+  const double wait = std::max(0.0, cost.latency_s - route) + std::max(0.0, transfer - unpaced);
+  fused(s, wait, [&] { return flows; });
+  return {sent, nccl_label(cost.algorithm, cost.protocol)};
 }
 
 CollectiveOutcome Network::tree_broadcast(const Scope& s, double bytes, int root) {
@@ -482,7 +598,9 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
   const Scope s{g, seq, 0};
   using Algo = scenario::CollectiveAlgorithm;
   Algo algo = algorithm_;
-  if (call.op == CollectiveOp::all_reduce && algo == Algo::automatic) {
+  if (call.op == CollectiveOp::all_reduce && algo == Algo::automatic &&
+      fidelity_ == scenario::CollectiveFidelity::steps) {
+    // The steps fidelity has no NCCL model: the alpha-beta prediction picks.
     algo = Algo::ring;
     double best = predicted_all_reduce(Algo::ring, g, bytes);
     for (Algo candidate : {Algo::tree, Algo::hierarchical}) {
@@ -494,11 +612,19 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
   const int n = g.size();
   switch (call.op) {
   case CollectiveOp::all_reduce:
-    if (algo == Algo::tree)
-      return tree_all_reduce(s, bytes);
     if (algo == Algo::hierarchical && split(g))
       return hierarchical_all_reduce(rank, s, bytes);
-    return ring_steps(rank, s, 2 * (n - 1), bytes / n);
+    if (fidelity_ == scenario::CollectiveFidelity::steps) {
+      // Every step a flow at link speed: the network's view, without NCCL's protocol costs.
+      if (algo == Algo::tree)
+        return tree_all_reduce(s, bytes);
+      return ring_steps(rank, s, 2 * (n - 1), bytes / n);
+    }
+    if (algo == Algo::ring)
+      return nccl_all_reduce(s, bytes, NcclAlgorithm::ring);
+    if (algo == Algo::tree)
+      return nccl_all_reduce(s, bytes, NcclAlgorithm::tree);
+    return nccl_all_reduce(s, bytes, std::nullopt);
   case CollectiveOp::reduce_scatter:
     return ring_steps(rank, s, n - 1, bytes / n);
   case CollectiveOp::all_gather:

@@ -24,12 +24,14 @@
 #include "algorithms/runtime.h"
 #include "algorithms/topology.h"
 #include "sim/comm_interference.h"
+#include "sim/nccl_model.h"
 #include "sim/platform.h"
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -63,6 +65,10 @@ public:
   // One-way latency and bottleneck bandwidth of the route between two ranks.
   double latency(int src, int dst);
   double bandwidth(int src, int dst);
+
+  // The NCCL model's choice and cost for an all-reduce of `bytes` on `group` (no simulation).
+  NcclCost nccl_cost(const Group& group, double bytes,
+                     std::optional<NcclAlgorithm> only = std::nullopt);
 
   // The alpha-beta prediction `auto` chooses with (seconds), for an all-reduce of `bytes`.
   double predicted_all_reduce(scenario::CollectiveAlgorithm algorithm, const Group& group,
@@ -103,6 +109,14 @@ private:
   CollectiveOutcome ring_steps(int rank, const Scope& s, int steps, double chunk);
   CollectiveOutcome ring_chain(int rank, const Scope& s, double bytes, int root, bool reduce);
   CollectiveOutcome tree_all_reduce(const Scope& s, double bytes);
+  // NCCL's double binary tree; `nvls_intra`: NVLS inside the nodes instead of chains.
+  std::vector<Flow> tree_flows(const Group& g, double bytes, double* worst_latency, int* depth,
+                               bool nvls_intra);
+  // An all-reduce timed by the NCCL model (sim/nccl_model.h): the cheapest (algorithm, protocol)
+  // pair, or the cheapest protocol of `only`; its latency is slept, its flows run at its pace.
+  CollectiveOutcome nccl_all_reduce(const Scope& s, double bytes,
+                                    std::optional<NcclAlgorithm> only);
+  const NcclShape& nccl_shape(const Group& g);
   CollectiveOutcome tree_broadcast(const Scope& s, double bytes, int root);
   CollectiveOutcome hierarchical_all_reduce(int rank, const Scope& s, double bytes);
   CollectiveOutcome all_to_all(int rank, const Scope& s, double bytes);
@@ -117,6 +131,8 @@ private:
   std::unordered_map<int, double> ring_latency_;
   std::unordered_map<int, double> ring_bandwidth_;
   std::map<int, std::unique_ptr<Split>> splits_;
+  const NcclGeneration& nccl_generation_;
+  std::map<int, NcclShape> nccl_shapes_;
   std::map<std::tuple<int, std::int64_t, int>, std::shared_ptr<Instance>> instances_;
   // Messages: how many each side has posted per (group, tag, src, dst), and the open meetings.
   using PairKey = std::tuple<int, int, int, int>;

@@ -1,0 +1,169 @@
+#include "sim/nccl_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace overlapsim::sim {
+
+namespace {
+
+constexpr double us = 1e-6;
+constexpr int LL = 0, LL128 = 1, SIMPLE = 2;
+
+// Starting points are NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc, 2.18-2.21): base
+// latencies Ring/Tree {LL 6.6-6.8, LL128 14, Simple 8.4} us; NVLink per-hop {0.6, 1.25-1.9,
+// 3.4-4} us; network per-hop {2.7-5, 4-8.5, 14} us; LL reaches 1/4 of the bus bandwidth on an
+// all-reduce (1/3.8 on a tree), LL128 92% (120/128 across nodes), Simple all of it; NVLS 25 us
+// inside a node. Where nccl-tests' published tables disagree with NCCL's own model (its model
+// ranks pairs, it does not predict nccl-tests' times), the entry is fitted to the tables in
+// tests/data/nccl-tests (bench/nccl_tests_accuracy.py prints the fit):
+//  - launch: nccl-tests' 8 B - 32 KiB floor on 8 x A100 (OCI BM.GPU4.8) is 32 us, of which NCCL's
+//    LL ring model gives 15-20 us;
+//  - per-hop intra-node LL128 and Simple: the same table's 4-256 MiB sizes put Simple's fixed cost
+//    at ~110 us on 8 GPUs (14 steps: 6.4 us a step, NCCL's model 3.4) and LL128's at ~95 us;
+//  - LL's share: 0.21 (its 256 KiB - 2 MiB slope: 48 GB/s of 234);
+//  - NVLS: 480 GB/s bus bandwidth on 8 x H100/H200 (sjeaugey, NVIDIA/nccl-tests issue #212;
+//    477 GB/s measured on 8 x H200 with NCCL 2.19.3, tests/data/nccl-tests/azure-h200-1x8.log).
+const NcclGeneration kAmpere{
+    "ampere",
+    12 * us,
+    {6.6 * us, 14 * us, 8.4 * us},
+    {0.6 * us, 5.0 * us, 6.4 * us},
+    {5 * us, 8.5 * us, 14 * us},
+    {0.21, 0.92, 1.0},
+    0.5,
+    0,
+    0,
+};
+// Hopper: NCCL's tuning tables give H100 the same latencies and larger per-channel caps; no
+// published full-range single-node table was found, so the Ampere latencies stand; NVLS as above.
+const NcclGeneration kHopper{
+    "hopper",
+    12 * us,
+    {6.6 * us, 14 * us, 8.4 * us},
+    {0.6 * us, 5.0 * us, 6.4 * us},
+    {5 * us, 8.5 * us, 14 * us},
+    {0.21, 0.92, 1.0},
+    0.5,
+    480e9,
+    25 * us,
+};
+// Other GPUs (Volta, Turing, PCIe cards): NCCL's model as is, no NVLS.
+const NcclGeneration kGeneric{
+    "generic",
+    12 * us,
+    {6.6 * us, 14 * us, 8.4 * us},
+    {1.0 * us, 2.5 * us, 5.7 * us},
+    {5 * us, 8.5 * us, 14 * us},
+    {0.25, 0.92, 1.0},
+    0.5,
+    0,
+    0,
+};
+
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+} // namespace
+
+const char* to_string(NcclProtocol protocol) {
+  switch (protocol) {
+  case NcclProtocol::ll:
+    return "LL";
+  case NcclProtocol::ll128:
+    return "LL128";
+  default:
+    return "Simple";
+  }
+}
+
+const char* to_string(NcclAlgorithm algorithm) {
+  switch (algorithm) {
+  case NcclAlgorithm::ring:
+    return "ring";
+  case NcclAlgorithm::tree:
+    return "tree";
+  default:
+    return "nvls";
+  }
+}
+
+const NcclGeneration& nccl_generation(const std::string& gpu_name, const std::string& intra_link) {
+  if (starts_with(gpu_name, "h100") || starts_with(gpu_name, "h200"))
+    return intra_link == "nvlink4" ? kHopper : kAmpere; // PCIe H100s: no NVSwitch, no NVLS
+  if (starts_with(gpu_name, "a100") || starts_with(gpu_name, "a6000"))
+    return kAmpere;
+  return kGeneric;
+}
+
+NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& s, NcclAlgorithm algorithm,
+                         NcclProtocol protocol, double bytes) {
+  const int p = static_cast<int>(protocol);
+  NcclCost c{algorithm, protocol, 0, 0, std::numeric_limits<double>::infinity()};
+  const int n = s.ranks;
+  if (n < 2)
+    return c.time_s = 0, c;
+  const bool multi = s.nodes > 1;
+  const double hop_intra =
+      std::max(gen.hop_intra_s[static_cast<std::size_t>(p)], s.intra_latency_s);
+  const double hop_net = gen.hop_net_s[static_cast<std::size_t>(p)] + s.net_latency_s;
+  const double share = gen.bandwidth_share[static_cast<std::size_t>(p)];
+  switch (algorithm) {
+  case NcclAlgorithm::ring: {
+    const int steps = 2 * (n - 1);
+    const int net_steps = multi ? 2 * (s.nodes - 1) : 0;
+    c.latency_s = gen.launch_s + gen.base_s[static_cast<std::size_t>(p)] +
+                  (steps - net_steps) * hop_intra + net_steps * hop_net;
+    const double bus = (multi ? std::min(s.intra_Bps, s.net_Bps) : s.intra_Bps) * share;
+    c.algbw_Bps = bus * n / (2.0 * (n - 1));
+    break;
+  }
+  case NcclAlgorithm::tree: {
+    if (!s.even)
+      return c;
+    const double depth = std::log2(static_cast<double>(s.nodes));
+    c.latency_s = gen.launch_s + gen.base_s[static_cast<std::size_t>(p)] +
+                  2 * ((s.per_node - 1) * hop_intra + depth * hop_net);
+    // Inside a node: NVLS where the fabric has it (NCCL's NVLS-tree), else the chain.
+    const double intra = gen.nvls_busbw_Bps > 0 && s.per_node > 1
+                             ? gen.nvls_busbw_Bps * s.per_node / (2.0 * (s.per_node - 1))
+                             : s.intra_Bps * gen.tree_intra_share;
+    // Across nodes Simple reaches 92% of the NICs (NCCL's tree factor); LL and LL128 their share.
+    c.algbw_Bps = (multi ? std::min(intra, s.net_Bps * 0.92) : intra) * share;
+    break;
+  }
+  case NcclAlgorithm::nvls:
+    // NVLink SHARP inside one node, Simple only (NCCL runs NVLS with Simple); across nodes NCCL
+    // runs NVLS-tree, which is `tree` here.
+    if (gen.nvls_busbw_Bps <= 0 || multi || protocol != NcclProtocol::simple || s.per_node < 2)
+      return c;
+    c.latency_s = gen.launch_s + gen.nvls_latency_s;
+    // NVLS's bus bandwidth cannot beat the link: a GPU still sends and receives S once.
+    c.algbw_Bps = std::min(gen.nvls_busbw_Bps * n / (2.0 * (n - 1)), s.intra_Bps);
+    break;
+  }
+  if (!(c.algbw_Bps > 0))
+    return c;
+  c.time_s = c.latency_s + bytes / c.algbw_Bps;
+  return c;
+}
+
+NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape& shape, double bytes,
+                              std::optional<NcclAlgorithm> only) {
+  NcclCost best;
+  best.time_s = std::numeric_limits<double>::infinity();
+  for (const auto algorithm : kNcclAlgorithms) {
+    if (only && *only != algorithm)
+      continue;
+    for (const auto protocol : kNcclProtocols) {
+      const auto c = nccl_all_reduce(gen, shape, algorithm, protocol, bytes);
+      if (c.time_s < best.time_s)
+        best = c;
+    }
+  }
+  return best;
+}
+
+} // namespace overlapsim::sim

@@ -1,0 +1,83 @@
+// How long NCCL takes for one all-reduce, the way NCCL's own tuner reasons about it (NVIDIA/nccl,
+// src/graph/tuning.cc): every (algorithm, protocol) pair costs a latency (a base, plus a per-hop
+// latency for each step over NVLink or the network) plus the bytes over a bandwidth that depends on
+// the protocol, and NCCL runs the cheapest pair. The numbers are data (NcclGeneration, one table
+// per GPU generation in nccl_model.cpp, each entry with its source); this file only combines them.
+//
+// Algorithms:
+//  - ring: 2(n-1) steps, each rank sends 2(n-1)/n S; bus bandwidth = the slowest ring link (NVLink
+//    inside a node, the node's pooled NICs across nodes);
+//  - tree: NCCL's double binary tree across nodes, a chain inside each node; each node's NICs carry
+//    S each way (half the ring's), the chain carries S up and S down on the same NVLink;
+//  - nvls: NVLink SHARP (NVSwitch-3, H100/H200 SXM): the switch reduces, so a GPU sends and
+//  receives
+//    S once; one node only here, and across nodes as NVLS-tree (tree between nodes, NVLS inside).
+// Protocols: LL (8-byte flag+data stores: lowest latency, a fraction of the bandwidth), LL128
+// (128-byte lines, ~92% of the bandwidth, higher latency), Simple (full bandwidth, highest
+// latency).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+
+namespace overlapsim::sim {
+
+enum class NcclProtocol { ll, ll128, simple };
+enum class NcclAlgorithm { ring, tree, nvls };
+
+inline constexpr std::array kNcclProtocols = {NcclProtocol::ll, NcclProtocol::ll128,
+                                              NcclProtocol::simple};
+inline constexpr std::array kNcclAlgorithms = {NcclAlgorithm::ring, NcclAlgorithm::tree,
+                                               NcclAlgorithm::nvls};
+
+const char* to_string(NcclProtocol protocol);   // "LL", "LL128", "Simple" (NCCL_PROTO's names)
+const char* to_string(NcclAlgorithm algorithm); // "ring", "tree", "nvls"
+
+// Per-generation constants; index protocols with static_cast<int>(NcclProtocol).
+struct NcclGeneration {
+  const char* name = "";
+  double launch_s = 0;                 // per-call cost nccl-tests sees beyond NCCL's own latency
+  std::array<double, 3> base_s{};      // per (protocol): fixed latency of ring and tree
+  std::array<double, 3> hop_intra_s{}; // per step inside a node (at least the link's latency)
+  std::array<double, 3> hop_net_s{};   // per step across nodes, on top of the network's latency
+  std::array<double, 3> bandwidth_share{}; // of the link's collective bandwidth, per protocol
+  double tree_intra_share = 0.5; // a node's chain carries S up and S down: algbw <= B x this
+  double nvls_busbw_Bps = 0;     // NVLink SHARP's bus bandwidth on 8 GPUs; 0: no NVLS
+  double nvls_latency_s = 0;
+};
+
+// The generation of a GPU preset name (a100*, a6000 -> ampere; h100*, h200 -> hopper; others a
+// conservative default). NVLS also needs an NVSwitch-3 fabric: `nvlink4` as the intra-node link.
+const NcclGeneration& nccl_generation(const std::string& gpu_name, const std::string& intra_link);
+
+// What one all-reduce runs on.
+struct NcclShape {
+  int ranks = 1;
+  int nodes = 1;              // nodes the group spans (evenly; otherwise only ring applies)
+  int per_node = 1;           // ranks per node
+  double intra_Bps = 0;       // slowest intra-node link of the ring (collective bandwidth)
+  double intra_latency_s = 0; // one-way intra-node latency
+  double net_Bps = 0;         // a node's pooled NIC bandwidth (nodes > 1)
+  double net_latency_s = 0;   // one-way GPU-to-GPU latency across nodes
+  bool even = true;           // every node holds per_node ranks (tree and NVLS need it)
+};
+
+struct NcclCost {
+  NcclAlgorithm algorithm = NcclAlgorithm::ring;
+  NcclProtocol protocol = NcclProtocol::simple;
+  double latency_s = 0; // the fixed part
+  double algbw_Bps = 0; // S / (time - latency)
+  double time_s = 0;    // infinity when the pair does not apply
+};
+
+// The cost of one (algorithm, protocol) pair for an all-reduce of `bytes`.
+NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& shape, NcclAlgorithm algorithm,
+                         NcclProtocol protocol, double bytes);
+
+// The cheapest pair, as NCCL's tuner picks it; `only` restricts the algorithm (a scenario's ring or
+// tree), and the protocol is still chosen.
+NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape& shape, double bytes,
+                              std::optional<NcclAlgorithm> only = std::nullopt);
+
+} // namespace overlapsim::sim

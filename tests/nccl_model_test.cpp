@@ -1,0 +1,130 @@
+// The NCCL collective model (sim/nccl_model.h) against hand-computed times, and the simulator's
+// all-reduce following it (protocol, channels of bandwidth, tree, NVLS, `auto`'s choice).
+#include "scenario/calibration.h"
+#include "scenario/loader.h"
+#include "sim/collective_timing.h"
+#include "sim/nccl_model.h"
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <iterator>
+
+namespace overlapsim {
+namespace {
+
+using sim::NcclAlgorithm;
+using sim::NcclProtocol;
+
+constexpr double GiB = 1073741824.0;
+
+sim::NcclShape one_node(int gpus, double bandwidth) {
+  sim::NcclShape s;
+  s.ranks = s.per_node = gpus;
+  s.intra_Bps = bandwidth;
+  s.intra_latency_s = 1e-6;
+  return s;
+}
+
+TEST(NcclModel, RingProtocolsHandNumbers) {
+  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
+  const auto s = one_node(8, 234e9);
+  // Simple: 12 launch + 8.4 base + 14 steps x 6.4 us = 110 us; algbw 234 x 8/14 GB/s.
+  const auto simple =
+      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+  EXPECT_NEAR(simple.latency_s, 110e-6, 1e-9);
+  EXPECT_NEAR(simple.time_s, 110e-6 + GiB / (234e9 * 8 / 14), 1e-9);
+  // LL: 12 + 6.6 + 14 x max(0.6, 1 us link) = 32.6 us; 21% of the bandwidth.
+  const auto ll = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::ll, 65536);
+  EXPECT_NEAR(ll.time_s, 32.6e-6 + 65536 / (0.21 * 234e9 * 8 / 14), 1e-10);
+  // LL128: 12 + 14 + 14 x 5 = 96 us; 92% of the bandwidth.
+  const auto ll128 =
+      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::ll128, 8 * 1048576.0);
+  EXPECT_NEAR(ll128.time_s, 96e-6 + 8 * 1048576.0 / (0.92 * 234e9 * 8 / 14), 1e-10);
+}
+
+TEST(NcclModel, AutoPicksTheProtocolBySize) {
+  const auto& ampere = sim::nccl_generation("a100-40gb", "nvlink3");
+  const auto s = one_node(8, 234e9);
+  EXPECT_EQ(sim::nccl_best_all_reduce(ampere, s, 65536).protocol, NcclProtocol::ll);
+  EXPECT_EQ(sim::nccl_best_all_reduce(ampere, s, 8 * 1048576.0).protocol, NcclProtocol::ll128);
+  const auto big = sim::nccl_best_all_reduce(ampere, s, GiB);
+  EXPECT_EQ(big.protocol, NcclProtocol::simple);
+  EXPECT_EQ(big.algorithm, NcclAlgorithm::ring); // no NVLS on Ampere; tree's chain is slower
+}
+
+TEST(NcclModel, NvlsOnlyOnNvSwitch3AndItsHandNumber) {
+  const auto& hopper = sim::nccl_generation("h100-sxm", "nvlink4");
+  const auto s = one_node(8, 360e9);
+  const auto nvls = sim::nccl_best_all_reduce(hopper, s, GiB);
+  EXPECT_EQ(nvls.algorithm, NcclAlgorithm::nvls);
+  // 12 + 25 us; bus bandwidth 480 GB/s: algbw 480 x 8/14.
+  EXPECT_NEAR(nvls.time_s, 37e-6 + GiB / (480e9 * 8 / 14), 1e-9);
+  // A PCIe H100 has no NVSwitch: no NVLS.
+  const auto& pcie = sim::nccl_generation("h100-pcie", "pcie5");
+  EXPECT_EQ(pcie.nvls_busbw_Bps, 0);
+  EXPECT_EQ(sim::nccl_best_all_reduce(pcie, one_node(8, 45e9), GiB).algorithm, NcclAlgorithm::ring);
+}
+
+TEST(NcclModel, TreeAcrossNodesHandNumber) {
+  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
+  sim::NcclShape s = one_node(8, 234e9);
+  s.ranks = 16;
+  s.nodes = 2;
+  s.net_Bps = 200e9;
+  s.net_latency_s = 2e-6;
+  // 12 + 8.4 + 2 x (7 x 6.4 + log2(2) x (14 + 2)) = 142 us; algbw min(234/2, 0.92 x 200).
+  const auto tree = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
+  EXPECT_NEAR(tree.latency_s, 142e-6, 1e-9);
+  EXPECT_NEAR(tree.time_s, 142e-6 + GiB / 117e9, 1e-9);
+  // The ring crosses the NICs with 2(n-1)/n S: its bus bandwidth is the NICs' 200 GB/s at most.
+  const auto ring = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+  EXPECT_NEAR(ring.algbw_Bps, 200e9 * 16 / 30, 1);
+}
+
+scenario::Scenario node_scenario(const std::string& cluster) {
+  return scenario::load_scenario_text("name: n\ncluster: " + cluster +
+                                          "\nmodel: {preset: gpt-neo-125m}\n"
+                                          "training: {micro_batch: 1, seq_len: 128}\n"
+                                          "algorithms: [ddp]\n",
+                                      "n.yaml");
+}
+
+TEST(NcclModel, SimulatedAllReduceFollowsTheModelAndAutoIsTheDefault) {
+  // No collective_algorithm given: auto. 8 x A100 over nvlink3 (234 GB/s, 1 us).
+  const auto a100 =
+      node_scenario("{nodes: 1, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3}");
+  const auto big = sim::time_collective(a100, CollectiveOp::all_reduce, GiB);
+  EXPECT_EQ(big.algorithm, "ring/Simple");
+  EXPECT_NEAR(big.time_s, 110e-6 + GiB / (234e9 * 8 / 14), 1e-3 * big.time_s);
+  const auto small = sim::time_collective(a100, CollectiveOp::all_reduce, 65536);
+  EXPECT_EQ(small.algorithm, "ring/LL");
+  EXPECT_NEAR(small.time_s, 32.6e-6 + 65536 / (0.21 * 234e9 * 8 / 14), 0.01 * small.time_s);
+  const auto h100 =
+      node_scenario("{nodes: 1, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4}");
+  const auto nvls = sim::time_collective(h100, CollectiveOp::all_reduce, 8 * GiB);
+  EXPECT_EQ(nvls.algorithm, "nvls/Simple");
+  EXPECT_NEAR(nvls.busbw_Bps, 480e9, 0.01 * 480e9); // NVIDIA's figure for 8 x H100
+  // Two H100 nodes with 16 x 200 Gb/s NICs: NVLS-tree, ~464 GB/s published (OCI, NCCL 2.21.5).
+  const auto two = node_scenario("{nodes: 2, gpus_per_node: 8, gpu: h100-sxm, intra_node: "
+                                 "nvlink4, inter_node: {bandwidth: 23GB/s, latency: 3us}, "
+                                 "nics_per_node: 16}");
+  const auto tree = sim::time_collective(two, CollectiveOp::all_reduce, 8 * GiB);
+  EXPECT_EQ(tree.algorithm, "tree/Simple");
+  EXPECT_NEAR(tree.busbw_Bps, 463.9e9, 0.2 * 463.9e9);
+}
+
+TEST(NcclModel, PublishedTablesParse) {
+  // The bench's tables are nccl-tests logs the calibration importer reads.
+  for (const char* name : {"oci-a100-sxm4-1x8.log", "aws-p5-h100-2x8-efa.log",
+                           "aws-p4de-a100-2x8-efa.log", "oci-h100-2x8-roce.log"}) {
+    const std::string path = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/data/nccl-tests/" + name;
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    const auto fit = scenario::import_nccl_tests(text, path, "all_reduce", 0);
+    EXPECT_GT(fit.bandwidth_Bps, 0) << name;
+  }
+}
+
+} // namespace
+} // namespace overlapsim
