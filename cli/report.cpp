@@ -159,6 +159,23 @@ std::string ranking(const scenario::Scenario& s, std::vector<SummaryRow> ran) {
 
 } // namespace
 
+std::string network_summary(const scenario::Scenario& s) {
+  // The network as the simulation assumed it (issue 25.3): a user sees what was taken for given.
+  const auto link = [](const hw::LinkSpec& l) {
+    return fmt::format("{} ({} per {}, {} latency)", l.name.empty() ? "custom" : l.name,
+                       hw::format_bandwidth(l.bandwidth_Bps), "direction",
+                       hw::format_time(l.latency_s));
+  };
+  return fmt::format(
+      "{} per GPU inside a node; {} per NIC between nodes, {} NIC{} per node ({} per node){}",
+      link(s.cluster.intra_node), link(s.cluster.inter_node), s.cluster.nics_per_node,
+      s.cluster.nics_per_node == 1 ? "" : "s",
+      hw::format_bandwidth(s.cluster.nics_per_node * s.cluster.inter_node.bandwidth_Bps),
+      s.cluster.sites.empty() ? std::string()
+                              : fmt::format("; {} sites joined by a WAN: {}",
+                                            s.cluster.sites.size(), link(s.cluster.wan)));
+}
+
 std::string report_markdown(const scenario::Scenario& s, const std::vector<SummaryRow>& rows) {
   std::string out = fmt::format("# {}\n\n{} GPUs ({} nodes x {} {}), model {} ({} parameters), "
                                 "micro-batch {} x {} tokens, {} steady-state steps. Simulated.\n\n",
@@ -166,21 +183,7 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
                                 s.cluster.gpus_per_node, s.cluster.gpu.name, s.model.spec.name,
                                 hw::format_count(s.model.spec.total_params()),
                                 s.training.micro_batch, s.training.seq_len, s.training.steps);
-  // The network as the simulation assumed it (issue 25.3): a user sees what was taken for given.
-  const auto link = [](const hw::LinkSpec& l) {
-    return fmt::format("{} ({} per {}, {} latency)", l.name.empty() ? "custom" : l.name,
-                       hw::format_bandwidth(l.bandwidth_Bps), "direction",
-                       hw::format_time(l.latency_s));
-  };
-  out += fmt::format(
-      "Network: {} per GPU inside a node; {} per NIC between nodes, {} NIC{} per "
-      "node ({} per node){}.\n\n",
-      link(s.cluster.intra_node), link(s.cluster.inter_node), s.cluster.nics_per_node,
-      s.cluster.nics_per_node == 1 ? "" : "s",
-      hw::format_bandwidth(s.cluster.nics_per_node * s.cluster.inter_node.bandwidth_Bps),
-      s.cluster.sites.empty() ? std::string()
-                              : fmt::format("; {} sites joined by a WAN: {}",
-                                            s.cluster.sites.size(), link(s.cluster.wan)));
+  out += "Network: " + network_summary(s) + ".\n\n";
   std::vector<SummaryRow> ran; // the rows with metrics; failed algorithms are listed apart
   for (const auto& r : rows)
     if (r.error.empty())

@@ -15,6 +15,11 @@ namespace overlapsim::cli {
 // lower_bound_s.
 void add_analysis(SummaryRow& row, const Analysis& analysis);
 
-std::string report_markdown(const scenario::Scenario& scenario, const std::vector<SummaryRow>& rows);
+// The network the simulation assumed (links, NICs per node, per-node bandwidth, WAN), one line:
+// report.md's 'Network:' line and `run`'s stdout.
+std::string network_summary(const scenario::Scenario& scenario);
+
+std::string report_markdown(const scenario::Scenario& scenario,
+                            const std::vector<SummaryRow>& rows);
 
 } // namespace overlapsim::cli

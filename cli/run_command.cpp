@@ -221,7 +221,8 @@ int run_command(const RunOptions& options) {
     write_summary(dir, scenario::to_json(scenario), rows);
     write_file_atomically(dir + "/report.md", report_markdown(scenario, rows));
     if (options.print_table)
-      std::printf("%s\n%s", scenario.name.c_str(), format_table(rows).c_str());
+      std::printf("%s\nnetwork: %s\n%s", scenario.name.c_str(), network_summary(scenario).c_str(),
+                  format_table(rows).c_str());
     for (const auto& r : rows)
       if (r.extra.contains("warnings"))
         for (const auto& w : r.extra["warnings"])
