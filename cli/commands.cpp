@@ -189,6 +189,9 @@ void add_commands(CLI::App& app) {
   sweep->add_flag("!--no-plots", sw->plots, "Do not draw PNG plots");
   sweep->add_flag("!--no-progress", sw->progress, "Do not print a progress bar");
   sweep->add_flag("--force", sw->force, "Run points even past the work budget");
+  sweep->add_option("--max-memory", sw->max_memory,
+                    "Refuse a sweep whose estimated memory (its largest point x the points run at "
+                    "once) exceeds this (default: the memory available now)");
   sweep->callback([sw] { g_exit_code = sweep_command(*sw); });
 
   auto merge_out = std::make_shared<std::string>();

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "cli/sweep_command.h"
+#include "scenario/loader.h"
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -41,12 +43,15 @@ protected:
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "s.yaml") << kScenario;
+    scenario_ = (dir_ / "s.yaml").string();
     base_ = "sweep " + (dir_ / "s.yaml").string() + " --no-plots --no-progress " +
             "--vary cluster.inter_node.bandwidth=1Gb/s,100Gb/s --vary cluster.nodes=2,4 ";
   }
   void TearDown() override { fs::remove_all(dir_); }
+  std::string out(const std::string& name) const { return (dir_ / name).string(); }
   fs::path dir_;
   std::string base_;
+  std::string scenario_ = "";
 };
 
 TEST(SweepGrid, CartesianFirstKeySlowest) {
@@ -148,6 +153,115 @@ TEST_F(Sweep, RowsFollowPointOrderWhateverFinishesFirst) {
   for (const auto& row : doc["results"])
     points.push_back(row["point"].get<int>());
   EXPECT_EQ(points, (std::vector<int>{0, 0, 1, 1}));
+}
+
+} // namespace
+
+namespace overlapsim::cli {
+namespace {
+
+// Issue 26.9: a point whose process dies of a signal becomes one error row per algorithm, with the
+// varied keys and its index, and the other points keep their rows (the sweep failed as a whole).
+TEST(SweepPoints, APointKilledByASignalBecomesItsErrorRows) {
+  const auto grid = sweep_grid({"training.steps=2,3,4"});
+  std::vector<scenario::Scenario> scenarios;
+  std::vector<const SweepPoint*> points;
+  for (const auto& p : grid) {
+    scenarios.push_back(scenario::load_scenario_text(kScenario, "s.yaml",
+                                                     {"training.steps=" + p.values[0].second}));
+    points.push_back(&p);
+  }
+  const PointBody body = [](const scenario::Scenario&, const SweepPoint& p) -> std::string {
+    if (p.index == 1)
+      ::raise(SIGKILL);
+    return nlohmann::ordered_json::array(
+               {{{"algorithm", "ddp"}, {"point", p.index}, {"ok", true}},
+                {{"algorithm", "acco"}, {"point", p.index}, {"ok", true}}})
+        .dump();
+  };
+  const auto rows = run_sweep_points(scenarios, points, 2, false, body);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const int p : {0, 2}) {
+    ASSERT_EQ(rows.at(p).size(), 2u);
+    EXPECT_TRUE(rows.at(p)[0].value("ok", false)) << p;
+    EXPECT_FALSE(rows.at(p)[0].contains("error")) << p;
+  }
+  ASSERT_EQ(rows.at(1).size(), 2u);
+  EXPECT_EQ(rows.at(1)[0]["algorithm"], "ddp");
+  EXPECT_EQ(rows.at(1)[1]["algorithm"], "acco");
+  for (const auto& r : rows.at(1)) {
+    EXPECT_EQ(r["training.steps"], "3");
+    EXPECT_EQ(r["point"], 1);
+    EXPECT_EQ(r["workers"], 2);
+    EXPECT_THAT(r["error"].get<std::string>(),
+                HasSubstr("point 1 (training.steps=3): the process died of signal 9 (Killed)"));
+  }
+}
+
+} // namespace
+} // namespace overlapsim::cli
+
+namespace {
+
+// Issue 26.10: merge refuses a shard given twice, an output directory that is (or holds) a shard,
+// a shard of a sweep over other values, a row listed twice and metrics that are not numbers.
+TEST_F(Sweep, MergeRefusesWhatWouldLoseOrMixResults) {
+  const std::string sweep = "sweep " + scenario_ + " --no-plots --no-progress ";
+  ASSERT_EQ(run(sweep + "--vary training.steps=2,3 --shard 0/2 --out " + out("s0")).first, 0);
+  ASSERT_EQ(run(sweep + "--vary training.steps=2,3 --shard 1/2 --out " + out("s1")).first, 0);
+  ASSERT_EQ(run(sweep + "--vary training.steps=4,5 --shard 1/2 --out " + out("t1")).first, 0);
+  ASSERT_EQ(run("merge " + out("m") + " " + out("s0") + " " + out("s1")).first, 0);
+
+  auto r = run("merge " + out("m2") + " " + out("s0") + " " + out("s0") + "/");
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("given twice"));
+  const auto before = slurp(fs::path(out("s0")) / "summary.json");
+  r = run("merge " + out("s0") + " " + out("s0") + " " + out("s1"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("is this shard; merge into a directory of its own"));
+  EXPECT_EQ(slurp(fs::path(out("s0")) / "summary.json"), before);
+  r = run("merge " + dir_.string() + " " + out("s0") + " " + out("s1"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("holds this shard"));
+  r = run("merge " + out("m2") + " " + out("s0") + " " + out("t1"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("a shard of a different sweep than"));
+  EXPECT_THAT(r.second, HasSubstr("its 'sweep.values' differs"));
+
+  auto doc = nlohmann::json::parse(slurp(fs::path(out("s1")) / "summary.json"));
+  auto twice = doc;
+  twice["results"].push_back(twice["results"][0]);
+  fs::create_directories(dir_ / "twice");
+  std::ofstream(dir_ / "twice" / "summary.json") << twice.dump();
+  r = run("merge " + out("m2") + " " + out("s0") + " " + out("twice"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("point 1, ddp is listed twice"));
+  auto text = doc;
+  text["results"][0]["iteration_time_s"] = "fast";
+  fs::create_directories(dir_ / "text");
+  std::ofstream(dir_ / "text" / "summary.json") << text.dump();
+  r = run("merge " + out("m2") + " " + out("s0") + " " + out("text"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("text/summary.json: key 'results.0.iteration_time_s': expected a "
+                                  "number, got \"fast\""));
+  EXPECT_FALSE(fs::exists(out("m2")));
+}
+
+// Issue 27.4: the printed table carries samples per step, and an algorithm whose steps hold more
+// than twice DDP's samples is named (ACCO accumulating on a slow link).
+TEST_F(Sweep, ThePrintedTableShowsSamplesPerStepAndWarnsOfLargerBatches) {
+  const auto r =
+      run("sweep " + scenario_ +
+          " --no-plots --no-progress --vary cluster.inter_node.bandwidth=100Mb/s,100Gb/s "
+          "--out " +
+          out("o"));
+  ASSERT_EQ(r.first, 0) << r.second;
+  EXPECT_THAT(r.second, HasSubstr("samples/step"));
+  EXPECT_THAT(r.second, ::testing::ContainsRegex("0 +100Mb/s ddp .* 4\n"));
+  EXPECT_THAT(r.second, ::testing::ContainsRegex(
+                            "warning: point 0, acco: [0-9]+ samples a step, [0-9.]+x DDP's 4: its "
+                            "speedup is bought with a larger batch"));
+  EXPECT_THAT(r.second, ::testing::Not(HasSubstr("warning: point 1")));
 }
 
 } // namespace
