@@ -4,8 +4,10 @@
     /usr/bin/python3 plots/overlapsim_plots.py DIR [--only timeline,speedup,...]
 
 Reads DIR/summary.json and DIR/trace-*.json and writes PNGs into DIR, each atomically. Every plot is
-drawn on its own: one that fails prints a warning and the others are still drawn. Exit status: 0 when
-summary.json could be read, 2 otherwise.
+drawn on its own: one that fails says so in one line and the others are still drawn. Exit status: 0
+when every plot was drawn, 1 when one failed (a full disk, an unwritable directory) or summary.json is
+missing or malformed (one line naming the file and what was expected, never a traceback). SIGINT and
+SIGTERM stop it at once, silently: the overlapsim command that runs it reports the interruption.
 """
 import argparse
 import glob
@@ -14,8 +16,13 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
+
+# Interrupted, die of the signal without Python's traceback (issue 26.7): the caller sees it.
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 import matplotlib
 
@@ -36,12 +43,16 @@ CATEGORY_COLOURS = {
     "waiting": "#E377C2",
 }
 CATEGORY_LABELS = {"waiting": "waiting for peers"}
+# Every registered algorithm has its own colour, and labels the list does not know (ddp-paper, a
+# user's own) take colours after them: the palette is longer than the list, so nothing wraps onto
+# DDP's colour (issue 27.9: fsdp and custom labels were drawn in DDP's).
 ALGORITHM_ORDER = ["ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco", "cdp-v1", "cdp-v2",
                    "diloco", "local-sgd", "dreamddp", "demo", "flexdemo", "plsgd-enp",
-                   "asc-wfbp", "streaming-diloco"]
+                   "asc-wfbp", "streaming-diloco", "fsdp"]
 PALETTE = ["#4C72B0", "#937860", "#8172B3", "#DA8BC3", "#CCB974", "#C44E52", "#55A868",
            "#64B5CD", "#DD8452", "#8C8C8C", "#17BECF", "#BCBD22", "#7F7F7F", "#2CA02C",
-           "#D62728", "#9467BD"]
+           "#D62728", "#9467BD", "#006D5B", "#FF7F0E", "#8C564B", "#E377C2", "#AEC7E8",
+           "#98DF8A", "#FF9896", "#C5B0D5", "#C49C94", "#F7B6D2", "#DBDB8D", "#9EDAE5"]
 MEMORY_PARTS = ["params", "grads", "optimizer_state", "buffers", "activations"]
 MEMORY_COLOURS = ["#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3"]
 MAX_TIMELINE_GPUS = 64
@@ -52,21 +63,29 @@ def algorithm_colour(name, _extra={}):
     if name in ALGORITHM_ORDER:
         return PALETTE[ALGORITHM_ORDER.index(name) % len(PALETTE)]
     if name not in _extra:
-        _extra[name] = PALETTE[(len(ALGORITHM_ORDER) + len(_extra)) % len(PALETTE)]
+        spare = len(PALETTE) - len(ALGORITHM_ORDER)
+        _extra[name] = PALETTE[len(ALGORITHM_ORDER) + len(_extra) % spare]
     return _extra[name]
+
+
+class PlotError(Exception):
+    """A plot that could not be written: one line, naming the file and the cause."""
 
 
 def save(fig, path):
     """Writes the figure to a temporary file beside `path`, then renames it into place."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".png.tmp")
-    os.close(fd)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".png.tmp")
+        os.close(fd)
         fig.savefig(tmp, dpi=DPI, format="png")
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as e:
+        raise PlotError(f"{path}: cannot write: {e.strerror or e}") from None
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.remove(tmp)
 
 
@@ -185,10 +204,18 @@ def draw_gantt(ax, trace, gpus, window, universe=None, fontsize=8):
                 if start + dur >= lo and start <= hi:
                     spans.setdefault(cat, []).append((start - lo, dur))
             for cat, cat_spans in spans.items():
-                # A thin white edge keeps back-to-back ops of one category apart.
-                ax.broken_barh(cat_spans, (y + tid - 0.4, 0.8),
-                               facecolors=CATEGORY_COLOURS.get(cat, "#999999"), edgecolor="white",
-                               linewidth=0.4, label=cat)
+                # A thin white edge keeps back-to-back ops of one category apart, on ops wide enough
+                # to show it: on small ones (DDP's many bucket all-reduces) the edges were all that
+                # showed, and the row looked pale instead of the legend's colour (issue 27.9).
+                wide = [s for s in cat_spans if s[1] > 0.004 * (hi - lo)]
+                narrow = [s for s in cat_spans if s[1] <= 0.004 * (hi - lo)]
+                colour = CATEGORY_COLOURS.get(cat, "#999999")
+                if wide:
+                    ax.broken_barh(wide, (y + tid - 0.4, 0.8), facecolors=colour,
+                                   edgecolor="white", linewidth=0.4, label=cat)
+                if narrow:
+                    ax.broken_barh(narrow, (y + tid - 0.4, 0.8), facecolors=colour,
+                                   edgecolor=colour, linewidth=0.4, label=cat)
             drawn |= set(spans)
         ticks.append(y + 0.5)  # centred on the GPU's compute and comm rows
         labels.append(str(trace["names"].get(pid, f"gpu {pid}")))
@@ -267,25 +294,26 @@ def plot_timeline(out, name, row, trace, scenario):
 
 
 def plot_timeline_compare(out, rows, traces, scenario):
-    names = [n for n in traces]
+    # In the scenario's order (the summary's rows), not the trace files' alphabetical one.
+    names = [n for n in rows if n in traces] + [n for n in traces if n not in rows]
     if not names:
         return
-    windows = {n: steady_window(rows.get(n), traces[n]) for n in names}
-    length = max(hi - lo for lo, hi in windows.values())
-    fig, axes = plt.subplots(len(names), 1, figsize=(13, 1.6 + 2.4 * len(names)), sharex=True,
-                             squeeze=False)
+    # Each panel shows its own steady-state steps on its own time axis: one slow algorithm no
+    # longer squashes the others into a sliver (issue 27.9); the axis labels say each one's scale.
+    fig, axes = plt.subplots(len(names), 1, figsize=(13, 1.6 + 2.6 * len(names)), squeeze=False)
     cats = set()
     for ax, n in zip(axes[:, 0], names):
         gpus, _ = pick_gpus(traces[n], 4)
-        lo = windows[n][0]
-        cats |= draw_gantt(ax, traces[n], gpus, (lo, lo + length), fontsize=7)
+        lo, hi = steady_window(rows.get(n), traces[n])
+        cats |= draw_gantt(ax, traces[n], gpus, (lo, hi), fontsize=7)
         ax.set_ylabel(n, rotation=0, ha="right", va="center", fontsize=10, color=algorithm_colour(n))
+        ax.set_xlabel(f"{n}: ms since its steady-state window opened ({hi - lo:.4g} ms shown)",
+                      fontsize=8)
     category_legend(axes[0, 0], cats)
     source = sources(source_of(traces[n], rows.get(n), n) == "measured" for n in names)
-    axes[0, 0].set_title(f"{scenario}: {source} timelines, the same window length for every "
-                         f"algorithm\n(up to 4 GPUs each: compute stream in the upper row, comm in "
-                         f"the lower)", pad=LEGEND_PAD)
-    axes[-1, 0].set_xlabel("time since the steady-state window opened (ms)")
+    axes[0, 0].set_title(f"{scenario}: {source} timelines, each over its own steady-state steps "
+                         f"(time axes differ)\n(up to 4 GPUs each: compute stream in the upper row, "
+                         f"comm in the lower)", pad=LEGEND_PAD)
     fig.tight_layout()
     save(fig, os.path.join(out, "timeline-compare.png"))
 
@@ -301,6 +329,18 @@ def plot_speedup(out, results, scenario):
     values = [r.get("speedup_vs_ddp", 0) for r in results]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
     bars = ax.bar(names, values, color=[algorithm_colour(r["algorithm"]) for r in results])
+    # Steps that are not DDP's (issue 27.2): local updates between synchronisations, or delayed
+    # ones from a varying number of micro-batches. Their bars are hatched and the note says why.
+    caveat = [r for r in results if r.get("update") in ("local", "delayed")]
+    for bar, r in zip(bars, results):
+        if r in caveat:
+            bar.set_hatch("//")
+            bar.set_edgecolor("white")
+    if caveat:
+        ax.annotate("hatched: local or delayed updates, whose steps are not DDP's; compare time to "
+                    "a target loss (training.target_loss) before reading these as wins",
+                    (0.5, -0.32), xycoords="axes fraction", ha="center", fontsize=7,
+                    color="#444444")
     for bar, r in zip(bars, results):
         ax.annotate(f"{bar.get_height():.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
                     f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%",
@@ -421,6 +461,8 @@ def plot_sweep(out, summary, scenario):
     key = sweep["vary"][0]
     others = sweep["vary"][1:]
     results = [r for r in summary["results"] if "error" not in r]  # failed rows have no metrics
+    ddp_samples = {r.get("point"): r.get("samples_per_step") for r in results
+                   if r["algorithm"] == "ddp"}
     by_alg = {}  # one line per algorithm and combination of the other varied keys
     for r in results:
         label = r["algorithm"] + "".join(f", {k.split('.')[-1]}={r.get(k)}" for k in others)
@@ -438,8 +480,19 @@ def plot_sweep(out, summary, scenario):
             style = styles[combo.index(alg.split(",", 1)[1] if "," in alg else "") % len(styles)]
             ax.plot(xs, [p[2].get(metric, 0) for p in pts], marker="o", label=alg, linestyle=style,
                     color=algorithm_colour(pts[0][2]["algorithm"]))
+            # What a step holds where it is not DDP's at that point (issue 27.4: ACCO's 6x batch
+            # read as a 3.35x speedup beside a plot where it is the slowest per step).
+            for x, _, row in pts:
+                ddp = ddp_samples.get((row.get("point")))
+                samples = row.get("samples_per_step")
+                if ddp and samples and abs(samples - ddp) > 0.01 * ddp:
+                    ax.annotate(f"{samples:.0f}/step", (x, row.get(metric, 0)), fontsize=6,
+                                xytext=(3, 3), textcoords="offset points",
+                                color=algorithm_colour(row["algorithm"]))
         finite = [x for x in xs_all if x > 0 and math.isfinite(x)]
-        if finite and max(finite) / min(finite) >= 100:
+        # Rates and latencies are read by decades; other keys when they span two (issue 27.9).
+        by_decades = any(w in key for w in ("bandwidth", "latency", "rate"))
+        if finite and max(finite) / min(finite) >= (4 if by_decades else 100):
             ax.set_xscale("log")
         if spans_decades([p[2].get(metric) for pts in by_alg.values() for p in pts]):
             ax.set_yscale("log")  # speedups from 0.5x to 60x: a linear axis hides the small ones
@@ -448,12 +501,77 @@ def plot_sweep(out, summary, scenario):
         ax.set_xticklabels([t[1] for t in ticks], rotation=30, fontsize=8)
         ax.set_xlabel(key)
         ax.set_ylabel(label)
-        ax.set_title(f"{scenario}, {sources_of(results)}\n{label.split(' (')[0]} vs {key}",
-                     fontsize=11)
+        ax.set_title(f"{scenario}, {sources_of(results)}\n{label.split(' (')[0]} vs {key} "
+                     "(samples per step noted where not DDP's)", fontsize=11)
         ax.legend(fontsize=8)
         ax.grid(color="#EEEEEE")
         fig.tight_layout()
         save(fig, os.path.join(out, fname))
+
+
+def read_loss_curves(path):
+    """{algorithm: [(samples, loss, wall_time_s or None)]} from a CSV with a header naming
+    `algorithm`, `samples` and `loss` (validate's loss.csv adds `wall_time_s`)."""
+    import csv
+    curves = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            wall = row.get("wall_time_s")
+            curves.setdefault(row["algorithm"], []).append(
+                (float(row["samples"]), float(row["loss"]), float(wall) if wall else None))
+    return curves
+
+
+def plot_loss(out, summary, scenario):
+    """Loss against wall-clock time per algorithm when a target loss is set (issue 27.2): measured
+    time where validate measured it, else samples over the algorithm's throughput."""
+    training = summary.get("scenario", {}).get("training") or {}
+    target = training.get("target_loss")
+    if target is None:
+        return
+    path = os.path.join(out, "loss.csv")
+    if not os.path.exists(path):
+        path = training.get("loss_curve") or ""
+    if not path or not os.path.exists(path):
+        return
+    curves = read_loss_curves(path)
+    throughput = {r["algorithm"]: r.get("throughput_samples_s") for r in summary["results"]
+                  if "error" not in r and not r.get("measured")}
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for alg, pts in curves.items():
+        rate = throughput.get(alg)
+        xs = [w if w is not None else (s / rate if rate else float("nan")) for s, _, w in pts]
+        ax.plot(xs, [p[1] for p in pts], label=alg, color=algorithm_colour(alg))
+    ax.axhline(target, color="#555555", linestyle="--", linewidth=1, label=f"target {target:g}")
+    ax.set_xlabel("wall-clock time (s)")
+    ax.set_ylabel("loss")
+    ax.set_title(f"{scenario}: loss against wall-clock time (time to target in the summary)",
+                 fontsize=11)
+    ax.legend(fontsize=8)
+    ax.grid(color="#EEEEEE")
+    fig.tight_layout()
+    save(fig, os.path.join(out, "loss-vs-time.png"))
+
+
+def malformed(summary):
+    """What is wrong with a summary.json's shape, or None (issue 26.11: null, [] or
+    {"results": null} ended in a traceback)."""
+    if not isinstance(summary, dict):
+        return f"expected a JSON object with 'results', got {type(summary).__name__}"
+    results = summary.get("results")
+    if not isinstance(results, list):
+        return f"key 'results': expected a list of rows, got {json.dumps(results)[:80]}"
+    for k, row in enumerate(results):
+        if not isinstance(row, dict) or not isinstance(row.get("algorithm"), str):
+            return f"key 'results.{k}': expected a row with an 'algorithm' name"
+        if "error" in row:
+            continue
+        for key in ("iteration_time_s", "speedup_vs_ddp", "idle_fraction_mean"):
+            if key in row and not (row[key] is None or isinstance(row[key], (int, float))):
+                return f"key 'results.{k}.{key}': expected a number, got {json.dumps(row[key])[:80]}"
+    if "scenario" in summary and not isinstance(summary["scenario"], dict):
+        return "key 'scenario': expected an object"
+    return None
 
 
 def plot_predicted_vs_measured(out, scenario):
@@ -495,8 +613,13 @@ def main(argv):
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
     except (OSError, ValueError) as e:
-        print(f"overlapsim plot: {out}/summary.json: {e}", file=sys.stderr)
-        return 2
+        print(f"overlapsim plot: {out}/summary.json: {getattr(e, 'strerror', None) or e}",
+              file=sys.stderr)
+        return 1
+    problem = malformed(summary)
+    if problem:
+        print(f"overlapsim plot: {out}/summary.json: {problem}", file=sys.stderr)
+        return 1
     only = {s for s in args.only.split(",") if s}
     scenario = summary.get("scenario", {}).get("name", os.path.basename(os.path.normpath(out)))
     results = [r for r in summary.get("results", []) if "error" not in r]  # failed rows: no metrics
@@ -513,13 +636,20 @@ def main(argv):
             print(f"warning: {path}: not a readable trace ({e}); its timeline is skipped",
                   file=sys.stderr)
 
+    failed = []
+
     def attempt(label, fn, *fn_args):
         if only and label not in only:
             return
         try:
             fn(*fn_args)
-        except Exception as e:  # one plot's failure never stops the others
-            print(f"warning: plot {label} failed: {type(e).__name__}: {e}", file=sys.stderr)
+        except PlotError as e:  # one plot's failure never stops the others, but fails the run
+            print(f"overlapsim plot: {e}", file=sys.stderr)
+            failed.append(label)
+        except Exception as e:
+            print(f"overlapsim plot: plot {label} failed: {type(e).__name__}: {e}",
+                  file=sys.stderr)
+            failed.append(label)
 
     if "sweep" not in summary:
         for name, trace in traces.items():  # validate's measured runs too, titled so
@@ -534,7 +664,8 @@ def main(argv):
         attempt("memory", plot_memory, out, results, predicted, scenario)
     attempt("sweep", plot_sweep, out, summary, scenario)
     attempt("predicted-vs-measured", plot_predicted_vs_measured, out, scenario)
-    return 0
+    attempt("loss", plot_loss, out, summary, scenario)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

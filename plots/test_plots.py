@@ -281,8 +281,69 @@ class PlotsTest(unittest.TestCase):
     def test_missing_summary_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
             r = self.run_plots(d)
-            self.assertEqual(r.returncode, 2)
+            self.assertEqual(r.returncode, 1)
             self.assertIn("summary.json", r.stderr)
+
+    def test_malformed_summaries_are_one_line_errors(self):
+        # Issue 26.11: null, [] and {"results": null} ended in a traceback.
+        cases = {"null": "expected a JSON object with 'results', got NoneType",
+                 "[]": "expected a JSON object with 'results', got list",
+                 '{"results": null}': "key 'results': expected a list of rows, got null",
+                 '{"results": [3]}': "key 'results.0': expected a row with an 'algorithm' name",
+                 '{"results": [{"algorithm": "ddp", "iteration_time_s": "fast"}]}':
+                     "key 'results.0.iteration_time_s': expected a number, got \"fast\""}
+        for text, message in cases.items():
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, "summary.json"), "w") as f:
+                    f.write(text)
+                r = self.run_plots(d)
+                self.assertEqual(r.returncode, 1, text)
+                self.assertNotIn("Traceback", r.stderr, text)
+                self.assertEqual(r.stderr.strip(),
+                                 f"overlapsim plot: {d}/summary.json: {message}", text)
+
+    def test_an_unwritable_directory_fails_with_one_line(self):
+        # Issue 26.8: a failed plot exited 0.
+        if os.geteuid() == 0:
+            self.skipTest("root writes into read-only directories")
+        with tempfile.TemporaryDirectory() as d:
+            make_output_dir(d, algorithms=("ddp",), gpus=2, steps=3)
+            os.chmod(d, 0o555)
+            try:
+                r = self.run_plots(d)
+            finally:
+                os.chmod(d, 0o755)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("cannot write", r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+
+    def test_a_failed_save_fails_the_run(self):
+        # The same as root: saving into a path that is a directory fails with the OS error.
+        with tempfile.TemporaryDirectory() as d:
+            make_output_dir(d, algorithms=("ddp",), gpus=2, steps=3)
+            os.mkdir(os.path.join(d, "speedup.png"))
+            r = self.run_plots(d)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("speedup.png: cannot write", r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+            self.assertTrue(os.path.exists(os.path.join(d, "idle.png")))  # the others are drawn
+
+    def test_signals_stop_it_without_a_traceback(self):
+        # Issue 26.7: Ctrl-C printed Python's traceback; the script now dies of the signal.
+        sys.path.insert(0, HERE)
+        import overlapsim_plots  # noqa: F401 (installs the dispositions)
+        import signal
+        self.assertEqual(signal.getsignal(signal.SIGINT), signal.SIG_DFL)
+        self.assertEqual(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def test_every_algorithm_and_label_has_a_colour_of_its_own(self):
+        # Issue 27.9: fsdp, ddp-paper and custom labels wrapped onto DDP's colour.
+        sys.path.insert(0, HERE)
+        import overlapsim_plots as p
+        names = p.ALGORITHM_ORDER + ["ddp-paper", "mine", "hsdp-adamw", "flexdemo-random"]
+        colours = [p.algorithm_colour(n) for n in names]
+        self.assertEqual(len(set(colours)), len(names))
 
 
 if __name__ == "__main__":
