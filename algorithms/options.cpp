@@ -31,6 +31,10 @@ void AlgorithmOptions::fail(const std::string& key, const std::string& what) con
       fmt::format("{}: key 'algorithms.{}.{}': {}", where, spec_.name, key, what));
 }
 
+namespace {
+constexpr double kMaxOptionBytes = 1e15;
+} // namespace
+
 double AlgorithmOptions::size_bytes(const std::string& key, double fallback) const {
   if (!has(key))
     return fallback;
@@ -38,6 +42,10 @@ double AlgorithmOptions::size_bytes(const std::string& key, double fallback) con
     const double v = hw::parse_size_bytes(spec_.options.at(key).value);
     if (v <= 0)
       fail(key, "expected a size greater than 0");
+    // The scenario's size range (docs/SCENARIO.md): a bucket_cap of 1e7PB ran the simulation
+    // into 23 GB of memory (issue 26.3).
+    if (v > kMaxOptionBytes)
+      fail(key, fmt::format("'{}' is larger than 1 PB", spec_.options.at(key).value));
     return v;
   } catch (const hw::UnitError& e) {
     fail(key, e.what());

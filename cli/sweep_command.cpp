@@ -7,6 +7,7 @@
 #include "cli/work_budget.h"
 #include "hw/units.h"
 #include "scenario/loader.h"
+#include "scenario/user_file.h"
 #include "sim/child_process.h"
 #include "trace/output_stage.h"
 #include "trace/summary.h"
@@ -449,12 +450,10 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
     std::set<std::pair<int, std::string>> seen_rows;
     for (const auto& dir : shards) {
       const std::string file = dir + "/summary.json";
-      std::ifstream in(file);
-      if (!in)
-        throw std::runtime_error(fmt::format("{}: cannot read", file));
+      const std::string text = scenario::read_user_file(file, scenario::kSummaryFile);
       ordered_json doc;
       try {
-        doc = ordered_json::parse(in);
+        doc = ordered_json::parse(text);
       } catch (const nlohmann::json::exception& e) {
         throw std::runtime_error(fmt::format("{}: not valid JSON ({})", file, e.what()));
       }

@@ -9,6 +9,7 @@
 #include "scenario/calibration.h"
 #include "scenario/loader.h"
 #include "scenario/torch_profiler_import.h"
+#include "scenario/user_file.h"
 #include "trace/atomic_file.h"
 #include "trace/output_stage.h"
 #include "trace/remove_tree.h"
@@ -459,12 +460,8 @@ int profile_command(const ProfileOptions& o) {
     if (!o.nccl_tests_log.empty()) {
       if (o.out.empty())
         throw std::runtime_error("--import-nccl-tests needs --out FILE");
-      std::ifstream in(o.nccl_tests_log);
-      if (!in)
-        throw std::runtime_error(fmt::format("{}: cannot open", o.nccl_tests_log));
-      std::stringstream text;
-      text << in.rdbuf();
-      const auto fit = scenario::import_nccl_tests(text.str(), o.nccl_tests_log, o.op, o.ranks);
+      const std::string text = scenario::read_user_file(o.nccl_tests_log, scenario::kNcclTestsLog);
+      const auto fit = scenario::import_nccl_tests(text, o.nccl_tests_log, o.op, o.ranks);
       scenario::Calibration cal;
       cal.source = "nccl-tests: " + o.nccl_tests_log;
       if (o.link == "inter_node")

@@ -1,4 +1,5 @@
 #include "scenario/calibration.h"
+#include "scenario/user_file.h"
 
 #include <algorithm>
 #include <cmath>
@@ -58,12 +59,10 @@ LinkFit read_link(const json& j, const std::string& where) {
 } // namespace
 
 Calibration read_calibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error(fmt::format("{}: cannot open the calibration profile", path));
+  const std::string text = read_user_file(path, kCalibrationFile);
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }

@@ -1,4 +1,5 @@
 #include "scenario/loader.h"
+#include "scenario/user_file.h"
 
 #include "hw/transformer_ops.h"
 #include "hw/units.h"
@@ -25,6 +26,12 @@
 #include <string_view>
 
 namespace overlapsim::scenario {
+
+// Repeated keys, keys that are maps or lists, alias bombs and aliases that contain themselves
+// (below, before parsing).
+void check_keys(const YAML::Node& node, const std::string& path, const std::string& file,
+                long& visited, int depth = 0);
+
 namespace {
 
 // Where each value came from, so that errors can say "file:line" or "--set key".
@@ -140,6 +147,16 @@ public:
     if ((v > 0 && v < range.min) || v > max)
       fail(fmt::format("'{}' is outside the range [{}, {}]", text(), range.format(range.min),
                        range.format(max)));
+    return v;
+  }
+
+  // A count that must be whole (parameters, vocab, widths): "1.5" and "2.5k" are errors
+  // (issue 26.12: d_ff: 1.5 was accepted).
+  double whole_count(bool allow_zero = false,
+                     double max = std::numeric_limits<double>::infinity()) const {
+    const double v = quantity(hw::parse_count, allow_zero, max);
+    if (v != std::floor(v))
+      fail(fmt::format("expected a whole number, got '{}' ({})", text(), v));
     return v;
   }
 
@@ -418,7 +435,7 @@ hw::ModelSpec read_layers(const Entry& e) {
                   "activation_bytes_per_sample", "output_bytes_per_sample", "repeat"});
     hw::LayerSpec layer;
     layer.name = l.has("name") ? l.child("name").text() : fmt::format("layer{}", m.layers.size());
-    layer.params = l.child("params").quantity(hw::parse_count, true, 1e13);
+    layer.params = l.child("params").whole_count(true, 1e13);
     layer.fwd_flops_per_sample = l.child("fwd_flops_per_sample").quantity(hw::parse_count, true);
     layer.bwd_flops_per_sample =
         l.has("bwd_flops_per_sample")
@@ -574,7 +591,7 @@ hw::TransformerDims read_transformer_dims(const Entry& e, hw::TransformerDims d,
   using Attention = hw::TransformerDims::Attention;
   auto count = [&](const char* key, double max) {
     if (e.has(key) || required)
-      return e.child(key).quantity(hw::parse_count, false, max);
+      return e.child(key).whole_count(false, max);
     return -1.0;
   };
   if (const double v = count("vocab", 1e8); v > 0)
@@ -588,7 +605,7 @@ hw::TransformerDims read_transformer_dims(const Entry& e, hw::TransformerDims d,
   if (e.has("n_kv_heads"))
     d.n_kv_heads = static_cast<int>(e.child("n_kv_heads").integer(1, d.n_heads));
   if (e.has("d_ff"))
-    d.ffn_dim = e.child("d_ff").quantity(hw::parse_count, false, 1e7);
+    d.ffn_dim = e.child("d_ff").whole_count(false, 1e7);
   if (e.has("mlp")) {
     d.mlp = e.child("mlp").choice<Mlp>(
         {{"gelu", Mlp::gelu}, {"gelu-new", Mlp::gelu_new}, {"swiglu", Mlp::swiglu}});
@@ -661,7 +678,7 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
   if (m.preset == "mlp") {
     reject(kTransformerKeys, "not a parameter of preset 'mlp'");
     flops_only("preset 'mlp'");
-    const double width = e.child("width").quantity(hw::parse_count, false, 1e6);
+    const double width = e.child("width").whole_count(false, 1e6);
     const int depth = static_cast<int>(e.child("depth").integer(1, 100000));
     m.spec = hw::mlp_model(width, depth);
     m.dims = {{"width", width}, {"depth", depth}};
@@ -929,6 +946,8 @@ void apply_override(YAML::Node root, const std::string& assignment, Context& ctx
     throw ScenarioError(
         fmt::format("--set '{}': the value is not valid YAML: {}", assignment, ex.msg));
   }
+  long visited = 0;
+  check_keys(value, path, "--set " + path, visited);
   std::vector<std::string> keys;
   std::stringstream ss(path);
   for (std::string k; std::getline(ss, k, '.');) {
@@ -1012,22 +1031,69 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
 
 } // namespace
 
+std::string shorten_quoted_values(const std::string& message, std::size_t limit) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    const std::size_t open = message.find('\'', i);
+    if (open == std::string::npos) {
+      out.append(message, i, std::string::npos);
+      break;
+    }
+    const std::size_t close = message.find('\'', open + 1);
+    const std::size_t end = close == std::string::npos ? message.size() : close;
+    out.append(message, i, open + 1 - i);
+    const std::size_t length = end - open - 1;
+    if (length > limit) {
+      std::size_t cut = open + 1 + limit;
+      while (cut > open + 1 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80)
+        --cut; // never inside a UTF-8 character
+      out.append(message, open + 1, cut - open - 1);
+      out += fmt::format("\u2026' ({} characters)", length);
+    } else {
+      out.append(message, open + 1, length);
+      if (close != std::string::npos)
+        out += '\'';
+    }
+    i = close == std::string::npos ? message.size() : close + 1;
+  }
+  const std::size_t total = 4 * limit + 1000;
+  if (out.size() > total) {
+    std::size_t cut = total;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80)
+      --cut;
+    out = out.substr(0, cut) + fmt::format("\u2026 ({} characters in all)", out.size());
+  }
+  return out;
+}
+
+ScenarioError::ScenarioError(const std::string& what)
+    : std::runtime_error(shorten_quoted_values(what)) {}
+
 // What YAML itself lets through but a scenario may not: a repeated key (yaml-cpp keeps the first
 // and drops the second silently) and a key that is a map or a list.
 // Aliases can make a small file expand exponentially ("billion laughs"): the walk stops at a
 // bound far above any real scenario.
 constexpr long kMaxYamlValues = 1000000;
+// No scenario nests deeper than a few levels; an alias that contains itself (`a: &a [*a]`) nests
+// without end and overflowed the stack (issue 26.2).
+constexpr int kMaxYamlDepth = 64;
 
 void check_keys(const YAML::Node& node, const std::string& path, const std::string& file,
-                long& visited) {
+                long& visited, int depth) {
   if (++visited > kMaxYamlValues)
     throw ScenarioError(fmt::format("{}: more than {} values once YAML aliases are expanded; "
                                     "expected a scenario, not a generator",
                                     file, kMaxYamlValues));
+  if (depth > kMaxYamlDepth)
+    throw ScenarioError(fmt::format(
+        "{}:{}: key '{}': nested more than {} levels deep; expected a scenario (is it a YAML alias "
+        "that contains itself, like 'a: &a [*a]'?)",
+        file, node.Mark().line + 1, path.substr(0, path.find('.')), kMaxYamlDepth));
   if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i)
       check_keys(node[i], path.empty() ? std::to_string(i) : path + "." + std::to_string(i), file,
-                 visited);
+                 visited, depth + 1);
     return;
   }
   if (!node.IsMap())
@@ -1043,7 +1109,7 @@ void check_keys(const YAML::Node& node, const std::string& path, const std::stri
     if (auto [it, fresh] = first_line.try_emplace(kv.first.Scalar(), line); !fresh)
       throw ScenarioError(fmt::format("{}:{}: key '{}': given twice (first at line {}); keep one",
                                       file, line, key, it->second));
-    check_keys(kv.second, key, file, visited);
+    check_keys(kv.second, key, file, visited, depth + 1);
   }
 }
 
@@ -1077,14 +1143,13 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name_for
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  if (std::filesystem::is_directory(path))
-    throw ScenarioError(fmt::format("{}: is a directory; expected a scenario file (.yaml)", path));
-  std::ifstream in(path);
-  if (!in)
-    throw ScenarioError(fmt::format("{}: cannot open the scenario file", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return load_scenario_text(buffer.str(), path, overrides);
+  std::string text;
+  try {
+    text = read_user_file(path, kScenarioFile);
+  } catch (const std::runtime_error& e) {
+    throw ScenarioError(e.what());
+  }
+  return load_scenario_text(text, path, overrides);
 }
 
 namespace {
