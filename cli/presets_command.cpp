@@ -66,7 +66,14 @@ nlohmann::ordered_json presets_json() {
       models.push_back({{"name", name},
                         {"kind", "resnet"},
                         {"params", hw::resnet50_model().total_params()},
-                        {"layers", hw::resnet50_model().layers.size()}});
+                        {"layers", hw::resnet50_model().layers.size()},
+                        {"about", "ResNet-50 at 224x224"}});
+    else if (name == "vit-b16")
+      models.push_back({{"name", name},
+                        {"kind", "vit"},
+                        {"params", hw::vit_model(name, hw::vit_b16_dims()).total_params()},
+                        {"layers", hw::vit_model(name, hw::vit_b16_dims()).layers.size()},
+                        {"about", "ViT-B/16 at 224x224, 197 tokens"}});
   }
   return {{"gpus", gpus}, {"links", links}, {"models", models}};
 }
@@ -109,9 +116,9 @@ std::string presets_text() {
           m["d_ff"].get<double>(), m["vocab"].get<double>(), m["max_positions"].get<double>(),
           m["mlp"].get<std::string>());
     else
-      out += fmt::format("  {:<14} {:>8.1f}M {:>7}  (ResNet-50 at 224x224)\n",
-                         m["name"].get<std::string>(), m["params"].get<double>() / 1e6,
-                         m["layers"].get<std::size_t>());
+      out += fmt::format("  {:<14} {:>8.1f}M {:>7}  ({})\n", m["name"].get<std::string>(),
+                         m["params"].get<double>() / 1e6, m["layers"].get<std::size_t>(),
+                         m["about"].get<std::string>());
   }
   out += "  transformer, gpt-tiny: dimensions from the scenario; mlp: width and depth from the "
          "scenario\n";

@@ -1,8 +1,10 @@
 #include "scenario/loader.h"
 #include "scenario/user_file.h"
 
+#include "hw/conv_ops.h"
 #include "hw/transformer_ops.h"
 #include "hw/units.h"
+#include "hw/vit_ops.h"
 #include "scenario/calibration.h"
 #include "scenario/layer_table.h"
 
@@ -658,14 +660,14 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
       if (e.has(std::string(k)))
         e.child(std::string(k)).fail(why);
   };
-  // The roofline needs a transformer's op list; the other models keep their FLOP counts.
+  // The roofline needs an op list (transformers, resnet-50, vit-b16); the others keep their FLOPs.
   bool roofline = false;
   if (e.has("compute"))
     roofline = e.child("compute").choice<bool>({{"roofline", true}, {"flops", false}});
   auto flops_only = [&](const std::string& what) {
     if (roofline)
-      e.child("compute").fail(
-          fmt::format("the roofline models transformers; {} takes 'flops'", what));
+      e.child("compute").fail(fmt::format(
+          "the roofline models transformers, resnet-50 and vit-b16; {} takes 'flops'", what));
   };
   if (e.has("layers")) {
     reject(kTransformerKeys, "a transformer key; a 'layers' list gives its costs itself");
@@ -686,10 +688,17 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
   }
   reject(std::array<std::string_view, 2>{"width", "depth"},
          fmt::format("not a parameter of preset '{}'", m.preset));
-  if (m.preset == "resnet-50") {
-    reject(kTransformerKeys, "not a parameter of preset 'resnet-50'");
-    flops_only("preset 'resnet-50'");
-    m.spec = hw::resnet50_model();
+  if (m.preset == "resnet-50" || m.preset == "vit-b16") {
+    reject(kTransformerKeys, fmt::format("not a parameter of preset '{}'", m.preset));
+    const auto vit = hw::vit_b16_dims();
+    m.spec = m.preset == "vit-b16" ? hw::vit_model(m.preset, vit) : hw::resnet50_model();
+    if (!e.has("compute") || roofline) {
+      m.compute = "roofline";
+      if (m.preset == "vit-b16")
+        hw::apply_vit_roofline(m.spec, vit, gpu, training.micro_batch);
+      else
+        hw::apply_resnet_roofline(m.spec, gpu, training.micro_batch);
+    }
     return m;
   }
   hw::TransformerDims dims;

@@ -96,8 +96,9 @@ struct ModelConfig {
   std::string preset;        // empty for an explicit layer list
   Dtype dtype = Dtype::bf16; // params, grads and communication
   std::string profile;       // calibration profile path, if any
-  // "roofline" (per-op times on the scenario's GPU, hw/transformer_ops.h; transformers' default)
-  // or "flops" (FLOPs at the GPU's flat efficiency; `layers:` lists, mlp, resnet-50).
+  // "roofline" (per-op times on the scenario's GPU, hw/layer_ops.h; default of transformers,
+  // resnet-50 and vit-b16)
+  // or "flops" (FLOPs at the GPU's flat efficiency; `layers:` lists, mlp, any preset on request).
   std::string compute = "flops";
   // The dimensions of a sized preset (mlp: width, depth; gpt-tiny: vocab, d_model, n_layers,
   // n_heads), which the real runs build the model from.
