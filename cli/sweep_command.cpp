@@ -95,20 +95,16 @@ std::pair<int, int> parse_shard(const std::string& text, bool one_based) {
   return {i, n};
 }
 
-// The rows of one point, with the varied keys as their first columns.
-std::vector<ordered_json> point_rows(const scenario::Scenario& scenario, const SweepPoint& p) {
-  std::vector<ordered_json> rows;
-  for (const auto& row : simulate_rows(scenario, /*progress=*/false)) {
-    ordered_json j;
-    for (const auto& [key, value] : p.values)
-      j[key] = value;
-    const ordered_json full = to_json(row);
-    for (auto it = full.begin(); it != full.end(); ++it)
-      j[it.key()] = it.value();
-    j["point"] = p.index;
-    rows.push_back(std::move(j));
-  }
-  return rows;
+// A summary row of point `p`: the varied keys first, then the row's fields, then `point`.
+ordered_json sweep_row(const SweepPoint& p, const SummaryRow& row) {
+  ordered_json j;
+  for (const auto& [key, value] : p.values)
+    j[key] = value;
+  const ordered_json full = to_json(row);
+  for (auto it = full.begin(); it != full.end(); ++it)
+    j[it.key()] = it.value();
+  j["point"] = p.index;
+  return j;
 }
 
 // An owned file descriptor.
@@ -158,21 +154,41 @@ Child spawn(const scenario::Scenario& scenario, const SweepPoint& p, const Point
       int fd;
       ~Notify() { [[maybe_unused]] const auto n = ::write(fd, "1", 1); }
     } notify{w};
-    return body ? body(scenario, p) : ordered_json(point_rows(scenario, p)).dump();
+    return body ? body(scenario, p) : simulate_point(scenario, p);
   });
   return Child{std::move(process), std::move(read_end), &p, &scenario};
 }
 
-// A point's rows; a point whose process failed (died of a signal, aborted, threw) gets an error
-// row per algorithm, as `run` gives an algorithm that cannot run (issue 26.9).
+// Why a child's reply is not its point's rows, or "": a JSON list with a row per algorithm of the
+// scenario, in its order, each naming the point. Only a damaged process sends anything else, but
+// the rows are written as they come, so a reply of another shape must not reach the summary.
+std::string reply_problem(const ordered_json& reply, const scenario::Scenario& s, int point) {
+  if (!reply.is_array() || reply.size() != s.algorithms.size())
+    return fmt::format("expected a list of {} rows", s.algorithms.size());
+  for (std::size_t i = 0; i < reply.size(); ++i) {
+    const auto& r = reply[i];
+    if (!r.is_object() || r.value("algorithm", ordered_json()) != s.algorithms[i].label ||
+        r.value("point", ordered_json()) != point)
+      return fmt::format("row {}: expected the row of point {}, {}", i, point,
+                         s.algorithms[i].label);
+  }
+  return "";
+}
+
+// A point's rows; a point whose process failed (died of a signal, aborted, ended with a non-zero
+// status, threw, or sent an unreadable reply) gets an error row per algorithm, as `run` gives an
+// algorithm that cannot run (issue 26.9).
 std::vector<ordered_json> collect(Child& c) {
   std::string failure;
   try {
     const std::string reply = c.process.collect();
-    std::vector<ordered_json> rows;
-    for (auto& r : ordered_json::parse(reply))
-      rows.push_back(std::move(r));
-    return rows;
+    auto parsed = ordered_json::parse(reply, nullptr, /*allow_exceptions=*/false);
+    failure =
+        parsed.is_discarded() ? "not JSON" : reply_problem(parsed, *c.scenario, c.point->index);
+    if (failure.empty())
+      return parsed.get<std::vector<ordered_json>>();
+    failure =
+        fmt::format("the process sent an unreadable reply ({}): {}", failure, reply.substr(0, 80));
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -182,14 +198,7 @@ std::vector<ordered_json> collect(Child& c) {
     failed.algorithm = a.label;
     failed.workers = c.scenario->cluster.world_size();
     failed.error = fmt::format("{}: {}", describe(*c.point), failure);
-    ordered_json j;
-    for (const auto& [key, value] : c.point->values)
-      j[key] = value;
-    const ordered_json full = to_json(failed);
-    for (auto it = full.begin(); it != full.end(); ++it)
-      j[it.key()] = it.value();
-    j["point"] = c.point->index;
-    rows.push_back(std::move(j));
+    rows.push_back(sweep_row(*c.point, failed));
   }
   return rows;
 }
@@ -273,6 +282,13 @@ run_sweep_points(const std::vector<scenario::Scenario>& scenarios,
   return by_point;
 }
 
+std::string simulate_point(const scenario::Scenario& scenario, const SweepPoint& p) {
+  ordered_json rows = ordered_json::array();
+  for (const auto& row : simulate_rows(scenario, /*progress=*/false))
+    rows.push_back(sweep_row(p, row));
+  return rows.dump();
+}
+
 std::vector<SweepPoint> sweep_grid(const std::vector<std::string>& vary) {
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;
   std::set<std::string> keys;
@@ -308,6 +324,10 @@ std::vector<SweepPoint> sweep_grid(const std::vector<std::string>& vary) {
 }
 
 int sweep_command(const SweepOptions& o) {
+  return sweep_command(o, {});
+}
+
+int sweep_command(const SweepOptions& o, const PointBody& body) {
   try {
     if (o.vary.empty())
       throw std::invalid_argument("expected at least one --vary key.path=v1,v2,...");
@@ -357,7 +377,7 @@ int sweep_command(const SweepOptions& o) {
     }
     OutputStage stage(o.out.empty() ? base.output.dir : o.out);
     const std::string& dir = stage.path();
-    auto by_point = run_sweep_points(scenarios, mine, jobs, o.progress);
+    auto by_point = run_sweep_points(scenarios, mine, jobs, o.progress, body);
 
     // Point order, then the scenario's algorithm order: the same file whatever finished first.
     std::vector<ordered_json> rows;
@@ -404,12 +424,75 @@ int sweep_command(const SweepOptions& o) {
 // Far above any sweep that could run; a larger count is a damaged or forged shard.
 constexpr std::uint64_t kMaxMergedPoints = 10000000;
 
-// A summary row's fields that hold numbers (or null: NaN is written so) when the row has no error.
+// A summary row's fields that hold numbers (or null: NaN is written so) when the row has no error,
+// and its objects and lists whose every entry does.
 constexpr const char* kNumericFields[] = {
     "workers",          "iteration_time_s",    "throughput_samples_s", "throughput_tokens_s",
     "speedup_vs_ddp",   "idle_fraction_mean",  "idle_fraction_max",    "exposed_comm_s",
     "waiting_s",        "comm_bytes_per_step", "peak_memory_bytes",    "simulated_time_s",
-    "samples_per_step", "tokens_per_step"};
+    "samples_per_step", "tokens_per_step",     "compute_s_per_step",   "comm_s_per_step",
+    "gpu_memory_bytes", "lower_bound_s"};
+constexpr const char* kNumericGroups[] = {"memory_breakdown", "steady_state",
+                                          "micro_batches_per_step", "idle_breakdown",
+                                          "idle_fraction_per_gpu"};
+
+// A shard's row `i` (`r`): its varied keys, error and metrics have the types a sweep writes, so
+// that a damaged or hand-edited shard is named here, not half-merged (issue 26.10).
+void check_row(const ordered_json& r, const ordered_json& vary, const std::string& file,
+               std::size_t i) {
+  const auto bad = [&](const std::string& key, const char* expected, const ordered_json& got) {
+    return std::runtime_error(fmt::format("{}: key 'results.{}.{}': expected {}, got {}", file, i,
+                                          key, expected, got.dump().substr(0, 200)));
+  };
+  for (const auto& key : vary)
+    if (!r.contains(key.get<std::string>()) || !r[key.get<std::string>()].is_string())
+      throw bad(key.get<std::string>(), "the point's value of this varied key (a string)",
+                r.value(key.get<std::string>(), ordered_json()));
+  if (r.contains("error")) {
+    if (!r["error"].is_string())
+      throw bad("error", "a message", r["error"]);
+    return;
+  }
+  const auto number = [](const ordered_json& v) { return v.is_number() || v.is_null(); };
+  for (const char* field : kNumericFields)
+    if (r.contains(field) && !number(r[field]))
+      throw bad(field, "a number", r[field]);
+  for (const char* group : kNumericGroups) {
+    if (!r.contains(group))
+      continue;
+    const auto& g = r[group];
+    if (!g.is_object() && !g.is_array())
+      throw bad(group, "an object or list of numbers", g);
+    for (auto it = g.begin(); it != g.end(); ++it)
+      if (!number(*it))
+        throw bad(
+            fmt::format("{}.{}", group,
+                        g.is_object() ? it.key() : std::to_string(std::distance(g.begin(), it))),
+            "a number", *it);
+  }
+}
+
+// The parts of a shard's summary that merge copies (the scenario, the sweep's keys, values and
+// overrides) have the types a sweep writes.
+void check_shard(const ordered_json& doc, const std::string& file) {
+  const auto bad = [&](const char* key, const char* expected, const ordered_json& got) {
+    return std::runtime_error(fmt::format("{}: key '{}': expected {}, got {}", file, key, expected,
+                                          got.dump().substr(0, 200)));
+  };
+  const auto strings = [](const ordered_json& v) {
+    return v.is_array() &&
+           std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_string(); });
+  };
+  const auto& sweep = doc["sweep"];
+  if (!doc.contains("scenario") || !doc["scenario"].is_object())
+    throw bad("scenario", "the scenario (an object)", doc.value("scenario", ordered_json()));
+  if (!sweep.contains("vary") || !strings(sweep["vary"]) || sweep["vary"].empty())
+    throw bad("sweep.vary", "the list of varied keys", sweep.value("vary", ordered_json()));
+  if (sweep.contains("values") && !sweep["values"].is_object())
+    throw bad("sweep.values", "an object of value lists", sweep["values"]);
+  if (sweep.contains("overrides") && !strings(sweep["overrides"]))
+    throw bad("sweep.overrides", "a list of key=value strings", sweep["overrides"]);
+}
 
 // Where a directory is, links resolved: the same shard given twice, or an output directory that
 // is a shard (or holds one, or lies inside one), is found whatever the spelling.
@@ -467,6 +550,7 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
         throw std::runtime_error(fmt::format("{}: key 'sweep.points': expected a whole number in "
                                              "[1, {}], got {}",
                                              file, kMaxMergedPoints, points_of.dump()));
+      check_shard(doc, file);
       if (first.is_null()) {
         first = doc;
       } else {
@@ -507,12 +591,7 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
         if (!seen_rows.emplace(p, algorithm.get<std::string>()).second)
           throw std::runtime_error(fmt::format("{}: key 'results.{}': point {}, {} is listed twice",
                                                file, i, p, algorithm.get<std::string>()));
-        if (!r.contains("error"))
-          for (const char* field : kNumericFields)
-            if (r.contains(field) && !r[field].is_number() && !r[field].is_null())
-              throw std::runtime_error(
-                  fmt::format("{}: key 'results.{}.{}': expected a number, got {}", file, i, field,
-                              r[field].dump().substr(0, 200)));
+        check_row(r, doc["sweep"]["vary"], file, i);
         here.insert(p);
         rows.push_back(r);
       }

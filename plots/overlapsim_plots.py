@@ -6,8 +6,10 @@
 Reads DIR/summary.json and DIR/trace-*.json and writes PNGs into DIR, each atomically. Every plot is
 drawn on its own: one that fails says so in one line and the others are still drawn. Exit status: 0
 when every plot was drawn, 1 when one failed (a full disk, an unwritable directory) or summary.json is
-missing or malformed (one line naming the file and what was expected, never a traceback). SIGINT and
-SIGTERM stop it at once, silently: the overlapsim command that runs it reports the interruption.
+missing, unreadable or malformed (one line naming the file, the key and what was expected, never a
+traceback). Null metrics are NaN (overlapsim writes NaN so): no bar or point is drawn for them. A
+damaged trace is a warning and its timeline is skipped. SIGINT and SIGTERM stop it at once,
+silently: the overlapsim command that runs it reports the interruption.
 """
 import argparse
 import glob
@@ -326,9 +328,9 @@ def spans_decades(values):
 
 def plot_speedup(out, results, scenario):
     names = bar_names(results)
-    values = [r.get("speedup_vs_ddp", 0) for r in results]
+    values = [float(r.get("speedup_vs_ddp", 0)) for r in results]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
-    bars = ax.bar(names, values, color=[algorithm_colour(r["algorithm"]) for r in results])
+    bars = ax.bar(names, [v if math.isfinite(v) else 0 for v in values], color=[algorithm_colour(r["algorithm"]) for r in results])
     # Steps that are not DDP's (issue 27.2): local updates between synchronisations, or delayed
     # ones from a varying number of micro-batches. Their bars are hatched and the note says why.
     caveat = [r for r in results if r.get("update") in ("local", "delayed")]
@@ -341,13 +343,16 @@ def plot_speedup(out, results, scenario):
                     "a target loss (training.target_loss) before reading these as wins",
                     (0.5, -0.32), xycoords="axes fraction", ha="center", fontsize=7,
                     color="#444444")
-    for bar, r in zip(bars, results):
-        ax.annotate(f"{bar.get_height():.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
-                    f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%",
-                    (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
-                    fontsize=8, xytext=(0, 2), textcoords="offset points")
+    for bar, r, value in zip(bars, results, values):
+        # Without a DDP reference (it failed) the speedup is NaN: no bar, and the label says why.
+        known = math.isfinite(value)
+        text = (f"{value:.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
+                f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%" if known
+                else "no DDP\nreference")
+        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, value if known else 0), ha="center",
+                    va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="DDP")
-    ax.set_ylim(0, max(values + [1.0]) * 1.25)
+    ax.set_ylim(0, max([v for v in values if math.isfinite(v)] + [1.0]) * 1.25)
     ax.set_ylabel("throughput speedup vs DDP (x)")
     ax.set_xlabel("algorithm")
     ax.set_title(f"{scenario}, {sources_of(results)}\nthroughput relative to DDP (samples per "
@@ -553,25 +558,84 @@ def plot_loss(out, summary, scenario):
     save(fig, os.path.join(out, "loss-vs-time.png"))
 
 
+# A row's fields that hold numbers (null stands for NaN, as overlapsim writes it), and its objects
+# and lists whose entries do: what the plots compute with.
+NUMERIC_FIELDS = ("workers", "iteration_time_s", "throughput_samples_s", "throughput_tokens_s",
+                  "speedup_vs_ddp", "idle_fraction_mean", "idle_fraction_max", "exposed_comm_s",
+                  "waiting_s", "comm_bytes_per_step", "peak_memory_bytes", "simulated_time_s",
+                  "samples_per_step", "tokens_per_step", "compute_s_per_step", "comm_s_per_step",
+                  "gpu_memory_bytes", "lower_bound_s")
+NUMERIC_GROUPS = ("memory_breakdown", "steady_state", "micro_batches_per_step", "idle_breakdown",
+                  "idle_fraction_per_gpu")
+
+
+def is_number(value):
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def shown(value):
+    """A JSON value as a message quotes it: short, in JSON's words."""
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def malformed(summary):
     """What is wrong with a summary.json's shape, or None (issue 26.11: null, [] or
-    {"results": null} ended in a traceback)."""
+    {"results": null} ended in a traceback). Names the key and what was expected."""
     if not isinstance(summary, dict):
-        return f"expected a JSON object with 'results', got {type(summary).__name__}"
+        kind = {type(None): "null", list: "a list", str: "a string", bool: "a boolean"}.get(
+            type(summary), "a number")
+        return f"expected a JSON object with 'results', got {kind}"
+    if "scenario" in summary and not isinstance(summary["scenario"], dict):
+        return f"key 'scenario': expected an object, got {shown(summary['scenario'])}"
+    sweep = summary.get("sweep")
+    if sweep is not None:
+        vary = sweep.get("vary") if isinstance(sweep, dict) else None
+        if not isinstance(vary, list) or not all(isinstance(k, str) for k in vary):
+            return f"key 'sweep': expected an object whose 'vary' lists the varied keys, got " \
+                   f"{shown(sweep)}"
     results = summary.get("results")
     if not isinstance(results, list):
-        return f"key 'results': expected a list of rows, got {json.dumps(results)[:80]}"
+        return f"key 'results': expected a list of rows, got {shown(results)}"
     for k, row in enumerate(results):
-        if not isinstance(row, dict) or not isinstance(row.get("algorithm"), str):
-            return f"key 'results.{k}': expected a row with an 'algorithm' name"
+        if not isinstance(row, dict):
+            return f"key 'results.{k}': expected a row (an object), got {shown(row)}"
+        if not isinstance(row.get("algorithm"), str):
+            return f"key 'results.{k}.algorithm': expected a name, got {shown(row.get('algorithm'))}"
         if "error" in row:
             continue
-        for key in ("iteration_time_s", "speedup_vs_ddp", "idle_fraction_mean"):
-            if key in row and not (row[key] is None or isinstance(row[key], (int, float))):
-                return f"key 'results.{k}.{key}': expected a number, got {json.dumps(row[key])[:80]}"
-    if "scenario" in summary and not isinstance(summary["scenario"], dict):
-        return "key 'scenario': expected an object"
+        for key in NUMERIC_FIELDS:
+            if key in row and not is_number(row[key]):
+                return f"key 'results.{k}.{key}': expected a number, got {shown(row[key])}"
+        for key in NUMERIC_GROUPS:
+            group = row.get(key)
+            if group is None:
+                continue
+            entries = (group.items() if isinstance(group, dict)
+                       else enumerate(group) if isinstance(group, list) else None)
+            if entries is None:
+                return f"key 'results.{k}.{key}': expected an object or list of numbers, got " \
+                       f"{shown(group)}"
+            for name, value in entries:
+                if not is_number(value):
+                    return f"key 'results.{k}.{key}.{name}': expected a number, got {shown(value)}"
     return None
+
+
+def with_nan(row):
+    """The row with NaN for its null metrics (NaN is written as null): the plots draw no bar or
+    point there instead of failing on None."""
+    row = dict(row)
+    for key in NUMERIC_FIELDS:
+        if key in row and row[key] is None:
+            row[key] = float("nan")
+    for key in NUMERIC_GROUPS:
+        group = row.get(key)
+        if isinstance(group, dict):
+            row[key] = {n: float("nan") if v is None else v for n, v in group.items()}
+        elif isinstance(group, list):
+            row[key] = [float("nan") if v is None else v for v in group]
+    return row
 
 
 def plot_predicted_vs_measured(out, scenario):
@@ -612,14 +676,19 @@ def main(argv):
     try:
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"overlapsim plot: {out}/summary.json: {getattr(e, 'strerror', None) or e}",
+    except OSError as e:
+        print(f"overlapsim plot: {out}/summary.json: cannot read: {e.strerror or e}",
               file=sys.stderr)
+        return 1
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deep to be a summary
+        print(f"overlapsim plot: {out}/summary.json: expected a JSON summary, got invalid JSON "
+              f"({e})", file=sys.stderr)
         return 1
     problem = malformed(summary)
     if problem:
         print(f"overlapsim plot: {out}/summary.json: {problem}", file=sys.stderr)
         return 1
+    summary["results"] = [with_nan(r) for r in summary["results"]]
     only = {s for s in args.only.split(",") if s}
     scenario = summary.get("scenario", {}).get("name", os.path.basename(os.path.normpath(out)))
     results = [r for r in summary.get("results", []) if "error" not in r]  # failed rows: no metrics
@@ -632,9 +701,9 @@ def main(argv):
         name = re.sub(r"\.json(\.gz)?$", "", os.path.basename(path)[len("trace-"):])
         try:
             traces[name] = load_trace(path)
-        except (OSError, ValueError, KeyError) as e:
-            print(f"warning: {path}: not a readable trace ({e}); its timeline is skipped",
-                  file=sys.stderr)
+        except Exception as e:  # any damage (a list where events go, ...): a warning, no traceback
+            print(f"warning: {path}: not a readable trace ({type(e).__name__}: {e}); its timeline "
+                  "is skipped", file=sys.stderr)
 
     failed = []
 

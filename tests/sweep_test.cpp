@@ -8,10 +8,14 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -198,6 +202,99 @@ TEST(SweepPoints, APointKilledByASignalBecomesItsErrorRows) {
   }
 }
 
+// Every way a point's process can fail is that point's error rows, saying how; the others keep
+// their rows (issue 26.9).
+TEST(SweepPoints, EveryWayAPointsProcessFailsBecomesItsErrorRows) {
+  const auto grid = sweep_grid({"training.steps=2,3,4,5,6,7"});
+  std::vector<scenario::Scenario> scenarios;
+  std::vector<const SweepPoint*> points;
+  for (const auto& p : grid) {
+    scenarios.push_back(scenario::load_scenario_text(kScenario, "s.yaml",
+                                                     {"training.steps=" + p.values[0].second}));
+    points.push_back(&p);
+  }
+  const auto rows_of = [](int point) {
+    return nlohmann::ordered_json::array(
+        {{{"algorithm", "ddp"}, {"point", point}}, {{"algorithm", "acco"}, {"point", point}}});
+  };
+  const PointBody body = [&](const scenario::Scenario&, const SweepPoint& p) -> std::string {
+    switch (p.index) {
+    case 1:
+      std::abort();
+    case 2:
+      ::_exit(3);
+    case 3:
+      return "not json";
+    case 4:
+      return rows_of(0).dump(); // another point's rows
+    case 5:
+      throw std::runtime_error("no route to host");
+    default:
+      return rows_of(p.index).dump();
+    }
+  };
+  const auto rows = run_sweep_points(scenarios, points, 3, false, body);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(nlohmann::ordered_json(rows.at(0)), rows_of(0));
+  const std::map<int, std::string> how = {
+      {1, "point 1 (training.steps=3): the process died of signal 6 (Aborted)"},
+      {2, "point 2 (training.steps=4): the process ended with exit status 3"},
+      {3, "point 3 (training.steps=5): the process sent an unreadable reply (not JSON): not json"},
+      {4, "point 4 (training.steps=6): the process sent an unreadable reply (row 0: expected the "
+          "row of point 4, ddp)"},
+      {5, "point 5 (training.steps=7): no route to host"}};
+  for (const auto& [point, error] : how) {
+    ASSERT_EQ(rows.at(point).size(), 2u) << point;
+    for (const auto& r : rows.at(point)) {
+      EXPECT_EQ(r["point"], point);
+      EXPECT_EQ(r["training.steps"], std::to_string(point + 2));
+      EXPECT_THAT(r["error"].get<std::string>(), HasSubstr(error));
+      EXPECT_FALSE(r.contains("iteration_time_s"));
+    }
+  }
+}
+
+// The whole command: a point killed by a signal is published as its error rows, the other points'
+// rows are exactly those of a sweep where nothing died, and the exit status is 2.
+TEST(SweepPoints, ASweepWithADeadPointPublishesItsRowsAndExits2) {
+  const testing::ScratchDir dir;
+  std::ofstream(dir / "s.yaml") << kScenario;
+  SweepOptions o;
+  o.scenario = (dir / "s.yaml").string();
+  o.vary = {"training.steps=2,3,4"};
+  o.jobs = 2;
+  o.plots = false;
+  o.progress = false;
+  o.out = (dir / "whole").string();
+  ASSERT_EQ(sweep_command(o), 0);
+  o.out = (dir / "dead").string();
+  const PointBody body = [](const scenario::Scenario& s, const SweepPoint& p) {
+    if (p.index == 1)
+      ::raise(SIGKILL);
+    return simulate_point(s, p);
+  };
+  ASSERT_EQ(sweep_command(o, body), 2);
+  const auto whole = nlohmann::json::parse(testing::slurp(dir / "whole" / "summary.json"));
+  const auto dead = nlohmann::json::parse(testing::slurp(dir / "dead" / "summary.json"));
+  ASSERT_EQ(whole["results"].size(), 6u);
+  ASSERT_EQ(dead["results"].size(), 6u);
+  for (const int i : {0, 1, 4, 5}) { // points 0 and 2, ddp and acco
+    EXPECT_EQ(dead["results"][i], whole["results"][i]) << i;
+    EXPECT_GT(dead["results"][i]["iteration_time_s"].get<double>(), 0) << i;
+  }
+  for (const int i : {2, 3}) {
+    const auto& r = dead["results"][i];
+    EXPECT_EQ(r["algorithm"], i == 2 ? "ddp" : "acco");
+    EXPECT_EQ(r["point"], 1);
+    EXPECT_EQ(r["training.steps"], "3");
+    EXPECT_THAT(r["error"].get<std::string>(),
+                HasSubstr("point 1 (training.steps=3): the process died of signal 9 (Killed)"));
+    EXPECT_FALSE(r.contains("iteration_time_s"));
+  }
+  EXPECT_THAT(testing::slurp(dir / "dead" / "summary.csv"),
+              HasSubstr("the process died of signal 9 (Killed)"));
+}
+
 } // namespace
 } // namespace overlapsim::cli
 
@@ -262,6 +359,50 @@ TEST_F(Sweep, ThePrintedTableShowsSamplesPerStepAndWarnsOfLargerBatches) {
                             "warning: point 0, acco: [0-9]+ samples a step, [0-9.]+x DDP's 4: its "
                             "speedup is bought with a larger batch"));
   EXPECT_THAT(r.second, ::testing::Not(HasSubstr("warning: point 1")));
+}
+
+// Issue 26.10: a shard whose parts merge copies have the wrong types is refused, naming the file
+// and the key; nothing is written.
+TEST_F(Sweep, MergeRefusesShardsWhosePartsHaveTheWrongTypes) {
+  const std::string sweep = "sweep " + scenario_ + " --no-plots --no-progress ";
+  ASSERT_EQ(run(sweep + "--vary training.steps=2,3 --shard 0/2 --out " + out("s0")).first, 0);
+  ASSERT_EQ(run(sweep + "--vary training.steps=2,3 --shard 1/2 --out " + out("s1")).first, 0);
+  const auto doc = nlohmann::json::parse(slurp(fs::path(out("s1")) / "summary.json"));
+  ASSERT_FALSE(doc["results"][1].contains("error"));
+  const auto refused = [&](const std::string& name, auto damage, const std::string& message) {
+    auto bad = doc;
+    damage(bad);
+    fs::create_directories(dir_ / name);
+    std::ofstream(dir_ / name / "summary.json") << bad.dump();
+    const auto r = run("merge " + out("m") + " " + out("s0") + " " + out(name));
+    EXPECT_EQ(r.first, 1) << name;
+    EXPECT_THAT(r.second, HasSubstr(name + "/summary.json: " + message)) << name;
+    EXPECT_THAT(r.second, ::testing::Not(HasSubstr("json.exception"))) << name;
+  };
+  using J = nlohmann::json;
+  refused(
+      "nested", [](J& d) { d["results"][1]["memory_breakdown"]["params"] = "2 GB"; },
+      "key 'results.1.memory_breakdown.params': expected a number, got \"2 GB\"");
+  refused(
+      "group", [](J& d) { d["results"][1]["steady_state"] = "steady"; },
+      "key 'results.1.steady_state': expected an object or list of numbers");
+  refused(
+      "pergpu", [](J& d) { d["results"][0]["idle_fraction_per_gpu"][1] = J::object(); },
+      "key 'results.0.idle_fraction_per_gpu.1': expected a number, got {}");
+  refused(
+      "error", [](J& d) { d["results"][0]["error"] = 5; },
+      "key 'results.0.error': expected a message, got 5");
+  refused(
+      "nokey", [](J& d) { d["results"][1].erase("training.steps"); },
+      "key 'results.1.training.steps': expected the point's value of this varied key");
+  refused(
+      "vary", [](J& d) { d["sweep"]["vary"] = 5; },
+      "key 'sweep.vary': expected the list of varied keys, got 5");
+  refused(
+      "scenario", [](J& d) { d.erase("scenario"); },
+      "key 'scenario': expected the scenario (an object), got null");
+  EXPECT_FALSE(fs::exists(out("m")));
+  EXPECT_EQ(run("merge " + out("m") + " " + out("s0") + " " + out("s1")).first, 0);
 }
 
 } // namespace
