@@ -1091,9 +1091,10 @@ constexpr int kMaxYamlDepth = 64;
 void check_keys(const YAML::Node& node, const std::string& path, const std::string& file,
                 long& visited, int depth) {
   if (++visited > kMaxYamlValues)
-    throw ScenarioError(fmt::format("{}: more than {} values once YAML aliases are expanded; "
-                                    "expected a scenario, not a generator",
-                                    file, kMaxYamlValues));
+    throw ScenarioError(fmt::format("{}:{}: key '{}': more than {} values once YAML aliases are "
+                                    "expanded; expected a scenario, not a generator",
+                                    file, node.Mark().line + 1, path.substr(0, path.find('.')),
+                                    kMaxYamlValues));
   if (depth > kMaxYamlDepth)
     throw ScenarioError(fmt::format(
         "{}:{}: key '{}': nested more than {} levels deep; expected a scenario (is it a YAML alias "

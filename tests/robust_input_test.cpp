@@ -132,6 +132,8 @@ TEST(RobustInput, RepeatsAndStrangeKeysAreErrors) {
     bomb += "]\n";
   }
   EXPECT_THAT(error_of(bomb), HasSubstr("more than 1000000 values once YAML aliases are expanded"));
+  // It names the top-level key whose expansion crossed the bound.
+  EXPECT_THAT(error_of(bomb), ::testing::ContainsRegex("bad.yaml:[0-9]+: key 'x[0-9]': more than"));
 }
 
 TEST(RobustInput, AliasedLayersWithRepeatStopAtTheLayerBound) {
