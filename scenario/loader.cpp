@@ -315,6 +315,14 @@ ClusterSpec read_cluster(const Entry& e) {
   ClusterSpec c;
   c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
   c.gpus_per_node = static_cast<int>(e.child("gpus_per_node").integer(1, 1024));
+  // A million GPUs is past any machine built; ranks and per-GPU tables stay well inside int.
+  constexpr long long kMaxGpus = 1 << 20;
+  if (static_cast<long long>(c.nodes) * c.gpus_per_node > kMaxGpus)
+    e.child("gpus_per_node")
+        .fail(fmt::format("expected at most {} GPUs in all (cluster.nodes x gpus_per_node), got "
+                          "{} x {} = {}",
+                          kMaxGpus, c.nodes, c.gpus_per_node,
+                          static_cast<long long>(c.nodes) * c.gpus_per_node));
   c.gpu = read_gpu(e.child("gpu"));
   // A calibration profile's fitted links replace the latency and bandwidth of the ones it holds;
   // those links may then be left out.
@@ -359,15 +367,17 @@ ClusterSpec read_cluster(const Entry& e) {
   if (e.has("nics_per_node"))
     c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
   if (e.has("stragglers")) {
+    // GPU -> its index in the list: a list of every GPU of a large cluster is checked in
+    // O(n log n), not by scanning the list for each entry.
+    std::map<int, std::size_t> listed;
     for (const auto& s : e.child("stragglers").items()) {
       s.expect_map({"gpu", "slowdown"});
       Straggler st;
       st.gpu = static_cast<int>(s.child("gpu").integer(0, c.world_size() - 1));
-      for (std::size_t i = 0; i < c.stragglers.size(); ++i)
-        if (c.stragglers[i].gpu == st.gpu)
-          s.child("gpu").fail(fmt::format("GPU {} is already a straggler (cluster.stragglers.{}); "
-                                          "give each GPU one slowdown",
-                                          st.gpu, i));
+      if (const auto [it, fresh] = listed.try_emplace(st.gpu, c.stragglers.size()); !fresh)
+        s.child("gpu").fail(fmt::format("GPU {} is already a straggler (cluster.stragglers.{}); "
+                                        "give each GPU one slowdown",
+                                        st.gpu, it->second));
       st.slowdown = s.child("slowdown").number(1e-3, 1e6);
       c.stragglers.push_back(st);
     }
