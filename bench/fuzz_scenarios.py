@@ -16,6 +16,7 @@ counts, and values of 10 MB. It counts what a user must never see:
   bad-output  a successful run's summary.json is missing, unparsable or holds non-finite times
   flood       stderr over 64 KiB (an error echoing a whole 10 MB value)
   accepted    a targeted case that must be refused ran instead
+  lost        a user's file in --out was changed or deleted (look-alike outputs, issue 26.1)
 Prints one line per problem (up to --show), then the counts. Exit status 0 (a benchmark), or with
 --strict 1 when there was any problem (scripts/sanitize.sh, in CI, on the sanitizer build).
 
@@ -233,6 +234,62 @@ def run_case(args, case, text, workdir, path=None, memory_limited=False, must_fa
         first_line
 
 
+# Output directories holding a user's files that look like overlapsim's (issue 26.1): a run must
+# refuse each and leave every file byte-identical. None means "the files of a real previous run",
+# written first; the other entries are then added or overwritten.
+LOOKALIKE_CASES = [
+    ("photos", {"holiday.png": b"x", "trace-mine.json": b"x", "loss.csv": b"x"}),
+    ("draft", {"draft.tmp.docx": b"my thesis"}),
+    ("summary-only", {"summary.json": b'{"results": []}', "summary.csv": b"a,b\n"}),
+    ("forged-manifest", {".overlapsim-outputs.json":
+                         b'{"tool": "overlapsim", "files": [{"name": "holiday.png", "bytes": 1, '
+                         b'"crc32": 0}]}', "holiday.png": b"x"}),
+    ("previous-run-plus-file", {None: b"", "notes.md": b"mine"}),
+    ("previous-run-edited", {None: b"", "report.md": b"my edits"}),
+]
+
+
+def run_lookalike(args, case, name, files, workdir):
+    """Runs BASE into a directory of a user's look-alike files; anything but a refusal that leaves
+    every file as it was is a problem."""
+    scenario = os.path.join(workdir, f"case{case}.yaml")
+    out = os.path.join(workdir, f"out{case}")
+    with open(scenario, "w") as f:
+        f.write(BASE)
+    command = [args.binary, "run", scenario, "--out", out, "--no-plots", "--no-progress"]
+    if None in files:
+        subprocess.run(command, capture_output=True, timeout=args.timeout, stdin=subprocess.DEVNULL)
+    os.makedirs(out, exist_ok=True)
+    for file, content in files.items():
+        if file is not None:
+            with open(os.path.join(out, file), "wb") as f:
+                f.write(content)
+    before = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+    try:
+        p = subprocess.run(command, capture_output=True, timeout=args.timeout,
+                           stdin=subprocess.DEVNULL)
+        rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        rc, err = None, ""
+    after = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)} \
+        if os.path.isdir(out) else {}
+    problems = []
+    if rc is None:
+        problems.append("hang")
+    elif rc < 0 or rc >= 128:
+        problems.append("signal")
+    if any(after.get(f) != content for f, content in before.items()):
+        problems.append("lost")
+    elif rc == 0:
+        problems.append("accepted")
+    elif rc is not None and out not in err:
+        problems.append("unclear")
+    shutil.rmtree(out, ignore_errors=True)
+    os.remove(scenario)
+    first_line = err.strip().splitlines()[0] if err.strip() else f"exit {rc}"
+    return ",".join(problems) or "rejected", name, first_line
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=500)
@@ -271,11 +328,15 @@ def main():
         cases.append((case, "\n".join(lines) + "\n", "+".join(kinds)))
     counts, shown = {}, 0
     targeted = [] if args.no_targeted else targeted_cases(workdir)
+    lookalikes = [] if args.no_targeted else LOOKALIKE_CASES
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run_case, args, c, text, workdir): kind for c, text, kind in cases}
         for i, (kind, text, path, limited, must_fail) in enumerate(targeted):
             futures[pool.submit(run_case, args, args.cases + i, text, workdir, path, limited,
                                 must_fail)] = kind
+        for i, (name, files) in enumerate(lookalikes):
+            futures[pool.submit(run_lookalike, args, args.cases + len(targeted) + i, name, files,
+                                workdir)] = "look-alike"
         for fut in concurrent.futures.as_completed(futures):
             verdict, name, message = fut.result()
             for v in verdict.split(","):
@@ -285,9 +346,10 @@ def main():
                 print(f"{verdict:12} {futures[fut]:28} {name}: {message[:150]}")
     shutil.rmtree(workdir, ignore_errors=True)
     print(f"# {args.cases} mutants of {len(seeds)} scenarios, seed {args.seed}, and "
-          f"{len(targeted)} targeted cases; budget {args.timeout:g} s, huge sizes under "
+          f"{len(targeted) + len(lookalikes)} targeted cases; budget {args.timeout:g} s, huge sizes under "
           f"{args.memory_limit} MiB of {'resident memory (ASan)' if args.asan else 'address space'}")
-    problems = ["signal", "abort", "hang", "partial", "unclear", "bad-output", "flood", "accepted"]
+    problems = ["signal", "abort", "hang", "partial", "unclear", "bad-output", "flood", "accepted",
+                "lost"]
     for key in ["ok", "rejected"] + problems:
         print(f"{key:12} {counts.get(key, 0)}")
     if args.strict and any(counts.get(key, 0) for key in problems):
