@@ -83,6 +83,7 @@ public:
       : name_(std::move(name)), period_(period), lr_(lr), mu_(mu) {}
   std::string name() const override { return name_; }
   UpdateKind update_kind() const override { return UpdateKind::local; }
+  int sync_period() const override { return period_; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
     return std::make_unique<DilocoProgram>(worker, period_, lr_, mu_);
   }

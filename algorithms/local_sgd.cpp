@@ -134,6 +134,7 @@ public:
       : name_(std::move(name)), period_(period), family_(family), bubble_filling_(bubble_filling) {}
   std::string name() const override { return name_; }
   UpdateKind update_kind() const override { return UpdateKind::local; }
+  int sync_period() const override { return period_; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
     const auto& s = worker.scenario();
     const int layers = static_cast<int>(s.model.spec.layers.size());

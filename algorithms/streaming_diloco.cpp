@@ -149,6 +149,7 @@ public:
       : name_(std::move(name)), where_(std::move(where)), o_(o) {}
   std::string name() const override { return name_; }
   UpdateKind update_kind() const override { return UpdateKind::local; }
+  int sync_period() const override { return o_.period; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
     const auto layers = worker.scenario().model.spec.layers.size();
     if (static_cast<std::size_t>(o_.fragments) > layers)

@@ -1,6 +1,7 @@
 #include "cli/run_command.h"
 
 #include "algorithms/algorithm.h"
+#include "algorithms/sync_period.h"
 #include "cli/plots.h"
 #include "cli/progress_bar.h"
 #include "cli/report.h"
@@ -95,9 +96,10 @@ void select_algorithms(scenario::Scenario& scenario, const std::vector<std::stri
 
 std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool progress,
                                       std::vector<sim::SimulationResult>* results) {
-  // Every algorithm is built once here so that a bad name or option fails before any simulation.
+  // Every algorithm is built once here so that a bad name or option, or a window shorter than its
+  // period, fails before any simulation.
   for (const auto& a : scenario.algorithms)
-    make_algorithm(a);
+    with_measured_steps(scenario, a);
   std::vector<SummaryRow> rows;
   double ddp_throughput = 0;
   bool ddp_listed = false;
@@ -105,9 +107,12 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
     // An algorithm that cannot run (an infeasible setting, a failed simulation) gets a row with
     // its error; the others still run.
     try {
+      std::vector<std::string> warnings;
+      const auto windowed = with_measured_steps(scenario, a, &warnings);
       auto result =
-          sim::simulate(scenario, a, progress ? make_progress(a.label) : sim::ProgressFn{});
-      rows.push_back(make_row(scenario, a.label, result.trace, result.warnings));
+          sim::simulate(windowed, a, progress ? make_progress(a.label) : sim::ProgressFn{});
+      warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
+      rows.push_back(make_row(windowed, a.label, result.trace, warnings));
       if (results)
         results->push_back(std::move(result));
     } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 #include "cli/validate_command.h"
 
+#include "algorithms/sync_period.h"
 #include "cli/plots.h"
 #include "cli/progress_bar.h"
 #include "cli/run_command.h"
@@ -197,8 +198,9 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
 
   // Measured rows, with speedups against the measured ddp when it ran.
   std::vector<SummaryRow> measured_rows;
-  for (const auto& run : result.runs)
-    measured_rows.push_back(make_row(real, run.algorithm, run.trace));
+  for (std::size_t i = 0; i < result.runs.size(); ++i)
+    measured_rows.push_back(make_row(with_measured_steps(real, real.algorithms[i]),
+                                     result.runs[i].algorithm, result.runs[i].trace));
   double ddp = 0;
   for (std::size_t i = 0; i < measured_rows.size(); ++i)
     if (real.algorithms[i].name == "ddp" && ddp == 0)

@@ -783,8 +783,10 @@ TrainingSpec read_training(const Entry& e) {
     t.seq_len_distribution = read_seq_len_distribution(e.child("seq_len_distribution"), t.seq_len);
   if (e.has("grad_accum"))
     t.grad_accum = static_cast<int>(e.child("grad_accum").integer(1, 1 << 20));
-  if (e.has("steps"))
+  if (e.has("steps")) {
     t.steps = static_cast<int>(e.child("steps").integer(1, 1 << 20));
+    t.steps_where = e.child("steps").where();
+  }
   if (e.has("warmup_steps"))
     t.warmup_steps = static_cast<int>(e.child("warmup_steps").integer(0, 1 << 20));
   if (e.has("optimizer"))

@@ -125,6 +125,10 @@ struct TrainingSpec {
   SeqLenDistribution seq_len_distribution;
   int grad_accum = 1;
   int steps = 20;
+  // Where `steps` was written ("file.yaml:12"), empty when it is the default: a default window
+  // grows to whole synchronisation periods of each algorithm, a written one is the user's
+  // (algorithms/sync_period.h).
+  std::string steps_where;
   int warmup_steps = 1; // steps simulated before the steady-state window opens
   Optimizer optimizer = Optimizer::adamw;
   // Used by real runs (validate/); the simulator's timing does not depend on them.
