@@ -33,12 +33,12 @@ MeasuredSteps measured_steps(const scenario::TrainingSpec& training,
         training.steps_where, steps, spec.label, period_key(spec, period), period, period));
   if (steps % period == 0)
     return {steps, {}};
-  return {steps,
-          fmt::format("training.steps = {} is not a whole number of periods of '{}' (H = {}): "
-                      "its window holds {} synchronisation{} in {} steps; a multiple of {} measures "
-                      "it fairly",
-                      steps, spec.label, period, steps / period, steps / period == 1 ? "" : "s",
-                      steps, period)};
+  return {steps, fmt::format(
+                     "training.steps = {} is not a whole number of periods of '{}' (H = {}): "
+                     "its window holds {} synchronisation{} in {} steps; a multiple of {} measures "
+                     "it fairly",
+                     steps, spec.label, period, steps / period, steps / period == 1 ? "" : "s",
+                     steps, period)};
 }
 
 scenario::Scenario with_measured_steps(const scenario::Scenario& scenario,

@@ -2,8 +2,8 @@
 //
 // Local SGD, DreamDDP, DiLoCo and Streaming DiLoCo communicate once per period: a window of 3
 // steps with H = 10 holds no communication at all and reports a free speedup. A window the user did
-// not size grows to whole periods; one the user wrote is theirs, so a window shorter than a period is
-// an error naming both keys, and one that cuts a period short a warning.
+// not size grows to whole periods; one the user wrote is theirs, so a window shorter than a period
+// is an error naming both keys, and one that cuts a period short a warning.
 #pragma once
 
 #include "algorithms/algorithm.h"

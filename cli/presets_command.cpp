@@ -94,6 +94,11 @@ std::string presets_text() {
                        g["memory_bytes"].get<double>() / 1e9,
                        g["hbm_bandwidth_Bps"].get<double>() / 1e12, g["efficiency"].get<double>(),
                        g["comm_interference"].get<double>(), g["sms"].get<int>());
+  // Issue 27.6: the roofline prices transformers, ResNet-50 and ViT-B/16 per op at their own
+  // efficiencies; the flat MFU scales only layers priced by their FLOPs.
+  out += "  MFU (cluster.gpu.efficiency) prices layers by their FLOPs (model.compute: flops, a "
+         "'layers' list,\n  preset mlp); the roofline (the default for transformers, resnet-50, "
+         "vit-b16) and measured\n  times (model.profile, cluster.calibration) do not use it.\n";
   out += "\nLink presets (cluster.intra_node, cluster.inter_node)\n";
   out += fmt::format("  {:<16} {:>12} {:>12} {:>10} {:>9}\n", "name", "bandwidth", "line rate",
                      "efficiency", "latency");

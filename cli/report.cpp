@@ -181,6 +181,8 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
       s.cluster.sites.empty() ? std::string()
                               : fmt::format("; {} sites joined by a WAN: {}",
                                             s.cluster.sites.size(), link(s.cluster.wan)));
+  for (const auto& w : s.warnings)
+    out += fmt::format("Warning: {}\n\n", w);
   std::vector<SummaryRow> ran; // the rows with metrics; failed algorithms are listed apart
   for (const auto& r : rows)
     if (r.error.empty())

@@ -69,6 +69,11 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   return row;
 }
 
+void print_scenario_warnings(const scenario::Scenario& scenario) {
+  for (const auto& w : scenario.warnings)
+    std::fprintf(stderr, "warning: %s\n", w.c_str());
+}
+
 void select_algorithms(scenario::Scenario& scenario, const std::vector<std::string>& names) {
   if (names.empty())
     return;
@@ -207,6 +212,7 @@ int run_command(const RunOptions& options) {
     if (!options.out.empty())
       scenario.output.dir = options.out;
     select_algorithms(scenario, options.algorithms);
+    print_scenario_warnings(scenario);
     check_work_budget(scenario, options.force);
     check_memory_budget(scenario,
                         options.max_memory.empty() ? 0 : parse_max_memory(options.max_memory));

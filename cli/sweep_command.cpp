@@ -1,6 +1,7 @@
 #include "cli/sweep_command.h"
 
 #include "algorithms/algorithm.h"
+#include "algorithms/sync_period.h"
 #include "cli/plots.h"
 #include "cli/progress_bar.h"
 #include "cli/run_command.h"
@@ -346,6 +347,7 @@ int sweep_command(const SweepOptions& o, const PointBody& body) {
     // loaded and its algorithms built before anything runs, so a bad key, value or algorithm
     // option fails the whole sweep at once and writes nothing.
     const auto base = scenario::load_scenario(o.scenario, o.overrides);
+    print_scenario_warnings(base);
     std::vector<const SweepPoint*> mine;
     std::vector<scenario::Scenario> scenarios;
     for (const auto& p : grid) {
@@ -353,7 +355,7 @@ int sweep_command(const SweepOptions& o, const PointBody& body) {
       try {
         s = scenario::load_scenario(o.scenario, point_overrides(o, p));
         for (const auto& a : s.algorithms)
-          make_algorithm(a);
+          with_measured_steps(s, a); // a bad option, or a window shorter than a period
         check_work_budget(s, o.force);
       } catch (const std::exception& e) {
         throw std::runtime_error(fmt::format("{}: {}", describe(p), e.what()));

@@ -405,6 +405,9 @@ int validate_command(const ValidateOptions& o) {
     if (o.workers < 1)
       throw std::runtime_error(fmt::format("--workers {}: expected at least 1", o.workers));
     const auto checked = real_scenario(o.scenario, o.overrides, o.algorithms, o.workers);
+    print_scenario_warnings(checked);
+    for (const auto& a : checked.algorithms)
+      with_measured_steps(checked, a); // a window shorter than a period fails before any worker
     real::check_backend(o.backend);
     check_output_dir(o.out.empty() ? checked.output.dir : o.out);
     remove_stale_temp_dirs();

@@ -1026,6 +1026,41 @@ void apply_override(YAML::Node root, const std::string& assignment, Context& ctx
   ctx.overridden.insert(path);
 }
 
+// Keys written that change nothing in this scenario (issue 27.6): a user who sets them believes
+// they matter. Errors are for values that cannot be; these load, with a warning each.
+std::vector<std::string> ineffective_keys(const Entry& top, const Scenario& s) {
+  std::vector<std::string> out;
+  const Entry cluster = top.child("cluster");
+  const auto note = [&](const Entry& key, const std::string& name, const std::string& why) {
+    out.push_back(fmt::format("{}: key 'cluster.{}' has no effect: {}", key.where(), name, why));
+  };
+  if (cluster.has("gpu") && cluster.child("gpu").node().IsMap() &&
+      cluster.child("gpu").has("efficiency")) {
+    const auto& layers = s.model.spec.layers;
+    const auto timed = [](const hw::LayerSpec& l) {
+      return (l.fwd_time_per_sample_s > 0 || l.fwd_model_time_per_sample_s > 0) &&
+             (l.bwd_time_per_sample_s > 0 || l.bwd_model_time_per_sample_s > 0);
+    };
+    if (!layers.empty() && std::all_of(layers.begin(), layers.end(), timed))
+      note(cluster.child("gpu").child("efficiency"), "gpu.efficiency",
+           fmt::format("every layer's time comes from {}; the efficiency scales only layers "
+                       "priced by their FLOPs (model.compute: flops, a 'layers' list)",
+                       s.model.compute == "roofline"
+                           ? "the per-op roofline (model.compute: roofline, the default for this "
+                             "model)"
+                           : "measured times (model.profile or cluster.calibration)"));
+  }
+  const auto& c = s.cluster;
+  if (c.nodes == 1)
+    for (const std::string key : {"inter_node", "nics_per_node"})
+      if (cluster.has(key))
+        note(cluster.child(key), key, "one node (cluster.nodes: 1) sends nothing between nodes");
+  if (c.gpus_per_node == 1 && cluster.has("intra_node"))
+    note(cluster.child("intra_node"), "intra_node",
+         "one GPU per node (cluster.gpus_per_node: 1) sends nothing inside a node");
+  return out;
+}
+
 Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides)
     apply_override(root, o, ctx);
@@ -1047,6 +1082,7 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
   s.algorithms = read_algorithms(top.child("algorithms"));
   check_loss_curve_labels(top.child("training"), s);
   s.output = read_output(Entry(ctx, root["output"], "output"), s.name, s.cluster.world_size());
+  s.warnings = ineffective_keys(top, s);
   return s;
 }
 
@@ -1291,6 +1327,8 @@ nlohmann::json to_json(const Scenario& s) {
   if (const auto& ckpt = s.model.checkpointing; ckpt.enabled())
     out["model"]["activation_checkpointing"] =
         ckpt.every == 1 ? json("full") : json{{"every", ckpt.every}};
+  if (!s.warnings.empty())
+    out["warnings"] = s.warnings;
   return out;
 }
 

@@ -172,6 +172,9 @@ struct Scenario {
   std::vector<AlgorithmSpec> algorithms;
   OutputSpec output;
   std::string source; // the file it was read from
+  // Keys the scenario writes that change nothing here ("file.yaml:5: key 'cluster.gpu.efficiency'
+  // has no effect: ..."): run, sweep and validate print them, report.md lists them (issue 27.6).
+  std::vector<std::string> warnings;
 };
 
 double dtype_bytes(Dtype dtype);

@@ -18,8 +18,8 @@ using namespace overlapsim::testing;
 // kFourBlocks on two nodes; `training` is the training map's contents.
 scenario::Scenario local_sgd(const std::string& training, const std::string& algorithms) {
   return scenario_from("name: window\n" + round_cluster(2) + kFourBlocks +
-                       "training: {micro_batch: 1, seq_len: 1" + training +
-                       "}\nalgorithms:\n" + algorithms);
+                       "training: {micro_batch: 1, seq_len: 1" + training + "}\nalgorithms:\n" +
+                       algorithms);
 }
 
 std::string error_of_rows(const scenario::Scenario& s) {
@@ -55,7 +55,8 @@ TEST(SyncPeriod, TheDefaultWindowGrowsToWholePeriods) {
       cli::simulate_rows(local_sgd(", steps: 14", "  - {name: diloco, H: 7}\n"), false);
   EXPECT_EQ(written[0].metrics.steps, 14);
   EXPECT_GT(written[0].metrics.comm_bytes_per_step, 0);
-  EXPECT_DOUBLE_EQ(defaulted[0].metrics.comm_bytes_per_step, written[0].metrics.comm_bytes_per_step);
+  EXPECT_DOUBLE_EQ(defaulted[0].metrics.comm_bytes_per_step,
+                   written[0].metrics.comm_bytes_per_step);
   EXPECT_FALSE(written[0].extra.contains("warnings"));
 }
 
