@@ -12,6 +12,7 @@
 #include "scenario/torch_profiler_import.h"
 #include "scenario/user_file.h"
 #include "trace/atomic_file.h"
+#include "trace/op_costs.h"
 #include "trace/output_stage.h"
 #include "trace/remove_tree.h"
 
@@ -285,6 +286,68 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                            std::isfinite(err) ? fmt::format("{:+.1f}%", 100 * err) : "n/a");
     }
   }
+  // Per op (issue 30.4): where an iteration-time error comes from.
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  std::string op_table = fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n",
+                                     "algorithm", "op (median, per step)", "predicted",
+                                     "measured", "error", "predicted", "measured", "error");
+  for (std::size_t i = 0; i < measured_rows.size() && i < sims.size(); ++i) {
+    if (!predicted_rows[i].error.empty())
+      continue;
+    const auto& pm = predicted_rows[i].metrics;
+    const auto& mm = measured_rows[i].metrics;
+    const auto joined = compare_op_costs(
+        op_costs(sims[i].trace, pm.window_start_s, pm.window_end_s, pm.steps),
+        op_costs(result.runs[i].trace, mm.window_start_s, mm.window_end_s, mm.steps));
+    const auto& algorithm = measured_rows[i].algorithm;
+    for (const auto& c : joined) {
+      const auto side = [](const std::optional<OpCost>& cost) {
+        return cost ? nlohmann::ordered_json{{"count_per_step", cost->count_per_step},
+                                             {"median_s", cost->median_s},
+                                             {"per_step_s", cost->per_step_s}}
+                    : nlohmann::ordered_json(nullptr);
+      };
+      const bool both = c.predicted && c.measured;
+      const double median_err =
+          both ? relative_error(c.predicted->median_s, c.measured->median_s) : std::nan("");
+      const double step_err =
+          both ? relative_error(c.predicted->per_step_s, c.measured->per_step_s) : std::nan("");
+      nlohmann::ordered_json op;
+      op["algorithm"] = algorithm;
+      op["op"] = c.op;
+      op["stream"] = c.stream == StreamKind::comm ? "comm" : "compute";
+      op["predicted"] = side(c.predicted);
+      op["measured"] = side(c.measured);
+      op["median_error"] = number_or_null(median_err);
+      op["per_step_error"] = number_or_null(step_err);
+      ops.push_back(op);
+      // comparison.csv keeps its columns: an op's two numbers are two metrics.
+      std::string name = c.op;
+      std::replace(name.begin(), name.end(), ',', ';');
+      const auto csv_row = [&](const char* what, double OpCost::*field, double err) {
+        if (!both)
+          return;
+        csv += fmt::format("{},op:{}:{},{:.9g},{:.9g},{},{:.9g}\n", algorithm, name, what,
+                           (*c.predicted).*field, (*c.measured).*field,
+                           std::isfinite(err) ? fmt::format("{:.6f}", err) : std::string(),
+                           (*c.predicted).*field - (*c.measured).*field);
+      };
+      csv_row("median_s", &OpCost::median_s, median_err);
+      csv_row("per_step_s", &OpCost::per_step_s, step_err);
+      const auto time = [](const std::optional<OpCost>& cost, double OpCost::*field) {
+        return cost ? hw::format_time((*cost).*field) : std::string("-");
+      };
+      const auto pct = [](double e) {
+        return std::isfinite(e) ? fmt::format("{:+.1f}%", 100 * e) : std::string("n/a");
+      };
+      op_table += fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n",
+                              algorithm, c.op, time(c.predicted, &OpCost::median_s),
+                              time(c.measured, &OpCost::median_s), pct(median_err),
+                              time(c.predicted, &OpCost::per_step_s),
+                              time(c.measured, &OpCost::per_step_s), pct(step_err));
+    }
+  }
+
   nlohmann::ordered_json comparison;
   comparison["scenario"] = real.name;
   comparison["workers"] = world;
@@ -293,6 +356,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                                         : nlohmann::ordered_json(parse_rate(o.emulate_link));
   comparison["cpu_bind"] = o.cpu_bind;
   comparison["rows"] = rows;
+  comparison["ops"] = ops;
   comparison["warnings"] = warnings;
 
   std::string loss = "algorithm,step,samples,loss,wall_time_s\n";
@@ -323,6 +387,8 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
               o.emulate_link.empty() ? "" : fmt::format(", links {}", o.emulate_link).c_str(),
               table.c_str());
   std::printf("%s", step_lines.c_str());
+  std::printf("\nper op, predicted vs measured (median of one op; time per step per worker)\n%s",
+              op_table.c_str());
   for (const auto& w : warnings)
     std::printf("warning: %s\n", w.c_str());
   if (o.plots && real.output.plots)
