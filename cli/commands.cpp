@@ -130,6 +130,7 @@ void add_commands(CLI::App& app) {
       ->delimiter(',');
   validate->add_option("--set", val->overrides, "Override a scenario key: key.path=value");
   validate->add_flag("!--no-plots", val->plots, "Do not draw PNG plots");
+  validate->add_flag("!--no-progress", val->progress, "Do not print a progress bar");
   validate->callback([val] { g_exit_code = validate_command(*val); });
 
   auto prof = std::make_shared<ProfileOptions>();

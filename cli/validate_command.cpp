@@ -431,7 +431,8 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   // Rank 0 shares the launcher's terminal: the bar shows there, and nowhere when it is no terminal.
   auto bar = std::make_unique<ProgressBar>("validate", s.algorithms.size() + (wo.profile ? 1 : 0),
                                            "parts (profile, then algorithms)");
-  wo.progress = [&bar](int done, int) { bar->update(static_cast<std::size_t>(done)); };
+  if (o.progress)
+    wo.progress = [&bar](int done, int) { bar->update(static_cast<std::size_t>(done)); };
   const auto result = real::run_worker(s, env, wo);
   bar.reset();
   if (!result.root)
@@ -492,6 +493,8 @@ int validate_command(const ValidateOptions& o) {
       launch.argv.insert(launch.argv.end(), {"--emulate-link", o.emulate_link});
     if (!o.plots)
       launch.argv.push_back("--no-plots");
+    if (!o.progress)
+      launch.argv.push_back("--no-progress");
     TempDir work;
     launch.work_dir = work.path();
     if (!o.emulate_link.empty())
