@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace overlapsim::hw {
 
 namespace {
@@ -12,6 +14,20 @@ template <typename F> double sum(const std::vector<LayerSpec>& layers, F field) 
   return s;
 }
 } // namespace
+
+double ModelSpec::measured_optimizer_seconds(double params) const {
+  const auto& p = optimizer_points;
+  if (p.empty())
+    return optimizer_time_per_param_s * params;
+  if (params <= p.front().first)
+    return p.front().second * params / p.front().first;
+  if (params >= p.back().first)
+    return p.back().second * params / p.back().first;
+  const auto hi = std::lower_bound(p.begin(), p.end(), params,
+                                   [](const auto& point, double v) { return point.first < v; });
+  const auto lo = hi - 1;
+  return lo->second + (hi->second - lo->second) * (params - lo->first) / (hi->first - lo->first);
+}
 
 double ModelSpec::total_params() const {
   return sum(layers, [](const LayerSpec& l) { return l.params; });

@@ -39,11 +39,18 @@ struct ModelSpec {
   // Measured (calibration profile): one optimizer step's time per parameter it updates; replaces
   // the memory-bandwidth estimate when > 0.
   double optimizer_time_per_param_s = 0;
+  // Measured steps over flat slices, (parameters, seconds) ascending: interpolated where given
+  // (optimizer_step_time).
+  std::vector<std::pair<double, double>> optimizer_points;
   // The layers came from a per-layer time table: collectives over the model's parameters or
   // gradients take the table's comm_time_s, not the network model's time (docs/MODEL.md).
   bool comm_times_from_table = false;
 
   double total_params() const;
+  // Seconds of a measured optimizer step over `params` parameters: between two measured points
+  // on their line, beyond them in proportion to the nearest; else optimizer_time_per_param_s per
+  // parameter; 0 when nothing was measured (the simulator then streams the bytes through HBM).
+  double measured_optimizer_seconds(double params) const;
   double total_fwd_flops_per_sample() const;
   double total_bwd_flops_per_sample() const;
   double total_activation_bytes_per_sample() const;

@@ -501,6 +501,7 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
       layers[i].activation_bytes_per_sample = cal.layers[i].activation_bytes_per_sample;
   }
   m.spec.optimizer_time_per_param_s = cal.optimizer_time_per_param_s;
+  m.spec.optimizer_points = cal.optimizer_points;
   if (cal.memory_bandwidth_Bps > 0)
     cluster.gpu.hbm_bandwidth_Bps = cal.memory_bandwidth_Bps;
   if (cal.comm_interference)
