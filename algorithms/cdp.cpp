@@ -53,11 +53,10 @@ namespace {
 enum class Rule { v1, v2 };
 enum class Setting { multi_gpu, single_gpu, zero, model_parallel };
 
-// kParams: the comm stream applied (step, stage). kGradsReady: the last worker's compute stream
-// finished its backward of (step, stage); kGradsCopied: its comm stream copied the step's
-// gradients out (the next step's backward may overwrite them). kPending: a CDP-v2 sum the compute
-// stream applies itself (slot, stage, step below); kApplied: that relay slot is free again.
-enum Signal : int { kParams = 0, kGradsReady = 1, kPending = 2, kApplied = 3, kGradsCopied = 4 };
+// kParams: the comm stream applied (step, stage). kReduced: the last worker's complete sum of a
+// stage is in a send slot (slot, stage). kPending: a CDP-v2 sum the compute stream applies itself
+// (slot, stage, step below). kApplied / kFreed: a relay / send slot is free again.
+enum Signal : int { kParams = 0, kReduced = 1, kPending = 2, kApplied = 3, kFreed = 4 };
 enum Tag : int { kPartial = 0, kComplete = 1 };
 
 std::int64_t encode(int step, int stage) {
@@ -109,20 +108,19 @@ public:
     if (o.setting == Setting::multi_gpu && o.cyclic) {
       // The sums travel in stage-sized slots (Sec. 4.2: one stage's gradient per transfer), each
       // reused only once its last transfer and update are done: lap one's receives and sends on
-      // the compute stream, lap two's relays on the communication stream. The last worker's
-      // communication stream completes lap one (one receive slot, consumed at once) and starts
-      // lap two from its send slots; under CDP-v1 it holds the step's N sums until the barrier.
+      // the compute stream, lap two's relays on the communication stream. CDP-v1's last worker
+      // holds the step's N complete sums until its barrier.
       for (const auto& r : stages_)
         slot_ = std::max(slot_, state_.layout.layers(state_.grads, r).count);
-      const bool last = me == world - 1 && world > 1;
+      const bool last = me == world - 1;
       send_slots_ = kSendSlots + (last && o.rule == Rule::v1 ? n_ : 0);
       if (me > 0)
-        recv_ = w.declare(
-            {"ring_lap1_recv", MemoryCategory::buffers, (last ? 1 : kRecvSlots) * slot_, p});
+        recv_ = w.declare({"ring_lap1_recv", MemoryCategory::buffers, kRecvSlots * slot_, p});
       send_ = w.declare({"ring_lap1_send", MemoryCategory::buffers, send_slots_ * slot_, p});
       if (!last && world > 1)
         relay_ = w.declare({"ring_lap2_relay", MemoryCategory::buffers, kRelaySlots * slot_, p});
       send_handles_.resize(static_cast<std::size_t>(send_slots_));
+      send_busy_.assign(static_cast<std::size_t>(send_slots_), false);
       relay_handles_.resize(kRelaySlots);
       relay_pending_.assign(kRelaySlots, false);
       token_ = w.declare({"start_token", MemoryCategory::buffers, 1, p});
@@ -146,10 +144,57 @@ public:
   void run_comm() override {
     if (o_.setting != Setting::multi_gpu || !o_.cyclic || w_.topology().world_size() == 1)
       return;
-    if (w_.rank() == w_.topology().world_size() - 1)
-      last_worker_comm();
-    else
-      relay_complete_sums();
+    // The second lap: the complete gradient of each stage comes round the ring, every worker
+    // updates the stage with it and passes it on (the last worker started it).
+    const int world = w_.topology().world_size();
+    const bool last = w_.rank() == world - 1;
+    std::int64_t relays = 0;
+    for (int step = 0; step < total_steps(); ++step) {
+      for (int k = 0; k < n_; ++k) {
+        int stage = n_ - 1 - k;
+        // The complete sum: the last worker made it in a lap-one send slot, the others receive
+        // it into a relay slot.
+        Slice sum;
+        int slot = -1;
+        if (last) {
+          const auto v = w_.await(kReduced);
+          slot = step_of(v), stage = stage_of(v);
+          sum = Slice{send_, slot * slot_, stage_count(stage)};
+        } else {
+          slot = static_cast<int>(relays++ % kRelaySlots);
+          free_relay_slot(slot);
+          sum = Slice{relay_, slot * slot_, stage_count(stage)};
+        }
+        const auto [from, to] = lap_two_route(stage);
+        if (!last)
+          w_.run(p2p(CollectiveOp::recv, stage, kComplete, step, from, pair(from), sum));
+        // Passed on before the local update: the next worker's copy does not depend on it.
+        CommHandle sent;
+        if (to >= 0)
+          sent = w_.start(p2p(CollectiveOp::send, stage, kComplete, step, to, pair(to), sum));
+        if (applies_at_once(stage)) {
+          update(stage, step, sum);
+          w_.notify(kParams, encode(step, stage));
+        } else {
+          // CDP-v2, a stage this worker runs on the older version: its forward of the next step
+          // has begun or is about to, so the single copy is updated by the compute stream once
+          // that step's backward of the stage is done (autograd's saved weights stay intact).
+          relay_pending_[static_cast<std::size_t>(slot)] = true;
+          w_.notify(kPending, encode(step, (slot << 10) | stage));
+        }
+        if (last) {
+          // The compute stream reuses the slot: free it as soon as its one send is done.
+          if (sent.valid())
+            w_.wait(sent);
+          w_.notify(kFreed, slot);
+        } else {
+          relay_handles_[static_cast<std::size_t>(slot)] = sent;
+        }
+      }
+    }
+    if (!last)
+      for (int k = 0; k < kRelaySlots; ++k)
+        free_relay_slot(k);
   }
 
 private:
@@ -175,80 +220,6 @@ private:
 
   std::int64_t stage_count(int stage) const { return stage_grads(stage).count; }
 
-  // The last worker's communication stream. Lap one ends here: once this worker's backward of a
-  // stage is done and the previous worker's partial sum is in, their sum is the stage's complete
-  // sum (done the moment both exist, not at the compute stream's next chance to look). Lap two
-  // starts here: the sum goes to the route's first worker and updates this worker's copy
-  // (CDP-v2 at once, CDP-v1 after the step's last stage, its barrier).
-  void last_worker_comm() {
-    std::vector<std::pair<int, int>> held; // CDP-v1: (slot, stage) until the barrier
-    for (int step = 0; step < total_steps(); ++step) {
-      for (int stage = n_ - 1; stage >= 0; --stage) {
-        const Slice in{recv_, 0, stage_count(stage)};
-        w_.run(p2p(CollectiveOp::recv, stage, kPartial, step, prev_, *to_prev_, in));
-        w_.await(kGradsReady); // this step's backward of `stage` (backward order, FIFO)
-        const int slot = static_cast<int>(sends_++ % send_slots_);
-        free_send_slot(slot);
-        const Slice sum{send_, slot * slot_, stage_count(stage)};
-        w_.copy(stage_grads(stage), sum);
-        w_.accumulate(in, sum);
-        if (stage == 0)
-          w_.notify(kGradsCopied);
-        if (o_.rule == Rule::v2)
-          start_lap_two(step, stage, slot);
-        else
-          held.emplace_back(slot, stage);
-      }
-      for (const auto& [slot, stage] : std::exchange(held, {}))
-        start_lap_two(step, stage, slot);
-    }
-    for (int k = 0; k < send_slots_; ++k)
-      free_send_slot(k);
-  }
-
-  // The last worker: the complete sum in send slot `slot` goes to the first worker of its route,
-  // then updates this worker's parameters (the next forward of the stage waits for it).
-  void start_lap_two(int step, int stage, int slot) {
-    const Slice sum{send_, slot * slot_, stage_count(stage)};
-    const int to = lap_two_route(stage).second;
-    if (to >= 0)
-      send_handles_[static_cast<std::size_t>(slot)] =
-          w_.start(p2p(CollectiveOp::send, stage, kComplete, step, to, pair(to), sum));
-    update(stage, step, sum);
-    w_.notify(kParams, encode(step, stage));
-  }
-
-  // Lap two on the other workers: the complete sum of each stage comes from the route's previous
-  // worker into a relay slot, goes on to the next (before the local update, which it does not
-  // need) and updates this worker's copy, or is handed to the compute stream (CDP-v2 stages this
-  // worker runs on the older version: their next forward has begun or is about to, so the single
-  // copy is updated once that step's backward of the stage is done, autograd's saved weights
-  // intact).
-  void relay_complete_sums() {
-    std::int64_t relays = 0;
-    for (int step = 0; step < total_steps(); ++step) {
-      for (int stage = n_ - 1; stage >= 0; --stage) {
-        const int slot = static_cast<int>(relays++ % kRelaySlots);
-        free_relay_slot(slot);
-        const Slice sum{relay_, slot * slot_, stage_count(stage)};
-        const auto [from, to] = lap_two_route(stage);
-        w_.run(p2p(CollectiveOp::recv, stage, kComplete, step, from, pair(from), sum));
-        if (to >= 0)
-          relay_handles_[static_cast<std::size_t>(slot)] =
-              w_.start(p2p(CollectiveOp::send, stage, kComplete, step, to, pair(to), sum));
-        if (applies_at_once(stage)) {
-          update(stage, step, sum);
-          w_.notify(kParams, encode(step, stage));
-        } else {
-          relay_pending_[static_cast<std::size_t>(slot)] = true;
-          w_.notify(kPending, encode(step, (slot << 10) | stage));
-        }
-      }
-    }
-    for (int k = 0; k < kRelaySlots; ++k)
-      free_relay_slot(k);
-  }
-
   // Whether the communication stream updates `stage` the moment its complete sum is here: always
   // under CDP-v1 (it writes the other version) and for CDP-v2's stages j >= N - 1 - i (the next
   // forward waits for it, nothing of the stage is in flight); the others wait for the backward.
@@ -269,13 +240,17 @@ private:
     }
   }
 
-  // Waits until send slot `k` has sent its sum (the stream that owns the slots: the compute
-  // stream, or the last worker's communication stream).
+  // Compute stream: waits until lap-one send slot `k` is free (its send done; on the last worker,
+  // the communication stream done with the complete sum).
   void free_send_slot(int k) {
     const auto i = static_cast<std::size_t>(k);
     if (send_handles_[i].valid())
       w_.wait(send_handles_[i]);
     send_handles_[i] = {};
+    while (send_busy_[i]) {
+      const auto freed = static_cast<std::size_t>(w_.await(kFreed));
+      send_busy_[freed] = false;
+    }
   }
 
   // Compute stream, CDP-v2: applies the older-version sums the communication stream handed over
@@ -397,7 +372,6 @@ private:
                            "start token",      0};
       w_.run(token);
     }
-    const bool last_of_ring = world > 1 && me == world - 1;
     std::deque<Partial> partials;  // lap-one receives not yet passed on
     std::vector<CommHandle> sends; // the start token
     for (int step = 0; step < total_steps(); ++step) {
@@ -411,17 +385,7 @@ private:
           sends.push_back(w_.start(token));
         }
       }
-      // The last worker's communication stream must have copied the previous step's gradients
-      // out before this backward starts them afresh.
-      if (last_of_ring && step > 0)
-        w_.await(kGradsCopied);
       for (int j = n_ - 1; j >= 0; --j) {
-        if (last_of_ring) {
-          w_.backward(stages_[static_cast<std::size_t>(j)], MicroBatch{step, 0},
-                      params_for(step, j, me), state_.grads);
-          w_.notify(kGradsReady, encode(step, j));
-          continue;
-        }
         // At most kRecvSlots receives posted: the oldest is passed on before a slot is reused.
         while (static_cast<int>(partials.size()) >= kRecvSlots)
           pass_on(partials, step, true, 1);
@@ -432,11 +396,19 @@ private:
         w_.backward(stages_[static_cast<std::size_t>(j)], MicroBatch{step, 0},
                     params_for(step, j, me), state_.grads);
         partials.push_back(partial);
+        // The last worker waits for the partial sum: the complete sum it makes is what every
+        // other worker's next forward of the stage waits for, so it goes out at once instead of
+        // after the next stage's backward when the partial is a little late. (Lap one stays on
+        // the compute streams: a real runtime matches a send and its receive on the same stream's
+        // communicator.)
         pass_on(partials, step, false);
         if (o_.rule == Rule::v2 && world > 1 && !applies_at_once(j))
           apply_pending(j, step, std::nullopt);
       }
       pass_on(partials, step, true);
+      // CDP-v1's barrier: the last worker releases every stage's complete sum together.
+      for (auto v : std::exchange(reduced_after_barrier_, {}))
+        w_.notify(kReduced, v);
       w_.step_done(step, samples);
     }
     // The last step's older-version sums (no next backward to wait for), so that every update
@@ -447,16 +419,18 @@ private:
           apply_pending(-1, total_steps(), std::pair{total_steps() - 1, j});
     for (auto& h : sends)
       w_.wait(h);
-    if (!last_of_ring)
-      for (int k = 0; k < send_slots_; ++k)
+    for (int k = 0; k < send_slots_; ++k)
+      if (me + 1 < world)
         free_send_slot(k);
   }
 
   // Lap one: once a stage's partial sum from the previous worker has arrived (and this worker's own
-  // backward of it is done), send the new partial sum on (the last worker: last_worker_comm).
+  // backward of it is done), send the new partial sum on; the last worker hands the complete sum to
+  // its communication stream instead (CDP-v1: only after the N-th micro-batch's whole backward).
   // `wait` waits for the receives instead of testing them (at most `limit` of them).
   void pass_on(std::deque<Partial>& partials, int step, bool wait, int limit = 1 << 30) {
     const int world = w_.topology().world_size();
+    const bool last = w_.rank() == world - 1;
     while (!partials.empty() && limit-- > 0) {
       auto& [stage, handle, recv_slot] = partials.front();
       if (!wait && handle.valid() && !w_.test(handle))
@@ -472,6 +446,12 @@ private:
         w_.accumulate(Slice{recv_, recv_slot * slot_, stage_count(stage)}, sum);
       if (world == 1) {
         update(stage, step, sum), w_.notify(kParams, encode(step, stage));
+      } else if (last) {
+        send_busy_[static_cast<std::size_t>(slot)] = true;
+        if (o_.rule == Rule::v2)
+          w_.notify(kReduced, encode(slot, stage));
+        else
+          reduced_after_barrier_.push_back(encode(slot, stage));
       } else {
         send_handles_[static_cast<std::size_t>(slot)] =
             w_.start(p2p(CollectiveOp::send, stage, kPartial, step, next_, *to_next_, sum));
@@ -588,13 +568,14 @@ private:
   BufferId recv_ = -1, send_ = -1, relay_ = -1;
   std::int64_t recvs_ = 0, sends_ = 0;
   std::vector<CommHandle> send_handles_, relay_handles_;
-  std::vector<bool> relay_pending_;
+  std::vector<bool> send_busy_, relay_pending_;
   std::vector<Pending> pending_;
   BufferId token_ = -1;
   std::vector<int> version_; // per stage: the last step whose update this worker applied
   int prev_ = -1, next_ = -1;
   const Group* to_prev_ = nullptr;
   const Group* to_next_ = nullptr;
+  std::vector<std::int64_t> reduced_after_barrier_;
 };
 
 class Cdp final : public Algorithm {
