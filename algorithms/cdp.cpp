@@ -112,7 +112,7 @@ public:
       // holds the step's N complete sums until its barrier.
       for (const auto& r : stages_)
         slot_ = std::max(slot_, state_.layout.layers(state_.grads, r).count);
-      const bool last = me == world - 1;
+      const bool last = me == world - 1 && world > 1;
       send_slots_ = kSendSlots + (last && o.rule == Rule::v1 ? n_ : 0);
       if (me > 0)
         recv_ = w.declare({"ring_lap1_recv", MemoryCategory::buffers, kRecvSlots * slot_, p});
