@@ -45,7 +45,6 @@ enum Signal : int { kGroupReady = 0, kGradsReduced = 1 };
 
 // All-reduces in flight at once. Assumption: two, the smallest number that is simultaneous;
 // ASC-WFBP's scheduler chooses per iteration, a choice this program does not make.
-constexpr int kDefaultSimultaneous = 2;
 
 class AscWfbpProgram final : public WorkerProgram {
 public:
@@ -149,9 +148,28 @@ private:
 } // namespace
 
 std::unique_ptr<Algorithm> make_asc_wfbp(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"simultaneous"});
-  return std::make_unique<AscWfbp>(
-      spec.name, static_cast<int>(opts.integer("simultaneous", kDefaultSimultaneous, 1, 64)));
+  const AlgorithmOptions opts(spec, asc_wfbp_descriptor());
+  return std::make_unique<AscWfbp>(spec.name, static_cast<int>(opts.integer("simultaneous")));
+}
+
+const AlgorithmDescriptor& asc_wfbp_descriptor() {
+  static const AlgorithmDescriptor d{
+      "asc-wfbp",
+      "wait-free backpropagation with merged small tensors and simultaneous all-reduces",
+      "Shi et al., ASC-WFBP (DreamDDP's baseline); MG-WFBP's merging",
+      UpdateKind::synchronous,
+      false,
+      "#D62728",
+      // The number of all-reduces in flight is an assumption: the paper searches it per iteration.
+      {{"simultaneous",
+        OptionType::integer,
+        "2",
+        1,
+        64,
+        {},
+        "merged groups all-reduced at once on separate communicators (1: serial)"}},
+      make_asc_wfbp};
+  return d;
 }
 
 } // namespace overlapsim

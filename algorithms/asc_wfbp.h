@@ -23,6 +23,7 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 #include "algorithms/partial_sync_schedule.h"
 
 #include <vector>
@@ -38,5 +39,7 @@ struct LayerGroup {
 std::vector<LayerGroup> asc_wfbp_groups(const LayerCosts& costs, double startup_s);
 
 std::unique_ptr<Algorithm> make_asc_wfbp(const scenario::AlgorithmSpec& spec);
+
+const AlgorithmDescriptor& asc_wfbp_descriptor();
 
 } // namespace overlapsim

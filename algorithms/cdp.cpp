@@ -596,10 +596,9 @@ private:
 };
 
 std::unique_ptr<Algorithm> make_cdp(const scenario::AlgorithmSpec& spec, Rule rule) {
-  const AlgorithmOptions opts(spec, {"setting", "schedule"});
-  const auto setting =
-      opts.text("setting", "multi-gpu", {"multi-gpu", "single-gpu", "zero", "model-parallel"});
-  const auto schedule = opts.text("schedule", "cyclic", {"cyclic", "simultaneous"});
+  const AlgorithmOptions opts(spec, rule == Rule::v1 ? cdp_v1_descriptor() : cdp_v2_descriptor());
+  const auto setting = opts.choice("setting");
+  const auto schedule = opts.choice("schedule");
   if ((setting == "zero" || setting == "model-parallel") && rule == Rule::v1 &&
       schedule == "cyclic")
     throw scenario::ScenarioError(fmt::format(
@@ -620,6 +619,53 @@ std::unique_ptr<Algorithm> make_cdp_v1(const scenario::AlgorithmSpec& spec) {
 }
 std::unique_ptr<Algorithm> make_cdp_v2(const scenario::AlgorithmSpec& spec) {
   return make_cdp(spec, Rule::v2);
+}
+
+namespace {
+std::vector<OptionSchema> cdp_options() {
+  return {{"setting",
+           OptionType::choice,
+           "multi-gpu",
+           0,
+           0,
+           {"multi-gpu", "single-gpu", "zero", "model-parallel"},
+           "the CDP paper's settings (Sec. 4.1-4.4): data parallel over GPUs, one GPU, ZeRO-DP, "
+           "model parallel (zero and model-parallel: cdp-v2 only)"},
+          {"schedule",
+           OptionType::choice,
+           "cyclic",
+           0,
+           0,
+           {"cyclic", "simultaneous"},
+           "cyclic: micro-batches start a stage apart; simultaneous: all at once (the DP it "
+           "compares with)"}};
+}
+} // namespace
+
+const AlgorithmDescriptor& cdp_v1_descriptor() {
+  static const AlgorithmDescriptor d{
+      "cdp-v1",
+      "Cyclic Data Parallelism, rule 1: micro-batches a stage apart, two parameter versions",
+      "Fournier and Oyallon, Cyclic Data Parallelism, 2024, Sec. 3.2, Eq. (CDP-v1)",
+      UpdateKind::synchronous,
+      true,
+      "#55A868",
+      cdp_options(),
+      make_cdp_v1};
+  return d;
+}
+
+const AlgorithmDescriptor& cdp_v2_descriptor() {
+  static const AlgorithmDescriptor d{
+      "cdp-v2",
+      "Cyclic Data Parallelism, rule 2: each stage's update applied as its gradients arrive",
+      "Fournier and Oyallon, Cyclic Data Parallelism, 2024, Sec. 3.2, Eq. (CDP-v2)",
+      UpdateKind::synchronous,
+      true,
+      "#64B5CD",
+      cdp_options(),
+      make_cdp_v2};
+  return d;
 }
 
 } // namespace overlapsim

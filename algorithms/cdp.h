@@ -27,6 +27,7 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 
 namespace overlapsim {
 
@@ -36,5 +37,8 @@ std::unique_ptr<Algorithm> make_cdp_v2(const scenario::AlgorithmSpec& spec);
 // Contiguous layer ranges of about equal forward plus backward compute, one per stage; throws
 // std::invalid_argument when the model has fewer layers than stages.
 std::vector<LayerRange> split_stages(const hw::ModelSpec& model, int stages);
+
+const AlgorithmDescriptor& cdp_v1_descriptor();
+const AlgorithmDescriptor& cdp_v2_descriptor();
 
 } // namespace overlapsim

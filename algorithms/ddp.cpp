@@ -156,25 +156,98 @@ private:
 } // namespace
 
 std::unique_ptr<Algorithm> make_ddp(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"bucket_cap", "sync_every_micro_batch", "dtype",
-                                     "zero_redundancy", "gradient_as_bucket_view"});
+  const AlgorithmOptions opts(spec, ddp_descriptor());
   DdpSetup setup;
-  setup.bucket_cap = opts.size_bytes("bucket_cap", kDefaultBucketCap);
-  setup.sync_every_micro_batch = opts.flag("sync_every_micro_batch", false);
+  setup.bucket_cap = opts.size_bytes("bucket_cap");
+  setup.sync_every_micro_batch = opts.flag("sync_every_micro_batch");
   setup.dtype = opts.dtype("dtype");
-  setup.zero_redundancy = opts.flag("zero_redundancy", false);
-  setup.gradient_as_bucket_view = opts.flag("gradient_as_bucket_view", false);
+  setup.zero_redundancy = opts.flag("zero_redundancy");
+  setup.gradient_as_bucket_view = opts.flag("gradient_as_bucket_view");
   return std::make_unique<DataParallel>(spec.name, setup);
 }
 
 std::unique_ptr<Algorithm> make_s_sgd(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"bucket_cap", "gradient_as_bucket_view"});
+  const AlgorithmOptions opts(spec, s_sgd_descriptor());
   DdpSetup setup;
-  setup.bucket_cap = opts.size_bytes("bucket_cap", kDefaultBucketCap);
+  setup.bucket_cap = opts.size_bytes("bucket_cap");
   setup.overlap = false;
-  // DreamDDP's S-SGD baseline all-reduces the gradients where they are, not through DDP's reducer.
-  setup.gradient_as_bucket_view = opts.flag("gradient_as_bucket_view", true);
+  setup.gradient_as_bucket_view = opts.flag("gradient_as_bucket_view");
   return std::make_unique<DataParallel>(spec.name, setup);
+}
+
+const AlgorithmDescriptor& ddp_descriptor() {
+  static const AlgorithmDescriptor d{
+      "ddp",
+      "PyTorch DDP: bucketed gradient all-reduces overlapped with the backward",
+      "Li et al., PyTorch Distributed, VLDB 2020",
+      UpdateKind::synchronous,
+      true,
+      "#4C72B0",
+      {{"bucket_cap",
+        OptionType::size,
+        "25MiB",
+        0,
+        0,
+        {},
+        "gradient bytes per bucket (PyTorch's bucket_cap_mb = 25)"},
+       {"sync_every_micro_batch",
+        OptionType::flag,
+        "false",
+        0,
+        0,
+        {},
+        "all-reduce every micro-batch's buckets (accumulation without no_sync())"},
+       {"dtype",
+        OptionType::dtype,
+        "",
+        0,
+        0,
+        {},
+        "the model DDP keeps and communicates (default model.dtype)"},
+       {"zero_redundancy",
+        OptionType::flag,
+        "false",
+        0,
+        0,
+        {},
+        "torch's ZeroRedundancyOptimizer: each rank steps its 1/N shard, shards gathered after"},
+       {"gradient_as_bucket_view",
+        OptionType::flag,
+        "false",
+        0,
+        0,
+        {},
+        "false (PyTorch's default): gradients copied into and out of a second, bucket buffer"}},
+      make_ddp};
+  return d;
+}
+
+const AlgorithmDescriptor& s_sgd_descriptor() {
+  static const AlgorithmDescriptor d{
+      "s-sgd",
+      "synchronous SGD: DDP's buckets all-reduced after the whole backward, no overlap",
+      "DreamDDP's S-SGD baseline",
+      UpdateKind::synchronous,
+      true,
+      "#937860",
+      {{"bucket_cap",
+        OptionType::size,
+        "25MiB",
+        0,
+        0,
+        {},
+        "gradient bytes per bucket (PyTorch's bucket_cap_mb = 25)"},
+       // DreamDDP's S-SGD baseline all-reduces the gradients where they are, not through DDP's
+       // reducer.
+       {"gradient_as_bucket_view",
+        OptionType::flag,
+        "true",
+        0,
+        0,
+        {},
+        "false: gradients copied through a bucket buffer as DDP's reducer does"}},
+      make_s_sgd};
+  return d;
 }
 
 } // namespace overlapsim

@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include "cli/algorithms_command.h"
 #include "cli/collective_command.h"
 #include "cli/plots.h"
 #include "cli/presets_command.h"
@@ -207,6 +208,12 @@ void add_commands(CLI::App& app) {
       "presets", "List the GPU, link and model presets a scenario can name, with their numbers");
   presets->add_flag("--json", *presets_json, "Print JSON");
   presets->callback([presets_json] { g_exit_code = presets_command(*presets_json); });
+
+  auto algorithms_json = std::make_shared<bool>(false);
+  auto* algorithms = app.add_subcommand(
+      "algorithms", "List the algorithms a scenario can name, with their options and papers");
+  algorithms->add_flag("--json", *algorithms_json, "Print JSON");
+  algorithms->callback([algorithms_json] { g_exit_code = algorithms_command(*algorithms_json); });
 
   auto plot_dir = std::make_shared<std::string>();
   auto* plot = app.add_subcommand("plot", "(Re)draw the plots of an output directory");

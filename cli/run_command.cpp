@@ -1,6 +1,7 @@
 #include "cli/run_command.h"
 
 #include "algorithms/algorithm.h"
+#include "algorithms/registry.h"
 #include "algorithms/sync_period.h"
 #include "cli/plots.h"
 #include "cli/progress_bar.h"
@@ -57,7 +58,13 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   if (const auto spec = std::find_if(s.algorithms.begin(), s.algorithms.end(),
                                      [&](const auto& a) { return a.label == algorithm; });
       spec != s.algorithms.end())
-    row.extra["update"] = std::string(to_string(make_algorithm(*spec)->update_kind()));
+    if (const auto* d = find_algorithm(spec->name)) {
+      row.extra["update"] = std::string(to_string(d->update));
+      // Its own colour in every plot; a second entry of the same algorithm (another label)
+      // takes a spare one there.
+      if (spec->label == spec->name)
+        row.extra["colour"] = std::string(d->colour);
+    }
   auto all_warnings = warnings;
   if (row.metrics.peak_memory_bytes > s.cluster.gpu.memory_bytes)
     all_warnings.push_back(

@@ -1,5 +1,6 @@
 #include "cli/validate_command.h"
 
+#include "algorithms/registry.h"
 #include "algorithms/sync_period.h"
 #include "cli/plots.h"
 #include "cli/progress_bar.h"
@@ -39,10 +40,13 @@
 namespace overlapsim::cli {
 
 const std::vector<std::string>& real_algorithm_names() {
-  static const std::vector<std::string> names = {
-      "ddp",    "s-sgd",     "zero1",     "dpu",      "acco",   "acco-wp",          "cdp-v1",
-      "cdp-v2", "local-sgd", "plsgd-enp", "dreamddp", "diloco", "streaming-diloco", "fsdp",
-      "demo",   "flexdemo"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> real;
+    for (const auto* d : algorithm_registry())
+      if (d->real_run)
+        real.emplace_back(d->name);
+    return real;
+  }();
   return names;
 }
 
@@ -289,8 +293,8 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   // Per op (issue 30.4): where an iteration-time error comes from.
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   std::string op_table = fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n",
-                                     "algorithm", "op (median, per step)", "predicted",
-                                     "measured", "error", "predicted", "measured", "error");
+                                     "algorithm", "op (median, per step)", "predicted", "measured",
+                                     "error", "predicted", "measured", "error");
   for (std::size_t i = 0; i < measured_rows.size() && i < sims.size(); ++i) {
     if (!predicted_rows[i].error.empty())
       continue;
@@ -340,11 +344,11 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
       const auto pct = [](double e) {
         return std::isfinite(e) ? fmt::format("{:+.1f}%", 100 * e) : std::string("n/a");
       };
-      op_table += fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n",
-                              algorithm, c.op, time(c.predicted, &OpCost::median_s),
-                              time(c.measured, &OpCost::median_s), pct(median_err),
-                              time(c.predicted, &OpCost::per_step_s),
-                              time(c.measured, &OpCost::per_step_s), pct(step_err));
+      op_table +=
+          fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", algorithm, c.op,
+                      time(c.predicted, &OpCost::median_s), time(c.measured, &OpCost::median_s),
+                      pct(median_err), time(c.predicted, &OpCost::per_step_s),
+                      time(c.measured, &OpCost::per_step_s), pct(step_err));
     }
   }
 

@@ -45,28 +45,25 @@ CATEGORY_COLOURS = {
     "waiting": "#E377C2",
 }
 CATEGORY_LABELS = {"waiting": "waiting for peers"}
-# Every registered algorithm has its own colour, and labels the list does not know (ddp-paper, a
-# user's own) take colours after them: the palette is longer than the list, so nothing wraps onto
-# DDP's colour (issue 27.9: fsdp and custom labels were drawn in DDP's).
-ALGORITHM_ORDER = ["ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco", "cdp-v1", "cdp-v2",
-                   "diloco", "local-sgd", "dreamddp", "demo", "flexdemo", "plsgd-enp",
-                   "asc-wfbp", "streaming-diloco", "fsdp"]
-PALETTE = ["#4C72B0", "#937860", "#8172B3", "#DA8BC3", "#CCB974", "#C44E52", "#55A868",
-           "#64B5CD", "#DD8452", "#8C8C8C", "#17BECF", "#BCBD22", "#7F7F7F", "#2CA02C",
-           "#D62728", "#9467BD", "#006D5B", "#FF7F0E", "#8C564B", "#E377C2", "#AEC7E8",
-           "#98DF8A", "#FF9896", "#C5B0D5", "#C49C94", "#F7B6D2", "#DBDB8D", "#9EDAE5"]
+# Every algorithm's colour comes from its descriptor (algorithms/<name>.cpp), through the summary
+# rows' "colour" (issue 28.1: one place); labels without one (ddp-paper, a second entry of an
+# algorithm, a summary written before colours) take the spare colours below in order of first
+# use, none of them an algorithm's (plots_selftest checks against `overlapsim algorithms`), so
+# nothing is drawn in DDP's colour (issue 27.9).
+SUMMARY_COLOURS = {}
+PALETTE = ["#FF7F0E", "#8C564B", "#E377C2", "#AEC7E8", "#98DF8A", "#FF9896", "#C5B0D5",
+           "#C49C94", "#F7B6D2", "#DBDB8D", "#9EDAE5"]
 MEMORY_PARTS = ["params", "grads", "optimizer_state", "buffers", "activations"]
 MEMORY_COLOURS = ["#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3"]
 MAX_TIMELINE_GPUS = 64
 
 
 def algorithm_colour(name, _extra={}):
-    """A fixed colour per algorithm name; unknown names get the next colour deterministically."""
-    if name in ALGORITHM_ORDER:
-        return PALETTE[ALGORITHM_ORDER.index(name) % len(PALETTE)]
+    """The row's own colour; other labels get the next spare colour, deterministically."""
+    if name in SUMMARY_COLOURS:
+        return SUMMARY_COLOURS[name]
     if name not in _extra:
-        spare = len(PALETTE) - len(ALGORITHM_ORDER)
-        _extra[name] = PALETTE[len(ALGORITHM_ORDER) + len(_extra) % spare]
+        _extra[name] = PALETTE[len(_extra) % len(PALETTE)]
     return _extra[name]
 
 
@@ -689,6 +686,9 @@ def main(argv):
         print(f"overlapsim plot: {out}/summary.json: {problem}", file=sys.stderr)
         return 1
     summary["results"] = [with_nan(r) for r in summary["results"]]
+    for r in summary["results"]:
+        if isinstance(r.get("colour"), str) and re.fullmatch(r"#[0-9A-Fa-f]{6}", r["colour"]):
+            SUMMARY_COLOURS[r["algorithm"]] = r["colour"]
     only = {s for s in args.only.split(",") if s}
     scenario = summary.get("scenario", {}).get("name", os.path.basename(os.path.normpath(out)))
     results = [r for r in summary.get("results", []) if "error" not in r]  # failed rows: no metrics

@@ -425,12 +425,22 @@ class PlotsTest(unittest.TestCase):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def test_every_algorithm_and_label_has_a_colour_of_its_own(self):
-        # Issue 27.9: fsdp, ddp-paper and custom labels wrapped onto DDP's colour.
+        # Issue 27.9: fsdp, ddp-paper and custom labels wrapped onto DDP's colour. Issue 28.1:
+        # the algorithms' colours come from their descriptors, through the summary.
+        binary = os.environ.get("OVERLAPSIM_BINARY")
+        if not binary:
+            self.skipTest("OVERLAPSIM_BINARY not set (ctest sets it)")
         sys.path.insert(0, HERE)
         import overlapsim_plots as p
-        names = p.ALGORITHM_ORDER + ["ddp-paper", "mine", "hsdp-adamw", "flexdemo-random"]
+        registry = json.loads(subprocess.run([binary, "algorithms", "--json"], check=True,
+                                             capture_output=True, text=True).stdout)
+        p.SUMMARY_COLOURS.clear()
+        p.SUMMARY_COLOURS.update({a["name"]: a["colour"] for a in registry})
+        names = [a["name"] for a in registry] + ["ddp-paper", "mine", "hsdp-adamw",
+                                                 "flexdemo-random"]
         colours = [p.algorithm_colour(n) for n in names]
         self.assertEqual(len(set(colours)), len(names))
+        p.SUMMARY_COLOURS.clear()
 
 
 if __name__ == "__main__":
