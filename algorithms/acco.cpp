@@ -212,7 +212,6 @@ public:
   DelayedUpdate(std::string name, Variant variant, int warmup, Accumulation accumulation)
       : name_(std::move(name)), variant_(variant), warmup_(warmup), accumulation_(accumulation) {}
   std::string name() const override { return name_; }
-  UpdateKind update_kind() const override { return UpdateKind::delayed; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
     return std::make_unique<DelayedUpdateProgram>(w, variant_, warmup_, accumulation_);
   }
@@ -237,20 +236,91 @@ Accumulation accumulation(const AlgorithmOptions& opts) {
 } // namespace
 
 std::unique_ptr<Algorithm> make_dpu(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"warmup_steps", "min_micro_batches", "max_micro_batches"});
+  const AlgorithmOptions opts(spec, dpu_descriptor());
   return std::make_unique<DelayedUpdate>(
-      spec.name, Variant::dpu, static_cast<int>(opts.integer("warmup_steps", 0, 0, 1 << 30)),
-      accumulation(opts));
+      spec.name, Variant::dpu, static_cast<int>(opts.integer("warmup_steps")), accumulation(opts));
 }
 
 std::unique_ptr<Algorithm> make_acco_wp(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"min_micro_batches", "max_micro_batches"});
+  const AlgorithmOptions opts(spec, acco_wp_descriptor());
   return std::make_unique<DelayedUpdate>(spec.name, Variant::acco_wp, 0, accumulation(opts));
 }
 
 std::unique_ptr<Algorithm> make_acco(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"min_micro_batches", "max_micro_batches"});
+  const AlgorithmOptions opts(spec, acco_descriptor());
   return std::make_unique<DelayedUpdate>(spec.name, Variant::acco, 0, accumulation(opts));
+}
+
+namespace {
+std::vector<OptionSchema> accumulation_options() {
+  return {
+      {"min_micro_batches",
+       OptionType::integer,
+       "",
+       1,
+       1048576,
+       {},
+       "micro-batches a round accumulates at least (default: as many as fit in the "
+       "communication)"},
+      {"max_micro_batches",
+       OptionType::integer,
+       "",
+       1,
+       1048576,
+       {},
+       "micro-batches a round accumulates at most (default no cap; at least min_micro_batches)"}};
+}
+} // namespace
+
+const AlgorithmDescriptor& dpu_descriptor() {
+  static const AlgorithmDescriptor d = [] {
+    AlgorithmDescriptor u{"dpu",
+                          "Delayed Parameter Updates: the step applies the previous round's "
+                          "gradients while the next round computes",
+                          "ZeRO-Offload's DPU as the ACCO paper re-purposes it, Eq. (DPU)",
+                          UpdateKind::delayed,
+                          true,
+                          "#DA8BC3",
+                          {{"warmup_steps",
+                            OptionType::integer,
+                            "0",
+                            0,
+                            1048576,
+                            {},
+                            "steps run synchronously before the delay starts"}},
+                          make_dpu};
+    const auto acc = accumulation_options();
+    u.options.insert(u.options.end(), acc.begin(), acc.end());
+    return u;
+  }();
+  return d;
+}
+
+const AlgorithmDescriptor& acco_wp_descriptor() {
+  static const AlgorithmDescriptor d{
+      "acco-wp",
+      "ACCO without its prediction step: DPU's delay with ZeRO-1's sharded optimizer",
+      "ACCO paper, Sec. 3 (ACCO without its estimate), Sec. 5.2",
+      UpdateKind::delayed,
+      true,
+      "#CCB974",
+      accumulation_options(),
+      make_acco_wp};
+  return d;
+}
+
+const AlgorithmDescriptor& acco_descriptor() {
+  static const AlgorithmDescriptor d{
+      "acco",
+      "ACCO: an estimated update hides the sharded optimizer's communication, then the committed "
+      "one",
+      "ACCO: Accumulate While You Communicate, Algorithm 1",
+      UpdateKind::delayed,
+      true,
+      "#C44E52",
+      accumulation_options(),
+      make_acco};
+  return d;
 }
 
 } // namespace overlapsim

@@ -18,11 +18,16 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 
 namespace overlapsim {
 
 std::unique_ptr<Algorithm> make_dpu(const scenario::AlgorithmSpec& spec);
 std::unique_ptr<Algorithm> make_acco_wp(const scenario::AlgorithmSpec& spec);
 std::unique_ptr<Algorithm> make_acco(const scenario::AlgorithmSpec& spec);
+
+const AlgorithmDescriptor& dpu_descriptor();
+const AlgorithmDescriptor& acco_wp_descriptor();
+const AlgorithmDescriptor& acco_descriptor();
 
 } // namespace overlapsim

@@ -31,7 +31,9 @@ class Algorithm {
 public:
   virtual ~Algorithm() = default;
   virtual std::string name() const = 0;
-  virtual UpdateKind update_kind() const { return UpdateKind::synchronous; }
+  // Optimizer steps between two synchronisations of the replicas (local SGD's H): a measuring
+  // window shorter than one holds none of the algorithm's communication (algorithms/sync_period.h).
+  virtual int sync_period() const { return 1; }
   // Built once per worker, before any stream runs; declares the worker's buffers.
   virtual std::unique_ptr<WorkerProgram> program(Worker& worker) const = 0;
 };

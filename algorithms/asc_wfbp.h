@@ -14,11 +14,16 @@
 // closed (its all-reduce ends at tau_c + a + its bytes' time) and l opens the next one. With a
 // layer table (a = 0, each layer's own measured time) layers merge only while the stream is
 // backlogged, which changes nothing: the table's times do not reward merging.
-// Not modelled: ASC's simultaneous all-reduces on several streams (one stream here, as the
-// DreamDDP cost model).
+// Simultaneous communications (ASC-WFBP's addition to WFBP): a group whose gradients are ready
+// while earlier all-reduces are in flight starts at once on another communicator (option
+// `simultaneous`, default 2, round robin), sharing the links and overlapping its startup with
+// their transfers; 1 gives the serial stream of MG-WFBP and of the DreamDDP cost model. Not
+// modelled: ASC-WFBP's per-iteration search over fusion and simultaneity; the merge rule above
+// still assumes one stream.
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 #include "algorithms/partial_sync_schedule.h"
 
 #include <vector>
@@ -34,5 +39,7 @@ struct LayerGroup {
 std::vector<LayerGroup> asc_wfbp_groups(const LayerCosts& costs, double startup_s);
 
 std::unique_ptr<Algorithm> make_asc_wfbp(const scenario::AlgorithmSpec& spec);
+
+const AlgorithmDescriptor& asc_wfbp_descriptor();
 
 } // namespace overlapsim

@@ -53,7 +53,10 @@ namespace {
 enum class Rule { v1, v2 };
 enum class Setting { multi_gpu, single_gpu, zero, model_parallel };
 
-enum Signal : int { kParams = 0, kReduced = 1 };
+// kParams: the comm stream applied (step, stage). kReduced: the last worker's complete sum of a
+// stage is in a send slot (slot, stage). kPending: a CDP-v2 sum the compute stream applies itself
+// (slot, stage, step below). kApplied / kFreed: a relay / send slot is free again.
+enum Signal : int { kParams = 0, kReduced = 1, kPending = 2, kApplied = 3, kFreed = 4 };
 enum Tag : int { kPartial = 0, kComplete = 1 };
 
 std::int64_t encode(int step, int stage) {
@@ -72,6 +75,15 @@ struct Options {
   bool cyclic;
 };
 
+struct Partial { // a lap-one receive of `stage` into receive slot `slot`
+  int stage = 0;
+  CommHandle handle;
+  int slot = 0;
+};
+struct Pending { // a CDP-v2 sum the compute stream applies (in relay slot `slot`)
+  int step = 0, stage = 0, slot = 0;
+};
+
 class CdpProgram final : public WorkerProgram {
 public:
   CdpProgram(Worker& w, Options o) : w_(w), o_(o) {
@@ -81,34 +93,39 @@ public:
     state_ = declare_model_state(w, param_layout(s.model.spec).total());
     const double p = scenario::dtype_bytes(s.model.dtype);
     const std::int64_t total = state_.layout.total();
-    // Two versions of the parameters: a stage's forward may need the version before the newest
-    // (CDP-v1 always, CDP-v2 for the stages j < N - 1 - i), and the update that makes the newest
-    // writes the other buffer, never the one a forward or backward in flight is reading. CDP-v1
-    // counts it as parameters (the paper's second copy); for CDP-v2 it is a working buffer.
-    if (o.cyclic && o.setting == Setting::multi_gpu) {
+    const int world = w.topology().world_size();
+    const int me = w.rank();
+    // CDP-v1 (eq. CDP-v1, PipeDream-2BW's rule) computes on the previous step's parameters while
+    // the newest are written: two versions, the second counted as parameters. CDP-v2 keeps one
+    // ("we do not need to keep a copy of two parameters, as the parameters in memory are always
+    // the freshest available", Sec. 3.2; Table 1, multi-GPU + Cyclic: Psi_P per GPU, as DP).
+    if (o.cyclic && o.setting == Setting::multi_gpu && o.rule == Rule::v1) {
       versions_[0] = state_.params;
-      versions_[1] = w.declare(
-          {o.rule == Rule::v1 ? "previous_params" : "params_next_version",
-           o.rule == Rule::v1 ? MemoryCategory::params : MemoryCategory::buffers, total, p});
+      versions_[1] = w.declare({"previous_params", MemoryCategory::params, total, p});
     } else if (o.rule == Rule::v1 && o.cyclic) {
       w.declare({"previous_params", MemoryCategory::params, total, p});
     }
     if (o.setting == Setting::multi_gpu && o.cyclic) {
-      // The gradient sums travelling the ring, by step modulo 3: a step's sends are retired after
-      // the next step (on the stream that sent them), and the other stream may run a step ahead,
-      // so a buffer is rewritten only three steps later. Lap one (partial sums) and lap two
-      // (complete sums; lap one's receives too, consumed before the step's complete sum exists).
-      for (int k = 0; k < kRingBuffers; ++k) {
-        partial_[k] =
-            w.declare({fmt::format("ring_partial_sums_{}", k), MemoryCategory::buffers, total, p});
-        complete_[k] =
-            w.declare({fmt::format("ring_complete_sums_{}", k), MemoryCategory::buffers, total, p});
-      }
+      // The sums travel in stage-sized slots (Sec. 4.2: one stage's gradient per transfer), each
+      // reused only once its last transfer and update are done: lap one's receives and sends on
+      // the compute stream, lap two's relays on the communication stream. CDP-v1's last worker
+      // holds the step's N complete sums until its barrier.
+      for (const auto& r : stages_)
+        slot_ = std::max(slot_, state_.layout.layers(state_.grads, r).count);
+      const bool last = me == world - 1 && world > 1;
+      send_slots_ = kSendSlots + (last && o.rule == Rule::v1 ? n_ : 0);
+      if (me > 0)
+        recv_ = w.declare({"ring_lap1_recv", MemoryCategory::buffers, kRecvSlots * slot_, p});
+      send_ = w.declare({"ring_lap1_send", MemoryCategory::buffers, send_slots_ * slot_, p});
+      if (!last && world > 1)
+        relay_ = w.declare({"ring_lap2_relay", MemoryCategory::buffers, kRelaySlots * slot_, p});
+      send_handles_.resize(static_cast<std::size_t>(send_slots_));
+      send_busy_.assign(static_cast<std::size_t>(send_slots_), false);
+      relay_handles_.resize(kRelaySlots);
+      relay_pending_.assign(kRelaySlots, false);
       token_ = w.declare({"start_token", MemoryCategory::buffers, 1, p});
     }
     version_.assign(static_cast<std::size_t>(n_), -1);
-    const int world = w.topology().world_size();
-    const int me = w.rank();
     if (o.setting == Setting::multi_gpu && world > 1) {
       prev_ = (me + world - 1) % world;
       next_ = (me + 1) % world;
@@ -131,33 +148,53 @@ public:
     // updates the stage with it and passes it on (the last worker started it).
     const int world = w_.topology().world_size();
     const bool last = w_.rank() == world - 1;
-    std::vector<CommHandle> sends, previous;
+    std::int64_t relays = 0;
     for (int step = 0; step < total_steps(); ++step) {
       for (int k = 0; k < n_; ++k) {
         int stage = n_ - 1 - k;
-        // The complete sum: the last worker made it in its lap-one buffer, the others receive it.
+        // The complete sum: the last worker made it in a lap-one send slot, the others receive
+        // it into a relay slot.
         Slice sum;
-        if (last)
-          stage = stage_of(w_.await(kReduced));
-        const auto [from, to] = lap_two_route(stage);
+        int slot = -1;
         if (last) {
-          sum = stage_slice(partial_[step % kRingBuffers], stage);
+          const auto v = w_.await(kReduced);
+          slot = step_of(v), stage = stage_of(v);
+          sum = Slice{send_, slot * slot_, stage_count(stage)};
         } else {
-          sum = stage_slice(complete_[step % kRingBuffers], stage);
-          w_.run(p2p(CollectiveOp::recv, stage, kComplete, step, from, pair(from), sum));
+          slot = static_cast<int>(relays++ % kRelaySlots);
+          free_relay_slot(slot);
+          sum = Slice{relay_, slot * slot_, stage_count(stage)};
         }
+        const auto [from, to] = lap_two_route(stage);
+        if (!last)
+          w_.run(p2p(CollectiveOp::recv, stage, kComplete, step, from, pair(from), sum));
         // Passed on before the local update: the next worker's copy does not depend on it.
+        CommHandle sent;
         if (to >= 0)
-          sends.push_back(
-              w_.start(p2p(CollectiveOp::send, stage, kComplete, step, to, pair(to), sum)));
-        update(stage, step, sum);
-        w_.notify(kParams, encode(step, stage));
+          sent = w_.start(p2p(CollectiveOp::send, stage, kComplete, step, to, pair(to), sum));
+        if (applies_at_once(stage)) {
+          update(stage, step, sum);
+          w_.notify(kParams, encode(step, stage));
+        } else {
+          // CDP-v2, a stage this worker runs on the older version: its forward of the next step
+          // has begun or is about to, so the single copy is updated by the compute stream once
+          // that step's backward of the stage is done (autograd's saved weights stay intact).
+          relay_pending_[static_cast<std::size_t>(slot)] = true;
+          w_.notify(kPending, encode(step, (slot << 10) | stage));
+        }
+        if (last) {
+          // The compute stream reuses the slot: free it as soon as its one send is done.
+          if (sent.valid())
+            w_.wait(sent);
+          w_.notify(kFreed, slot);
+        } else {
+          relay_handles_[static_cast<std::size_t>(slot)] = sent;
+        }
       }
-      retire(sends, previous);
     }
-    for (auto* list : {&previous, &sends})
-      for (auto& h : *list)
-        w_.wait(h);
+    if (!last)
+      for (int k = 0; k < kRelaySlots; ++k)
+        free_relay_slot(k);
   }
 
 private:
@@ -179,6 +216,76 @@ private:
       ++position;
     return {position == 0 ? -1 : chain(position - 1),
             position + 1 < world ? chain(position + 1) : -1};
+  }
+
+  std::int64_t stage_count(int stage) const { return stage_grads(stage).count; }
+
+  // Whether the communication stream updates `stage` the moment its complete sum is here: always
+  // under CDP-v1 (it writes the other version) and for CDP-v2's stages j >= N - 1 - i (the next
+  // forward waits for it, nothing of the stage is in flight); the others wait for the backward.
+  bool applies_at_once(int stage) const {
+    return o_.rule == Rule::v1 || stage >= n_ - 1 - w_.rank();
+  }
+
+  // Communication stream: waits until relay slot `k` has sent its sum and, when the compute
+  // stream applies that sum, until it has.
+  void free_relay_slot(int k) {
+    const auto i = static_cast<std::size_t>(k);
+    if (relay_handles_[i].valid())
+      w_.wait(relay_handles_[i]);
+    relay_handles_[i] = {};
+    while (relay_pending_[i]) {
+      const auto freed = static_cast<std::size_t>(w_.await(kApplied));
+      relay_pending_[freed] = false;
+    }
+  }
+
+  // Compute stream: waits until lap-one send slot `k` is free (its send done; on the last worker,
+  // the communication stream done with the complete sum).
+  void free_send_slot(int k) {
+    const auto i = static_cast<std::size_t>(k);
+    if (send_handles_[i].valid())
+      w_.wait(send_handles_[i]);
+    send_handles_[i] = {};
+    while (send_busy_[i]) {
+      const auto freed = static_cast<std::size_t>(w_.await(kFreed));
+      send_busy_[freed] = false;
+    }
+  }
+
+  // Compute stream, CDP-v2: applies the older-version sums the communication stream handed over
+  // for stages with nothing in flight. `stage_done` is the stage whose backward of `step` just
+  // ended, `need` a (step, stage) the next forward must have (-1 / nullopt: none).
+  void apply_pending(int stage_done, int step, std::optional<std::pair<int, int>> need) {
+    auto take = [&](std::int64_t v) {
+      pending_.push_back({step_of(v), stage_of(v) & 0x3ff, stage_of(v) >> 10});
+    };
+    while (auto v = w_.poll(kPending))
+      take(*v);
+    // Nothing is in flight in the stages >= `stage_done` once its backward is done, nor in the
+    // stages >= need's before the forward of need's stage. A sum goes in when the rule's version
+    // may (step - 1 after a backward of `step`, need's step before a forward): applying every
+    // one allowed, not only the stage at hand, frees the relay slots in the order they filled.
+    auto ready = [&](const Pending& p) {
+      return (stage_done >= 0 && p.stage >= stage_done && p.step < step) ||
+             (need && p.stage >= need->second && p.step <= need->first);
+    };
+    for (;;) {
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (!ready(*it)) {
+          ++it;
+          continue;
+        }
+        update(it->stage, it->step, Slice{relay_, it->slot * slot_, stage_count(it->stage)});
+        auto& v = version_[static_cast<std::size_t>(it->stage)];
+        v = std::max(v, it->step);
+        w_.notify(kApplied, it->slot);
+        it = pending_.erase(it);
+      }
+      if (!need || version_[static_cast<std::size_t>(need->second)] >= need->first)
+        return;
+      take(w_.await(kPending));
+    }
   }
 
   const Group& pair(int peer) const {
@@ -241,6 +348,10 @@ private:
     // CDP-v1: one step older for every stage.
     const bool fresh = o_.rule == Rule::v2 && stage >= n_ - 1 - mb;
     const int needed = step - (fresh ? 1 : 2);
+    if (!applies_at_once(stage) && w_.topology().world_size() > 1) {
+      apply_pending(-1, step, std::pair{needed, stage});
+      return;
+    }
     while (version_[static_cast<std::size_t>(stage)] < needed) {
       const auto v = w_.await(kParams);
       version_[static_cast<std::size_t>(stage_of(v))] =
@@ -261,8 +372,8 @@ private:
                            "start token",      0};
       w_.run(token);
     }
-    std::deque<std::pair<int, CommHandle>> partials; // lap-one receives not yet passed on
-    std::vector<CommHandle> sends, previous;
+    std::deque<Partial> partials;  // lap-one receives not yet passed on
+    std::vector<CommHandle> sends; // the start token
     for (int step = 0; step < total_steps(); ++step) {
       for (int j = 0; j < n_; ++j) {
         await_params(step, j, me);
@@ -275,67 +386,78 @@ private:
         }
       }
       for (int j = n_ - 1; j >= 0; --j) {
-        CommHandle partial;
+        // At most kRecvSlots receives posted: the oldest is passed on before a slot is reused.
+        while (static_cast<int>(partials.size()) >= kRecvSlots)
+          pass_on(partials, step, true, 1);
+        Partial partial{j, {}, static_cast<int>(recvs_++ % kRecvSlots)};
         if (me > 0 && world > 1)
-          partial = w_.start(p2p(CollectiveOp::recv, j, kPartial, step, prev_, *to_prev_,
-                                 stage_slice(complete_[step % kRingBuffers], j)));
+          partial.handle = w_.start(p2p(CollectiveOp::recv, j, kPartial, step, prev_, *to_prev_,
+                                        Slice{recv_, partial.slot * slot_, stage_count(j)}));
         w_.backward(stages_[static_cast<std::size_t>(j)], MicroBatch{step, 0},
                     params_for(step, j, me), state_.grads);
-        partials.emplace_back(j, partial);
-        pass_on(partials, sends, step, false);
+        partials.push_back(partial);
+        // The last worker waits for the partial sum: the complete sum it makes is what every
+        // other worker's next forward of the stage waits for, so it goes out at once instead of
+        // after the next stage's backward when the partial is a little late. (Lap one stays on
+        // the compute streams: a real runtime matches a send and its receive on the same stream's
+        // communicator.)
+        pass_on(partials, step, false);
+        if (o_.rule == Rule::v2 && world > 1 && !applies_at_once(j))
+          apply_pending(j, step, std::nullopt);
       }
-      pass_on(partials, sends, step, true);
+      pass_on(partials, step, true);
+      // CDP-v1's barrier: the last worker releases every stage's complete sum together.
+      for (auto v : std::exchange(reduced_after_barrier_, {}))
+        w_.notify(kReduced, v);
       w_.step_done(step, samples);
-      retire(sends, previous);
     }
-    for (auto* list : {&previous, &sends})
-      for (auto& h : *list)
-        w_.wait(h);
-  }
-
-  // Sends are matched when the receiver gets to them, up to a step later in a staggered cycle:
-  // waiting at once would stall this stream, so the sends of a step are waited for after the
-  // next one (the buffers live two steps).
-  void retire(std::vector<CommHandle>& sends, std::vector<CommHandle>& previous) {
-    for (auto& h : previous)
+    // The last step's older-version sums (no next backward to wait for), so that every update
+    // is applied and the communication stream gets its relay slots back.
+    if (o_.rule == Rule::v2 && world > 1 && !applies_at_once(0))
+      for (int j = 0; j < n_; ++j)
+        if (!applies_at_once(j))
+          apply_pending(-1, total_steps(), std::pair{total_steps() - 1, j});
+    for (auto& h : sends)
       w_.wait(h);
-    previous = std::exchange(sends, {});
+    for (int k = 0; k < send_slots_; ++k)
+      if (me + 1 < world)
+        free_send_slot(k);
   }
 
   // Lap one: once a stage's partial sum from the previous worker has arrived (and this worker's own
   // backward of it is done), send the new partial sum on; the last worker hands the complete sum to
   // its communication stream instead (CDP-v1: only after the N-th micro-batch's whole backward).
-  void pass_on(std::deque<std::pair<int, CommHandle>>& partials, std::vector<CommHandle>& sends,
-               int step, bool end_of_step) {
+  // `wait` waits for the receives instead of testing them (at most `limit` of them).
+  void pass_on(std::deque<Partial>& partials, int step, bool wait, int limit = 1 << 30) {
     const int world = w_.topology().world_size();
     const bool last = w_.rank() == world - 1;
-    while (!partials.empty()) {
-      auto& [stage, handle] = partials.front();
-      if (!end_of_step && !w_.test(handle))
+    while (!partials.empty() && limit-- > 0) {
+      auto& [stage, handle, recv_slot] = partials.front();
+      if (!wait && handle.valid() && !w_.test(handle))
         return;
-      w_.wait(handle);
-      // This worker's partial sum: its own gradient plus what the previous worker sent (received
-      // into this step's lap-two buffer, free until the step's complete sums arrive).
-      const Slice sum = stage_slice(partial_[step % kRingBuffers], stage);
+      if (handle.valid())
+        w_.wait(handle);
+      // This worker's partial sum: its own gradient plus what the previous worker sent.
+      const int slot = static_cast<int>(sends_++ % send_slots_);
+      free_send_slot(slot);
+      const Slice sum{send_, slot * slot_, stage_count(stage)};
       w_.copy(stage_grads(stage), sum);
       if (w_.rank() > 0 && world > 1)
-        w_.accumulate(stage_slice(complete_[step % kRingBuffers], stage), sum);
-      if (world == 1 || (last && o_.rule == Rule::v2)) {
-        if (world == 1)
-          update(stage, step, sum), w_.notify(kParams, encode(step, stage));
-        else
-          w_.notify(kReduced, stage);
+        w_.accumulate(Slice{recv_, recv_slot * slot_, stage_count(stage)}, sum);
+      if (world == 1) {
+        update(stage, step, sum), w_.notify(kParams, encode(step, stage));
       } else if (last) {
-        reduced_after_barrier_.push_back(stage);
+        send_busy_[static_cast<std::size_t>(slot)] = true;
+        if (o_.rule == Rule::v2)
+          w_.notify(kReduced, encode(slot, stage));
+        else
+          reduced_after_barrier_.push_back(encode(slot, stage));
       } else {
-        sends.push_back(
-            w_.start(p2p(CollectiveOp::send, stage, kPartial, step, next_, *to_next_, sum)));
+        send_handles_[static_cast<std::size_t>(slot)] =
+            w_.start(p2p(CollectiveOp::send, stage, kPartial, step, next_, *to_next_, sum));
       }
       partials.pop_front();
     }
-    if (end_of_step) // CDP-v1's barrier: every stage is released together
-      for (int stage : std::exchange(reduced_after_barrier_, {}))
-        w_.notify(kReduced, stage);
   }
 
   void multi_gpu_simultaneous() {
@@ -437,16 +559,23 @@ private:
   int n_ = 1;
   std::vector<LayerRange> stages_;
   ModelState state_;
-  BufferId versions_[2] = {-1, -1}; // multi-GPU cycle: parameter versions by parity
-  static constexpr int kRingBuffers = 3;
-  BufferId partial_[kRingBuffers] = {-1, -1, -1};  // lap one, by step modulo 3
-  BufferId complete_[kRingBuffers] = {-1, -1, -1}; // lap two (and lap one's receives)
+  BufferId versions_[2] = {-1, -1}; // multi-GPU CDP-v1: parameter versions by parity
+  // Ring slots, each one stage (the largest): enough that a transfer is rarely waited for before
+  // its slot comes round again (a partial sum is received two time steps after it is sent).
+  static constexpr int kRecvSlots = 3, kSendSlots = 4, kRelaySlots = 4;
+  std::int64_t slot_ = 0; // elements per slot
+  int send_slots_ = kSendSlots;
+  BufferId recv_ = -1, send_ = -1, relay_ = -1;
+  std::int64_t recvs_ = 0, sends_ = 0;
+  std::vector<CommHandle> send_handles_, relay_handles_;
+  std::vector<bool> send_busy_, relay_pending_;
+  std::vector<Pending> pending_;
   BufferId token_ = -1;
   std::vector<int> version_; // per stage: the last step whose update this worker applied
   int prev_ = -1, next_ = -1;
   const Group* to_prev_ = nullptr;
   const Group* to_next_ = nullptr;
-  std::vector<int> reduced_after_barrier_;
+  std::vector<std::int64_t> reduced_after_barrier_;
 };
 
 class Cdp final : public Algorithm {
@@ -467,10 +596,9 @@ private:
 };
 
 std::unique_ptr<Algorithm> make_cdp(const scenario::AlgorithmSpec& spec, Rule rule) {
-  const AlgorithmOptions opts(spec, {"setting", "schedule"});
-  const auto setting =
-      opts.text("setting", "multi-gpu", {"multi-gpu", "single-gpu", "zero", "model-parallel"});
-  const auto schedule = opts.text("schedule", "cyclic", {"cyclic", "simultaneous"});
+  const AlgorithmOptions opts(spec, rule == Rule::v1 ? cdp_v1_descriptor() : cdp_v2_descriptor());
+  const auto setting = opts.choice("setting");
+  const auto schedule = opts.choice("schedule");
   if ((setting == "zero" || setting == "model-parallel") && rule == Rule::v1 &&
       schedule == "cyclic")
     throw scenario::ScenarioError(fmt::format(
@@ -491,6 +619,53 @@ std::unique_ptr<Algorithm> make_cdp_v1(const scenario::AlgorithmSpec& spec) {
 }
 std::unique_ptr<Algorithm> make_cdp_v2(const scenario::AlgorithmSpec& spec) {
   return make_cdp(spec, Rule::v2);
+}
+
+namespace {
+std::vector<OptionSchema> cdp_options() {
+  return {{"setting",
+           OptionType::choice,
+           "multi-gpu",
+           0,
+           0,
+           {"multi-gpu", "single-gpu", "zero", "model-parallel"},
+           "the CDP paper's settings (Sec. 4.1-4.4): data parallel over GPUs, one GPU, ZeRO-DP, "
+           "model parallel (zero and model-parallel: cdp-v2 only)"},
+          {"schedule",
+           OptionType::choice,
+           "cyclic",
+           0,
+           0,
+           {"cyclic", "simultaneous"},
+           "cyclic: micro-batches start a stage apart; simultaneous: all at once (the DP it "
+           "compares with)"}};
+}
+} // namespace
+
+const AlgorithmDescriptor& cdp_v1_descriptor() {
+  static const AlgorithmDescriptor d{
+      "cdp-v1",
+      "Cyclic Data Parallelism, rule 1: micro-batches a stage apart, two parameter versions",
+      "Fournier and Oyallon, Cyclic Data Parallelism, 2024, Sec. 3.2, Eq. (CDP-v1)",
+      UpdateKind::synchronous,
+      true,
+      "#55A868",
+      cdp_options(),
+      make_cdp_v1};
+  return d;
+}
+
+const AlgorithmDescriptor& cdp_v2_descriptor() {
+  static const AlgorithmDescriptor d{
+      "cdp-v2",
+      "Cyclic Data Parallelism, rule 2: each stage's update applied as its gradients arrive",
+      "Fournier and Oyallon, Cyclic Data Parallelism, 2024, Sec. 3.2, Eq. (CDP-v2)",
+      UpdateKind::synchronous,
+      true,
+      "#64B5CD",
+      cdp_options(),
+      make_cdp_v2};
+  return d;
 }
 
 } // namespace overlapsim

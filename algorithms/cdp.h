@@ -19,12 +19,15 @@
 // Update rules: cdp-v1 (eq. CDP-v1) updates every stage after the N-th micro-batch (a barrier) and
 // micro-batches compute on the parameters of the previous step (two versions kept); cdp-v2
 // (eq. CDP-v2) updates a stage as soon as its gradient is complete and micro-batch i computes
-// stage j on the fresh version when j >= N - i + 1 (1-based), the previous one otherwise.
+// stage j on the fresh version when j >= N - i + 1 (1-based), the previous one otherwise, with
+// one parameter copy (Sec. 3.2; Table 1's multi-GPU row: Psi_P per GPU, as DP). The summed
+// gradients travel in stage-sized slots.
 // Option `schedule: simultaneous` runs the DP counterpart of the setting (all micro-batches in
 // step, one all-reduce at the end), so each row of Table 1 can be simulated side by side.
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 
 namespace overlapsim {
 
@@ -34,5 +37,8 @@ std::unique_ptr<Algorithm> make_cdp_v2(const scenario::AlgorithmSpec& spec);
 // Contiguous layer ranges of about equal forward plus backward compute, one per stage; throws
 // std::invalid_argument when the model has fewer layers than stages.
 std::vector<LayerRange> split_stages(const hw::ModelSpec& model, int stages);
+
+const AlgorithmDescriptor& cdp_v1_descriptor();
+const AlgorithmDescriptor& cdp_v2_descriptor();
 
 } // namespace overlapsim

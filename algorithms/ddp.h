@@ -8,10 +8,14 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 
 namespace overlapsim {
 
 std::unique_ptr<Algorithm> make_ddp(const scenario::AlgorithmSpec& spec);
 std::unique_ptr<Algorithm> make_s_sgd(const scenario::AlgorithmSpec& spec);
+
+const AlgorithmDescriptor& ddp_descriptor();
+const AlgorithmDescriptor& s_sgd_descriptor();
 
 } // namespace overlapsim

@@ -67,7 +67,6 @@ class Demo final : public Algorithm {
 public:
   Demo(std::string name, ReplicatorConfig c) : name_(std::move(name)), c_(c) {}
   std::string name() const override { return name_; }
-  UpdateKind update_kind() const override { return UpdateKind::local; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
     return std::make_unique<DemoProgram>(w, c_);
   }
@@ -80,9 +79,21 @@ private:
 } // namespace
 
 std::unique_ptr<Algorithm> make_demo(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec,
-                              {"chunk", "top_k", "compression", "decay", "sign", "value_dtype"});
+  const AlgorithmOptions opts(spec, demo_descriptor());
   return std::make_unique<Demo>(spec.name, replicator_config(opts, false));
+}
+
+const AlgorithmDescriptor& demo_descriptor() {
+  static const AlgorithmDescriptor d{
+      "demo",
+      "DeMo: decoupled momentum, its top-k DCT coefficients all-gathered instead of gradients",
+      "Peng et al., DeMo: Decoupled Momentum Optimization, 2024",
+      UpdateKind::local,
+      true,
+      "#BCBD22",
+      replicator_options(false),
+      make_demo};
+  return d;
 }
 
 } // namespace overlapsim

@@ -12,9 +12,12 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 
 namespace overlapsim {
 
 std::unique_ptr<Algorithm> make_demo(const scenario::AlgorithmSpec& spec);
+
+const AlgorithmDescriptor& demo_descriptor();
 
 } // namespace overlapsim

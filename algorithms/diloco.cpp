@@ -7,10 +7,7 @@ namespace overlapsim {
 namespace {
 
 enum Signal : int { kAverage = 0, kAveraged = 1 };
-constexpr long long kDefaultPeriod = 10;
-constexpr double kDefaultOuterLr = 0.7;       // DiLoCo Sec. 3
-constexpr double kDefaultOuterMomentum = 0.9; // DiLoCo Sec. 3
-constexpr double kOuterStateBytes = 4;        // fp32 anchor and momentum
+constexpr double kOuterStateBytes = 4; // fp32 anchor and momentum
 
 class DilocoProgram final : public WorkerProgram {
 public:
@@ -82,7 +79,7 @@ public:
   Diloco(std::string name, int period, double lr, double mu)
       : name_(std::move(name)), period_(period), lr_(lr), mu_(mu) {}
   std::string name() const override { return name_; }
-  UpdateKind update_kind() const override { return UpdateKind::local; }
+  int sync_period() const override { return period_; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
     return std::make_unique<DilocoProgram>(worker, period_, lr_, mu_);
   }
@@ -96,11 +93,36 @@ private:
 } // namespace
 
 std::unique_ptr<Algorithm> make_diloco(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"H", "outer_lr", "outer_momentum"});
-  return std::make_unique<Diloco>(spec.name,
-                                  static_cast<int>(opts.integer("H", kDefaultPeriod, 1, 1000000)),
-                                  opts.number("outer_lr", kDefaultOuterLr, 0, 100),
-                                  opts.number("outer_momentum", kDefaultOuterMomentum, 0, 1));
+  const AlgorithmOptions opts(spec, diloco_descriptor());
+  return std::make_unique<Diloco>(spec.name, static_cast<int>(opts.integer("H")),
+                                  opts.number("outer_lr"), opts.number("outer_momentum"));
+}
+
+const AlgorithmDescriptor& diloco_descriptor() {
+  static const AlgorithmDescriptor d{
+      "diloco",
+      "DiLoCo: H inner steps, then the averaged pseudo-gradient and an outer Nesterov step",
+      "Douillard et al., DiLoCo, 2023, Algorithm 1",
+      UpdateKind::local,
+      true,
+      "#DD8452",
+      {{"H", OptionType::integer, "10", 1, 1000000, {}, "inner steps between synchronisations"},
+       {"outer_lr",
+        OptionType::number,
+        "0.7",
+        0,
+        100,
+        {},
+        "outer Nesterov learning rate (DiLoCo Sec. 3)"},
+       {"outer_momentum",
+        OptionType::number,
+        "0.9",
+        0,
+        1,
+        {},
+        "outer Nesterov momentum (DiLoCo Sec. 3)"}},
+      make_diloco};
+  return d;
 }
 
 } // namespace overlapsim

@@ -14,9 +14,12 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 
 namespace overlapsim {
 
 std::unique_ptr<Algorithm> make_flexdemo(const scenario::AlgorithmSpec& spec);
+
+const AlgorithmDescriptor& flexdemo_descriptor();
 
 } // namespace overlapsim

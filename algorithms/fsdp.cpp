@@ -301,7 +301,7 @@ void read_wrap_options(const scenario::AlgorithmSpec& spec, const AlgorithmOptio
     else
       o.unit_bytes = opts.size_bytes("wrap", 0);
   }
-  o.reshard_after_forward = opts.text("reshard_after_forward", "true", {"true", "false"}) == "true";
+  o.reshard_after_forward = opts.flag("reshard_after_forward");
 }
 
 std::unique_ptr<WorkerProgram> make_fsdp_program(Worker& w, const FsdpOptions& o) {
@@ -309,14 +309,61 @@ std::unique_ptr<WorkerProgram> make_fsdp_program(Worker& w, const FsdpOptions& o
 }
 
 std::unique_ptr<Algorithm> make_fsdp(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"wrap", "sharding", "reshard_after_forward",
-                                     "sync_every_micro_batch", "reduce_dtype"});
+  const AlgorithmOptions opts(spec, fsdp_descriptor());
   FsdpOptions o;
   read_wrap_options(spec, opts, o);
-  o.hybrid = opts.text("sharding", "full", {"full", "hybrid"}) == "hybrid";
-  o.sync_every_micro_batch = opts.flag("sync_every_micro_batch", false);
+  o.hybrid = opts.choice("sharding") == "hybrid";
+  o.sync_every_micro_batch = opts.flag("sync_every_micro_batch");
   o.reduce_dtype = opts.dtype("reduce_dtype");
   return std::make_unique<Fsdp>(spec.name, o);
+}
+
+const AlgorithmDescriptor& fsdp_descriptor() {
+  static const AlgorithmDescriptor d{
+      "fsdp",
+      "FSDP: parameters sharded, all-gathered per unit, gradients reduce-scattered (HSDP: hybrid)",
+      "Zhao et al., PyTorch FSDP, VLDB 2023",
+      UpdateKind::synchronous,
+      true,
+      "#006D5B",
+      {{"sharding",
+        OptionType::choice,
+        "full",
+        0,
+        0,
+        {"full", "hybrid"},
+        "full: over all GPUs; hybrid: inside a node, the shards all-reduced across nodes"},
+       {"wrap",
+        OptionType::size,
+        "",
+        0,
+        0,
+        {},
+        "layers per FSDP unit (a whole number, default 1) or a size: consecutive layers until a "
+        "unit holds that much"},
+       {"reshard_after_forward",
+        OptionType::flag,
+        "true",
+        0,
+        0,
+        {},
+        "free the gathered parameters after the forward and gather them again for the backward"},
+       {"sync_every_micro_batch",
+        OptionType::flag,
+        "false",
+        0,
+        0,
+        {},
+        "reduce-scatter every micro-batch's gradients (outside no_sync(), as OLMo's trainer)"},
+       {"reduce_dtype",
+        OptionType::dtype,
+        "",
+        0,
+        0,
+        {},
+        "MixedPrecision's reduce_dtype (default the model's)"}},
+      make_fsdp};
+  return d;
 }
 
 } // namespace overlapsim

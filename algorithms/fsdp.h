@@ -27,6 +27,7 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 #include "algorithms/model_state.h"
 #include "algorithms/replicator.h"
 
@@ -59,5 +60,7 @@ std::unique_ptr<WorkerProgram> make_fsdp_program(Worker& w, const FsdpOptions& o
 // consecutive layers until a unit holds at least unit_bytes of parameters.
 std::vector<LayerRange> wrap_units(const ParamLayout& layout, int layers_per_unit,
                                    double unit_bytes, double element_bytes);
+
+const AlgorithmDescriptor& fsdp_descriptor();
 
 } // namespace overlapsim

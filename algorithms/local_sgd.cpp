@@ -15,7 +15,6 @@ namespace {
 
 enum Signal : int { kLayerUpdated = 0, kSyncDone = 1 };
 constexpr std::int64_t kEndOfStep = -1;
-constexpr long long kDefaultPeriod = 10;
 
 class LocalSgdProgram final : public WorkerProgram {
 public:
@@ -133,7 +132,7 @@ public:
   LocalSgd(std::string name, int period, Family family, bool bubble_filling)
       : name_(std::move(name)), period_(period), family_(family), bubble_filling_(bubble_filling) {}
   std::string name() const override { return name_; }
-  UpdateKind update_kind() const override { return UpdateKind::local; }
+  int sync_period() const override { return period_; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
     const auto& s = worker.scenario();
     const int layers = static_cast<int>(s.model.spec.layers.size());
@@ -159,12 +158,12 @@ private:
 };
 
 std::unique_ptr<Algorithm> make(const scenario::AlgorithmSpec& spec, Family family) {
-  const AlgorithmOptions opts(spec,
-                              family == Family::dreamddp
-                                  ? std::initializer_list<std::string_view>{"H", "bubble_filling"}
-                                  : std::initializer_list<std::string_view>{"H"});
-  const auto period = static_cast<int>(opts.integer("H", kDefaultPeriod, 1, 1000000));
-  return std::make_unique<LocalSgd>(spec.name, period, family, opts.flag("bubble_filling", false));
+  const AlgorithmOptions opts(spec, family == Family::dreamddp    ? dreamddp_descriptor()
+                                    : family == Family::plsgd_enp ? plsgd_enp_descriptor()
+                                                                  : local_sgd_descriptor());
+  const auto period = static_cast<int>(opts.integer("H"));
+  return std::make_unique<LocalSgd>(spec.name, period, family,
+                                    family == Family::dreamddp && opts.flag("bubble_filling"));
 }
 
 } // namespace
@@ -177,6 +176,71 @@ std::unique_ptr<Algorithm> make_plsgd_enp(const scenario::AlgorithmSpec& spec) {
 }
 std::unique_ptr<Algorithm> make_dreamddp(const scenario::AlgorithmSpec& spec) {
   return make(spec, Family::dreamddp);
+}
+
+const AlgorithmDescriptor& local_sgd_descriptor() {
+  static const AlgorithmDescriptor d{
+      "local-sgd",
+      "local SGD: H local steps, then the whole model averaged (FLSGD)",
+      "DreamDDP paper's FLSGD baseline (Sec. 2)",
+      UpdateKind::local,
+      true,
+      "#8C8C8C",
+      {{"H",
+        OptionType::integer,
+        "10",
+        1,
+        1000000,
+        {},
+        "optimizer steps between synchronisations (measured over whole periods)"}},
+      make_local_sgd};
+  return d;
+}
+
+const AlgorithmDescriptor& plsgd_enp_descriptor() {
+  static const AlgorithmDescriptor d{
+      "plsgd-enp",
+      "partial local SGD: each of the H steps averages an equal number of layers",
+      "DreamDDP paper's PLSGD-ENP baseline",
+      UpdateKind::local,
+      true,
+      "#2CA02C",
+      {{"H",
+        OptionType::integer,
+        "10",
+        1,
+        1000000,
+        {},
+        "optimizer steps between synchronisations (measured over whole periods)"}},
+      make_plsgd_enp};
+  return d;
+}
+
+const AlgorithmDescriptor& dreamddp_descriptor() {
+  static const AlgorithmDescriptor d{
+      "dreamddp",
+      "DreamDDP: layers assigned to the H steps so each step's averaging hides in its backward",
+      "DreamDDP, Algorithm 1 (partitioning), Sec. 3.4 (bubble filling)",
+      UpdateKind::local,
+      true,
+      "#17BECF",
+      {{"H",
+        OptionType::integer,
+        "10",
+        1,
+        1000000,
+        {},
+        "optimizer steps between synchronisations (measured over whole periods)"},
+       {"bubble_filling",
+        OptionType::flag,
+        "false",
+        0,
+        0,
+        {},
+        "average earlier layers again at later steps where their all-reduce fits in idle "
+        "communication time"}},
+      make_dreamddp};
+  return d;
 }
 
 } // namespace overlapsim

@@ -23,11 +23,16 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 
 namespace overlapsim {
 
 std::unique_ptr<Algorithm> make_local_sgd(const scenario::AlgorithmSpec& spec);
 std::unique_ptr<Algorithm> make_plsgd_enp(const scenario::AlgorithmSpec& spec);
 std::unique_ptr<Algorithm> make_dreamddp(const scenario::AlgorithmSpec& spec);
+
+const AlgorithmDescriptor& local_sgd_descriptor();
+const AlgorithmDescriptor& plsgd_enp_descriptor();
+const AlgorithmDescriptor& dreamddp_descriptor();
 
 } // namespace overlapsim

@@ -108,7 +108,8 @@ std::vector<Bucket> make_buckets(const ParamLayout& layout, BufferId grads, doub
 }
 
 void backward_releasing_buckets(Worker& w, const std::vector<Bucket>& buckets, MicroBatch mb,
-                                int layers, BufferId params, BufferId grads, int signal) {
+                                int layers, BufferId params, BufferId grads, int signal,
+                                const std::vector<Bucket>* copy_to) {
   int top = layers; // layers [top, layers) are done
   std::size_t b = 0;
   while (b < buckets.size()) {
@@ -117,8 +118,11 @@ void backward_releasing_buckets(Worker& w, const std::vector<Bucket>& buckets, M
       w.backward({ready, top}, mb, params, grads);
       top = ready;
     }
-    while (b < buckets.size() && buckets[b].ready_after_layer == ready)
+    while (b < buckets.size() && buckets[b].ready_after_layer == ready) {
+      if (copy_to)
+        w.copy(buckets[b].grads, (*copy_to)[b].grads);
       w.notify(signal, static_cast<std::int64_t>(b++));
+    }
   }
   if (top > 0)
     w.backward({0, top}, mb, params, grads);

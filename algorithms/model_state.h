@@ -61,9 +61,12 @@ std::vector<Bucket> make_buckets(const ParamLayout& layout, BufferId grads, doub
                                  double cap_bytes);
 
 // Runs the backward pass of layers [0, layers) from the output down, cut at bucket boundaries, and
-// notifies `signal` with each bucket's index the moment its gradients exist (DDP, ZeRO-1).
+// notifies `signal` with each bucket's index the moment its gradients exist (DDP, ZeRO-1). With
+// `copy_to` (same count as `buckets`), each bucket's gradients are first copied into copy_to[b]
+// (PyTorch DDP's bucket buffers when gradient_as_bucket_view is false).
 void backward_releasing_buckets(Worker& worker, const std::vector<Bucket>& buckets, MicroBatch mb,
-                                int layers, BufferId params, BufferId grads, int signal);
+                                int layers, BufferId params, BufferId grads, int signal,
+                                const std::vector<Bucket>* copy_to = nullptr);
 
 // The communication stream's side: reduces each bucket (all-reduce, or reduce-scatter into
 // `shards[b]`) in the order `signal` hands them over, one after the other as on one NCCL stream.

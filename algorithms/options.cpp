@@ -11,17 +11,64 @@
 namespace overlapsim {
 
 AlgorithmOptions::AlgorithmOptions(const scenario::AlgorithmSpec& spec,
-                                   std::initializer_list<std::string_view> allowed)
-    : spec_(spec) {
+                                   const AlgorithmDescriptor& descriptor)
+    : spec_(spec), descriptor_(descriptor) {
   for (const auto& [key, opt] : spec.options) {
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+    if (!descriptor.option(key)) {
       std::string list;
-      for (auto a : allowed)
-        list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
+      for (const auto& o : descriptor.options)
+        list += fmt::format("{}{}", list.empty() ? "" : ", ", o.key);
       fail(key, fmt::format("unknown option of algorithm '{}'; expected {}", spec.name,
                             list.empty() ? "no options" : "one of: " + list));
     }
   }
+}
+
+const OptionSchema& AlgorithmOptions::schema(const std::string& key, OptionType type) const {
+  const OptionSchema* s = descriptor_.option(key);
+  if (!s || s->type != type) // a programming error: the factory reads what it did not declare
+    throw std::logic_error(fmt::format("algorithm '{}' reads option '{}' as a {}, which its "
+                                       "descriptor does not declare",
+                                       descriptor_.name, key, to_string(type)));
+  return *s;
+}
+
+double AlgorithmOptions::size_bytes(const std::string& key) const {
+  return size_bytes(key, hw::parse_size_bytes(std::string(schema(key, OptionType::size).fallback)));
+}
+
+long long AlgorithmOptions::integer(const std::string& key) const {
+  const auto& s = schema(key, OptionType::integer);
+  return integer(key, std::stoll(std::string(s.fallback)), static_cast<long long>(s.min),
+                 static_cast<long long>(s.max));
+}
+
+double AlgorithmOptions::number(const std::string& key) const {
+  const auto& s = schema(key, OptionType::number);
+  return number(key, std::stod(std::string(s.fallback)), s.min, s.max);
+}
+
+std::string AlgorithmOptions::choice(const std::string& key) const {
+  const auto& s = schema(key, OptionType::choice);
+  if (!has(key))
+    return std::string(s.fallback);
+  const std::string& v = spec_.options.at(key).value;
+  if (std::find(s.choices.begin(), s.choices.end(), v) == s.choices.end()) {
+    std::string list;
+    for (auto c : s.choices)
+      list += fmt::format("{}{}", list.empty() ? "" : ", ", c);
+    fail(key, fmt::format("expected one of {}, got '{}'", list, v));
+  }
+  return v;
+}
+
+long long AlgorithmOptions::integer_at_most(const std::string& key, long long max) const {
+  const auto& s = schema(key, OptionType::integer);
+  return integer(key, std::stoll(std::string(s.fallback)), static_cast<long long>(s.min), max);
+}
+
+bool AlgorithmOptions::flag(const std::string& key) const {
+  return flag(key, schema(key, OptionType::flag).fallback == "true");
 }
 
 void AlgorithmOptions::fail(const std::string& key, const std::string& what) const {
@@ -31,6 +78,10 @@ void AlgorithmOptions::fail(const std::string& key, const std::string& what) con
       fmt::format("{}: key 'algorithms.{}.{}': {}", where, spec_.name, key, what));
 }
 
+namespace {
+constexpr double kMaxOptionBytes = 1e15;
+} // namespace
+
 double AlgorithmOptions::size_bytes(const std::string& key, double fallback) const {
   if (!has(key))
     return fallback;
@@ -38,6 +89,10 @@ double AlgorithmOptions::size_bytes(const std::string& key, double fallback) con
     const double v = hw::parse_size_bytes(spec_.options.at(key).value);
     if (v <= 0)
       fail(key, "expected a size greater than 0");
+    // The scenario's size range (docs/SCENARIO.md): a bucket_cap of 1e7PB ran the simulation
+    // into 23 GB of memory (issue 26.3).
+    if (v > kMaxOptionBytes)
+      fail(key, fmt::format("'{}' is larger than 1 PB", spec_.options.at(key).value));
     return v;
   } catch (const hw::UnitError& e) {
     fail(key, e.what());

@@ -2,6 +2,7 @@
 // rules as the rest of the scenario: a bad or unknown option names the file, the line and the key.
 #pragma once
 
+#include "algorithms/descriptor.h"
 #include "scenario/scenario.h"
 
 #include <initializer_list>
@@ -13,9 +14,18 @@ namespace overlapsim {
 
 class AlgorithmOptions {
 public:
-  // Throws scenario::ScenarioError on an option outside `allowed`.
-  AlgorithmOptions(const scenario::AlgorithmSpec& spec,
-                   std::initializer_list<std::string_view> allowed);
+  // Throws scenario::ScenarioError on an option the descriptor does not declare.
+  AlgorithmOptions(const scenario::AlgorithmSpec& spec, const AlgorithmDescriptor& descriptor);
+
+  // The option as its descriptor declares it: default, range and choices from the schema (one
+  // place for each; `overlapsim algorithms` prints the same schema).
+  double size_bytes(const std::string& key) const;
+  long long integer(const std::string& key) const;
+  double number(const std::string& key) const;
+  std::string choice(const std::string& key) const;
+  bool flag(const std::string& key) const;
+  // An integer whose upper bound follows from another option (the schema's max is 0).
+  long long integer_at_most(const std::string& key, long long max) const;
 
   bool has(const std::string& key) const { return spec_.options.contains(key); }
   double size_bytes(const std::string& key, double fallback) const;
@@ -27,9 +37,14 @@ public:
   // fp32 | bf16 | fp16; unset when the entry does not give the key.
   std::optional<scenario::Dtype> dtype(const std::string& key) const;
 
+  // Below: a default or range that follows from other options (ACCO's cap from its minimum, a
+  // top_k from the compression); the schema's doc says so.
+
 private:
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+  const OptionSchema& schema(const std::string& key, OptionType type) const;
   const scenario::AlgorithmSpec& spec_;
+  const AlgorithmDescriptor& descriptor_;
 };
 
 } // namespace overlapsim

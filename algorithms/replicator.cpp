@@ -47,15 +47,15 @@ bool ReplicatorConfig::exchanges(int step) const {
 ReplicatorConfig replicator_config(const AlgorithmOptions& opts, bool with_kind) {
   ReplicatorConfig c;
   if (with_kind) {
-    const auto kind = opts.text("replicator", "demo", {"demo", "random", "striding", "diloco"});
+    const auto kind = opts.choice("replicator");
     c.kind = kind == "demo"       ? ReplicatorKind::demo
              : kind == "random"   ? ReplicatorKind::random
              : kind == "striding" ? ReplicatorKind::striding
                                   : ReplicatorKind::diloco;
   }
-  c.chunk = static_cast<int>(opts.integer("chunk", 64, 1, 1 << 12));
+  c.chunk = static_cast<int>(opts.integer("chunk"));
   const double block = static_cast<double>(c.chunk) * c.chunk;
-  c.compression = opts.number("compression", 1.0 / 16, 1e-9, 1.0);
+  c.compression = opts.number("compression");
   if (c.kind == ReplicatorKind::demo) {
     // The paper's compression rate for DeMo: top_k / chunk^2; an explicit top_k wins.
     const auto fallback =
@@ -63,11 +63,71 @@ ReplicatorConfig replicator_config(const AlgorithmOptions& opts, bool with_kind)
     c.top_k = static_cast<int>(opts.integer("top_k", fallback, 1, static_cast<long long>(block)));
     c.compression = c.top_k / block;
   }
-  c.decay = opts.number("decay", 0.999, 0.0, 1.0);
-  c.sign = opts.text("sign", "true", {"true", "false"}) == "true";
-  c.value_bytes = opts.text("value_dtype", "fp32", {"fp32", "bf16", "fp16"}) == "fp32" ? 4.0 : 2.0;
-  c.seed = static_cast<std::uint64_t>(opts.integer("seed", 42, 0, 1LL << 62));
+  c.decay = opts.number("decay");
+  c.sign = opts.flag("sign");
+  c.value_bytes = opts.choice("value_dtype") == "fp32" ? 4.0 : 2.0;
+  if (with_kind)
+    c.seed = static_cast<std::uint64_t>(opts.integer("seed"));
   return c;
+}
+
+std::vector<OptionSchema> replicator_options(bool with_kind) {
+  std::vector<OptionSchema> o;
+  if (with_kind) {
+    o.push_back({"replicator",
+                 OptionType::choice,
+                 "demo",
+                 0,
+                 0,
+                 {"demo", "random", "striding", "diloco"},
+                 "what the replicas of a shard exchange (DeToNATION Sec. 3)"});
+    o.push_back({"seed",
+                 OptionType::integer,
+                 "42",
+                 0,
+                 4611686018427387904.0,
+                 {},
+                 "random: the seed every replica draws the same indices from"});
+  }
+  o.push_back({"chunk",
+               OptionType::integer,
+               "64",
+               1,
+               4096,
+               {},
+               "DCT block side: blocks of chunk x chunk elements of the flat momentum"});
+  o.push_back({"top_k",
+               OptionType::integer,
+               "",
+               1,
+               0,
+               {},
+               "coefficients kept per block (default 32, or compression x chunk^2; at most "
+               "chunk^2); an explicit top_k wins over compression"});
+  o.push_back({"compression",
+               OptionType::number,
+               "0.0625",
+               1e-9,
+               1,
+               {},
+               "the fraction of elements sent per step (demo: top_k / chunk^2; diloco: a full "
+               "all-reduce every round(1 / compression) steps)"});
+  o.push_back({"decay",
+               OptionType::number,
+               "0.999",
+               0,
+               1,
+               {},
+               "decoupled momentum decay: m <- decay m + g"});
+  o.push_back({"sign", OptionType::flag, "true", 0, 0, {}, "DeMo-SGD applies sign(Q)"});
+  o.push_back({"value_dtype",
+               OptionType::choice,
+               "fp32",
+               0,
+               0,
+               {"fp32", "bf16", "fp16"},
+               "bytes per value on the wire (indices are int32)"});
+  return o;
 }
 
 double decoupled_state_bytes_per_param(ReplicatorKind kind, scenario::Dtype dtype) {

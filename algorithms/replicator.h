@@ -26,6 +26,8 @@ namespace overlapsim {
 // Reads replicator (when `with_kind`), compression, chunk, top_k, decay, sign, value_dtype and
 // seed from an algorithm entry; errors name the key.
 ReplicatorConfig replicator_config(const AlgorithmOptions& opts, bool with_kind);
+// The options replicator_config reads: DeMo's, and with the replicator kind FlexDeMo's.
+std::vector<OptionSchema> replicator_options(bool with_kind);
 
 // Bytes per parameter of the state a replicator keeps beside the parameters and gradients: the
 // fp32 master copy of 16-bit parameters (4, none for fp32) and the fp32 decoupled momentum (4,

@@ -13,13 +13,7 @@ namespace overlapsim {
 namespace {
 
 enum Signal : int { kReduce = 0, kReduced = 1 };
-constexpr long long kDefaultPeriod = 10;
-constexpr long long kDefaultFragments = 4;    // the paper's main runs use a handful of fragments
-constexpr long long kDefaultOverlapSteps = 1; // Sec. 2.3: tau = 1 already hides most of it
-constexpr double kDefaultAlpha = 0.5;         // Sec. 2.3: the mixing factor it settles on
-constexpr double kDefaultOuterLr = 0.7;       // DiLoCo Sec. 3
-constexpr double kDefaultOuterMomentum = 0.9; // DiLoCo Sec. 3
-constexpr double kOuterStateBytes = 4;        // fp32 anchor and momentum
+constexpr double kOuterStateBytes = 4; // fp32 anchor and momentum
 
 int offset(int p, int period, int fragments) {
   return p * period / fragments;
@@ -148,7 +142,7 @@ public:
   StreamingDiloco(std::string name, std::string where, const Options& o)
       : name_(std::move(name)), where_(std::move(where)), o_(o) {}
   std::string name() const override { return name_; }
-  UpdateKind update_kind() const override { return UpdateKind::local; }
+  int sync_period() const override { return o_.period; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {
     const auto layers = worker.scenario().model.spec.layers.size();
     if (static_cast<std::size_t>(o_.fragments) > layers)
@@ -177,17 +171,68 @@ std::vector<FragmentSync> streaming_sync_schedule(int total_steps, int period, i
 }
 
 std::unique_ptr<Algorithm> make_streaming_diloco(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(
-      spec, {"H", "fragments", "overlap_steps", "alpha", "outer_lr", "outer_momentum"});
+  const AlgorithmOptions opts(spec, streaming_diloco_descriptor());
   Options o;
-  o.period = static_cast<int>(opts.integer("H", kDefaultPeriod, 1, 1000000));
-  o.fragments = static_cast<int>(opts.integer("fragments", kDefaultFragments, 1, 1000000));
+  o.period = static_cast<int>(opts.integer("H"));
+  o.fragments = static_cast<int>(opts.integer("fragments"));
   // A fragment merges before its next sync starts (at the latest at the same step).
-  o.overlap = static_cast<int>(opts.integer("overlap_steps", kDefaultOverlapSteps, 0, o.period));
-  o.alpha = opts.number("alpha", kDefaultAlpha, 0, 1);
-  o.lr = opts.number("outer_lr", kDefaultOuterLr, 0, 100);
-  o.mu = opts.number("outer_momentum", kDefaultOuterMomentum, 0, 1);
+  o.overlap = static_cast<int>(opts.integer_at_most("overlap_steps", o.period));
+  o.alpha = opts.number("alpha");
+  o.lr = opts.number("outer_lr");
+  o.mu = opts.number("outer_momentum");
   return std::make_unique<StreamingDiloco>(spec.name, spec.where, o);
+}
+
+const AlgorithmDescriptor& streaming_diloco_descriptor() {
+  static const AlgorithmDescriptor d{
+      "streaming-diloco",
+      "Streaming DiLoCo: fragments synchronised in turn, overlapped with inner steps, merged",
+      "Douillard et al., Streaming DiLoCo, 2025, Algorithm 1",
+      UpdateKind::local,
+      true,
+      "#9467BD",
+      {{"H", OptionType::integer, "10", 1, 1000000, {}, "inner steps between a fragment's syncs"},
+       // The paper's main runs use a handful of fragments.
+       {"fragments",
+        OptionType::integer,
+        "4",
+        1,
+        1000000,
+        {},
+        "contiguous groups of layers, synchronised staggered by H / fragments (at most one per "
+        "layer)"},
+       // Sec. 2.3: tau = 1 already hides most of the all-reduce.
+       {"overlap_steps",
+        OptionType::integer,
+        "1",
+        0,
+        0,
+        {},
+        "inner steps a fragment's all-reduce overlaps (0 to H)"},
+       // Sec. 2.3: the mixing factor it settles on.
+       {"alpha",
+        OptionType::number,
+        "0.5",
+        0,
+        1,
+        {},
+        "merge: theta = alpha theta_local + (1 - alpha) theta_global"},
+       {"outer_lr",
+        OptionType::number,
+        "0.7",
+        0,
+        100,
+        {},
+        "outer Nesterov learning rate (DiLoCo Sec. 3)"},
+       {"outer_momentum",
+        OptionType::number,
+        "0.9",
+        0,
+        1,
+        {},
+        "outer Nesterov momentum (DiLoCo Sec. 3)"}},
+      make_streaming_diloco};
+  return d;
 }
 
 } // namespace overlapsim

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 
 #include <vector>
 
@@ -38,5 +39,7 @@ std::vector<FragmentSync> streaming_sync_schedule(int total_steps, int period, i
                                                   int overlap_steps);
 
 std::unique_ptr<Algorithm> make_streaming_diloco(const scenario::AlgorithmSpec& spec);
+
+const AlgorithmDescriptor& streaming_diloco_descriptor();
 
 } // namespace overlapsim

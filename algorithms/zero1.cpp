@@ -10,8 +10,6 @@ namespace {
 
 enum Signal : int { kBucketReady = 0, kGradsReduced = 1, kStepDone = 2, kParamsGathered = 3 };
 
-constexpr double kDefaultBucketCap = 25.0 * 1024 * 1024;
-
 class Zero1Program final : public WorkerProgram {
 public:
   Zero1Program(Worker& w, double bucket_cap) : w_(w) {
@@ -114,8 +112,27 @@ private:
 } // namespace
 
 std::unique_ptr<Algorithm> make_zero1(const scenario::AlgorithmSpec& spec) {
-  const AlgorithmOptions opts(spec, {"bucket_cap"});
-  return std::make_unique<Zero1>(spec.name, opts.size_bytes("bucket_cap", kDefaultBucketCap));
+  const AlgorithmOptions opts(spec, zero1_descriptor());
+  return std::make_unique<Zero1>(spec.name, opts.size_bytes("bucket_cap"));
+}
+
+const AlgorithmDescriptor& zero1_descriptor() {
+  static const AlgorithmDescriptor d{
+      "zero1",
+      "ZeRO stage 1: gradients reduce-scattered, each GPU steps its optimizer shard, all-gather",
+      "Rajbhandari et al., ZeRO, SC 2020",
+      UpdateKind::synchronous,
+      true,
+      "#8172B3",
+      {{"bucket_cap",
+        OptionType::size,
+        "25MiB",
+        0,
+        0,
+        {},
+        "gradient bytes per bucket (PyTorch's bucket_cap_mb = 25)"}},
+      make_zero1};
+  return d;
 }
 
 } // namespace overlapsim

@@ -6,9 +6,12 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "algorithms/descriptor.h"
 
 namespace overlapsim {
 
 std::unique_ptr<Algorithm> make_zero1(const scenario::AlgorithmSpec& spec);
+
+const AlgorithmDescriptor& zero1_descriptor();
 
 } // namespace overlapsim

@@ -2,8 +2,11 @@
 """A malformed-input campaign against `overlapsim run` (issue 15's "Done when").
 
 Mutates the shipped scenarios line by line (nasty values, deleted, duplicated and junk lines,
-truncation, re-indentation, unknown keys), runs each mutant with a time budget, and counts what a
-user must never see:
+truncation, re-indentation, unknown keys), runs each mutant with a time budget, then runs a fixed
+set of targeted cases (issue 26): YAML alias cycles and deep nesting, special files (/dev/zero,
+/dev/urandom, a FIFO, a directory, as the scenario and as the files it names), huge sizes and
+counts (bucket_cap: 1e7PB, a billion layers or steps) under an address-space limit, fractional
+counts, and values of 10 MB. It counts what a user must never see:
   signal      the process died of a signal (or exit status >= 128)
   abort       stderr shows an abort inside the simulation (SimGrid CRITICAL, terminate, bad_alloc)
               or a sanitizer finding (AddressSanitizer, UBSan's "runtime error")
@@ -11,11 +14,14 @@ user must never see:
   partial     a failed run left files in its output directory
   unclear     a failed run's error names neither the scenario file with a line nor a key
   bad-output  a successful run's summary.json is missing, unparsable or holds non-finite times
+  flood       stderr over 64 KiB (an error echoing a whole 10 MB value)
+  accepted    a targeted case that must be refused ran instead
+  lost        a user's file in --out was changed or deleted (look-alike outputs, issue 26.1)
 Prints one line per problem (up to --show), then the counts. Exit status 0 (a benchmark), or with
 --strict 1 when there was any problem (scripts/sanitize.sh, in CI, on the sanitizer build).
 
   python3 bench/fuzz_scenarios.py [--cases 500] [--seed 1] [--timeout 20] [--jobs 2]
-      [--binary build/overlapsim] [--strict]
+      [--binary build/overlapsim] [--memory-limit 4096] [--no-targeted] [--strict]
 """
 import argparse
 import concurrent.futures
@@ -24,6 +30,7 @@ import math
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -74,29 +81,142 @@ def mutate(lines, rng):
     return lines, kind
 
 
-def run_case(args, case, text, workdir):
-    scenario = os.path.join(workdir, f"case{case}.yaml")
+# A small valid scenario that the targeted cases change in one place.
+BASE = """name: fuzz-base
+cluster:
+  nodes: 2
+  gpus_per_node: 1
+  gpu: a100-80gb
+  inter_node: {bandwidth: 10Gb/s, latency: 5us}
+model:
+  layers:
+    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}
+training: {micro_batch: 2, seq_len: 128, steps: 2}
+algorithms: [ddp]
+"""
+TEN_MB = "a" * (10 * 1024 * 1024)
+
+
+def targeted_cases(workdir):
+    """(class, text or None, path to run or None, memory-limited, must fail) for issue 26."""
+    def base(old, new):
+        assert old in BASE, old
+        return BASE.replace(old, new)
+    fifo = os.path.join(workdir, "fifo.yaml")
+    os.mkfifo(fifo)
+    fifo_tsv = os.path.join(workdir, "fifo.tsv")
+    os.mkfifo(fifo_tsv)
+    laughs = "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 10))
+    cases = [
+        ("alias-cycle", BASE + "a: &a [*a]\n", None, False, True),
+        ("alias-cycle", BASE + "a: &a {k: *a}\n", None, False, True),
+        ("alias-cycle", base("  gpus_per_node: 1\n", "  gpus_per_node: 1\n  stragglers: &s [*s]\n"),
+         None, False, True),
+        ("alias-cycle", base("algorithms: [ddp]", "algorithms: &g [ddp, *g]"), None, False, True),
+        ("deep-nesting", BASE + "x: " + "[" * 1000 + "]" * 1000 + "\n", None, False, True),
+        ("deep-nesting", BASE + "x: " + "[" * 100000 + "\n", None, False, True),
+        ("alias-bomb", BASE + "l0: &l0 [x]\n" + laughs, None, False, True),
+        ("special-file", None, "/dev/zero", False, True),
+        ("special-file", None, "/dev/urandom", False, True),
+        ("special-file", None, "/dev/null", False, True),
+        ("special-file", None, fifo, False, True),
+        ("special-file", None, workdir, False, True),
+        ("special-file", base("model:\n  layers:", "model:\n  profile: /dev/zero\n  layers:"),
+         None, False, True),
+        ("special-file", base("  layers:\n    - {name: block, params: 2M, fwd_flops_per_sample: 20G, "
+                              "repeat: 4}", f"  profile: {fifo_tsv}"), None, False, True),
+        ("special-file", base("steps: 2}", f"steps: 2, loss_curve: {fifo}}}"), None, False, True),
+        ("special-file", base("  gpu: a100-80gb\n", "  gpu: a100-80gb\n  calibration: /dev/urandom\n"),
+         None, False, True),
+    ]
+    huge = [
+        ("algorithms: [ddp]", "algorithms: [{name: ddp, bucket_cap: 1e7PB}]"),
+        ("algorithms: [ddp]", "algorithms: [{name: zero1, bucket_cap: 1e7PB}]"),
+        ("algorithms: [ddp]", "algorithms: [{name: fsdp, wrap: 1e7PB}]"),
+        ("algorithms: [ddp]", "algorithms: [{name: local-sgd, H: 1000000000}]"),
+        ("algorithms: [ddp]", "algorithms: [{name: streaming-diloco, fragments: 1000000000}]"),
+        ("algorithms: [ddp]", "algorithms: [{name: ddp, bucket_cap: 1e300B}]"),
+        ("repeat: 4", "repeat: 1000000000"),
+        ("params: 2M", "params: 1e30"),
+        ("nodes: 2", "nodes: 1000000000"),
+        ("nodes: 2\n  gpus_per_node: 1", "nodes: 1048576\n  gpus_per_node: 1024"),
+        ("micro_batch: 2", "micro_batch: 1000000000"),
+        ("seq_len: 128", "seq_len: 1000000000"),
+        ("steps: 2", "steps: 1000000000"),
+        ("steps: 2", "steps: 2, grad_accum: 1000000000"),
+        ("  gpu: a100-80gb", "  gpu: {preset: a100-80gb, memory: 1e7PB}"),
+        ("model:\n  layers:\n    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}",
+         "model: {preset: transformer, vocab: 1e12, d_model: 64, n_layers: 1000000000, n_heads: 1}"),
+        ("model:\n  layers:\n    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}",
+         "model: {preset: mlp, width: 1e9, depth: 1000000000}"),
+    ]
+    cases += [("huge", base(old, new), None, True, True) for old, new in huge]
+    fractions = [
+        ("model:\n  layers:\n    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}",
+         "model: {preset: transformer, vocab: 1000, d_model: 64, n_layers: 2, n_heads: 1, d_ff: 1.5}"),
+        ("model:\n  layers:\n    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}",
+         "model: {preset: transformer, vocab: 1000.5, d_model: 64, n_layers: 2, n_heads: 1}"),
+        ("params: 2M", "params: 1.5"),
+        ("nodes: 2", "nodes: 2.5"),
+    ]
+    cases += [("fraction", base(old, new), None, False, True) for old, new in fractions]
+    long_values = [
+        ("gpu: a100-80gb", f"gpu: {TEN_MB}"),
+        ("bandwidth: 10Gb/s", f"bandwidth: {TEN_MB}"),
+        ("algorithms: [ddp]", f"algorithms: [{{name: ddp, bucket_cap: {TEN_MB}}}]"),
+        ("algorithms: [ddp]", f"algorithms: [{{name: {TEN_MB}, label: x}}]"),
+        ("algorithms: [ddp]", f"algorithms: [{TEN_MB}]"),
+        ("training:", f"? {TEN_MB}\n: 1\ntraining:"),  # a key (YAML's plain keys stop at 1024)
+        ("steps: 2}", f"steps: 2, loss_curve: {TEN_MB}}}"),
+    ]
+    cases += [("long-value", base(old, new), None, False, True) for old, new in long_values]
+    return cases
+
+
+def run_case(args, case, text, workdir, path=None, memory_limited=False, must_fail=False):
+    scenario = path or os.path.join(workdir, f"case{case}.yaml")
     out = os.path.join(workdir, f"out{case}")
-    with open(scenario, "w", encoding="utf-8", errors="surrogateescape") as f:
-        f.write(text)
+    if path is None:
+        with open(scenario, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+    limit = args.memory_limit * 1024 * 1024
+
+    def preexec():  # in the child: its address space (and its children's) stays under the limit
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    env, limited = None, memory_limited
+    if memory_limited and args.asan:
+        # ASan reserves terabytes of address space for its shadow: RLIMIT_AS would stop it before
+        # main. Its own resident-memory limit ends the process with a report instead.
+        env = dict(os.environ)
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
+                                                     f"hard_rss_limit_mb={args.memory_limit}"]))
+        limited = False
     try:
         p = subprocess.run([args.binary, "run", scenario, "--out", out, "--no-plots",
-                            "--no-progress"], capture_output=True, timeout=args.timeout)
+                            "--no-progress"], capture_output=True, timeout=args.timeout,
+                           stdin=subprocess.DEVNULL, env=env,
+                           preexec_fn=preexec if limited else None)
         rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
-        return "hang", f"case{case}.yaml", ""
+        shutil.rmtree(out, ignore_errors=True)
+        return "hang", os.path.basename(scenario), ""
     problems = []
     if rc < 0 or rc >= 128:
         problems.append("signal")
     if re.search(r"CRITICAL|terminate called|bad_alloc|Aborted|core dumped|AddressSanitizer|runtime error:", err):
         problems.append("abort")
+    if len(err) > 64 * 1024:
+        problems.append("flood")
     if rc != 0:
         if os.path.isdir(out) and os.listdir(out):
             problems.append("partial")
+        # A scenario that cannot be read at all is named by its path; one that can, by file:line.
         named = re.search(re.escape(os.path.basename(scenario)) + r":\d+", err) or \
-            re.search(r"key '", err)
+            re.search(r"key '", err) or (path is not None and path in err)
         if not named:
             problems.append("unclear")
+    elif must_fail:
+        problems.append("accepted")
     else:
         try:
             with open(os.path.join(out, "summary.json")) as f:
@@ -107,9 +227,67 @@ def run_case(args, case, text, workdir):
         except (OSError, ValueError, KeyError, TypeError):
             problems.append("bad-output")
     shutil.rmtree(out, ignore_errors=True)
+    if path is None:
+        os.remove(scenario)
+    first_line = err.strip().splitlines()[0] if err.strip() else f"exit {rc}"
+    return ",".join(problems) or ("ok" if rc == 0 else "rejected"), os.path.basename(scenario), \
+        first_line
+
+
+# Output directories holding a user's files that look like overlapsim's (issue 26.1): a run must
+# refuse each and leave every file byte-identical. None means "the files of a real previous run",
+# written first; the other entries are then added or overwritten.
+LOOKALIKE_CASES = [
+    ("photos", {"holiday.png": b"x", "trace-mine.json": b"x", "loss.csv": b"x"}),
+    ("draft", {"draft.tmp.docx": b"my thesis"}),
+    ("summary-only", {"summary.json": b'{"results": []}', "summary.csv": b"a,b\n"}),
+    ("forged-manifest", {".overlapsim-outputs.json":
+                         b'{"tool": "overlapsim", "files": [{"name": "holiday.png", "bytes": 1, '
+                         b'"crc32": 0}]}', "holiday.png": b"x"}),
+    ("previous-run-plus-file", {None: b"", "notes.md": b"mine"}),
+    ("previous-run-edited", {None: b"", "report.md": b"my edits"}),
+]
+
+
+def run_lookalike(args, case, name, files, workdir):
+    """Runs BASE into a directory of a user's look-alike files; anything but a refusal that leaves
+    every file as it was is a problem."""
+    scenario = os.path.join(workdir, f"case{case}.yaml")
+    out = os.path.join(workdir, f"out{case}")
+    with open(scenario, "w") as f:
+        f.write(BASE)
+    command = [args.binary, "run", scenario, "--out", out, "--no-plots", "--no-progress"]
+    if None in files:
+        subprocess.run(command, capture_output=True, timeout=args.timeout, stdin=subprocess.DEVNULL)
+    os.makedirs(out, exist_ok=True)
+    for file, content in files.items():
+        if file is not None:
+            with open(os.path.join(out, file), "wb") as f:
+                f.write(content)
+    before = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
+    try:
+        p = subprocess.run(command, capture_output=True, timeout=args.timeout,
+                           stdin=subprocess.DEVNULL)
+        rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        rc, err = None, ""
+    after = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)} \
+        if os.path.isdir(out) else {}
+    problems = []
+    if rc is None:
+        problems.append("hang")
+    elif rc < 0 or rc >= 128:
+        problems.append("signal")
+    if any(after.get(f) != content for f, content in before.items()):
+        problems.append("lost")
+    elif rc == 0:
+        problems.append("accepted")
+    elif rc is not None and out not in err:
+        problems.append("unclear")
+    shutil.rmtree(out, ignore_errors=True)
     os.remove(scenario)
     first_line = err.strip().splitlines()[0] if err.strip() else f"exit {rc}"
-    return ",".join(problems) or ("ok" if rc == 0 else "rejected"), f"case{case}.yaml", first_line
+    return ",".join(problems) or "rejected", name, first_line
 
 
 def main():
@@ -120,12 +298,18 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--show", type=int, default=20)
     ap.add_argument("--binary", default="build/overlapsim")
+    ap.add_argument("--memory-limit", type=int, default=4096, metavar="MiB",
+                    help="address-space limit of the huge-size cases (default 4096 MiB)")
+    ap.add_argument("--no-targeted", action="store_true",
+                    help="run only the mutants, not the targeted cases of issue 26")
     ap.add_argument("--strict", action="store_true", help="exit 1 when any mutant shows a problem")
     args = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(root)
     if not os.access(args.binary, os.X_OK):
         sys.exit(f"build first: {args.binary} is missing")
+    with open(args.binary, "rb") as f:
+        args.asan = b"__asan_init" in f.read()
     seeds = sorted(os.path.join("scenarios", f) for f in os.listdir("scenarios")
                    if f.endswith(".yaml"))
     rng = random.Random(args.seed)
@@ -143,8 +327,16 @@ def main():
             kinds.append(kind)
         cases.append((case, "\n".join(lines) + "\n", "+".join(kinds)))
     counts, shown = {}, 0
+    targeted = [] if args.no_targeted else targeted_cases(workdir)
+    lookalikes = [] if args.no_targeted else LOOKALIKE_CASES
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run_case, args, c, text, workdir): kind for c, text, kind in cases}
+        for i, (kind, text, path, limited, must_fail) in enumerate(targeted):
+            futures[pool.submit(run_case, args, args.cases + i, text, workdir, path, limited,
+                                must_fail)] = kind
+        for i, (name, files) in enumerate(lookalikes):
+            futures[pool.submit(run_lookalike, args, args.cases + len(targeted) + i, name, files,
+                                workdir)] = "look-alike"
         for fut in concurrent.futures.as_completed(futures):
             verdict, name, message = fut.result()
             for v in verdict.split(","):
@@ -153,9 +345,11 @@ def main():
                 shown += 1
                 print(f"{verdict:12} {futures[fut]:28} {name}: {message[:150]}")
     shutil.rmtree(workdir, ignore_errors=True)
-    print(f"# {args.cases} mutants of {len(seeds)} scenarios, seed {args.seed}, "
-          f"budget {args.timeout:g} s")
-    problems = ["signal", "abort", "hang", "partial", "unclear", "bad-output"]
+    print(f"# {args.cases} mutants of {len(seeds)} scenarios, seed {args.seed}, and "
+          f"{len(targeted) + len(lookalikes)} targeted cases; budget {args.timeout:g} s, huge sizes under "
+          f"{args.memory_limit} MiB of {'resident memory (ASan)' if args.asan else 'address space'}")
+    problems = ["signal", "abort", "hang", "partial", "unclear", "bad-output", "flood", "accepted",
+                "lost"]
     for key in ["ok", "rejected"] + problems:
         print(f"{key:12} {counts.get(key, 0)}")
     if args.strict and any(counts.get(key, 0) for key in problems):

@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include "cli/algorithms_command.h"
 #include "cli/collective_command.h"
 #include "cli/plots.h"
 #include "cli/presets_command.h"
@@ -130,6 +131,7 @@ void add_commands(CLI::App& app) {
       ->delimiter(',');
   validate->add_option("--set", val->overrides, "Override a scenario key: key.path=value");
   validate->add_flag("!--no-plots", val->plots, "Do not draw PNG plots");
+  validate->add_flag("!--no-progress", val->progress, "Do not print a progress bar");
   validate->callback([val] { g_exit_code = validate_command(*val); });
 
   auto prof = std::make_shared<ProfileOptions>();
@@ -189,6 +191,9 @@ void add_commands(CLI::App& app) {
   sweep->add_flag("!--no-plots", sw->plots, "Do not draw PNG plots");
   sweep->add_flag("!--no-progress", sw->progress, "Do not print a progress bar");
   sweep->add_flag("--force", sw->force, "Run points even past the work budget");
+  sweep->add_option("--max-memory", sw->max_memory,
+                    "Refuse a sweep whose estimated memory (its largest point x the points run at "
+                    "once) exceeds this (default: the memory available now)");
   sweep->callback([sw] { g_exit_code = sweep_command(*sw); });
 
   auto merge_out = std::make_shared<std::string>();
@@ -203,6 +208,12 @@ void add_commands(CLI::App& app) {
       "presets", "List the GPU, link and model presets a scenario can name, with their numbers");
   presets->add_flag("--json", *presets_json, "Print JSON");
   presets->callback([presets_json] { g_exit_code = presets_command(*presets_json); });
+
+  auto algorithms_json = std::make_shared<bool>(false);
+  auto* algorithms = app.add_subcommand(
+      "algorithms", "List the algorithms a scenario can name, with their options and papers");
+  algorithms->add_flag("--json", *algorithms_json, "Print JSON");
+  algorithms->callback([algorithms_json] { g_exit_code = algorithms_command(*algorithms_json); });
 
   auto plot_dir = std::make_shared<std::string>();
   auto* plot = app.add_subcommand("plot", "(Re)draw the plots of an output directory");

@@ -66,7 +66,14 @@ nlohmann::ordered_json presets_json() {
       models.push_back({{"name", name},
                         {"kind", "resnet"},
                         {"params", hw::resnet50_model().total_params()},
-                        {"layers", hw::resnet50_model().layers.size()}});
+                        {"layers", hw::resnet50_model().layers.size()},
+                        {"about", "ResNet-50 at 224x224"}});
+    else if (name == "vit-b16")
+      models.push_back({{"name", name},
+                        {"kind", "vit"},
+                        {"params", hw::vit_model(name, hw::vit_b16_dims()).total_params()},
+                        {"layers", hw::vit_model(name, hw::vit_b16_dims()).layers.size()},
+                        {"about", "ViT-B/16 at 224x224, 197 tokens"}});
   }
   return {{"gpus", gpus}, {"links", links}, {"models", models}};
 }
@@ -87,6 +94,11 @@ std::string presets_text() {
                        g["memory_bytes"].get<double>() / 1e9,
                        g["hbm_bandwidth_Bps"].get<double>() / 1e12, g["efficiency"].get<double>(),
                        g["comm_interference"].get<double>(), g["sms"].get<int>());
+  // Issue 27.6: the roofline prices transformers, ResNet-50 and ViT-B/16 per op at their own
+  // efficiencies; the flat MFU scales only layers priced by their FLOPs.
+  out += "  MFU (cluster.gpu.efficiency) prices layers by their FLOPs (model.compute: flops, a "
+         "'layers' list,\n  preset mlp); the roofline (the default for transformers, resnet-50, "
+         "vit-b16) and measured\n  times (model.profile, cluster.calibration) do not use it.\n";
   out += "\nLink presets (cluster.intra_node, cluster.inter_node)\n";
   out += fmt::format("  {:<16} {:>12} {:>12} {:>10} {:>9}\n", "name", "bandwidth", "line rate",
                      "efficiency", "latency");
@@ -109,9 +121,9 @@ std::string presets_text() {
           m["d_ff"].get<double>(), m["vocab"].get<double>(), m["max_positions"].get<double>(),
           m["mlp"].get<std::string>());
     else
-      out += fmt::format("  {:<14} {:>8.1f}M {:>7}  (ResNet-50 at 224x224)\n",
-                         m["name"].get<std::string>(), m["params"].get<double>() / 1e6,
-                         m["layers"].get<std::size_t>());
+      out += fmt::format("  {:<14} {:>8.1f}M {:>7}  ({})\n", m["name"].get<std::string>(),
+                         m["params"].get<double>() / 1e6, m["layers"].get<std::size_t>(),
+                         m["about"].get<std::string>());
   }
   out += "  transformer, gpt-tiny: dimensions from the scenario; mlp: width and depth from the "
          "scenario\n";

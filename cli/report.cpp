@@ -184,6 +184,8 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
                                 hw::format_count(s.model.spec.total_params()),
                                 s.training.micro_batch, s.training.seq_len, s.training.steps);
   out += "Network: " + network_summary(s) + ".\n\n";
+  for (const auto& w : s.warnings)
+    out += fmt::format("Warning: {}\n\n", w);
   std::vector<SummaryRow> ran; // the rows with metrics; failed algorithms are listed apart
   for (const auto& r : rows)
     if (r.error.empty())
@@ -221,15 +223,17 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
                        hw::format_time(cp["busy_s"].get<double>()));
     std::string parts;
     for (const auto& [cat, sec] : cp["by_category"].items())
-      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", cat,
-                           hw::format_time(sec.get<double>()));
+      if (sec.get<double>() >= 1e-6)
+        parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", cat,
+                             hw::format_time(sec.get<double>()));
     if (!parts.empty())
       out += fmt::format(" By kind: {}.", parts);
     out += "\n\nLargest contributions:\n\n";
     for (const auto& op : cp["top"])
-      out += fmt::format("- {} on GPU {} ({}): {}\n", op["name"].get<std::string>(),
-                         op["gpu"].get<int>(), op["category"].get<std::string>(),
-                         hw::format_time(op["seconds"].get<double>()));
+      if (op["seconds"].get<double>() >= 1e-6) // sub-microsecond entries say nothing (27.9)
+        out += fmt::format("- {} on GPU {} ({}): {}\n", op["name"].get<std::string>(),
+                           op["gpu"].get<int>(), op["category"].get<std::string>(),
+                           hw::format_time(op["seconds"].get<double>()));
   }
   return out;
 }

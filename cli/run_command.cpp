@@ -1,6 +1,8 @@
 #include "cli/run_command.h"
 
 #include "algorithms/algorithm.h"
+#include "algorithms/registry.h"
+#include "algorithms/sync_period.h"
 #include "cli/plots.h"
 #include "cli/progress_bar.h"
 #include "cli/report.h"
@@ -56,7 +58,13 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   if (const auto spec = std::find_if(s.algorithms.begin(), s.algorithms.end(),
                                      [&](const auto& a) { return a.label == algorithm; });
       spec != s.algorithms.end())
-    row.extra["update"] = std::string(to_string(make_algorithm(*spec)->update_kind()));
+    if (const auto* d = find_algorithm(spec->name)) {
+      row.extra["update"] = std::string(to_string(d->update));
+      // Its own colour in every plot; a second entry of the same algorithm (another label)
+      // takes a spare one there.
+      if (spec->label == spec->name)
+        row.extra["colour"] = std::string(d->colour);
+    }
   auto all_warnings = warnings;
   if (row.metrics.peak_memory_bytes > s.cluster.gpu.memory_bytes)
     all_warnings.push_back(
@@ -66,6 +74,11 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   if (!all_warnings.empty())
     row.extra["warnings"] = all_warnings;
   return row;
+}
+
+void print_scenario_warnings(const scenario::Scenario& scenario) {
+  for (const auto& w : scenario.warnings)
+    std::fprintf(stderr, "warning: %s\n", w.c_str());
 }
 
 void select_algorithms(scenario::Scenario& scenario, const std::vector<std::string>& names) {
@@ -95,9 +108,10 @@ void select_algorithms(scenario::Scenario& scenario, const std::vector<std::stri
 
 std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool progress,
                                       std::vector<sim::SimulationResult>* results) {
-  // Every algorithm is built once here so that a bad name or option fails before any simulation.
+  // Every algorithm is built once here so that a bad name or option, or a window shorter than its
+  // period, fails before any simulation.
   for (const auto& a : scenario.algorithms)
-    make_algorithm(a);
+    with_measured_steps(scenario, a);
   std::vector<SummaryRow> rows;
   double ddp_throughput = 0;
   bool ddp_listed = false;
@@ -105,9 +119,12 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
     // An algorithm that cannot run (an infeasible setting, a failed simulation) gets a row with
     // its error; the others still run.
     try {
+      std::vector<std::string> warnings;
+      const auto windowed = with_measured_steps(scenario, a, &warnings);
       auto result =
-          sim::simulate(scenario, a, progress ? make_progress(a.label) : sim::ProgressFn{});
-      rows.push_back(make_row(scenario, a.label, result.trace, result.warnings));
+          sim::simulate(windowed, a, progress ? make_progress(a.label) : sim::ProgressFn{});
+      warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
+      rows.push_back(make_row(windowed, a.label, result.trace, warnings));
       if (results)
         results->push_back(std::move(result));
     } catch (const std::exception& e) {
@@ -202,6 +219,7 @@ int run_command(const RunOptions& options) {
     if (!options.out.empty())
       scenario.output.dir = options.out;
     select_algorithms(scenario, options.algorithms);
+    print_scenario_warnings(scenario);
     check_work_budget(scenario, options.force);
     check_memory_budget(scenario,
                         options.max_memory.empty() ? 0 : parse_max_memory(options.max_memory));

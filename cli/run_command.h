@@ -1,8 +1,8 @@
 // `overlapsim run`: simulate every algorithm of a scenario and write summary, traces and plots.
 #pragma once
 
-#include "sim/sim_runtime.h"
 #include "scenario/scenario.h"
+#include "sim/sim_runtime.h"
 #include "trace/summary.h"
 
 #include <string>
@@ -18,7 +18,7 @@ struct RunOptions {
   bool progress = true;
   bool plots = true;
   bool print_table = true;
-  bool force = false; // run past the work budget (cli/work_budget.h)
+  bool force = false;     // run past the work budget (cli/work_budget.h)
   std::string max_memory; // --max-memory (default: the memory available now)
 };
 
@@ -39,6 +39,9 @@ int run_command(const RunOptions& options);
 
 // Applies --algorithms (a subset of the scenario's entries, or any registered name) to a scenario.
 void select_algorithms(scenario::Scenario& scenario, const std::vector<std::string>& names);
+
+// "warning: ..." on stderr for each key the scenario writes to no effect (Scenario::warnings).
+void print_scenario_warnings(const scenario::Scenario& scenario);
 
 std::string format_table(const std::vector<SummaryRow>& rows);
 

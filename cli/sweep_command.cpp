@@ -1,11 +1,15 @@
 #include "cli/sweep_command.h"
 
 #include "algorithms/algorithm.h"
+#include "algorithms/sync_period.h"
 #include "cli/plots.h"
+#include "cli/progress_bar.h"
 #include "cli/run_command.h"
 #include "cli/work_budget.h"
-#include "sim/child_process.h"
+#include "hw/units.h"
 #include "scenario/loader.h"
+#include "scenario/user_file.h"
+#include "sim/child_process.h"
 #include "trace/output_stage.h"
 #include "trace/summary.h"
 
@@ -16,15 +20,18 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <list>
 #include <map>
+#include <optional>
 #include <poll.h>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <utility>
 
@@ -89,20 +96,16 @@ std::pair<int, int> parse_shard(const std::string& text, bool one_based) {
   return {i, n};
 }
 
-// The rows of one point, with the varied keys as their first columns.
-std::vector<ordered_json> point_rows(const scenario::Scenario& scenario, const SweepPoint& p) {
-  std::vector<ordered_json> rows;
-  for (const auto& row : simulate_rows(scenario, /*progress=*/false)) {
-    ordered_json j;
-    for (const auto& [key, value] : p.values)
-      j[key] = value;
-    const ordered_json full = to_json(row);
-    for (auto it = full.begin(); it != full.end(); ++it)
-      j[it.key()] = it.value();
-    j["point"] = p.index;
-    rows.push_back(std::move(j));
-  }
-  return rows;
+// A summary row of point `p`: the varied keys first, then the row's fields, then `point`.
+ordered_json sweep_row(const SweepPoint& p, const SummaryRow& row) {
+  ordered_json j;
+  for (const auto& [key, value] : p.values)
+    j[key] = value;
+  const ordered_json full = to_json(row);
+  for (auto it = full.begin(); it != full.end(); ++it)
+    j[it.key()] = it.value();
+  j["point"] = p.index;
+  return j;
 }
 
 // An owned file descriptor.
@@ -136,90 +139,133 @@ struct Child {
   sim::ChildProcess process;
   Fd ready;
   const SweepPoint* point;
+  const scenario::Scenario* scenario;
 };
 
-Child spawn(const scenario::Scenario& scenario, const SweepPoint& p) {
+Child spawn(const scenario::Scenario& scenario, const SweepPoint& p, const PointBody& body) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
   Fd read_end(fds[0]);
   Fd write_end(fds[1]);
-  sim::ChildProcess process([&scenario, &p, r = fds[0], w = fds[1]] {
+  sim::ChildProcess process([&scenario, &p, &body, r = fds[0], w = fds[1]] {
     ::close(r);
     // Written on return and on a throw alike; the reply follows through ChildProcess's pipe.
     struct Notify {
       int fd;
       ~Notify() { [[maybe_unused]] const auto n = ::write(fd, "1", 1); }
     } notify{w};
-    return ordered_json(point_rows(scenario, p)).dump();
+    return body ? body(scenario, p) : simulate_point(scenario, p);
   });
-  return Child{std::move(process), std::move(read_end), &p};
+  return Child{std::move(process), std::move(read_end), &p, &scenario};
 }
 
+// Why a child's reply is not its point's rows, or "": a JSON list with a row per algorithm of the
+// scenario, in its order, each naming the point. Only a damaged process sends anything else, but
+// the rows are written as they come, so a reply of another shape must not reach the summary.
+std::string reply_problem(const ordered_json& reply, const scenario::Scenario& s, int point) {
+  if (!reply.is_array() || reply.size() != s.algorithms.size())
+    return fmt::format("expected a list of {} rows", s.algorithms.size());
+  for (std::size_t i = 0; i < reply.size(); ++i) {
+    const auto& r = reply[i];
+    if (!r.is_object() || r.value("algorithm", ordered_json()) != s.algorithms[i].label ||
+        r.value("point", ordered_json()) != point)
+      return fmt::format("row {}: expected the row of point {}, {}", i, point,
+                         s.algorithms[i].label);
+  }
+  return "";
+}
+
+// A point's rows; a point whose process failed (died of a signal, aborted, ended with a non-zero
+// status, threw, or sent an unreadable reply) gets an error row per algorithm, as `run` gives an
+// algorithm that cannot run (issue 26.9).
 std::vector<ordered_json> collect(Child& c) {
-  std::string reply;
+  std::string failure;
   try {
-    reply = c.process.collect();
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("{}: {}", describe(*c.point), e.what()));
+    const std::string reply = c.process.collect();
+    auto parsed = ordered_json::parse(reply, nullptr, /*allow_exceptions=*/false);
+    failure =
+        parsed.is_discarded() ? "not JSON" : reply_problem(parsed, *c.scenario, c.point->index);
+    if (failure.empty())
+      return parsed.get<std::vector<ordered_json>>();
+    failure =
+        fmt::format("the process sent an unreadable reply ({}): {}", failure, reply.substr(0, 80));
+  } catch (const std::exception& e) {
+    failure = e.what();
   }
   std::vector<ordered_json> rows;
-  for (auto& r : ordered_json::parse(reply))
-    rows.push_back(std::move(r));
+  for (const auto& a : c.scenario->algorithms) {
+    SummaryRow failed;
+    failed.algorithm = a.label;
+    failed.workers = c.scenario->cluster.world_size();
+    failed.error = fmt::format("{}: {}", describe(*c.point), failure);
+    rows.push_back(sweep_row(*c.point, failed));
+  }
   return rows;
 }
 
-// A progress bar with an ETA on stderr: redrawn in place on a terminal, a line every 5 s (and a
-// last one) otherwise, so that a batch job's log stays short.
-class Progress {
-public:
-  Progress(std::size_t total, bool enabled)
-      : total_(total), enabled_(enabled), tty_(::isatty(STDERR_FILENO) != 0) {}
-
-  void update(std::size_t done, bool final = false) {
-    if (!enabled_)
-      return;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    if (!final && !tty_ && elapsed - last_ < 5)
-      return;
-    last_ = elapsed;
-    const std::size_t width = 30;
-    const std::size_t filled = total_ ? width * done / total_ : width;
-    const std::string eta =
-        done ? fmt::format("~{:.0f} s left",
-                           elapsed * static_cast<double>(total_ - done) / static_cast<double>(done))
-             : "ETA after the first point";
-    std::fprintf(stderr, "%s[%s%s] %zu/%zu points, %.1f s elapsed, %s%s", tty_ ? "\r" : "",
-                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done,
-                 total_, elapsed, eta.c_str(), tty_ && !final ? "\x1b[K" : "\n");
-    std::fflush(stderr);
+// The printed table of a sweep (issue 27.4): a line per point and algorithm with the varied values,
+// iteration time, speedup and samples per step, so a speedup bought with a larger batch shows;
+// a warning when an algorithm's steps hold more than twice DDP's samples at the same point.
+std::string format_sweep_table(const std::vector<ordered_json>& rows,
+                               const std::vector<std::string>& keys) {
+  const auto number = [](const ordered_json& row, const char* key) {
+    return row.contains(key) && row[key].is_number() ? row[key].get<double>() : 0.0;
+  };
+  std::string out = fmt::format("{:>5} ", "point");
+  for (const auto& k : keys)
+    out += fmt::format("{:>14} ", k.substr(k.rfind('.') + 1));
+  out += fmt::format("{:<16} {:>10} {:>9} {:>12}\n", "algorithm", "iteration", "speedup",
+                     "samples/step");
+  std::map<int, double> ddp_samples;
+  for (const auto& r : rows)
+    if (r.value("algorithm", "") == "ddp" && !r.contains("error"))
+      ddp_samples[r["point"].get<int>()] = number(r, "samples_per_step");
+  std::string warnings;
+  for (const auto& r : rows) {
+    const int point = r["point"].get<int>();
+    out += fmt::format("{:>5} ", point);
+    for (const auto& k : keys)
+      out += fmt::format("{:>14} ", r.contains(k) ? r[k].get<std::string>() : "");
+    const std::string algorithm = r.value("algorithm", "");
+    if (r.contains("error")) {
+      out += fmt::format("{:<16} error: {}\n", algorithm, r["error"].get<std::string>());
+      continue;
+    }
+    const double samples = number(r, "samples_per_step");
+    out += fmt::format("{:<16} {:>10} {:>8.3f}x {:>12.0f}\n", algorithm,
+                       hw::format_time(number(r, "iteration_time_s")), number(r, "speedup_vs_ddp"),
+                       samples);
+    if (const auto d = ddp_samples.find(point);
+        d != ddp_samples.end() && d->second > 0 && samples > 2 * d->second)
+      warnings += fmt::format("warning: point {}, {}: {:.0f} samples a step, {:.1f}x DDP's {:.0f}: "
+                              "its speedup is bought with a larger batch\n",
+                              point, algorithm, samples, samples / d->second, d->second);
   }
+  return out + warnings;
+}
 
-private:
-  std::size_t total_;
-  bool enabled_;
-  bool tty_;
-  Clock::time_point start_ = Clock::now();
-  double last_ = 0;
-};
+} // namespace
 
-// Runs the points, up to `jobs` at once; their rows by point index.
-std::map<int, std::vector<ordered_json>> run_points(const std::vector<scenario::Scenario>& scenarios,
-                                                    const std::vector<const SweepPoint*>& points,
-                                                    std::size_t jobs, bool show_progress) {
+std::map<int, std::vector<ordered_json>>
+run_sweep_points(const std::vector<scenario::Scenario>& scenarios,
+                 const std::vector<const SweepPoint*>& points, std::size_t jobs, bool progress,
+                 const PointBody& body) {
   std::map<int, std::vector<ordered_json>> by_point;
   std::list<Child> running; // on an exception its destructor kills the points still running
   std::size_t next = 0;
-  Progress progress(points.size(), show_progress);
+  std::optional<ProgressBar> bar;
+  if (progress)
+    bar.emplace("sweep", points.size(), "points");
   while (next < points.size() || !running.empty()) {
     while (next < points.size() && running.size() < jobs) {
-      running.push_back(spawn(scenarios[next], *points[next]));
+      running.push_back(spawn(scenarios[next], *points[next], body));
       ++next;
     }
     std::vector<pollfd> fds;
     for (const auto& c : running)
       fds.push_back({c.ready.get(), POLLIN, 0});
-    // A timeout keeps the progress line's elapsed time moving while every point is busy.
+    // A timeout keeps the progress bar's elapsed time moving while every point is busy.
     if (::poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR)
       throw std::runtime_error(fmt::format("poll: {}", std::strerror(errno)));
     auto it = running.begin();
@@ -231,14 +277,18 @@ std::map<int, std::vector<ordered_json>> run_points(const std::vector<scenario::
       by_point[it->point->index] = collect(*it);
       it = running.erase(it);
     }
-    if (by_point.size() < points.size())
-      progress.update(by_point.size());
+    if (bar)
+      bar->update(by_point.size());
   }
-  progress.update(by_point.size(), /*final=*/true);
   return by_point;
 }
 
-} // namespace
+std::string simulate_point(const scenario::Scenario& scenario, const SweepPoint& p) {
+  ordered_json rows = ordered_json::array();
+  for (const auto& row : simulate_rows(scenario, /*progress=*/false))
+    rows.push_back(sweep_row(p, row));
+  return rows.dump();
+}
 
 std::vector<SweepPoint> sweep_grid(const std::vector<std::string>& vary) {
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;
@@ -275,6 +325,10 @@ std::vector<SweepPoint> sweep_grid(const std::vector<std::string>& vary) {
 }
 
 int sweep_command(const SweepOptions& o) {
+  return sweep_command(o, {});
+}
+
+int sweep_command(const SweepOptions& o, const PointBody& body) {
   try {
     if (o.vary.empty())
       throw std::invalid_argument("expected at least one --vary key.path=v1,v2,...");
@@ -293,6 +347,7 @@ int sweep_command(const SweepOptions& o) {
     // loaded and its algorithms built before anything runs, so a bad key, value or algorithm
     // option fails the whole sweep at once and writes nothing.
     const auto base = scenario::load_scenario(o.scenario, o.overrides);
+    print_scenario_warnings(base);
     std::vector<const SweepPoint*> mine;
     std::vector<scenario::Scenario> scenarios;
     for (const auto& p : grid) {
@@ -300,7 +355,7 @@ int sweep_command(const SweepOptions& o) {
       try {
         s = scenario::load_scenario(o.scenario, point_overrides(o, p));
         for (const auto& a : s.algorithms)
-          make_algorithm(a);
+          with_measured_steps(s, a); // a bad option, or a window shorter than a period
         check_work_budget(s, o.force);
       } catch (const std::exception& e) {
         throw std::runtime_error(fmt::format("{}: {}", describe(p), e.what()));
@@ -311,11 +366,20 @@ int sweep_command(const SweepOptions& o) {
       mine.push_back(&p);
       scenarios.push_back(std::move(s));
     }
-    OutputStage stage(o.out.empty() ? base.output.dir : o.out);
-    const std::string& dir = stage.path();
     const auto jobs = static_cast<std::size_t>(
         o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
-    auto by_point = run_points(scenarios, mine, jobs, o.progress);
+    // The largest point's memory, as many at once as run in parallel (issue 26.3).
+    if (!scenarios.empty()) {
+      const auto largest =
+          std::max_element(scenarios.begin(), scenarios.end(), [](const auto& a, const auto& b) {
+            return estimate_memory(a).resident_bytes < estimate_memory(b).resident_bytes;
+          });
+      check_memory_budget(*largest, o.max_memory.empty() ? 0 : parse_max_memory(o.max_memory),
+                          static_cast<int>(std::min(jobs, scenarios.size())));
+    }
+    OutputStage stage(o.out.empty() ? base.output.dir : o.out);
+    const std::string& dir = stage.path();
+    auto by_point = run_sweep_points(scenarios, mine, jobs, o.progress, body);
 
     // Point order, then the scenario's algorithm order: the same file whatever finished first.
     std::vector<ordered_json> rows;
@@ -326,7 +390,13 @@ int sweep_command(const SweepOptions& o) {
     for (const auto& [key, value] : grid.front().values)
       keys.push_back(key);
     ordered_json top;
+    // The grid's values too: shards of sweeps that vary the same keys over other values must not
+    // merge (issue 26.10).
+    ordered_json values = ordered_json::object();
+    for (const auto& v : o.vary)
+      values[v.substr(0, v.find('='))] = split(v.substr(v.find('=') + 1), ',');
     top["sweep"] = {{"vary", keys},
+                    {"values", values},
                     {"points", grid.size()},
                     {"shard", fmt::format("{}/{}", shard, shards)},
                     {"overrides", o.overrides}};
@@ -335,6 +405,7 @@ int sweep_command(const SweepOptions& o) {
     if (o.plots && base.output.plots && shards == 1)
       draw_plots(dir);
     stage.publish();
+    std::printf("%s", format_sweep_table(rows, keys).c_str());
     std::printf("%zu points x %zu algorithms: outputs in %s\n", mine.size(), base.algorithms.size(),
                 (o.out.empty() ? base.output.dir : o.out).c_str());
     // Exit status 2: the outputs are complete, but some rows are errors.
@@ -348,27 +419,126 @@ int sweep_command(const SweepOptions& o) {
       }
     return failed > 0 ? 2 : 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "overlapsim sweep: %s\n", e.what());
-    return 1;
+    return report_failure("overlapsim sweep", e);
   }
 }
 
 // Far above any sweep that could run; a larger count is a damaged or forged shard.
 constexpr std::uint64_t kMaxMergedPoints = 10000000;
 
+// A summary row's fields that hold numbers (or null: NaN is written so) when the row has no error,
+// and its objects and lists whose every entry does.
+constexpr const char* kNumericFields[] = {
+    "workers",          "iteration_time_s",    "throughput_samples_s", "throughput_tokens_s",
+    "speedup_vs_ddp",   "idle_fraction_mean",  "idle_fraction_max",    "exposed_comm_s",
+    "waiting_s",        "comm_bytes_per_step", "peak_memory_bytes",    "simulated_time_s",
+    "samples_per_step", "tokens_per_step",     "compute_s_per_step",   "comm_s_per_step",
+    "gpu_memory_bytes", "lower_bound_s"};
+constexpr const char* kNumericGroups[] = {"memory_breakdown", "steady_state",
+                                          "micro_batches_per_step", "idle_breakdown",
+                                          "idle_fraction_per_gpu"};
+
+// A shard's row `i` (`r`): its varied keys, error and metrics have the types a sweep writes, so
+// that a damaged or hand-edited shard is named here, not half-merged (issue 26.10).
+void check_row(const ordered_json& r, const ordered_json& vary, const std::string& file,
+               std::size_t i) {
+  const auto bad = [&](const std::string& key, const char* expected, const ordered_json& got) {
+    return std::runtime_error(fmt::format("{}: key 'results.{}.{}': expected {}, got {}", file, i,
+                                          key, expected, got.dump().substr(0, 200)));
+  };
+  for (const auto& key : vary)
+    if (!r.contains(key.get<std::string>()) || !r[key.get<std::string>()].is_string())
+      throw bad(key.get<std::string>(), "the point's value of this varied key (a string)",
+                r.value(key.get<std::string>(), ordered_json()));
+  if (r.contains("error")) {
+    if (!r["error"].is_string())
+      throw bad("error", "a message", r["error"]);
+    return;
+  }
+  const auto number = [](const ordered_json& v) { return v.is_number() || v.is_null(); };
+  for (const char* field : kNumericFields)
+    if (r.contains(field) && !number(r[field]))
+      throw bad(field, "a number", r[field]);
+  for (const char* group : kNumericGroups) {
+    if (!r.contains(group))
+      continue;
+    const auto& g = r[group];
+    if (!g.is_object() && !g.is_array())
+      throw bad(group, "an object or list of numbers", g);
+    for (auto it = g.begin(); it != g.end(); ++it)
+      if (!number(*it))
+        throw bad(
+            fmt::format("{}.{}", group,
+                        g.is_object() ? it.key() : std::to_string(std::distance(g.begin(), it))),
+            "a number", *it);
+  }
+}
+
+// The parts of a shard's summary that merge copies (the scenario, the sweep's keys, values and
+// overrides) have the types a sweep writes.
+void check_shard(const ordered_json& doc, const std::string& file) {
+  const auto bad = [&](const char* key, const char* expected, const ordered_json& got) {
+    return std::runtime_error(fmt::format("{}: key '{}': expected {}, got {}", file, key, expected,
+                                          got.dump().substr(0, 200)));
+  };
+  const auto strings = [](const ordered_json& v) {
+    return v.is_array() &&
+           std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_string(); });
+  };
+  const auto& sweep = doc["sweep"];
+  if (!doc.contains("scenario") || !doc["scenario"].is_object())
+    throw bad("scenario", "the scenario (an object)", doc.value("scenario", ordered_json()));
+  if (!sweep.contains("vary") || !strings(sweep["vary"]) || sweep["vary"].empty())
+    throw bad("sweep.vary", "the list of varied keys", sweep.value("vary", ordered_json()));
+  if (sweep.contains("values") && !sweep["values"].is_object())
+    throw bad("sweep.values", "an object of value lists", sweep["values"]);
+  if (sweep.contains("overrides") && !strings(sweep["overrides"]))
+    throw bad("sweep.overrides", "a list of key=value strings", sweep["overrides"]);
+}
+
+// Where a directory is, links resolved: the same shard given twice, or an output directory that
+// is a shard (or holds one, or lies inside one), is found whatever the spelling.
+std::filesystem::path canonical_dir(const std::string& dir) {
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(dir), ec);
+  return ec ? std::filesystem::path(dir).lexically_normal() : p;
+}
+
+bool inside(const std::filesystem::path& a, const std::filesystem::path& b) {
+  auto [ai, bi] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  return bi == b.end() || (bi != b.end() && bi->empty() && std::next(bi) == b.end());
+}
+
 int merge_command(const std::string& out, const std::vector<std::string>& shards) {
   try {
+    // Issue 26.10: a shard given twice, and an output directory that is a shard (which the merge
+    // would replace), are refused before anything is read.
+    const auto out_dir = canonical_dir(out);
+    std::map<std::filesystem::path, std::string> seen;
+    for (const auto& dir : shards) {
+      const auto here = canonical_dir(dir);
+      if (const auto [it, fresh] = seen.emplace(here, dir); !fresh)
+        throw std::runtime_error(
+            fmt::format("{}: given twice (also as {}); give each shard once", dir, it->second));
+      if (inside(out_dir, here) || inside(here, out_dir))
+        throw std::runtime_error(fmt::format(
+            "{}: the output directory {} {} this shard; merge into a directory of its own (it "
+            "is replaced as a whole)",
+            dir, out,
+            out_dir == here         ? "is"
+            : inside(out_dir, here) ? "lies inside"
+                                    : "holds"));
+    }
     ordered_json first;
     std::vector<ordered_json> rows;
     std::set<int> points;
+    std::set<std::pair<int, std::string>> seen_rows;
     for (const auto& dir : shards) {
       const std::string file = dir + "/summary.json";
-      std::ifstream in(file);
-      if (!in)
-        throw std::runtime_error(fmt::format("{}: cannot read", file));
+      const std::string text = scenario::read_user_file(file, scenario::kSummaryFile);
       ordered_json doc;
       try {
-        doc = ordered_json::parse(in);
+        doc = ordered_json::parse(text);
       } catch (const nlohmann::json::exception& e) {
         throw std::runtime_error(fmt::format("{}: not valid JSON ({})", file, e.what()));
       }
@@ -382,14 +552,25 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
         throw std::runtime_error(fmt::format("{}: key 'sweep.points': expected a whole number in "
                                              "[1, {}], got {}",
                                              file, kMaxMergedPoints, points_of.dump()));
+      check_shard(doc, file);
       if (first.is_null()) {
         first = doc;
-      } else if (doc["scenario"] != first["scenario"] ||
-                 doc["sweep"]["vary"] != first["sweep"]["vary"] ||
-                 doc["sweep"]["points"] != first["sweep"]["points"] ||
-                 doc["sweep"]["overrides"] != first["sweep"]["overrides"]) {
-        throw std::runtime_error(
-            fmt::format("{}: a shard of a different sweep than {}", dir, shards[0]));
+      } else {
+        // Which part differs, so that a user sees why (the scenario, or the grid it was swept on).
+        for (const auto& [what, mine, theirs] :
+             std::initializer_list<std::tuple<const char*, ordered_json, ordered_json>>{
+                 {"scenario", doc["scenario"], first["scenario"]},
+                 {"sweep.vary", doc["sweep"].value("vary", ordered_json()),
+                  first["sweep"].value("vary", ordered_json())},
+                 {"sweep.values", doc["sweep"].value("values", ordered_json()),
+                  first["sweep"].value("values", ordered_json())},
+                 {"sweep.points", doc["sweep"]["points"], first["sweep"]["points"]},
+                 {"sweep.overrides", doc["sweep"].value("overrides", ordered_json()),
+                  first["sweep"].value("overrides", ordered_json())}})
+          if (mine != theirs)
+            throw std::runtime_error(
+                fmt::format("{}: a shard of a different sweep than {}: its '{}' differs", dir,
+                            shards[0], what));
       }
       std::set<int> here;
       for (std::size_t i = 0; i < doc["results"].size(); ++i) {
@@ -404,6 +585,15 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
         const int p = point.get<int>();
         if (points.contains(p))
           throw std::runtime_error(fmt::format("{}: point {} is in two shards", dir, p));
+        const auto algorithm = r.value("algorithm", ordered_json());
+        if (!algorithm.is_string())
+          throw std::runtime_error(
+              fmt::format("{}: key 'results.{}.algorithm': expected a name, got {}", file, i,
+                          algorithm.dump().substr(0, 200)));
+        if (!seen_rows.emplace(p, algorithm.get<std::string>()).second)
+          throw std::runtime_error(fmt::format("{}: key 'results.{}': point {}, {} is listed twice",
+                                               file, i, p, algorithm.get<std::string>()));
+        check_row(r, doc["sweep"]["vary"], file, i);
         here.insert(p);
         rows.push_back(r);
       }
@@ -428,8 +618,7 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
     std::printf("%d points from %zu shards: outputs in %s\n", total, shards.size(), out.c_str());
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "overlapsim merge: %s\n", e.what());
-    return 1;
+    return report_failure("overlapsim merge", e);
   }
 }
 

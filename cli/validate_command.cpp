@@ -1,5 +1,7 @@
 #include "cli/validate_command.h"
 
+#include "algorithms/registry.h"
+#include "algorithms/sync_period.h"
 #include "cli/plots.h"
 #include "cli/progress_bar.h"
 #include "cli/run_command.h"
@@ -9,7 +11,9 @@
 #include "scenario/calibration.h"
 #include "scenario/loader.h"
 #include "scenario/torch_profiler_import.h"
+#include "scenario/user_file.h"
 #include "trace/atomic_file.h"
+#include "trace/op_costs.h"
 #include "trace/output_stage.h"
 #include "trace/remove_tree.h"
 
@@ -36,10 +40,13 @@
 namespace overlapsim::cli {
 
 const std::vector<std::string>& real_algorithm_names() {
-  static const std::vector<std::string> names = {
-      "ddp",    "s-sgd",     "zero1",     "dpu",      "acco",   "acco-wp",          "cdp-v1",
-      "cdp-v2", "local-sgd", "plsgd-enp", "dreamddp", "diloco", "streaming-diloco", "fsdp",
-      "demo",   "flexdemo"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> real;
+    for (const auto* d : algorithm_registry())
+      if (d->real_run)
+        real.emplace_back(d->name);
+    return real;
+  }();
   return names;
 }
 
@@ -196,8 +203,9 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
 
   // Measured rows, with speedups against the measured ddp when it ran.
   std::vector<SummaryRow> measured_rows;
-  for (const auto& run : result.runs)
-    measured_rows.push_back(make_row(real, run.algorithm, run.trace));
+  for (std::size_t i = 0; i < result.runs.size(); ++i)
+    measured_rows.push_back(make_row(with_measured_steps(real, real.algorithms[i]),
+                                     result.runs[i].algorithm, result.runs[i].trace));
   double ddp = 0;
   for (std::size_t i = 0; i < measured_rows.size(); ++i)
     if (real.algorithms[i].name == "ddp" && ddp == 0)
@@ -282,6 +290,68 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                            std::isfinite(err) ? fmt::format("{:+.1f}%", 100 * err) : "n/a");
     }
   }
+  // Per op (issue 30.4): where an iteration-time error comes from.
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  std::string op_table = fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n",
+                                     "algorithm", "op (median, per step)", "predicted", "measured",
+                                     "error", "predicted", "measured", "error");
+  for (std::size_t i = 0; i < measured_rows.size() && i < sims.size(); ++i) {
+    if (!predicted_rows[i].error.empty())
+      continue;
+    const auto& pm = predicted_rows[i].metrics;
+    const auto& mm = measured_rows[i].metrics;
+    const auto joined = compare_op_costs(
+        op_costs(sims[i].trace, pm.window_start_s, pm.window_end_s, pm.steps),
+        op_costs(result.runs[i].trace, mm.window_start_s, mm.window_end_s, mm.steps));
+    const auto& algorithm = measured_rows[i].algorithm;
+    for (const auto& c : joined) {
+      const auto side = [](const std::optional<OpCost>& cost) {
+        return cost ? nlohmann::ordered_json{{"count_per_step", cost->count_per_step},
+                                             {"median_s", cost->median_s},
+                                             {"per_step_s", cost->per_step_s}}
+                    : nlohmann::ordered_json(nullptr);
+      };
+      const bool both = c.predicted && c.measured;
+      const double median_err =
+          both ? relative_error(c.predicted->median_s, c.measured->median_s) : std::nan("");
+      const double step_err =
+          both ? relative_error(c.predicted->per_step_s, c.measured->per_step_s) : std::nan("");
+      nlohmann::ordered_json op;
+      op["algorithm"] = algorithm;
+      op["op"] = c.op;
+      op["stream"] = c.stream == StreamKind::comm ? "comm" : "compute";
+      op["predicted"] = side(c.predicted);
+      op["measured"] = side(c.measured);
+      op["median_error"] = number_or_null(median_err);
+      op["per_step_error"] = number_or_null(step_err);
+      ops.push_back(op);
+      // comparison.csv keeps its columns: an op's two numbers are two metrics.
+      std::string name = c.op;
+      std::replace(name.begin(), name.end(), ',', ';');
+      const auto csv_row = [&](const char* what, double OpCost::*field, double err) {
+        if (!both)
+          return;
+        csv += fmt::format("{},op:{}:{},{:.9g},{:.9g},{},{:.9g}\n", algorithm, name, what,
+                           (*c.predicted).*field, (*c.measured).*field,
+                           std::isfinite(err) ? fmt::format("{:.6f}", err) : std::string(),
+                           (*c.predicted).*field - (*c.measured).*field);
+      };
+      csv_row("median_s", &OpCost::median_s, median_err);
+      csv_row("per_step_s", &OpCost::per_step_s, step_err);
+      const auto time = [](const std::optional<OpCost>& cost, double OpCost::*field) {
+        return cost ? hw::format_time((*cost).*field) : std::string("-");
+      };
+      const auto pct = [](double e) {
+        return std::isfinite(e) ? fmt::format("{:+.1f}%", 100 * e) : std::string("n/a");
+      };
+      op_table +=
+          fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", algorithm, c.op,
+                      time(c.predicted, &OpCost::median_s), time(c.measured, &OpCost::median_s),
+                      pct(median_err), time(c.predicted, &OpCost::per_step_s),
+                      time(c.measured, &OpCost::per_step_s), pct(step_err));
+    }
+  }
+
   nlohmann::ordered_json comparison;
   comparison["scenario"] = real.name;
   comparison["workers"] = world;
@@ -290,6 +360,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                                         : nlohmann::ordered_json(parse_rate(o.emulate_link));
   comparison["cpu_bind"] = o.cpu_bind;
   comparison["rows"] = rows;
+  comparison["ops"] = ops;
   comparison["warnings"] = warnings;
 
   std::string loss = "algorithm,step,samples,loss,wall_time_s\n";
@@ -320,6 +391,8 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
               o.emulate_link.empty() ? "" : fmt::format(", links {}", o.emulate_link).c_str(),
               table.c_str());
   std::printf("%s", step_lines.c_str());
+  std::printf("\nper op, predicted vs measured (median of one op; time per step per worker)\n%s",
+              op_table.c_str());
   for (const auto& w : warnings)
     std::printf("warning: %s\n", w.c_str());
   if (o.plots && real.output.plots)
@@ -362,7 +435,8 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   // Rank 0 shares the launcher's terminal: the bar shows there, and nowhere when it is no terminal.
   auto bar = std::make_unique<ProgressBar>("validate", s.algorithms.size() + (wo.profile ? 1 : 0),
                                            "parts (profile, then algorithms)");
-  wo.progress = [&bar](int done, int) { bar->update(static_cast<std::size_t>(done)); };
+  if (o.progress)
+    wo.progress = [&bar](int done, int) { bar->update(static_cast<std::size_t>(done)); };
   const auto result = real::run_worker(s, env, wo);
   bar.reset();
   if (!result.root)
@@ -402,6 +476,9 @@ int validate_command(const ValidateOptions& o) {
     if (o.workers < 1)
       throw std::runtime_error(fmt::format("--workers {}: expected at least 1", o.workers));
     const auto checked = real_scenario(o.scenario, o.overrides, o.algorithms, o.workers);
+    print_scenario_warnings(checked);
+    for (const auto& a : checked.algorithms)
+      with_measured_steps(checked, a); // a window shorter than a period fails before any worker
     real::check_backend(o.backend);
     check_output_dir(o.out.empty() ? checked.output.dir : o.out);
     remove_stale_temp_dirs();
@@ -420,6 +497,8 @@ int validate_command(const ValidateOptions& o) {
       launch.argv.insert(launch.argv.end(), {"--emulate-link", o.emulate_link});
     if (!o.plots)
       launch.argv.push_back("--no-plots");
+    if (!o.progress)
+      launch.argv.push_back("--no-progress");
     TempDir work;
     launch.work_dir = work.path();
     if (!o.emulate_link.empty())
@@ -459,12 +538,8 @@ int profile_command(const ProfileOptions& o) {
     if (!o.nccl_tests_log.empty()) {
       if (o.out.empty())
         throw std::runtime_error("--import-nccl-tests needs --out FILE");
-      std::ifstream in(o.nccl_tests_log);
-      if (!in)
-        throw std::runtime_error(fmt::format("{}: cannot open", o.nccl_tests_log));
-      std::stringstream text;
-      text << in.rdbuf();
-      const auto fit = scenario::import_nccl_tests(text.str(), o.nccl_tests_log, o.op, o.ranks);
+      const std::string text = scenario::read_user_file(o.nccl_tests_log, scenario::kNcclTestsLog);
+      const auto fit = scenario::import_nccl_tests(text, o.nccl_tests_log, o.op, o.ranks);
       scenario::Calibration cal;
       cal.source = "nccl-tests: " + o.nccl_tests_log;
       if (o.link == "inter_node")

@@ -20,6 +20,7 @@ struct ValidateOptions {
   double profile_time_s = 0.25;   // timed repeats per profiled quantity (real::ProfileOptions)
   std::string cpu_bind = "cores"; // cores: each local worker on its own cores; none: unbound
   bool plots = true;
+  bool progress = true; // a bar on stderr when it is a terminal
 };
 int validate_command(const ValidateOptions& options);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace overlapsim::hw {
 
 namespace {
@@ -12,6 +14,20 @@ template <typename F> double sum(const std::vector<LayerSpec>& layers, F field) 
   return s;
 }
 } // namespace
+
+double ModelSpec::measured_optimizer_seconds(double params) const {
+  const auto& p = optimizer_points;
+  if (p.empty())
+    return optimizer_time_per_param_s * params;
+  if (params <= p.front().first)
+    return p.front().second * params / p.front().first;
+  if (params >= p.back().first)
+    return p.back().second * params / p.back().first;
+  const auto hi = std::lower_bound(p.begin(), p.end(), params,
+                                   [](const auto& point, double v) { return point.first < v; });
+  const auto lo = hi - 1;
+  return lo->second + (hi->second - lo->second) * (params - lo->first) / (hi->first - lo->first);
+}
 
 double ModelSpec::total_params() const {
   return sum(layers, [](const LayerSpec& l) { return l.params; });
@@ -76,6 +92,24 @@ ModelSpec mlp_model(double width, int depth, double bytes_per_activation) {
   return m;
 }
 
+std::vector<Bottleneck> resnet50_blocks(int image) {
+  std::vector<Bottleneck> blocks;
+  double hw = image / 4.0; // after the stride-2 stem conv and the stride-2 max pool
+  double cin = 64;
+  const int counts[] = {3, 4, 6, 3};
+  for (int stage = 0; stage < 4; ++stage) {
+    const double width = 64.0 * (1 << stage);
+    for (int b = 0; b < counts[stage]; ++b) {
+      const bool down = b == 0;
+      const double out_hw = down && stage > 0 ? hw / 2 : hw; // torchvision: stride on the 3x3
+      blocks.push_back({hw, out_hw, cin, width, 4 * width, down});
+      hw = out_hw;
+      cin = 4 * width;
+    }
+  }
+  return blocks;
+}
+
 ModelSpec resnet50_model(int image) {
   ModelSpec m;
   m.name = "resnet-50";
@@ -88,30 +122,58 @@ ModelSpec resnet50_model(int image) {
     m.layers.push_back(LayerSpec{"stem", w + 2 * 64, 2 * w * hw * hw, 4 * w * hw * hw,
                                  kept(hw, 64) + 2 * (hw / 2) * (hw / 2) * 64, 0, 0});
     m.layers.back().output_bytes_per_sample = 2 * (hw / 2) * (hw / 2) * 64;
-    hw /= 2; // max pool
   }
-  const int blocks[] = {3, 4, 6, 3};
-  double cin = 64;
-  for (int stage = 0; stage < 4; ++stage) {
-    const double width = 64.0 * (1 << stage), cout = 4 * width;
-    for (int b = 0; b < blocks[stage]; ++b) {
-      const bool down = b == 0;
-      const double out_hw = down && stage > 0 ? hw / 2 : hw; // torchvision: stride on the 3x3
-      const double c1 = conv(1, cin, width), c2 = conv(3, width, width), c3 = conv(1, width, cout);
-      const double proj = down ? conv(1, cin, cout) : 0;
-      const double params = c1 + c2 + c3 + proj + 2 * (width + width + cout + (down ? cout : 0));
-      const double macs = c1 * hw * hw + (c2 + c3 + proj) * out_hw * out_hw;
-      const double act = kept(hw, width) + kept(out_hw, width) + kept(out_hw, cout) +
-                         (down ? kept(out_hw, cout) : 0);
-      m.layers.push_back(LayerSpec{fmt::format("layer{}.{}", stage + 1, b), params, 2 * macs,
-                                   4 * macs, act, 0, 0});
-      m.layers.back().output_bytes_per_sample = 2 * out_hw * out_hw * cout;
-      hw = out_hw;
-      cin = cout;
-    }
+  int index = 0;
+  const int counts[] = {3, 4, 6, 3};
+  for (const auto& b : resnet50_blocks(image)) {
+    int stage = 0, first = 0;
+    while (index >= first + counts[stage])
+      first += counts[stage++];
+    const double h = b.in_hw, oh = b.out_hw, w = b.width, cout = b.out_channels;
+    const double c1 = conv(1, b.in_channels, w), c2 = conv(3, w, w), c3 = conv(1, w, cout);
+    const double proj = b.downsample ? conv(1, b.in_channels, cout) : 0;
+    const double params = c1 + c2 + c3 + proj + 2 * (w + w + cout + (b.downsample ? cout : 0));
+    const double macs = c1 * h * h + (c2 + c3 + proj) * oh * oh;
+    const double act =
+        kept(h, w) + kept(oh, w) + kept(oh, cout) + (b.downsample ? kept(oh, cout) : 0);
+    m.layers.push_back(LayerSpec{fmt::format("layer{}.{}", stage + 1, index - first), params,
+                                 2 * macs, 4 * macs, act, 0, 0});
+    m.layers.back().output_bytes_per_sample = 2 * oh * oh * cout;
+    ++index;
   }
   const double fc = 2048.0 * 1000;
   m.layers.push_back(LayerSpec{"fc", fc + 1000, 2 * fc, 4 * fc, 2 * 2048.0, 0, 0});
+  return m;
+}
+
+VitDims vit_b16_dims() {
+  // torchvision vit_b_16: 224 x 224 images in 16 x 16 patches, hidden 768, 12 layers of 12
+  // heads, MLP 3072 with nn.GELU, LayerNorm, biases everywhere; nn.MultiheadAttention calls
+  // scaled_dot_product_attention (need_weights=False) over the 197 tokens, unmasked.
+  VitDims v;
+  auto& e = v.encoder;
+  e.vocab = v.classes, e.max_positions = v.tokens(), e.d_model = 768, e.n_layers = 12;
+  e.n_heads = 12, e.ffn_dim = 3072, e.tied_embeddings = false, e.qkv_bias = true;
+  e.linear_bias = true, e.rms_norm = false, e.mlp = TransformerDims::Mlp::gelu;
+  e.attention = TransformerDims::Attention::sdpa, e.causal = false;
+  return v;
+}
+
+ModelSpec vit_model(std::string name, const VitDims& v) {
+  const double s = v.tokens(), d = v.encoder.d_model, patches = s - 1;
+  ModelSpec m = transformer_model(std::move(name), v.encoder, static_cast<int>(s));
+  // Embedding: the patch conv (3 p^2 x d weights and a bias), the class token, the positions.
+  const double conv = 3.0 * v.patch * v.patch * d;
+  auto& embedding = m.layers.front();
+  embedding.params = conv + d + d + s * d;
+  embedding.fwd_flops_per_sample = 2 * conv * patches;
+  embedding.bwd_flops_per_sample = 2 * conv * patches; // the weight gradient only: no dgrad
+  // Head: the final LayerNorm (2d) and the classifier on the class token alone.
+  auto& head = m.layers.back();
+  head.params = 2 * d + d * v.classes + v.classes;
+  head.fwd_flops_per_sample = 2 * d * v.classes;
+  head.bwd_flops_per_sample = 4 * d * v.classes;
+  head.activation_bytes_per_sample = 4 * s * d + 2 * d + 4 * v.classes;
   return m;
 }
 
@@ -164,7 +226,7 @@ std::optional<TransformerDims> find_transformer_preset(std::string_view name) {
 
 std::vector<std::string> model_preset_names() {
   return {"gpt-neo-125m", "gpt-neo-1.3b", "gpt-neo-2.7b", "gpt2-small",
-          "llama2-7b",    "olmo2-1b",     "resnet-50"};
+          "llama2-7b",    "olmo2-1b",     "resnet-50",    "vit-b16"};
 }
 
 } // namespace overlapsim::hw

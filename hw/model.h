@@ -39,11 +39,18 @@ struct ModelSpec {
   // Measured (calibration profile): one optimizer step's time per parameter it updates; replaces
   // the memory-bandwidth estimate when > 0.
   double optimizer_time_per_param_s = 0;
+  // Measured steps over flat slices, (parameters, seconds) ascending: interpolated where given
+  // (optimizer_step_time).
+  std::vector<std::pair<double, double>> optimizer_points;
   // The layers came from a per-layer time table: collectives over the model's parameters or
   // gradients take the table's comm_time_s, not the network model's time (docs/MODEL.md).
   bool comm_times_from_table = false;
 
   double total_params() const;
+  // Seconds of a measured optimizer step over `params` parameters: between two measured points
+  // on their line, beyond them in proportion to the nearest; else optimizer_time_per_param_s per
+  // parameter; 0 when nothing was measured (the simulator then streams the bytes through HBM).
+  double measured_optimizer_seconds(double params) const;
   double total_fwd_flops_per_sample() const;
   double total_bwd_flops_per_sample() const;
   double total_activation_bytes_per_sample() const;
@@ -78,6 +85,9 @@ struct TransformerDims {
   Mlp mlp = Mlp::gelu;     // selects gated_mlp's matrices only through the roofline's op list
   Attention attention = Attention::eager;
   double dropout = 0; // attention-probability and residual dropout (0: none run)
+  // Decoder attention masks the future (flash kernels skip the masked half); an encoder (ViT)
+  // attends over the whole sequence.
+  bool causal = true;
 
   int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };
@@ -98,8 +108,36 @@ ModelSpec mlp_model(double width, int depth, double bytes_per_activation = 4);
 // outputs of every conv, batch norm and ReLU kept for backward.
 ModelSpec resnet50_model(int image = 224);
 
-// Presets: gpt-neo-125m, gpt-neo-1.3b, gpt-neo-2.7b, gpt2-small, llama2-7b (transformers) and
-// resnet-50 (resnet50_model).
+// One bottleneck block of a ResNet as torchvision builds it (v1.5: the stride on the 3x3 conv):
+// 1x1 in -> width, 3x3 width -> width (stride), 1x1 width -> out, each with batch norm, ReLU
+// after the first two and after the residual add; `downsample` projects the identity with a
+// strided 1x1 conv and batch norm.
+struct Bottleneck {
+  double in_hw = 0, out_hw = 0; // side of the input and output feature maps
+  double in_channels = 0, width = 0, out_channels = 0;
+  bool downsample = false;
+};
+// ResNet-50's 16 bottlenecks on image x image inputs, input to output ("layer<s>.<b>").
+std::vector<Bottleneck> resnet50_blocks(int image = 224);
+
+// A vision transformer (Dosovitskiy et al. 2021) as torchvision's VisionTransformer builds it:
+// a patch x patch stride-patch conv embeds the image into (image / patch)^2 tokens, a learned
+// class token is prepended and learned positions added, `encoder` blocks (pre-norm, non-causal)
+// run over the tokens, a final LayerNorm and a linear head classify the class token.
+struct VitDims {
+  int image = 224, patch = 16;
+  double classes = 1000;
+  TransformerDims encoder; // vocab and max_positions unused: the embedding is the patch conv
+  double tokens() const { return (image / patch) * (image / patch) + 1.0; }
+};
+// ViT-B/16: d_model 768, 12 layers, 12 heads, MLP 3072 (GELU), 86,567,656 parameters.
+VitDims vit_b16_dims();
+// Layers "embedding" (patch conv, class token, positions), "block<i>", "head" (final norm and
+// classifier), with params, FLOPs and activations as transformer_model counts a block.
+ModelSpec vit_model(std::string name, const VitDims& dims);
+
+// Presets: gpt-neo-125m, gpt-neo-1.3b, gpt-neo-2.7b, gpt2-small, llama2-7b, olmo2-1b
+// (transformers), resnet-50 (resnet50_model) and vit-b16 (vit_model).
 std::optional<TransformerDims> find_transformer_preset(std::string_view name);
 std::vector<std::string> model_preset_names();
 

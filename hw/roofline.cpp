@@ -35,15 +35,32 @@ KernelOp memory_op(std::string name, double bytes, Access access) {
   return op;
 }
 
-double gemm_efficiency(const GpuSpec& gpu, const GemmShape& s) {
-  auto aligned = [](double dim) { return std::fmod(dim, 8.0) == 0; };
-  if (!aligned(s.m) || !aligned(s.n) || !aligned(s.k))
-    return kMisalignedGemmEfficiency;
+namespace {
+bool aligned(double dim) {
+  return std::fmod(dim, 8.0) == 0;
+}
+
+double unsplit_efficiency(const GpuSpec& gpu, const GemmShape& s) {
   double e = kMaxGemmEfficiency * s.k / (s.k + kGemmK0);
   if (gpu.sms > 0) {
     // A last partial wave of 128 x 128 output tiles leaves SMs idle.
     const double tiles = std::ceil(s.m / 128) * std::ceil(s.n / 128) * s.batch;
     e *= tiles / (std::ceil(tiles / gpu.sms) * gpu.sms);
+  }
+  return e;
+}
+} // namespace
+
+double gemm_efficiency(const GpuSpec& gpu, const GemmShape& s) {
+  if (!aligned(s.m) || !aligned(s.n) || !aligned(s.k))
+    return kMisalignedGemmEfficiency;
+  double e = unsplit_efficiency(gpu, s);
+  // Split-K: `splits` slices of k / splits each, as many more tiles; the partial sums' traffic
+  // is the caller's (it is small against the k-long operands that make splitting worth it).
+  for (double splits = 2; s.split_k && splits <= std::max(1, gpu.sms); splits *= 2) {
+    if (!aligned(s.k / splits))
+      break;
+    e = std::max(e, unsplit_efficiency(gpu, {s.m, s.n, s.k / splits, s.batch * splits}));
   }
   return e;
 }

@@ -18,6 +18,10 @@ enum class Access { streaming, irregular };
 // C[batch][m][n] = A[batch][m][k] x B[batch][k][n] in 16-bit with fp32 accumulate.
 struct GemmShape {
   double m = 0, n = 0, k = 0, batch = 1;
+  // The library may split k over several thread blocks and add their partial sums (cuDNN's and
+  // cuBLAS's split-K kernels for weight gradients: a small m x n output, a k of every pixel of
+  // the batch); the GEMM then runs at the best of 1, 2, 4, ... splits.
+  bool split_k = false;
   double flops() const { return 2 * m * n * k * batch; }
 };
 
@@ -37,7 +41,8 @@ KernelOp memory_op(std::string name, double bytes, Access access = Access::strea
 
 // The share of the dense 16-bit peak a GEMM of this shape reaches (cuBLAS on the GPU):
 // kMaxGemmEfficiency x k / (k + kGemmK0) (short inner dimensions stall on loads), times the
-// wave-quantisation loss of 128 x 128 output tiles over the GPU's SMs; kMisalignedGemmEfficiency
+// wave-quantisation loss of 128 x 128 output tiles over the GPU's SMs (with split_k, of the
+// tiles times the splits, k divided among them); kMisalignedGemmEfficiency
 // when m, n or k is not a multiple of 8 (16-bit operands then miss the 16-byte alignment the
 // tensor-core kernels need, and cuBLAS falls back to a one-element-per-load kernel).
 double gemm_efficiency(const GpuSpec& gpu, const GemmShape& shape);

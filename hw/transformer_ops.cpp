@@ -65,6 +65,16 @@ void norm(OpList& l, const TransformerDims& dims, double elements) {
   }
 }
 
+} // namespace
+
+LayerOps norm_ops(const TransformerDims& dims, double elements) {
+  OpList l;
+  norm(l, dims, elements);
+  return l.take();
+}
+
+namespace {
+
 // Autocast's cast of an fp32 activation to a GEMM's bf16 input, kept by the GEMM for its wgrad.
 void cast_for_gemm(OpList& l, const char* name, double elements) {
   l.memory(name, 6 * elements, Access::streaming, 1.0);
@@ -110,7 +120,8 @@ LayerOps block_ops(const TransformerDims& dims, double b, double s) {
     l.save(2 * (e + 2 * kv));
     l.batched("scores q.k^T", {s, s, hd, heads}, {s, hd, s, heads}, {s, hd, s, heads});
     // Causal mask (where, to fp32), the attention mask added, softmax in fp32, cast back to bf16.
-    l.memory("causal mask", 6 * a, Access::irregular, 1.0, true);
+    if (dims.causal)
+      l.memory("causal mask", 6 * a, Access::irregular, 1.0, true);
     l.memory("mask add", 8 * a, Access::irregular, 1.0, true);
     l.memory("softmax", 8 * a, Access::streaming, 1.5, true);
     l.save(4 * a); // softmax keeps its fp32 output
@@ -123,12 +134,13 @@ LayerOps block_ops(const TransformerDims& dims, double b, double s) {
     l.batched("probabilities.v", {s, hd, s, heads}, {s, s, hd, heads}, {s, hd, s, heads});
     l.memory("merge heads", 4 * e, Access::irregular, 1.0);
   } else {
-    // A fused flash kernel: QK^T and PV on tensor cores over the causal half, nothing s^2 in HBM;
+    // A fused flash kernel: QK^T and PV on tensor cores (over the causal half when masked),
+    // nothing s^2 in HBM;
     // the backward recomputes the scores (2.5x the forward's FLOPs). FlashAttention-2 reaches
     // ~40% of the dense peak on A100/H100 (Dao 2023, Fig. 4-7).
     KernelOp fwd;
     fwd.name = "flash attention";
-    fwd.flops = 0.5 * 4 * a * hd;
+    fwd.flops = (dims.causal ? 0.5 : 1.0) * 4 * a * hd;
     fwd.bytes = 2 * (2 * e + 2 * kv);
     fwd.tensor_efficiency = 0.40;
     KernelOp bwd = fwd;
@@ -205,19 +217,7 @@ LayerOps head_ops(const TransformerDims& dims, double b, double s) {
 void apply_roofline(ModelSpec& model, const TransformerDims& dims, const GpuSpec& gpu,
                     double micro_batch, double seq_len) {
   auto apply = [&](LayerSpec& layer, const LayerOps& ops) {
-    double fwd = 0, quadratic = 0, bwd = 0;
-    for (std::size_t i = 0; i < ops.forward.size(); ++i) {
-      const double t = kernel_time_s(gpu, ops.forward[i]);
-      fwd += t;
-      if (ops.quadratic[i])
-        quadratic += t;
-    }
-    for (const auto& op : ops.backward)
-      bwd += kernel_time_s(gpu, op);
-    layer.fwd_model_time_per_sample_s = fwd / micro_batch;
-    layer.bwd_model_time_per_sample_s = bwd / micro_batch;
-    layer.seq_quadratic_share = fwd > 0 ? quadratic / fwd : 0;
-    layer.activation_bytes_per_sample = ops.saved_bytes / micro_batch;
+    set_roofline_costs(layer, ops, gpu, micro_batch);
   };
   const auto block = block_ops(dims, micro_batch, seq_len);
   for (auto& layer : model.layers) {

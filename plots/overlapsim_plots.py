@@ -4,8 +4,12 @@
     /usr/bin/python3 plots/overlapsim_plots.py DIR [--only timeline,speedup,...]
 
 Reads DIR/summary.json and DIR/trace-*.json and writes PNGs into DIR, each atomically. Every plot is
-drawn on its own: one that fails prints a warning and the others are still drawn. Exit status: 0 when
-summary.json could be read, 2 otherwise.
+drawn on its own: one that fails says so in one line and the others are still drawn. Exit status: 0
+when every plot was drawn, 1 when one failed (a full disk, an unwritable directory) or summary.json is
+missing, unreadable or malformed (one line naming the file, the key and what was expected, never a
+traceback). Null metrics are NaN (overlapsim writes NaN so): no bar or point is drawn for them. A
+damaged trace is a warning and its timeline is skipped. SIGINT and SIGTERM stop it at once,
+silently: the overlapsim command that runs it reports the interruption.
 """
 import argparse
 import glob
@@ -14,8 +18,13 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
+
+# Interrupted, die of the signal without Python's traceback (issue 26.7): the caller sees it.
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 import matplotlib
 
@@ -36,37 +45,46 @@ CATEGORY_COLOURS = {
     "waiting": "#E377C2",
 }
 CATEGORY_LABELS = {"waiting": "waiting for peers"}
-ALGORITHM_ORDER = ["ddp", "s-sgd", "zero1", "dpu", "acco-wp", "acco", "cdp-v1", "cdp-v2",
-                   "diloco", "local-sgd", "dreamddp", "demo", "flexdemo", "plsgd-enp",
-                   "asc-wfbp", "streaming-diloco"]
-PALETTE = ["#4C72B0", "#937860", "#8172B3", "#DA8BC3", "#CCB974", "#C44E52", "#55A868",
-           "#64B5CD", "#DD8452", "#8C8C8C", "#17BECF", "#BCBD22", "#7F7F7F", "#2CA02C",
-           "#D62728", "#9467BD"]
+# Every algorithm's colour comes from its descriptor (algorithms/<name>.cpp), through the summary
+# rows' "colour" (issue 28.1: one place); labels without one (ddp-paper, a second entry of an
+# algorithm, a summary written before colours) take the spare colours below in order of first
+# use, none of them an algorithm's (plots_selftest checks against `overlapsim algorithms`), so
+# nothing is drawn in DDP's colour (issue 27.9).
+SUMMARY_COLOURS = {}
+PALETTE = ["#FF7F0E", "#8C564B", "#E377C2", "#AEC7E8", "#98DF8A", "#FF9896", "#C5B0D5",
+           "#C49C94", "#F7B6D2", "#DBDB8D", "#9EDAE5"]
 MEMORY_PARTS = ["params", "grads", "optimizer_state", "buffers", "activations"]
 MEMORY_COLOURS = ["#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3"]
 MAX_TIMELINE_GPUS = 64
 
 
 def algorithm_colour(name, _extra={}):
-    """A fixed colour per algorithm name; unknown names get the next colour deterministically."""
-    if name in ALGORITHM_ORDER:
-        return PALETTE[ALGORITHM_ORDER.index(name) % len(PALETTE)]
+    """The row's own colour; other labels get the next spare colour, deterministically."""
+    if name in SUMMARY_COLOURS:
+        return SUMMARY_COLOURS[name]
     if name not in _extra:
-        _extra[name] = PALETTE[(len(ALGORITHM_ORDER) + len(_extra)) % len(PALETTE)]
+        _extra[name] = PALETTE[len(_extra) % len(PALETTE)]
     return _extra[name]
+
+
+class PlotError(Exception):
+    """A plot that could not be written: one line, naming the file and the cause."""
 
 
 def save(fig, path):
     """Writes the figure to a temporary file beside `path`, then renames it into place."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".png.tmp")
-    os.close(fd)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".png.tmp")
+        os.close(fd)
         fig.savefig(tmp, dpi=DPI, format="png")
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as e:
+        raise PlotError(f"{path}: cannot write: {e.strerror or e}") from None
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.remove(tmp)
 
 
@@ -185,10 +203,18 @@ def draw_gantt(ax, trace, gpus, window, universe=None, fontsize=8):
                 if start + dur >= lo and start <= hi:
                     spans.setdefault(cat, []).append((start - lo, dur))
             for cat, cat_spans in spans.items():
-                # A thin white edge keeps back-to-back ops of one category apart.
-                ax.broken_barh(cat_spans, (y + tid - 0.4, 0.8),
-                               facecolors=CATEGORY_COLOURS.get(cat, "#999999"), edgecolor="white",
-                               linewidth=0.4, label=cat)
+                # A thin white edge keeps back-to-back ops of one category apart, on ops wide enough
+                # to show it: on small ones (DDP's many bucket all-reduces) the edges were all that
+                # showed, and the row looked pale instead of the legend's colour (issue 27.9).
+                wide = [s for s in cat_spans if s[1] > 0.004 * (hi - lo)]
+                narrow = [s for s in cat_spans if s[1] <= 0.004 * (hi - lo)]
+                colour = CATEGORY_COLOURS.get(cat, "#999999")
+                if wide:
+                    ax.broken_barh(wide, (y + tid - 0.4, 0.8), facecolors=colour,
+                                   edgecolor="white", linewidth=0.4, label=cat)
+                if narrow:
+                    ax.broken_barh(narrow, (y + tid - 0.4, 0.8), facecolors=colour,
+                                   edgecolor=colour, linewidth=0.4, label=cat)
             drawn |= set(spans)
         ticks.append(y + 0.5)  # centred on the GPU's compute and comm rows
         labels.append(str(trace["names"].get(pid, f"gpu {pid}")))
@@ -267,25 +293,26 @@ def plot_timeline(out, name, row, trace, scenario):
 
 
 def plot_timeline_compare(out, rows, traces, scenario):
-    names = [n for n in traces]
+    # In the scenario's order (the summary's rows), not the trace files' alphabetical one.
+    names = [n for n in rows if n in traces] + [n for n in traces if n not in rows]
     if not names:
         return
-    windows = {n: steady_window(rows.get(n), traces[n]) for n in names}
-    length = max(hi - lo for lo, hi in windows.values())
-    fig, axes = plt.subplots(len(names), 1, figsize=(13, 1.6 + 2.4 * len(names)), sharex=True,
-                             squeeze=False)
+    # Each panel shows its own steady-state steps on its own time axis: one slow algorithm no
+    # longer squashes the others into a sliver (issue 27.9); the axis labels say each one's scale.
+    fig, axes = plt.subplots(len(names), 1, figsize=(13, 1.6 + 2.6 * len(names)), squeeze=False)
     cats = set()
     for ax, n in zip(axes[:, 0], names):
         gpus, _ = pick_gpus(traces[n], 4)
-        lo = windows[n][0]
-        cats |= draw_gantt(ax, traces[n], gpus, (lo, lo + length), fontsize=7)
+        lo, hi = steady_window(rows.get(n), traces[n])
+        cats |= draw_gantt(ax, traces[n], gpus, (lo, hi), fontsize=7)
         ax.set_ylabel(n, rotation=0, ha="right", va="center", fontsize=10, color=algorithm_colour(n))
+        ax.set_xlabel(f"{n}: ms since its steady-state window opened ({hi - lo:.4g} ms shown)",
+                      fontsize=8)
     category_legend(axes[0, 0], cats)
     source = sources(source_of(traces[n], rows.get(n), n) == "measured" for n in names)
-    axes[0, 0].set_title(f"{scenario}: {source} timelines, the same window length for every "
-                         f"algorithm\n(up to 4 GPUs each: compute stream in the upper row, comm in "
-                         f"the lower)", pad=LEGEND_PAD)
-    axes[-1, 0].set_xlabel("time since the steady-state window opened (ms)")
+    axes[0, 0].set_title(f"{scenario}: {source} timelines, each over its own steady-state steps "
+                         f"(time axes differ)\n(up to 4 GPUs each: compute stream in the upper row, "
+                         f"comm in the lower)", pad=LEGEND_PAD)
     fig.tight_layout()
     save(fig, os.path.join(out, "timeline-compare.png"))
 
@@ -298,16 +325,31 @@ def spans_decades(values):
 
 def plot_speedup(out, results, scenario):
     names = bar_names(results)
-    values = [r.get("speedup_vs_ddp", 0) for r in results]
+    values = [float(r.get("speedup_vs_ddp", 0)) for r in results]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
-    bars = ax.bar(names, values, color=[algorithm_colour(r["algorithm"]) for r in results])
+    bars = ax.bar(names, [v if math.isfinite(v) else 0 for v in values], color=[algorithm_colour(r["algorithm"]) for r in results])
+    # Steps that are not DDP's (issue 27.2): local updates between synchronisations, or delayed
+    # ones from a varying number of micro-batches. Their bars are hatched and the note says why.
+    caveat = [r for r in results if r.get("update") in ("local", "delayed")]
     for bar, r in zip(bars, results):
-        ax.annotate(f"{bar.get_height():.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
-                    f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%",
-                    (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
-                    fontsize=8, xytext=(0, 2), textcoords="offset points")
+        if r in caveat:
+            bar.set_hatch("//")
+            bar.set_edgecolor("white")
+    if caveat:
+        ax.annotate("hatched: local or delayed updates, whose steps are not DDP's; compare time to "
+                    "a target loss (training.target_loss) before reading these as wins",
+                    (0.5, -0.32), xycoords="axes fraction", ha="center", fontsize=7,
+                    color="#444444")
+    for bar, r, value in zip(bars, results, values):
+        # Without a DDP reference (it failed) the speedup is NaN: no bar, and the label says why.
+        known = math.isfinite(value)
+        text = (f"{value:.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
+                f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%" if known
+                else "no DDP\nreference")
+        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, value if known else 0), ha="center",
+                    va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="DDP")
-    ax.set_ylim(0, max(values + [1.0]) * 1.25)
+    ax.set_ylim(0, max([v for v in values if math.isfinite(v)] + [1.0]) * 1.25)
     ax.set_ylabel("throughput speedup vs DDP (x)")
     ax.set_xlabel("algorithm")
     ax.set_title(f"{scenario}, {sources_of(results)}\nthroughput relative to DDP (samples per "
@@ -421,6 +463,8 @@ def plot_sweep(out, summary, scenario):
     key = sweep["vary"][0]
     others = sweep["vary"][1:]
     results = [r for r in summary["results"] if "error" not in r]  # failed rows have no metrics
+    ddp_samples = {r.get("point"): r.get("samples_per_step") for r in results
+                   if r["algorithm"] == "ddp"}
     by_alg = {}  # one line per algorithm and combination of the other varied keys
     for r in results:
         label = r["algorithm"] + "".join(f", {k.split('.')[-1]}={r.get(k)}" for k in others)
@@ -438,8 +482,19 @@ def plot_sweep(out, summary, scenario):
             style = styles[combo.index(alg.split(",", 1)[1] if "," in alg else "") % len(styles)]
             ax.plot(xs, [p[2].get(metric, 0) for p in pts], marker="o", label=alg, linestyle=style,
                     color=algorithm_colour(pts[0][2]["algorithm"]))
+            # What a step holds where it is not DDP's at that point (issue 27.4: ACCO's 6x batch
+            # read as a 3.35x speedup beside a plot where it is the slowest per step).
+            for x, _, row in pts:
+                ddp = ddp_samples.get((row.get("point")))
+                samples = row.get("samples_per_step")
+                if ddp and samples and abs(samples - ddp) > 0.01 * ddp:
+                    ax.annotate(f"{samples:.0f}/step", (x, row.get(metric, 0)), fontsize=6,
+                                xytext=(3, 3), textcoords="offset points",
+                                color=algorithm_colour(row["algorithm"]))
         finite = [x for x in xs_all if x > 0 and math.isfinite(x)]
-        if finite and max(finite) / min(finite) >= 100:
+        # Rates and latencies are read by decades; other keys when they span two (issue 27.9).
+        by_decades = any(w in key for w in ("bandwidth", "latency", "rate"))
+        if finite and max(finite) / min(finite) >= (4 if by_decades else 100):
             ax.set_xscale("log")
         if spans_decades([p[2].get(metric) for pts in by_alg.values() for p in pts]):
             ax.set_yscale("log")  # speedups from 0.5x to 60x: a linear axis hides the small ones
@@ -448,12 +503,136 @@ def plot_sweep(out, summary, scenario):
         ax.set_xticklabels([t[1] for t in ticks], rotation=30, fontsize=8)
         ax.set_xlabel(key)
         ax.set_ylabel(label)
-        ax.set_title(f"{scenario}, {sources_of(results)}\n{label.split(' (')[0]} vs {key}",
-                     fontsize=11)
+        ax.set_title(f"{scenario}, {sources_of(results)}\n{label.split(' (')[0]} vs {key} "
+                     "(samples per step noted where not DDP's)", fontsize=11)
         ax.legend(fontsize=8)
         ax.grid(color="#EEEEEE")
         fig.tight_layout()
         save(fig, os.path.join(out, fname))
+
+
+def read_loss_curves(path):
+    """{algorithm: [(samples, loss, wall_time_s or None)]} from a CSV with a header naming
+    `algorithm`, `samples` and `loss` (validate's loss.csv adds `wall_time_s`)."""
+    import csv
+    curves = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            wall = row.get("wall_time_s")
+            curves.setdefault(row["algorithm"], []).append(
+                (float(row["samples"]), float(row["loss"]), float(wall) if wall else None))
+    return curves
+
+
+def plot_loss(out, summary, scenario):
+    """Loss against wall-clock time per algorithm when a target loss is set (issue 27.2): measured
+    time where validate measured it, else samples over the algorithm's throughput."""
+    training = summary.get("scenario", {}).get("training") or {}
+    target = training.get("target_loss")
+    if target is None:
+        return
+    path = os.path.join(out, "loss.csv")
+    if not os.path.exists(path):
+        path = training.get("loss_curve") or ""
+    if not path or not os.path.exists(path):
+        return
+    curves = read_loss_curves(path)
+    throughput = {r["algorithm"]: r.get("throughput_samples_s") for r in summary["results"]
+                  if "error" not in r and not r.get("measured")}
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for alg, pts in curves.items():
+        rate = throughput.get(alg)
+        xs = [w if w is not None else (s / rate if rate else float("nan")) for s, _, w in pts]
+        ax.plot(xs, [p[1] for p in pts], label=alg, color=algorithm_colour(alg))
+    ax.axhline(target, color="#555555", linestyle="--", linewidth=1, label=f"target {target:g}")
+    ax.set_xlabel("wall-clock time (s)")
+    ax.set_ylabel("loss")
+    ax.set_title(f"{scenario}: loss against wall-clock time (time to target in the summary)",
+                 fontsize=11)
+    ax.legend(fontsize=8)
+    ax.grid(color="#EEEEEE")
+    fig.tight_layout()
+    save(fig, os.path.join(out, "loss-vs-time.png"))
+
+
+# A row's fields that hold numbers (null stands for NaN, as overlapsim writes it), and its objects
+# and lists whose entries do: what the plots compute with.
+NUMERIC_FIELDS = ("workers", "iteration_time_s", "throughput_samples_s", "throughput_tokens_s",
+                  "speedup_vs_ddp", "idle_fraction_mean", "idle_fraction_max", "exposed_comm_s",
+                  "waiting_s", "comm_bytes_per_step", "peak_memory_bytes", "simulated_time_s",
+                  "samples_per_step", "tokens_per_step", "compute_s_per_step", "comm_s_per_step",
+                  "gpu_memory_bytes", "lower_bound_s")
+NUMERIC_GROUPS = ("memory_breakdown", "steady_state", "micro_batches_per_step", "idle_breakdown",
+                  "idle_fraction_per_gpu")
+
+
+def is_number(value):
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def shown(value):
+    """A JSON value as a message quotes it: short, in JSON's words."""
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def malformed(summary):
+    """What is wrong with a summary.json's shape, or None (issue 26.11: null, [] or
+    {"results": null} ended in a traceback). Names the key and what was expected."""
+    if not isinstance(summary, dict):
+        kind = {type(None): "null", list: "a list", str: "a string", bool: "a boolean"}.get(
+            type(summary), "a number")
+        return f"expected a JSON object with 'results', got {kind}"
+    if "scenario" in summary and not isinstance(summary["scenario"], dict):
+        return f"key 'scenario': expected an object, got {shown(summary['scenario'])}"
+    sweep = summary.get("sweep")
+    if sweep is not None:
+        vary = sweep.get("vary") if isinstance(sweep, dict) else None
+        if not isinstance(vary, list) or not all(isinstance(k, str) for k in vary):
+            return f"key 'sweep': expected an object whose 'vary' lists the varied keys, got " \
+                   f"{shown(sweep)}"
+    results = summary.get("results")
+    if not isinstance(results, list):
+        return f"key 'results': expected a list of rows, got {shown(results)}"
+    for k, row in enumerate(results):
+        if not isinstance(row, dict):
+            return f"key 'results.{k}': expected a row (an object), got {shown(row)}"
+        if not isinstance(row.get("algorithm"), str):
+            return f"key 'results.{k}.algorithm': expected a name, got {shown(row.get('algorithm'))}"
+        if "error" in row:
+            continue
+        for key in NUMERIC_FIELDS:
+            if key in row and not is_number(row[key]):
+                return f"key 'results.{k}.{key}': expected a number, got {shown(row[key])}"
+        for key in NUMERIC_GROUPS:
+            group = row.get(key)
+            if group is None:
+                continue
+            entries = (group.items() if isinstance(group, dict)
+                       else enumerate(group) if isinstance(group, list) else None)
+            if entries is None:
+                return f"key 'results.{k}.{key}': expected an object or list of numbers, got " \
+                       f"{shown(group)}"
+            for name, value in entries:
+                if not is_number(value):
+                    return f"key 'results.{k}.{key}.{name}': expected a number, got {shown(value)}"
+    return None
+
+
+def with_nan(row):
+    """The row with NaN for its null metrics (NaN is written as null): the plots draw no bar or
+    point there instead of failing on None."""
+    row = dict(row)
+    for key in NUMERIC_FIELDS:
+        if key in row and row[key] is None:
+            row[key] = float("nan")
+    for key in NUMERIC_GROUPS:
+        group = row.get(key)
+        if isinstance(group, dict):
+            row[key] = {n: float("nan") if v is None else v for n, v in group.items()}
+        elif isinstance(group, list):
+            row[key] = [float("nan") if v is None else v for v in group]
+    return row
 
 
 def plot_predicted_vs_measured(out, scenario):
@@ -494,9 +673,22 @@ def main(argv):
     try:
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"overlapsim plot: {out}/summary.json: {e}", file=sys.stderr)
-        return 2
+    except OSError as e:
+        print(f"overlapsim plot: {out}/summary.json: cannot read: {e.strerror or e}",
+              file=sys.stderr)
+        return 1
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deep to be a summary
+        print(f"overlapsim plot: {out}/summary.json: expected a JSON summary, got invalid JSON "
+              f"({e})", file=sys.stderr)
+        return 1
+    problem = malformed(summary)
+    if problem:
+        print(f"overlapsim plot: {out}/summary.json: {problem}", file=sys.stderr)
+        return 1
+    summary["results"] = [with_nan(r) for r in summary["results"]]
+    for r in summary["results"]:
+        if isinstance(r.get("colour"), str) and re.fullmatch(r"#[0-9A-Fa-f]{6}", r["colour"]):
+            SUMMARY_COLOURS[r["algorithm"]] = r["colour"]
     only = {s for s in args.only.split(",") if s}
     scenario = summary.get("scenario", {}).get("name", os.path.basename(os.path.normpath(out)))
     results = [r for r in summary.get("results", []) if "error" not in r]  # failed rows: no metrics
@@ -509,17 +701,24 @@ def main(argv):
         name = re.sub(r"\.json(\.gz)?$", "", os.path.basename(path)[len("trace-"):])
         try:
             traces[name] = load_trace(path)
-        except (OSError, ValueError, KeyError) as e:
-            print(f"warning: {path}: not a readable trace ({e}); its timeline is skipped",
-                  file=sys.stderr)
+        except Exception as e:  # any damage (a list where events go, ...): a warning, no traceback
+            print(f"warning: {path}: not a readable trace ({type(e).__name__}: {e}); its timeline "
+                  "is skipped", file=sys.stderr)
+
+    failed = []
 
     def attempt(label, fn, *fn_args):
         if only and label not in only:
             return
         try:
             fn(*fn_args)
-        except Exception as e:  # one plot's failure never stops the others
-            print(f"warning: plot {label} failed: {type(e).__name__}: {e}", file=sys.stderr)
+        except PlotError as e:  # one plot's failure never stops the others, but fails the run
+            print(f"overlapsim plot: {e}", file=sys.stderr)
+            failed.append(label)
+        except Exception as e:
+            print(f"overlapsim plot: plot {label} failed: {type(e).__name__}: {e}",
+                  file=sys.stderr)
+            failed.append(label)
 
     if "sweep" not in summary:
         for name, trace in traces.items():  # validate's measured runs too, titled so
@@ -534,7 +733,8 @@ def main(argv):
         attempt("memory", plot_memory, out, results, predicted, scenario)
     attempt("sweep", plot_sweep, out, summary, scenario)
     attempt("predicted-vs-measured", plot_predicted_vs_measured, out, scenario)
-    return 0
+    attempt("loss", plot_loss, out, summary, scenario)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

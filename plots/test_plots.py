@@ -281,8 +281,166 @@ class PlotsTest(unittest.TestCase):
     def test_missing_summary_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
             r = self.run_plots(d)
-            self.assertEqual(r.returncode, 2)
+            self.assertEqual(r.returncode, 1)
             self.assertIn("summary.json", r.stderr)
+
+    def test_malformed_summaries_are_one_line_errors(self):
+        # Issue 26.11: null, [] and {"results": null} ended in a traceback; so did rows of the
+        # wrong shape and metrics of the wrong type.
+        row = {"algorithm": "ddp", "iteration_time_s": 0.1}
+        cases = {
+            "null": "expected a JSON object with 'results', got null",
+            "[]": "expected a JSON object with 'results', got a list",
+            '"text"': "expected a JSON object with 'results', got a string",
+            "{}": "key 'results': expected a list of rows, got null",
+            '{"results": null}': "key 'results': expected a list of rows, got null",
+            '{"results": {"ddp": 1}}': "key 'results': expected a list of rows, got {\"ddp\": 1}",
+            '{"results": [3]}': "key 'results.0': expected a row (an object), got 3",
+            '{"results": [{"workers": 2}]}': "key 'results.0.algorithm': expected a name, got null",
+            '{"results": [{"algorithm": "ddp", "iteration_time_s": "fast"}]}':
+                "key 'results.0.iteration_time_s': expected a number, got \"fast\"",
+            '{"results": [{"algorithm": "ddp", "samples_per_step": true}]}':
+                "key 'results.0.samples_per_step': expected a number, got true",
+            '{"results": [{"algorithm": "ddp", "memory_breakdown": "big"}]}':
+                "key 'results.0.memory_breakdown': expected an object or list of numbers, got "
+                "\"big\"",
+            '{"results": [{"algorithm": "ddp", "memory_breakdown": {"params": [1]}}]}':
+                "key 'results.0.memory_breakdown.params': expected a number, got [1]",
+            '{"results": [{"algorithm": "ddp", "steady_state": {"steps": "3"}}]}':
+                "key 'results.0.steady_state.steps': expected a number, got \"3\"",
+            '{"scenario": "s", "results": []}': "key 'scenario': expected an object, got \"s\"",
+            '{"sweep": 5, "results": []}':
+                "key 'sweep': expected an object whose 'vary' lists the varied keys, got 5",
+            '{"sweep": {"vary": [1]}, "results": []}':
+                "key 'sweep': expected an object whose 'vary' lists the varied keys, got "
+                "{\"vary\": [1]}",
+        }
+        cases[json.dumps({"results": [row, [row]]})] = \
+            "key 'results.1': expected a row (an object), got [{\"algorithm\": \"ddp\", " \
+            "\"iteration_time_s\": 0.1}]"
+        for text, message in cases.items():
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, "summary.json"), "w") as f:
+                    f.write(text)
+                r = self.run_plots(d)
+                self.assertEqual(r.returncode, 1, text)
+                self.assertNotIn("Traceback", r.stderr, text)
+                self.assertEqual(r.stderr.strip(),
+                                 f"overlapsim plot: {d}/summary.json: {message}", text)
+                self.assertEqual(os.listdir(d), ["summary.json"], text)  # no plot drawn
+
+    def test_unreadable_or_invalid_summaries_are_one_line_errors(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.mkdir(os.path.join(d, "summary.json"))  # unreadable (also as root)
+            r = self.run_plots(d)
+            self.assertEqual(r.returncode, 1)
+            self.assertEqual(r.stderr.strip(),
+                             f"overlapsim plot: {d}/summary.json: cannot read: Is a directory")
+        with tempfile.TemporaryDirectory() as d:
+            r = self.run_plots(os.path.join(d, "nowhere"))
+            self.assertEqual(r.returncode, 1)
+            self.assertEqual(r.stderr.strip(), f"overlapsim plot: {d}/nowhere/summary.json: "
+                             "cannot read: No such file or directory")
+        # Invalid JSON, and JSON nested too deep for Python's parser (a RecursionError).
+        for text in ('{"results": [', "[" * 100000 + "]" * 100000, "\xff\xfe"):
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, "summary.json"), "w", encoding="latin-1") as f:
+                    f.write(text)
+                r = self.run_plots(d)
+                self.assertEqual(r.returncode, 1, text[:20])
+                self.assertNotIn("Traceback", r.stderr, text[:20])
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertTrue(r.stderr.startswith(
+                    f"overlapsim plot: {d}/summary.json: expected a JSON summary, got invalid JSON"),
+                    r.stderr)
+
+    def test_null_metrics_are_nan_not_a_failure(self):
+        # NaN is written as null: without a DDP reference (DDP failed) every speedup is null, and
+        # the speedup plot failed on None, which fails the whole command.
+        with tempfile.TemporaryDirectory() as d:
+            make_output_dir(d, algorithms=("ddp", "acco"), gpus=2, steps=3)
+            with open(os.path.join(d, "summary.json")) as f:
+                summary = json.load(f)
+            summary["results"][0] = {"algorithm": "ddp", "workers": 2, "error": "it failed"}
+            summary["results"][1]["speedup_vs_ddp"] = None
+            summary["results"][1]["memory_breakdown"]["buffers"] = None
+            with open(os.path.join(d, "summary.json"), "w") as f:
+                json.dump(summary, f)
+            r = self.run_plots(d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for name in ("speedup.png", "idle.png", "memory.png", "timeline-acco.png"):
+                self.assertTrue(is_png(os.path.join(d, name)), name)
+            speedup = self.draw(d, "speedup")["speedup.png"].axes[0]
+            self.assertEqual([p.get_height() for p in speedup.patches], [0])  # no bar
+            self.assertIn("no DDP\nreference", [t.get_text() for t in speedup.texts])
+            self.assertEqual(speedup.get_ylim(), (0, 1.25))
+
+    def test_damaged_traces_are_warnings_not_tracebacks(self):
+        for doc in ([1, 2], {"traceEvents": None}, {"traceEvents": [1]},
+                    {"traceEvents": [{"ph": "X", "dur": "long"}]}):
+            with tempfile.TemporaryDirectory() as d:
+                make_output_dir(d, algorithms=("ddp", "acco"), gpus=2, steps=3)
+                with open(os.path.join(d, "trace-acco.json"), "w") as f:
+                    json.dump(doc, f)
+                r = self.run_plots(d)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertNotIn("Traceback", r.stderr)
+                self.assertIn("trace-acco.json: not a readable trace", r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(d, "timeline-acco.png")))
+                self.assertTrue(is_png(os.path.join(d, "timeline-ddp.png")))
+
+    def test_an_unwritable_directory_fails_with_one_line(self):
+        # Issue 26.8: a failed plot exited 0.
+        if os.geteuid() == 0:
+            self.skipTest("root writes into read-only directories")
+        with tempfile.TemporaryDirectory() as d:
+            make_output_dir(d, algorithms=("ddp",), gpus=2, steps=3)
+            os.chmod(d, 0o555)
+            try:
+                r = self.run_plots(d)
+            finally:
+                os.chmod(d, 0o755)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("cannot write", r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+
+    def test_a_failed_save_fails_the_run(self):
+        # The same as root: saving into a path that is a directory fails with the OS error.
+        with tempfile.TemporaryDirectory() as d:
+            make_output_dir(d, algorithms=("ddp",), gpus=2, steps=3)
+            os.mkdir(os.path.join(d, "speedup.png"))
+            r = self.run_plots(d)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("speedup.png: cannot write", r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+            self.assertTrue(os.path.exists(os.path.join(d, "idle.png")))  # the others are drawn
+
+    def test_signals_stop_it_without_a_traceback(self):
+        # Issue 26.7: Ctrl-C printed Python's traceback; the script now dies of the signal.
+        sys.path.insert(0, HERE)
+        import overlapsim_plots  # noqa: F401 (installs the dispositions)
+        import signal
+        self.assertEqual(signal.getsignal(signal.SIGINT), signal.SIG_DFL)
+        self.assertEqual(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def test_every_algorithm_and_label_has_a_colour_of_its_own(self):
+        # Issue 27.9: fsdp, ddp-paper and custom labels wrapped onto DDP's colour. Issue 28.1:
+        # the algorithms' colours come from their descriptors, through the summary.
+        binary = os.environ.get("OVERLAPSIM_BINARY")
+        if not binary:
+            self.skipTest("OVERLAPSIM_BINARY not set (ctest sets it)")
+        sys.path.insert(0, HERE)
+        import overlapsim_plots as p
+        registry = json.loads(subprocess.run([binary, "algorithms", "--json"], check=True,
+                                             capture_output=True, text=True).stdout)
+        p.SUMMARY_COLOURS.clear()
+        p.SUMMARY_COLOURS.update({a["name"]: a["colour"] for a in registry})
+        names = [a["name"] for a in registry] + ["ddp-paper", "mine", "hsdp-adamw",
+                                                 "flexdemo-random"]
+        colours = [p.algorithm_colour(n) for n in names]
+        self.assertEqual(len(set(colours)), len(names))
+        p.SUMMARY_COLOURS.clear()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 #include "scenario/calibration.h"
+#include "scenario/user_file.h"
 
 #include <algorithm>
 #include <cmath>
@@ -58,12 +59,10 @@ LinkFit read_link(const json& j, const std::string& where) {
 } // namespace
 
 Calibration read_calibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error(fmt::format("{}: cannot open the calibration profile", path));
+  const std::string text = read_user_file(path, kCalibrationFile);
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
@@ -90,6 +89,20 @@ Calibration read_calibration(const std::string& path) {
     }
     if (m.contains("optimizer_time_per_param_s"))
       c.optimizer_time_per_param_s = positive(m, "optimizer_time_per_param_s", where, true);
+    if (m.contains("optimizer_points")) {
+      for (const auto& p : field(m, "optimizer_points", where)) {
+        const std::string pw = fmt::format("{}.optimizer_points[{}]", where, c.optimizer_points.size());
+        if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number() ||
+            !(p[0].get<double>() > 0) || !(p[1].get<double>() > 0) ||
+            !std::isfinite(p[0].get<double>()) || !std::isfinite(p[1].get<double>()))
+          throw std::runtime_error(
+              fmt::format("{}: expected [parameters, seconds], both positive numbers", pw));
+        if (!c.optimizer_points.empty() && p[0].get<double>() <= c.optimizer_points.back().first)
+          throw std::runtime_error(
+              fmt::format("{}: expected parameters ascending, point after point", pw));
+        c.optimizer_points.emplace_back(p[0].get<double>(), p[1].get<double>());
+      }
+    }
     if (m.contains("memory_bandwidth_Bps"))
       c.memory_bandwidth_Bps = positive(m, "memory_bandwidth_Bps", where, false);
     if (m.contains("comm_interference")) {
@@ -148,6 +161,11 @@ std::string calibration_json(const Calibration& c) {
     json model = {{"name", c.model}, {"micro_batch", c.micro_batch}, {"layers", layers}};
     if (c.optimizer_time_per_param_s > 0)
       model["optimizer_time_per_param_s"] = c.optimizer_time_per_param_s;
+    if (!c.optimizer_points.empty()) {
+      model["optimizer_points"] = json::array();
+      for (const auto& [p, t] : c.optimizer_points)
+        model["optimizer_points"].push_back({p, t});
+    }
     if (c.memory_bandwidth_Bps > 0)
       model["memory_bandwidth_Bps"] = c.memory_bandwidth_Bps;
     if (c.comm_interference)

@@ -44,6 +44,11 @@ struct Calibration {
   int micro_batch = 0;
   std::vector<LayerTiming> layers;
   double optimizer_time_per_param_s = 0; // one optimizer step, per parameter updated
+  // Optimizer steps over a flat slice of `params` parameters, measured in seconds, ascending (issue
+  // 30.1): the shards ZeRO-1, FSDP and ACCO step. A step's cost is not linear in its size where the
+  // state fits a cache (a CPU's L3: a 2-worker ZeRO-1 shard stepped 4.7x faster than the full
+  // step, not 2x); the simulator interpolates between them.
+  std::vector<std::pair<double, double>> optimizer_points;
   double memory_bandwidth_Bps = 0;       // element-wise copies (the simulator's HBM bandwidth)
   // Fraction of compute speed lost while a collective runs on the same device (hw::GpuSpec).
   std::optional<double> comm_interference;

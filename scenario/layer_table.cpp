@@ -1,4 +1,5 @@
 #include "scenario/layer_table.h"
+#include "scenario/user_file.h"
 
 #include "scenario/delimited_fields.h"
 
@@ -64,12 +65,7 @@ std::vector<LayerTimes> parse_layer_table(const std::string& text,
 }
 
 std::vector<LayerTimes> read_layer_table(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error(fmt::format("{}: cannot open the layer table", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_layer_table(buffer.str(), path);
+  return parse_layer_table(read_user_file(path, kLayerTableFile), path);
 }
 
 } // namespace overlapsim::scenario

@@ -1,7 +1,10 @@
 #include "scenario/loader.h"
+#include "scenario/user_file.h"
 
+#include "hw/conv_ops.h"
 #include "hw/transformer_ops.h"
 #include "hw/units.h"
+#include "hw/vit_ops.h"
 #include "scenario/calibration.h"
 #include "scenario/layer_table.h"
 
@@ -25,6 +28,12 @@
 #include <string_view>
 
 namespace overlapsim::scenario {
+
+// Repeated keys, keys that are maps or lists, alias bombs and aliases that contain themselves
+// (below, before parsing).
+void check_keys(const YAML::Node& node, const std::string& path, const std::string& file,
+                long& visited, int depth = 0);
+
 namespace {
 
 // Where each value came from, so that errors can say "file:line" or "--set key".
@@ -140,6 +149,16 @@ public:
     if ((v > 0 && v < range.min) || v > max)
       fail(fmt::format("'{}' is outside the range [{}, {}]", text(), range.format(range.min),
                        range.format(max)));
+    return v;
+  }
+
+  // A count that must be whole (parameters, vocab, widths): "1.5" and "2.5k" are errors
+  // (issue 26.12: d_ff: 1.5 was accepted).
+  double whole_count(bool allow_zero = false,
+                     double max = std::numeric_limits<double>::infinity()) const {
+    const double v = quantity(hw::parse_count, allow_zero, max);
+    if (v != std::floor(v))
+      fail(fmt::format("expected a whole number, got '{}' ({})", text(), v));
     return v;
   }
 
@@ -296,6 +315,14 @@ ClusterSpec read_cluster(const Entry& e) {
   ClusterSpec c;
   c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
   c.gpus_per_node = static_cast<int>(e.child("gpus_per_node").integer(1, 1024));
+  // A million GPUs is past any machine built; ranks and per-GPU tables stay well inside int.
+  constexpr long long kMaxGpus = 1 << 20;
+  if (static_cast<long long>(c.nodes) * c.gpus_per_node > kMaxGpus)
+    e.child("gpus_per_node")
+        .fail(fmt::format("expected at most {} GPUs in all (cluster.nodes x gpus_per_node), got "
+                          "{} x {} = {}",
+                          kMaxGpus, c.nodes, c.gpus_per_node,
+                          static_cast<long long>(c.nodes) * c.gpus_per_node));
   c.gpu = read_gpu(e.child("gpu"));
   // A calibration profile's fitted links replace the latency and bandwidth of the ones it holds;
   // those links may then be left out.
@@ -340,15 +367,17 @@ ClusterSpec read_cluster(const Entry& e) {
   if (e.has("nics_per_node"))
     c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
   if (e.has("stragglers")) {
+    // GPU -> its index in the list: a list of every GPU of a large cluster is checked in
+    // O(n log n), not by scanning the list for each entry.
+    std::map<int, std::size_t> listed;
     for (const auto& s : e.child("stragglers").items()) {
       s.expect_map({"gpu", "slowdown"});
       Straggler st;
       st.gpu = static_cast<int>(s.child("gpu").integer(0, c.world_size() - 1));
-      for (std::size_t i = 0; i < c.stragglers.size(); ++i)
-        if (c.stragglers[i].gpu == st.gpu)
-          s.child("gpu").fail(fmt::format("GPU {} is already a straggler (cluster.stragglers.{}); "
-                                          "give each GPU one slowdown",
-                                          st.gpu, i));
+      if (const auto [it, fresh] = listed.try_emplace(st.gpu, c.stragglers.size()); !fresh)
+        s.child("gpu").fail(fmt::format("GPU {} is already a straggler (cluster.stragglers.{}); "
+                                        "give each GPU one slowdown",
+                                        st.gpu, it->second));
       st.slowdown = s.child("slowdown").number(1e-3, 1e6);
       c.stragglers.push_back(st);
     }
@@ -418,7 +447,7 @@ hw::ModelSpec read_layers(const Entry& e) {
                   "activation_bytes_per_sample", "output_bytes_per_sample", "repeat"});
     hw::LayerSpec layer;
     layer.name = l.has("name") ? l.child("name").text() : fmt::format("layer{}", m.layers.size());
-    layer.params = l.child("params").quantity(hw::parse_count, true, 1e13);
+    layer.params = l.child("params").whole_count(true, 1e13);
     layer.fwd_flops_per_sample = l.child("fwd_flops_per_sample").quantity(hw::parse_count, true);
     layer.bwd_flops_per_sample =
         l.has("bwd_flops_per_sample")
@@ -472,6 +501,7 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
       layers[i].activation_bytes_per_sample = cal.layers[i].activation_bytes_per_sample;
   }
   m.spec.optimizer_time_per_param_s = cal.optimizer_time_per_param_s;
+  m.spec.optimizer_points = cal.optimizer_points;
   if (cal.memory_bandwidth_Bps > 0)
     cluster.gpu.hbm_bandwidth_Bps = cal.memory_bandwidth_Bps;
   if (cal.comm_interference)
@@ -574,7 +604,7 @@ hw::TransformerDims read_transformer_dims(const Entry& e, hw::TransformerDims d,
   using Attention = hw::TransformerDims::Attention;
   auto count = [&](const char* key, double max) {
     if (e.has(key) || required)
-      return e.child(key).quantity(hw::parse_count, false, max);
+      return e.child(key).whole_count(false, max);
     return -1.0;
   };
   if (const double v = count("vocab", 1e8); v > 0)
@@ -588,7 +618,7 @@ hw::TransformerDims read_transformer_dims(const Entry& e, hw::TransformerDims d,
   if (e.has("n_kv_heads"))
     d.n_kv_heads = static_cast<int>(e.child("n_kv_heads").integer(1, d.n_heads));
   if (e.has("d_ff"))
-    d.ffn_dim = e.child("d_ff").quantity(hw::parse_count, false, 1e7);
+    d.ffn_dim = e.child("d_ff").whole_count(false, 1e7);
   if (e.has("mlp")) {
     d.mlp = e.child("mlp").choice<Mlp>(
         {{"gelu", Mlp::gelu}, {"gelu-new", Mlp::gelu_new}, {"swiglu", Mlp::swiglu}});
@@ -641,14 +671,14 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
       if (e.has(std::string(k)))
         e.child(std::string(k)).fail(why);
   };
-  // The roofline needs a transformer's op list; the other models keep their FLOP counts.
+  // The roofline needs an op list (transformers, resnet-50, vit-b16); the others keep their FLOPs.
   bool roofline = false;
   if (e.has("compute"))
     roofline = e.child("compute").choice<bool>({{"roofline", true}, {"flops", false}});
   auto flops_only = [&](const std::string& what) {
     if (roofline)
-      e.child("compute").fail(
-          fmt::format("the roofline models transformers; {} takes 'flops'", what));
+      e.child("compute").fail(fmt::format(
+          "the roofline models transformers, resnet-50 and vit-b16; {} takes 'flops'", what));
   };
   if (e.has("layers")) {
     reject(kTransformerKeys, "a transformer key; a 'layers' list gives its costs itself");
@@ -661,7 +691,7 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
   if (m.preset == "mlp") {
     reject(kTransformerKeys, "not a parameter of preset 'mlp'");
     flops_only("preset 'mlp'");
-    const double width = e.child("width").quantity(hw::parse_count, false, 1e6);
+    const double width = e.child("width").whole_count(false, 1e6);
     const int depth = static_cast<int>(e.child("depth").integer(1, 100000));
     m.spec = hw::mlp_model(width, depth);
     m.dims = {{"width", width}, {"depth", depth}};
@@ -669,10 +699,17 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
   }
   reject(std::array<std::string_view, 2>{"width", "depth"},
          fmt::format("not a parameter of preset '{}'", m.preset));
-  if (m.preset == "resnet-50") {
-    reject(kTransformerKeys, "not a parameter of preset 'resnet-50'");
-    flops_only("preset 'resnet-50'");
-    m.spec = hw::resnet50_model();
+  if (m.preset == "resnet-50" || m.preset == "vit-b16") {
+    reject(kTransformerKeys, fmt::format("not a parameter of preset '{}'", m.preset));
+    const auto vit = hw::vit_b16_dims();
+    m.spec = m.preset == "vit-b16" ? hw::vit_model(m.preset, vit) : hw::resnet50_model();
+    if (!e.has("compute") || roofline) {
+      m.compute = "roofline";
+      if (m.preset == "vit-b16")
+        hw::apply_vit_roofline(m.spec, vit, gpu, training.micro_batch);
+      else
+        hw::apply_resnet_roofline(m.spec, gpu, training.micro_batch);
+    }
     return m;
   }
   hw::TransformerDims dims;
@@ -747,8 +784,10 @@ TrainingSpec read_training(const Entry& e) {
     t.seq_len_distribution = read_seq_len_distribution(e.child("seq_len_distribution"), t.seq_len);
   if (e.has("grad_accum"))
     t.grad_accum = static_cast<int>(e.child("grad_accum").integer(1, 1 << 20));
-  if (e.has("steps"))
+  if (e.has("steps")) {
     t.steps = static_cast<int>(e.child("steps").integer(1, 1 << 20));
+    t.steps_where = e.child("steps").where();
+  }
   if (e.has("warmup_steps"))
     t.warmup_steps = static_cast<int>(e.child("warmup_steps").integer(0, 1 << 20));
   if (e.has("optimizer"))
@@ -929,6 +968,8 @@ void apply_override(YAML::Node root, const std::string& assignment, Context& ctx
     throw ScenarioError(
         fmt::format("--set '{}': the value is not valid YAML: {}", assignment, ex.msg));
   }
+  long visited = 0;
+  check_keys(value, path, "--set " + path, visited);
   std::vector<std::string> keys;
   std::stringstream ss(path);
   for (std::string k; std::getline(ss, k, '.');) {
@@ -986,6 +1027,41 @@ void apply_override(YAML::Node root, const std::string& assignment, Context& ctx
   ctx.overridden.insert(path);
 }
 
+// Keys written that change nothing in this scenario (issue 27.6): a user who sets them believes
+// they matter. Errors are for values that cannot be; these load, with a warning each.
+std::vector<std::string> ineffective_keys(const Entry& top, const Scenario& s) {
+  std::vector<std::string> out;
+  const Entry cluster = top.child("cluster");
+  const auto note = [&](const Entry& key, const std::string& name, const std::string& why) {
+    out.push_back(fmt::format("{}: key 'cluster.{}' has no effect: {}", key.where(), name, why));
+  };
+  if (cluster.has("gpu") && cluster.child("gpu").node().IsMap() &&
+      cluster.child("gpu").has("efficiency")) {
+    const auto& layers = s.model.spec.layers;
+    const auto timed = [](const hw::LayerSpec& l) {
+      return (l.fwd_time_per_sample_s > 0 || l.fwd_model_time_per_sample_s > 0) &&
+             (l.bwd_time_per_sample_s > 0 || l.bwd_model_time_per_sample_s > 0);
+    };
+    if (!layers.empty() && std::all_of(layers.begin(), layers.end(), timed))
+      note(cluster.child("gpu").child("efficiency"), "gpu.efficiency",
+           fmt::format("every layer's time comes from {}; the efficiency scales only layers "
+                       "priced by their FLOPs (model.compute: flops, a 'layers' list)",
+                       s.model.compute == "roofline"
+                           ? "the per-op roofline (model.compute: roofline, the default for this "
+                             "model)"
+                           : "measured times (model.profile or cluster.calibration)"));
+  }
+  const auto& c = s.cluster;
+  if (c.nodes == 1)
+    for (const std::string key : {"inter_node", "nics_per_node"})
+      if (cluster.has(key))
+        note(cluster.child(key), key, "one node (cluster.nodes: 1) sends nothing between nodes");
+  if (c.gpus_per_node == 1 && cluster.has("intra_node"))
+    note(cluster.child("intra_node"), "intra_node",
+         "one GPU per node (cluster.gpus_per_node: 1) sends nothing inside a node");
+  return out;
+}
+
 Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides)
     apply_override(root, o, ctx);
@@ -1007,27 +1083,76 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
   s.algorithms = read_algorithms(top.child("algorithms"));
   check_loss_curve_labels(top.child("training"), s);
   s.output = read_output(Entry(ctx, root["output"], "output"), s.name, s.cluster.world_size());
+  s.warnings = ineffective_keys(top, s);
   return s;
 }
 
 } // namespace
+
+std::string shorten_quoted_values(const std::string& message, std::size_t limit) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    const std::size_t open = message.find('\'', i);
+    if (open == std::string::npos) {
+      out.append(message, i, std::string::npos);
+      break;
+    }
+    const std::size_t close = message.find('\'', open + 1);
+    const std::size_t end = close == std::string::npos ? message.size() : close;
+    out.append(message, i, open + 1 - i);
+    const std::size_t length = end - open - 1;
+    if (length > limit) {
+      std::size_t cut = open + 1 + limit;
+      while (cut > open + 1 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80)
+        --cut; // never inside a UTF-8 character
+      out.append(message, open + 1, cut - open - 1);
+      out += fmt::format("\u2026' ({} characters)", length);
+    } else {
+      out.append(message, open + 1, length);
+      if (close != std::string::npos)
+        out += '\'';
+    }
+    i = close == std::string::npos ? message.size() : close + 1;
+  }
+  const std::size_t total = 4 * limit + 1000;
+  if (out.size() > total) {
+    std::size_t cut = total;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80)
+      --cut;
+    out = out.substr(0, cut) + fmt::format("\u2026 ({} characters in all)", out.size());
+  }
+  return out;
+}
+
+ScenarioError::ScenarioError(const std::string& what)
+    : std::runtime_error(shorten_quoted_values(what)) {}
 
 // What YAML itself lets through but a scenario may not: a repeated key (yaml-cpp keeps the first
 // and drops the second silently) and a key that is a map or a list.
 // Aliases can make a small file expand exponentially ("billion laughs"): the walk stops at a
 // bound far above any real scenario.
 constexpr long kMaxYamlValues = 1000000;
+// No scenario nests deeper than a few levels; an alias that contains itself (`a: &a [*a]`) nests
+// without end and overflowed the stack (issue 26.2).
+constexpr int kMaxYamlDepth = 64;
 
 void check_keys(const YAML::Node& node, const std::string& path, const std::string& file,
-                long& visited) {
+                long& visited, int depth) {
   if (++visited > kMaxYamlValues)
-    throw ScenarioError(fmt::format("{}: more than {} values once YAML aliases are expanded; "
-                                    "expected a scenario, not a generator",
-                                    file, kMaxYamlValues));
+    throw ScenarioError(fmt::format("{}:{}: key '{}': more than {} values once YAML aliases are "
+                                    "expanded; expected a scenario, not a generator",
+                                    file, node.Mark().line + 1, path.substr(0, path.find('.')),
+                                    kMaxYamlValues));
+  if (depth > kMaxYamlDepth)
+    throw ScenarioError(fmt::format(
+        "{}:{}: key '{}': nested more than {} levels deep; expected a scenario (is it a YAML alias "
+        "that contains itself, like 'a: &a [*a]'?)",
+        file, node.Mark().line + 1, path.substr(0, path.find('.')), kMaxYamlDepth));
   if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i)
       check_keys(node[i], path.empty() ? std::to_string(i) : path + "." + std::to_string(i), file,
-                 visited);
+                 visited, depth + 1);
     return;
   }
   if (!node.IsMap())
@@ -1043,7 +1168,7 @@ void check_keys(const YAML::Node& node, const std::string& path, const std::stri
     if (auto [it, fresh] = first_line.try_emplace(kv.first.Scalar(), line); !fresh)
       throw ScenarioError(fmt::format("{}:{}: key '{}': given twice (first at line {}); keep one",
                                       file, line, key, it->second));
-    check_keys(kv.second, key, file, visited);
+    check_keys(kv.second, key, file, visited, depth + 1);
   }
 }
 
@@ -1077,14 +1202,13 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name_for
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  if (std::filesystem::is_directory(path))
-    throw ScenarioError(fmt::format("{}: is a directory; expected a scenario file (.yaml)", path));
-  std::ifstream in(path);
-  if (!in)
-    throw ScenarioError(fmt::format("{}: cannot open the scenario file", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return load_scenario_text(buffer.str(), path, overrides);
+  std::string text;
+  try {
+    text = read_user_file(path, kScenarioFile);
+  } catch (const std::runtime_error& e) {
+    throw ScenarioError(e.what());
+  }
+  return load_scenario_text(text, path, overrides);
 }
 
 namespace {
@@ -1204,6 +1328,8 @@ nlohmann::json to_json(const Scenario& s) {
   if (const auto& ckpt = s.model.checkpointing; ckpt.enabled())
     out["model"]["activation_checkpointing"] =
         ckpt.every == 1 ? json("full") : json{{"every", ckpt.every}};
+  if (!s.warnings.empty())
+    out["warnings"] = s.warnings;
   return out;
 }
 

@@ -12,10 +12,16 @@
 
 namespace overlapsim::scenario {
 
+// Its message never echoes more than ~200 characters of one value (issue 26.12: a 10 MB value
+// came back whole on stderr): a quoted value past that is cut, with its length.
 class ScenarioError : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  explicit ScenarioError(const std::string& what);
 };
+
+// `message` with every '...'-quoted run longer than `limit` characters cut to its first `limit`
+// characters and "…' (N characters)", and the whole cut at 4 x limit + 1000 characters.
+std::string shorten_quoted_values(const std::string& message, std::size_t limit = 200);
 
 // `overrides` are "key.path=value" strings (the CLI's --set); each value is parsed as YAML, so
 // "cluster.nodes=8", "cluster.inter_node.bandwidth=10Gb/s" and

@@ -1,4 +1,5 @@
 #include "scenario/loss_curve.h"
+#include "scenario/user_file.h"
 
 #include "scenario/delimited_fields.h"
 
@@ -64,12 +65,7 @@ LossCurves parse_loss_curves(const std::string& text, const std::string& name_fo
 }
 
 LossCurves read_loss_curves(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error(fmt::format("{}: cannot open the loss curve", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_loss_curves(buffer.str(), path);
+  return parse_loss_curves(read_user_file(path, kLossCurveFile), path);
 }
 
 std::optional<double> samples_to_reach(const std::vector<LossPoint>& curve, double target) {

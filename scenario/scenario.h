@@ -96,8 +96,9 @@ struct ModelConfig {
   std::string preset;        // empty for an explicit layer list
   Dtype dtype = Dtype::bf16; // params, grads and communication
   std::string profile;       // calibration profile path, if any
-  // "roofline" (per-op times on the scenario's GPU, hw/transformer_ops.h; transformers' default)
-  // or "flops" (FLOPs at the GPU's flat efficiency; `layers:` lists, mlp, resnet-50).
+  // "roofline" (per-op times on the scenario's GPU, hw/layer_ops.h; default of transformers,
+  // resnet-50 and vit-b16)
+  // or "flops" (FLOPs at the GPU's flat efficiency; `layers:` lists, mlp, any preset on request).
   std::string compute = "flops";
   // The dimensions of a sized preset (mlp: width, depth; gpt-tiny: vocab, d_model, n_layers,
   // n_heads), which the real runs build the model from.
@@ -124,6 +125,10 @@ struct TrainingSpec {
   SeqLenDistribution seq_len_distribution;
   int grad_accum = 1;
   int steps = 20;
+  // Where `steps` was written ("file.yaml:12"), empty when it is the default: a default window
+  // grows to whole synchronisation periods of each algorithm, a written one is the user's
+  // (algorithms/sync_period.h).
+  std::string steps_where;
   int warmup_steps = 1; // steps simulated before the steady-state window opens
   Optimizer optimizer = Optimizer::adamw;
   // Used by real runs (validate/); the simulator's timing does not depend on them.
@@ -167,6 +172,9 @@ struct Scenario {
   std::vector<AlgorithmSpec> algorithms;
   OutputSpec output;
   std::string source; // the file it was read from
+  // Keys the scenario writes that change nothing here ("file.yaml:5: key 'cluster.gpu.efficiency'
+  // has no effect: ..."): run, sweep and validate print them, report.md lists them (issue 27.6).
+  std::vector<std::string> warnings;
 };
 
 double dtype_bytes(Dtype dtype);

@@ -1,4 +1,5 @@
 #include "scenario/torch_profiler_import.h"
+#include "scenario/user_file.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -19,14 +20,21 @@ using nlohmann::json;
 
 // gzread reads gzip and plain files alike.
 std::string read_maybe_gzipped(const std::string& path) {
+  check_user_file(path, kProfilerTrace);
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr)
     throw std::runtime_error(fmt::format("{}: cannot open", path));
   std::string text;
   char buf[1 << 16];
   int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0)
+  while ((n = gzread(f, buf, sizeof buf)) > 0) {
     text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxInflatedTraceBytes) { // a gzip bomb, or not a trace
+      gzclose(f);
+      throw std::runtime_error(fmt::format("{}: inflates to more than {} GiB; expected a {}", path,
+                                           kMaxInflatedTraceBytes >> 30, kProfilerTrace.what));
+    }
+  }
   int err = Z_OK;
   const std::string what = n < 0 ? gzerror(f, &err) : "";
   gzclose(f);

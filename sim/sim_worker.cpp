@@ -211,9 +211,9 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
   // The step streams the parameters, gradients and optimizer state through HBM once.
   const double bytes = static_cast<double>(op.params.count) *
                        optimizer_bytes_touched_per_param(s.training.optimizer, s.model.dtype);
-  const double measured = s.model.spec.optimizer_time_per_param_s;
-  const double seconds = measured > 0 ? measured * static_cast<double>(op.params.count)
-                                      : bytes / s.cluster.gpu.hbm_bandwidth_Bps;
+  const double measured =
+      s.model.spec.measured_optimizer_seconds(static_cast<double>(op.params.count));
+  const double seconds = measured > 0 ? measured : bytes / s.cluster.gpu.hbm_bandwidth_Bps;
   compute(OpCategory::optimizer, op.commit ? "optimizer step" : "optimizer estimate",
           seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
 }

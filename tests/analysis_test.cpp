@@ -110,10 +110,11 @@ training: {micro_batch: 1, seq_len: 1, steps: 3}
 algorithms: [ddp]
 )");
   // GPU 0: forward 1 TFLOP / 100 TFLOP/s = 10 ms, backward 20 ms, then the one bucket's all-reduce
-  // (2 MB); GPU 1 (slowdown 2) gets there at 60 ms. In step 0 both started at 0: GPU 0 waits
-  // 60 - 30 = 30 ms. After it, both leave the all-reduce together and run AdamW (1M x 28 B /
-  // 1 TB/s = 28 us on GPU 0, 56 us on GPU 1), so GPU 0 starts each later step 28 us ahead and
-  // waits 30.028 ms. GPU 1 never waits.
+  // (2 MB), its gradients first copied into DDP's bucket (1M x 4 B / 1 TB/s = 4 us; 8 us on the
+  // slowed GPU 1), so GPU 1 gets there at 60.008 ms. In step 0 both started at 0: GPU 0 waits
+  // 60.008 - 30.004 = 30.004 ms. After it, both leave the all-reduce together, copy the bucket
+  // back and run AdamW (1M x 28 B / 1 TB/s = 28 us): 32 us on GPU 0, 64 us on GPU 1, so GPU 0
+  // starts each later step 32 us ahead and waits 30.036 ms. GPU 1 never waits.
   const auto r = testing::simulate(s, "ddp");
   for (const std::vector<int>& shown : {std::vector<int>{}, std::vector<int>{0}}) {
     const auto doc = nlohmann::json::parse(chrome_trace_json(r.trace, "t", shown));
@@ -123,15 +124,15 @@ algorithms: [ddp]
         waits[e["pid"].get<int>()].push_back(e["args"].value("waiting_us", 0.0));
     // Warm-up step and three measured steps; a left-out GPU 1 still sets GPU 0's wait.
     ASSERT_EQ(waits[0].size(), 4u) << shown.size();
-    EXPECT_DOUBLE_EQ(waits[0][0], 30000);
+    EXPECT_DOUBLE_EQ(waits[0][0], 30004);
     for (std::size_t k = 1; k < waits[0].size(); ++k)
-      EXPECT_DOUBLE_EQ(waits[0][k], 30028) << k;
+      EXPECT_DOUBLE_EQ(waits[0][k], 30036) << k;
     EXPECT_EQ(waits[1], std::vector<double>(shown.empty() ? 4 : 0, 0.0));
   }
 }
 
 // Issue 27.1: the time a GPU waits inside a collective for a slower peer is `waiting_s`, not
-// exposed communication. The case above: GPU 0 waits 30.028 ms in each measured step, GPU 1 never;
+// exposed communication. The case above: GPU 0 waits 30.036 ms in each measured step, GPU 1 never;
 // both then move the same 2 MB, which is all either exposes.
 TEST(Metrics, WaitingForAStragglerIsNotExposedCommunication) {
   const auto s = testing::scenario_from("name: wait\n" +
@@ -146,9 +147,9 @@ algorithms: [ddp]
 )");
   const auto m = testing::simulate(s, "ddp").metrics;
   ASSERT_EQ(m.waiting_per_worker_s.size(), 2u);
-  EXPECT_NEAR(m.waiting_per_worker_s[0], 30.028e-3, 1e-9);
+  EXPECT_NEAR(m.waiting_per_worker_s[0], 30.036e-3, 1e-9);
   EXPECT_DOUBLE_EQ(m.waiting_per_worker_s[1], 0.0);
-  EXPECT_NEAR(m.waiting_s, 15.014e-3, 1e-9);
+  EXPECT_NEAR(m.waiting_s, 15.018e-3, 1e-9);
   EXPECT_GT(m.exposed_comm_per_worker_s[0], 0.0);
   EXPECT_LT(m.exposed_comm_per_worker_s[0], 1e-3); // 2 MB at 100 GB/s: tens of microseconds
   EXPECT_NEAR(m.exposed_comm_per_worker_s[0], m.exposed_comm_per_worker_s[1], 1e-9);

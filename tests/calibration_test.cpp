@@ -349,5 +349,52 @@ algorithms: [cdp-v2]
   EXPECT_NEAR(shortest, 3e-3 + its_bytes / 2.5e7, 1e-6);
 }
 
+// Issue 30.1: optimizer steps measured over shards are priced on their own points, not as a share
+// of the full step: between two points on their line, beyond them in proportion.
+TEST(Calibration, OptimizerStepsInterpolateBetweenMeasuredShards) {
+  hw::ModelSpec m;
+  m.optimizer_time_per_param_s = 1e-9;
+  EXPECT_DOUBLE_EQ(m.measured_optimizer_seconds(1000), 1e-6); // no points: per parameter
+  m.optimizer_points = {{1000, 1e-6}, {2000, 4e-6}}; // the shard fits a cache, the whole not
+  EXPECT_DOUBLE_EQ(m.measured_optimizer_seconds(500), 0.5e-6); // 1e-6 x 500 / 1000
+  EXPECT_DOUBLE_EQ(m.measured_optimizer_seconds(1000), 1e-6);
+  EXPECT_DOUBLE_EQ(m.measured_optimizer_seconds(1500), 2.5e-6); // halfway: (1 + 4) / 2 us
+  EXPECT_DOUBLE_EQ(m.measured_optimizer_seconds(4000), 8e-6);   // 4e-6 x 4000 / 2000
+
+  // Through a profile: DDP steps all 544 parameters, ZeRO-1 on 2 GPUs its 272.
+  const testing::ScratchDir dir;
+  auto profile = mlp_profile();
+  profile.optimizer_points = {{272, 1e-6}, {544, 8e-6}};
+  std::ofstream(dir / "profile.json") << calibration_json(profile);
+  EXPECT_EQ(read_calibration((dir / "profile.json").string()).optimizer_points,
+            profile.optimizer_points);
+  const auto path = (dir / "s.yaml").string();
+  std::ofstream(path) << R"(name: cal
+cluster: {nodes: 1, gpus_per_node: 2, gpu: a100-80gb, intra_node: {bandwidth: 1TB/s, latency: 0us}}
+model: {preset: mlp, width: 16, depth: 2, profile: profile.json, dtype: fp32}
+training: {micro_batch: 8, steps: 3}
+algorithms: [ddp]
+)";
+  const auto s = load_scenario(path);
+  const double compute = 8 * (1e-3 + 2e-3 + 3e-3 + 4e-3);
+  EXPECT_NEAR(overlapsim::testing::simulate(s, "ddp", {{"gradient_as_bucket_view", "true"}})
+                  .metrics.compute_s_per_step,
+              compute + 8e-6, 1e-9);
+  EXPECT_NEAR(overlapsim::testing::simulate(s, "zero1").metrics.compute_s_per_step, compute + 1e-6,
+              1e-9);
+
+  // Points out of order or not numbers name the file and the point.
+  std::ofstream(dir / "bad.json")
+      << R"({"schema": "overlapsim-calibration/1", "model": {"name": "m", "micro_batch": 1,
+  "layers": [], "optimizer_points": [[2000, 1e-6], [1000, 2e-6]]}, "links": {}})";
+  try {
+    read_calibration((dir / "bad.json").string());
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bad.json: model.optimizer_points[1]: expected parameters "
+                                    "ascending"));
+  }
+}
+
 } // namespace
 } // namespace overlapsim::scenario

@@ -93,6 +93,33 @@ TEST(Cdp, Table1MultiGpuRow) {
   EXPECT_LE(worst, kPsiA + 1e9);
 }
 
+TEST(Cdp, Table1MultiGpuMemoryPerGpu) {
+  // Table 1, multi-GPU DP + Cyclic: per GPU B Psi_A of activations and Psi_P of model states
+  // (parameters with gradients and optimizer state), as DP. Here Psi_P = 4M x (2 + 2 + 4) B =
+  // 32 MB (bf16 parameters and gradients, SGD's fp32 master copy) and B Psi_A = 4 GB. CDP-v2 keeps
+  // no second parameter copy (Sec. 3.2); its sums travel in stage-sized slots (1M x 2 B = 2 MB):
+  // a middle worker has 3 lap-one receive, 4 lap-one send and 4 lap-two relay slots, 22 MB, plus
+  // the 2-byte start token. By hand: 32 MB + 22 MB + 2 B + 4 GB. (Before: a second version and
+  // six model-sized ring buffers, 7 x 8 MB = 56 MB of buffers.) CDP-v1 keeps the previous
+  // version (+8 MB of parameters) and its last worker holds the step's N = 4 complete sums until
+  // the barrier: 3 receive and 4 + 4 send slots there, 11 as on a middle worker.
+  const auto s = scenario_from(scenario(4, 1, 1));
+  const auto dp = simulate(s, "cdp-v2", {{"schedule", "simultaneous"}});
+  const auto v1 = simulate(s, "cdp-v1");
+  const auto v2 = simulate(s, "cdp-v2");
+  auto states = [](const Metrics& m) {
+    return m.memory_breakdown[0] + m.memory_breakdown[1] + m.memory_breakdown[2];
+  };
+  EXPECT_DOUBLE_EQ(states(dp.metrics), 32e6);
+  EXPECT_DOUBLE_EQ(states(v2.metrics), 32e6);
+  EXPECT_DOUBLE_EQ(dp.metrics.memory_breakdown[3], 0);
+  EXPECT_DOUBLE_EQ(v2.metrics.memory_breakdown[3], 11 * 2e6 + 2);
+  EXPECT_NEAR(v2.metrics.peak_memory_bytes, 32e6 + 22e6 + 2 + kPsiA, 0.02 * kPsiA);
+  EXPECT_NEAR(v2.metrics.peak_memory_bytes - dp.metrics.peak_memory_bytes, 22e6 + 2, 1e6);
+  EXPECT_DOUBLE_EQ(states(v1.metrics), 40e6);
+  EXPECT_DOUBLE_EQ(v1.metrics.memory_breakdown[3], 11 * 2e6 + 2);
+}
+
 TEST(Cdp, Table1ZeroRow) {
   // ZeRO-DP on N = 4 GPUs: each keeps a 1/N shard of the model states, (2 + 2 + K) Psi / N with
   // SGD (K = 4, the fp32 master copy): 8 B x 4M / 4 = 8 MB, and all-gathers / reduce-scatters every
@@ -175,13 +202,15 @@ TEST(Cdp, SpreadTransfersBeatDdpWhenCommunicationIsNearCompute) {
   // the last worker's backward that ends exactly when i's forward of it starts, so that forward
   // waits for the relay hops (docs/MODEL.md). CDP-v1 has a step of slack, but its barrier
   // releases every stage's sum at once, a burst the ring relays within a few milliseconds of it
-  // (84 ms: a stream's sends to one peer queue behind each other, as on one NCCL stream).
+  // (84 ms: a stream's sends to one peer queue behind each other, as on one NCCL stream). With
+  // one parameter copy CDP-v2 applies its older-version sums on the compute stream and comes
+  // within 1% of DDP (90.9 against 90.3 ms) instead of beating it.
   const auto s = scenario_from(scenario(4, 1, 1, "{bandwidth: 300MB/s, latency: 10us}"));
   const auto ddp = simulate(s, "ddp", {{"bucket_cap", "2MB"}});
   const auto v2 = simulate(s, "cdp-v2");
   const auto v1 = simulate(s, "cdp-v1");
   EXPECT_NEAR(ddp.metrics.iteration_time_s, 0.090, 0.02 * 0.090);
-  EXPECT_LT(v2.metrics.iteration_time_s, ddp.metrics.iteration_time_s);
+  EXPECT_LT(v2.metrics.iteration_time_s, 1.01 * ddp.metrics.iteration_time_s);
   EXPECT_LT(v1.metrics.iteration_time_s, ddp.metrics.iteration_time_s);
   EXPECT_NEAR(v1.metrics.iteration_time_s, 0.084, 0.03 * 0.084);
 }
@@ -192,7 +221,11 @@ TEST(Cdp, V2SendsEachUpdateStraightToTheWorkerWithoutSlack) {
   // last worker's backward of that stage ends: zero slack. Relayed around the ring from worker 0,
   // the complete sum of stage 1 reached worker 2 after 3 hops (15 ms): 12.3% idle and slower than
   // DDP. Sent straight to that worker and relayed on from there, every boundary waits one hop at
-  // most, and the other workers, whose slack grows by two time steps a hop, do not wait.
+  // most, and the other workers, whose slack grows by two time steps a hop, do not wait. With
+  // one parameter copy a worker applies the older-version sums itself after its backward of the
+  // stage (0.3 ms each on its compute stream) and the cycle settles with worker 2's partial sums
+  // reaching the last worker just after it looked for them: 6.5% idle, 66.2 ms (two copies:
+  // 2.0%, 64.1 ms).
   const auto s = scenario_from(R"(name: cdp-boundary
 cluster:
   nodes: 4
@@ -208,15 +241,15 @@ algorithms: [ddp]
   const auto ddp = simulate(s, "ddp");
   const auto v1 = simulate(s, "cdp-v1");
   const auto v2 = simulate(s, "cdp-v2");
-  EXPECT_LT(v2.metrics.idle_fraction_mean, 0.03);
+  EXPECT_LT(v2.metrics.idle_fraction_mean, 0.07);
   EXPECT_LT(v2.metrics.iteration_time_s, ddp.metrics.iteration_time_s);
-  // 60 ms of compute a step; v2 pays its boundary hops within 5% of v1's slack-rich cycle.
+  // 60 ms of compute a step; v2 pays its boundary hops within 7% of v1's slack-rich cycle.
   EXPECT_GT(v2.metrics.iteration_time_s, 0.060);
   EXPECT_NEAR(v2.metrics.iteration_time_s, v1.metrics.iteration_time_s,
-              0.05 * v1.metrics.iteration_time_s);
-  // The same bytes as the ring: each worker but the route's end sends each stage's sum once.
-  EXPECT_NEAR(v2.metrics.comm_bytes_per_step, v1.metrics.comm_bytes_per_step,
-              1e-9 * v1.metrics.comm_bytes_per_step);
+              0.07 * v1.metrics.iteration_time_s);
+  // The same bytes as the ring: each worker but the route's end sends each stage's sum once. The
+  // routes differ in timing, so the 6-step window may hold one 50 MB transfer more or less.
+  EXPECT_NEAR(v2.metrics.comm_bytes_per_step, v1.metrics.comm_bytes_per_step, 50e6 / 6 + 1);
 }
 
 TEST(Cdp, AStragglerSetsTheCyclesPace) {

@@ -26,13 +26,35 @@ algorithms: [ddp]
   // AdamW step: 100M params x (2 grad + 2 x 12 state + 2 param) B / 1 TB/s = 2.8 ms.
   const double expected = 0.010 + 0.020 + 0.02002 + 0.0028;
   for (const char* algorithm : {"ddp", "s-sgd"}) {
-    const auto r = simulate(s, algorithm, {{"bucket_cap", "1GB"}});
+    const auto r =
+        simulate(s, algorithm, {{"bucket_cap", "1GB"}, {"gradient_as_bucket_view", "true"}});
     EXPECT_NEAR(r.metrics.iteration_time_s, expected, 0.01 * expected) << algorithm;
     // Bytes each GPU sends per step: 2(N-1)/N x S = S.
     EXPECT_NEAR(r.metrics.comm_bytes_per_step, 200e6, 1) << algorithm;
     // Both GPUs wait for the all-reduce and the optimizer stays busy: idle = 20.02 / 52.82.
     EXPECT_NEAR(r.metrics.idle_fraction_mean, 0.02002 / expected, 0.005) << algorithm;
   }
+}
+
+TEST(Ddp, BucketCopyUnlessGradientAsBucketView) {
+  const auto s = scenario_from("name: bucket-view\n" + round_cluster(2) + R"(
+model:
+  layers:
+    - {name: l0, params: 100M, fwd_flops_per_sample: 1T, activation_bytes_per_sample: 1MB}
+training: {micro_batch: 1, seq_len: 1, steps: 4, optimizer: adamw}
+algorithms: [ddp]
+)");
+  // PyTorch's default (gradient_as_bucket_view false) keeps a bucket buffer beside .grad: exactly
+  // the gradient bytes, 100M x 2 B = 200 MB, counted as `buffers`. Each step copies .grad into
+  // it before the all-reduce and back after: 2 x 100M x (2 + 2) B / 1 TB/s = 0.8 ms on top of
+  // the view's 10 + 20 + 20.02 + 2.8 = 52.82 ms.
+  const auto copy = simulate(s, "ddp", {{"bucket_cap", "1GB"}});
+  const auto view =
+      simulate(s, "ddp", {{"bucket_cap", "1GB"}, {"gradient_as_bucket_view", "true"}});
+  EXPECT_DOUBLE_EQ(copy.metrics.peak_memory_bytes - view.metrics.peak_memory_bytes, 200e6);
+  EXPECT_DOUBLE_EQ(copy.metrics.memory_breakdown[3] - view.metrics.memory_breakdown[3], 200e6);
+  EXPECT_NEAR(view.metrics.iteration_time_s, 0.05282, 1e-6);
+  EXPECT_NEAR(copy.metrics.iteration_time_s, 0.05362, 1e-6);
 }
 
 TEST(Ddp, OverlapHidesBackwardWhenCommunicationDominates) {
@@ -48,7 +70,8 @@ algorithms: [ddp, s-sgd]
   // DDP: the first bucket starts after forward (8 ms) + one backward (2 ms); the eight all-reduces
   //   then run back to back (40.16 ms); AdamW on 200M params: 5.6 ms. Total 55.76 ms.
   // S-SGD: 8 + 16 + 40.16 + 5.6 = 69.76 ms: DDP is faster by the 7 overlapped backwards (14 ms).
-  const auto ddp = simulate(s, "ddp", {{"bucket_cap", "50MB"}});
+  const auto ddp =
+      simulate(s, "ddp", {{"bucket_cap", "50MB"}, {"gradient_as_bucket_view", "true"}});
   const auto ssgd = simulate(s, "s-sgd", {{"bucket_cap", "50MB"}});
   EXPECT_NEAR(ddp.metrics.iteration_time_s, 0.05576, 0.01 * 0.05576);
   EXPECT_NEAR(ssgd.metrics.iteration_time_s, 0.06976, 0.01 * 0.06976);
@@ -111,7 +134,9 @@ algorithms: [ddp]
   //   400 MB, which DDP waits for: 2 x (10 us + 400 MB / (2 x 10 GB/s)) = 40.02 ms.
   // AdamW on this rank's 50M: 50M x 28 B / 1 TB/s = 1.4 ms.
   // All-gather of the updated 200 MB shards: 10 us + 200 MB / 10 GB/s = 20.01 ms.
-  const double expected = 2 * (0.030 + 0.04002) + 0.0014 + 0.02001;
+  // PyTorch's default gradient_as_bucket_view=False: each micro-batch copies the fp32 gradients
+  //   into the bucket and back, 2 x 100M x 8 B / 1 TB/s = 1.6 ms.
+  const double expected = 2 * (0.030 + 0.0016 + 0.04002) + 0.0014 + 0.02001;
   const auto r = simulate(s, "ddp",
                           {{"bucket_cap", "1GB"},
                            {"sync_every_micro_batch", "true"},
@@ -124,11 +149,13 @@ algorithms: [ddp]
   EXPECT_NEAR(r.metrics.memory_breakdown[0], 400e6, 1);
   EXPECT_NEAR(r.metrics.memory_breakdown[1], 400e6, 1);
   EXPECT_NEAR(r.metrics.memory_breakdown[2], 50e6 * 8, 1);
+  EXPECT_NEAR(r.metrics.memory_breakdown[3], 400e6, 1); // DDP's bucket buffers
 
   // Without the options: one bf16 all-reduce of 200 MB (20.02 ms) after the second micro-batch,
-  // a full AdamW step (2.8 ms).
+  // its bucket copies (2 x 100M x 4 B / 1 TB/s = 0.8 ms), a full AdamW step (2.8 ms).
   const auto plain = simulate(s, "ddp", {{"bucket_cap", "1GB"}});
-  EXPECT_NEAR(plain.metrics.iteration_time_s, 2 * 0.030 + 0.02002 + 0.0028, 0.005 * 0.0828);
+  EXPECT_NEAR(plain.metrics.iteration_time_s, 2 * 0.030 + 0.0008 + 0.02002 + 0.0028,
+              0.005 * 0.0828);
 }
 
 TEST(Ddp, BaselineOptionsAreChecked) {

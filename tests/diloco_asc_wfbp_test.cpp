@@ -62,13 +62,24 @@ TEST(AscWfbp, MergeRuleOnAlphaBetaCosts) {
 }
 
 TEST(AscWfbp, GroupsOverlapTheBackwardAgainstDdpsBuckets) {
-  // fwd 0-4; bwd L3 4-6, all-reduce L3 6-11.02; bwd L2, L1 6-10, all-reduce of the 100 MB group
-  // 2 x (10 us + 5 ms) = 10.02 ms: 11.02-21.04; bwd L0 10-12, all-reduce 21.04-26.06; AdamW 2.8 ms:
-  // 28.86 ms.
-  EXPECT_NEAR(simulate(four_layers(), "asc-wfbp").metrics.iteration_time_s, 0.02886, 1e-6);
-  // DDP: each 50 MB layer is two 25 MB buckets of 2 x (10 us + 1.25 ms) = 2.52 ms; the comm
-  // stream is busy from 6 ms: 6 + 8 x 2.52 + 2.8 = 28.96 ms.
-  EXPECT_NEAR(simulate(four_layers(), "ddp").metrics.iteration_time_s, 0.02896, 1e-6);
+  // One channel (MG-WFBP's serial stream): fwd 0-4; bwd L3 4-6, all-reduce L3 6-11.02; bwd L2, L1
+  // 6-10, all-reduce of the 100 MB group 2 x (10 us + 5 ms) = 10.02 ms: 11.02-21.04; bwd L0
+  // 10-12, all-reduce 21.04-26.06; AdamW 2.8 ms: 28.86 ms.
+  EXPECT_NEAR(simulate(four_layers(), "asc-wfbp", {{"simultaneous", "1"}}).metrics.iteration_time_s,
+              0.02886, 1e-6);
+  // Simultaneous communications (two channels): {L2, L1}, ready at 10, starts at once beside
+  // L3's all-reduce instead of at 11.02, and L0 (ready at 12) beside it on the first channel once
+  // L3's is done. The link then carries the 200 MB without a gap from 6 ms and pays the 20 us
+  // startup once: 6 + 200 MB / 10 GB/s + 0.02 = 26.02 ms, + 2.8 ms AdamW = 28.82 ms.
+  EXPECT_NEAR(simulate(four_layers(), "asc-wfbp").metrics.iteration_time_s, 0.02882, 1e-6);
+  // DDP: each 50 MB layer is two 25 MB buckets of 2 x (10 us + 1.25 ms) = 2.52 ms; PyTorch's
+  // default copies each bucket's gradients in (12.5M x 4 B / 1 TB/s = 50 us) before its
+  // all-reduce, so the comm stream is busy from 6.05 ms: 6.05 + 8 x 2.52 = 26.21 ms; the copy
+  // back (100M x 4 B / 1 TB/s = 0.4 ms) and AdamW (2.8 ms): 29.41 ms.
+  EXPECT_NEAR(simulate(four_layers(), "ddp").metrics.iteration_time_s, 0.02941, 1e-6);
+  EXPECT_NEAR(simulate(four_layers(), "ddp", {{"gradient_as_bucket_view", "true"}})
+                  .metrics.iteration_time_s,
+              0.02896, 1e-6);
 }
 
 } // namespace

@@ -115,7 +115,12 @@ TEST(RobustInput, RepeatsAndStrangeKeysAreErrors) {
   EXPECT_THAT(dup, HasSubstr("bad.yaml:4: key 'cluster.nodes': given twice (first at line 3)"));
   const auto straggler =
       error_of(kScenario, {"cluster.stragglers=[{gpu: 1, slowdown: 2}, {gpu: 1, slowdown: 3}]"});
-  EXPECT_THAT(straggler, HasSubstr("key 'cluster.stragglers.1.gpu': GPU 1 is already a straggler"));
+  EXPECT_THAT(straggler, HasSubstr("key 'cluster.stragglers.1.gpu': GPU 1 is already a straggler "
+                                   "(cluster.stragglers.0)"));
+  // 2^20 x 1024 GPUs fits each key's range but not the cluster's.
+  EXPECT_THAT(error_of(kScenario, {"cluster.nodes=1048576", "cluster.gpus_per_node=1024"}),
+              HasSubstr("key 'cluster.gpus_per_node': expected at most 1048576 GPUs in all "
+                        "(cluster.nodes x gpus_per_node), got 1048576 x 1024 = 1073741824"));
   EXPECT_THAT(error_of(std::string(kScenario) + "---\nname: second\n"),
               HasSubstr("bad.yaml:16: a second YAML document"));
   // Issue 15.8: a complex key gave "yaml-cpp: ... bad conversion"; --set foo.bar named the file.
@@ -132,6 +137,8 @@ TEST(RobustInput, RepeatsAndStrangeKeysAreErrors) {
     bomb += "]\n";
   }
   EXPECT_THAT(error_of(bomb), HasSubstr("more than 1000000 values once YAML aliases are expanded"));
+  // It names the top-level key whose expansion crossed the bound.
+  EXPECT_THAT(error_of(bomb), ::testing::ContainsRegex("bad.yaml:[0-9]+: key 'x[0-9]': more than"));
 }
 
 TEST(RobustInput, AliasedLayersWithRepeatStopAtTheLayerBound) {

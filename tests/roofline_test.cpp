@@ -126,7 +126,7 @@ TEST(TransformerPreset, BadKeysAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of(transformer_scenario("{preset: gpt-neo-125m, mlp: relu}")).find("model.mlp"),
             std::string::npos);
-  EXPECT_NE(error_of(transformer_scenario("{preset: resnet-50, compute: roofline}"))
+  EXPECT_NE(error_of(transformer_scenario("{preset: mlp, width: 64, depth: 2, compute: roofline}"))
                 .find("model.compute"),
             std::string::npos);
   EXPECT_NE(

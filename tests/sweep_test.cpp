@@ -4,12 +4,18 @@
 #include <gtest/gtest.h>
 
 #include "cli/sweep_command.h"
+#include "scenario/loader.h"
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -41,12 +47,15 @@ protected:
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "s.yaml") << kScenario;
+    scenario_ = (dir_ / "s.yaml").string();
     base_ = "sweep " + (dir_ / "s.yaml").string() + " --no-plots --no-progress " +
             "--vary cluster.inter_node.bandwidth=1Gb/s,100Gb/s --vary cluster.nodes=2,4 ";
   }
   void TearDown() override { fs::remove_all(dir_); }
+  std::string out(const std::string& name) const { return (dir_ / name).string(); }
   fs::path dir_;
   std::string base_;
+  std::string scenario_ = "";
 };
 
 TEST(SweepGrid, CartesianFirstKeySlowest) {
@@ -148,6 +157,252 @@ TEST_F(Sweep, RowsFollowPointOrderWhateverFinishesFirst) {
   for (const auto& row : doc["results"])
     points.push_back(row["point"].get<int>());
   EXPECT_EQ(points, (std::vector<int>{0, 0, 1, 1}));
+}
+
+} // namespace
+
+namespace overlapsim::cli {
+namespace {
+
+// Issue 26.9: a point whose process dies of a signal becomes one error row per algorithm, with the
+// varied keys and its index, and the other points keep their rows (the sweep failed as a whole).
+TEST(SweepPoints, APointKilledByASignalBecomesItsErrorRows) {
+  const auto grid = sweep_grid({"training.steps=2,3,4"});
+  std::vector<scenario::Scenario> scenarios;
+  std::vector<const SweepPoint*> points;
+  for (const auto& p : grid) {
+    scenarios.push_back(scenario::load_scenario_text(kScenario, "s.yaml",
+                                                     {"training.steps=" + p.values[0].second}));
+    points.push_back(&p);
+  }
+  const PointBody body = [](const scenario::Scenario&, const SweepPoint& p) -> std::string {
+    if (p.index == 1)
+      ::raise(SIGKILL);
+    return nlohmann::ordered_json::array(
+               {{{"algorithm", "ddp"}, {"point", p.index}, {"ok", true}},
+                {{"algorithm", "acco"}, {"point", p.index}, {"ok", true}}})
+        .dump();
+  };
+  const auto rows = run_sweep_points(scenarios, points, 2, false, body);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const int p : {0, 2}) {
+    ASSERT_EQ(rows.at(p).size(), 2u);
+    EXPECT_TRUE(rows.at(p)[0].value("ok", false)) << p;
+    EXPECT_FALSE(rows.at(p)[0].contains("error")) << p;
+  }
+  ASSERT_EQ(rows.at(1).size(), 2u);
+  EXPECT_EQ(rows.at(1)[0]["algorithm"], "ddp");
+  EXPECT_EQ(rows.at(1)[1]["algorithm"], "acco");
+  for (const auto& r : rows.at(1)) {
+    EXPECT_EQ(r["training.steps"], "3");
+    EXPECT_EQ(r["point"], 1);
+    EXPECT_EQ(r["workers"], 2);
+    EXPECT_THAT(r["error"].get<std::string>(),
+                HasSubstr("point 1 (training.steps=3): the process died of signal 9 (Killed)"));
+  }
+}
+
+// Every way a point's process can fail is that point's error rows, saying how; the others keep
+// their rows (issue 26.9).
+TEST(SweepPoints, EveryWayAPointsProcessFailsBecomesItsErrorRows) {
+  const auto grid = sweep_grid({"training.steps=2,3,4,5,6,7"});
+  std::vector<scenario::Scenario> scenarios;
+  std::vector<const SweepPoint*> points;
+  for (const auto& p : grid) {
+    scenarios.push_back(scenario::load_scenario_text(kScenario, "s.yaml",
+                                                     {"training.steps=" + p.values[0].second}));
+    points.push_back(&p);
+  }
+  const auto rows_of = [](int point) {
+    return nlohmann::ordered_json::array(
+        {{{"algorithm", "ddp"}, {"point", point}}, {{"algorithm", "acco"}, {"point", point}}});
+  };
+  const PointBody body = [&](const scenario::Scenario&, const SweepPoint& p) -> std::string {
+    switch (p.index) {
+    case 1:
+      std::abort();
+    case 2:
+      ::_exit(3);
+    case 3:
+      return "not json";
+    case 4:
+      return rows_of(0).dump(); // another point's rows
+    case 5:
+      throw std::runtime_error("no route to host");
+    default:
+      return rows_of(p.index).dump();
+    }
+  };
+  const auto rows = run_sweep_points(scenarios, points, 3, false, body);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(nlohmann::ordered_json(rows.at(0)), rows_of(0));
+  const std::map<int, std::string> how = {
+      {1, "point 1 (training.steps=3): the process died of signal 6 (Aborted)"},
+      {2, "point 2 (training.steps=4): the process ended with exit status 3"},
+      {3, "point 3 (training.steps=5): the process sent an unreadable reply (not JSON): not json"},
+      {4, "point 4 (training.steps=6): the process sent an unreadable reply (row 0: expected the "
+          "row of point 4, ddp)"},
+      {5, "point 5 (training.steps=7): no route to host"}};
+  for (const auto& [point, error] : how) {
+    ASSERT_EQ(rows.at(point).size(), 2u) << point;
+    for (const auto& r : rows.at(point)) {
+      EXPECT_EQ(r["point"], point);
+      EXPECT_EQ(r["training.steps"], std::to_string(point + 2));
+      EXPECT_THAT(r["error"].get<std::string>(), HasSubstr(error));
+      EXPECT_FALSE(r.contains("iteration_time_s"));
+    }
+  }
+}
+
+// The whole command: a point killed by a signal is published as its error rows, the other points'
+// rows are exactly those of a sweep where nothing died, and the exit status is 2.
+TEST(SweepPoints, ASweepWithADeadPointPublishesItsRowsAndExits2) {
+  const testing::ScratchDir dir;
+  std::ofstream(dir / "s.yaml") << kScenario;
+  SweepOptions o;
+  o.scenario = (dir / "s.yaml").string();
+  o.vary = {"training.steps=2,3,4"};
+  o.jobs = 2;
+  o.plots = false;
+  o.progress = false;
+  o.out = (dir / "whole").string();
+  ASSERT_EQ(sweep_command(o), 0);
+  o.out = (dir / "dead").string();
+  const PointBody body = [](const scenario::Scenario& s, const SweepPoint& p) {
+    if (p.index == 1)
+      ::raise(SIGKILL);
+    return simulate_point(s, p);
+  };
+  ASSERT_EQ(sweep_command(o, body), 2);
+  const auto whole = nlohmann::json::parse(testing::slurp(dir / "whole" / "summary.json"));
+  const auto dead = nlohmann::json::parse(testing::slurp(dir / "dead" / "summary.json"));
+  ASSERT_EQ(whole["results"].size(), 6u);
+  ASSERT_EQ(dead["results"].size(), 6u);
+  for (const int i : {0, 1, 4, 5}) { // points 0 and 2, ddp and acco
+    EXPECT_EQ(dead["results"][i], whole["results"][i]) << i;
+    EXPECT_GT(dead["results"][i]["iteration_time_s"].get<double>(), 0) << i;
+  }
+  for (const int i : {2, 3}) {
+    const auto& r = dead["results"][i];
+    EXPECT_EQ(r["algorithm"], i == 2 ? "ddp" : "acco");
+    EXPECT_EQ(r["point"], 1);
+    EXPECT_EQ(r["training.steps"], "3");
+    EXPECT_THAT(r["error"].get<std::string>(),
+                HasSubstr("point 1 (training.steps=3): the process died of signal 9 (Killed)"));
+    EXPECT_FALSE(r.contains("iteration_time_s"));
+  }
+  EXPECT_THAT(testing::slurp(dir / "dead" / "summary.csv"),
+              HasSubstr("the process died of signal 9 (Killed)"));
+}
+
+} // namespace
+} // namespace overlapsim::cli
+
+namespace {
+
+// Issue 26.10: merge refuses a shard given twice, an output directory that is (or holds) a shard,
+// a shard of a sweep over other values, a row listed twice and metrics that are not numbers.
+TEST_F(Sweep, MergeRefusesWhatWouldLoseOrMixResults) {
+  const std::string sweep = "sweep " + scenario_ + " --no-plots --no-progress ";
+  ASSERT_EQ(run(sweep + "--vary training.steps=2,3 --shard 0/2 --out " + out("s0")).first, 0);
+  ASSERT_EQ(run(sweep + "--vary training.steps=2,3 --shard 1/2 --out " + out("s1")).first, 0);
+  ASSERT_EQ(run(sweep + "--vary training.steps=4,5 --shard 1/2 --out " + out("t1")).first, 0);
+  ASSERT_EQ(run("merge " + out("m") + " " + out("s0") + " " + out("s1")).first, 0);
+
+  auto r = run("merge " + out("m2") + " " + out("s0") + " " + out("s0") + "/");
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("given twice"));
+  const auto before = slurp(fs::path(out("s0")) / "summary.json");
+  r = run("merge " + out("s0") + " " + out("s0") + " " + out("s1"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("is this shard; merge into a directory of its own"));
+  EXPECT_EQ(slurp(fs::path(out("s0")) / "summary.json"), before);
+  r = run("merge " + dir_.string() + " " + out("s0") + " " + out("s1"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("holds this shard"));
+  r = run("merge " + out("m2") + " " + out("s0") + " " + out("t1"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("a shard of a different sweep than"));
+  EXPECT_THAT(r.second, HasSubstr("its 'sweep.values' differs"));
+
+  auto doc = nlohmann::json::parse(slurp(fs::path(out("s1")) / "summary.json"));
+  auto twice = doc;
+  twice["results"].push_back(twice["results"][0]);
+  fs::create_directories(dir_ / "twice");
+  std::ofstream(dir_ / "twice" / "summary.json") << twice.dump();
+  r = run("merge " + out("m2") + " " + out("s0") + " " + out("twice"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("point 1, ddp is listed twice"));
+  auto text = doc;
+  text["results"][0]["iteration_time_s"] = "fast";
+  fs::create_directories(dir_ / "text");
+  std::ofstream(dir_ / "text" / "summary.json") << text.dump();
+  r = run("merge " + out("m2") + " " + out("s0") + " " + out("text"));
+  EXPECT_EQ(r.first, 1);
+  EXPECT_THAT(r.second, HasSubstr("text/summary.json: key 'results.0.iteration_time_s': expected a "
+                                  "number, got \"fast\""));
+  EXPECT_FALSE(fs::exists(out("m2")));
+}
+
+// Issue 27.4: the printed table carries samples per step, and an algorithm whose steps hold more
+// than twice DDP's samples is named (ACCO accumulating on a slow link).
+TEST_F(Sweep, ThePrintedTableShowsSamplesPerStepAndWarnsOfLargerBatches) {
+  const auto r =
+      run("sweep " + scenario_ +
+          " --no-plots --no-progress --vary cluster.inter_node.bandwidth=100Mb/s,100Gb/s "
+          "--out " +
+          out("o"));
+  ASSERT_EQ(r.first, 0) << r.second;
+  EXPECT_THAT(r.second, HasSubstr("samples/step"));
+  EXPECT_THAT(r.second, ::testing::ContainsRegex("0 +100Mb/s ddp .* 4\n"));
+  EXPECT_THAT(r.second, ::testing::ContainsRegex(
+                            "warning: point 0, acco: [0-9]+ samples a step, [0-9.]+x DDP's 4: its "
+                            "speedup is bought with a larger batch"));
+  EXPECT_THAT(r.second, ::testing::Not(HasSubstr("warning: point 1")));
+}
+
+// Issue 26.10: a shard whose parts merge copies have the wrong types is refused, naming the file
+// and the key; nothing is written.
+TEST_F(Sweep, MergeRefusesShardsWhosePartsHaveTheWrongTypes) {
+  const std::string sweep = "sweep " + scenario_ + " --no-plots --no-progress ";
+  ASSERT_EQ(run(sweep + "--vary training.steps=2,3 --shard 0/2 --out " + out("s0")).first, 0);
+  ASSERT_EQ(run(sweep + "--vary training.steps=2,3 --shard 1/2 --out " + out("s1")).first, 0);
+  const auto doc = nlohmann::json::parse(slurp(fs::path(out("s1")) / "summary.json"));
+  ASSERT_FALSE(doc["results"][1].contains("error"));
+  const auto refused = [&](const std::string& name, auto damage, const std::string& message) {
+    auto bad = doc;
+    damage(bad);
+    fs::create_directories(dir_ / name);
+    std::ofstream(dir_ / name / "summary.json") << bad.dump();
+    const auto r = run("merge " + out("m") + " " + out("s0") + " " + out(name));
+    EXPECT_EQ(r.first, 1) << name;
+    EXPECT_THAT(r.second, HasSubstr(name + "/summary.json: " + message)) << name;
+    EXPECT_THAT(r.second, ::testing::Not(HasSubstr("json.exception"))) << name;
+  };
+  using J = nlohmann::json;
+  refused(
+      "nested", [](J& d) { d["results"][1]["memory_breakdown"]["params"] = "2 GB"; },
+      "key 'results.1.memory_breakdown.params': expected a number, got \"2 GB\"");
+  refused(
+      "group", [](J& d) { d["results"][1]["steady_state"] = "steady"; },
+      "key 'results.1.steady_state': expected an object or list of numbers");
+  refused(
+      "pergpu", [](J& d) { d["results"][0]["idle_fraction_per_gpu"][1] = J::object(); },
+      "key 'results.0.idle_fraction_per_gpu.1': expected a number, got {}");
+  refused(
+      "error", [](J& d) { d["results"][0]["error"] = 5; },
+      "key 'results.0.error': expected a message, got 5");
+  refused(
+      "nokey", [](J& d) { d["results"][1].erase("training.steps"); },
+      "key 'results.1.training.steps': expected the point's value of this varied key");
+  refused(
+      "vary", [](J& d) { d["sweep"]["vary"] = 5; },
+      "key 'sweep.vary': expected the list of varied keys, got 5");
+  refused(
+      "scenario", [](J& d) { d.erase("scenario"); },
+      "key 'scenario': expected the scenario (an object), got null");
+  EXPECT_FALSE(fs::exists(out("m")));
+  EXPECT_EQ(run("merge " + out("m") + " " + out("s0") + " " + out("s1")).first, 0);
 }
 
 } // namespace

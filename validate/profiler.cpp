@@ -330,6 +330,29 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
                                                expected_time(d["bwd " + layer.name]) / b});
   }
   cal.optimizer_time_per_param_s = expected_time(d["optimizer step"]) / static_cast<double>(n);
+  // The shards the algorithms step (ZeRO-1, ACCO, FSDP: 1/world; FlexDeMo: 1/GPUs per node), each
+  // after a forward and backward as in a run (issue 30.1): where the optimizer state fits a cache,
+  // a shard steps several times faster than its share of the full step.
+  std::vector<std::int64_t> shards;
+  for (const int k : {ctx.topology.world_size(), s.cluster.gpus_per_node})
+    if (k > 1 && n / k > 0 && std::find(shards.begin(), shards.end(), n / k) == shards.end())
+      shards.push_back(n / k);
+  std::sort(shards.begin(), shards.end());
+  for (const std::int64_t shard : shards) {
+    const std::size_t from = repeat_timed(w, o, [&](int r) {
+      const MicroBatch mb{r, 0};
+      for (int l = 0; l < layers; ++l)
+        w.forward({l, l + 1}, mb, params);
+      for (int l = layers - 1; l >= 0; --l)
+        w.backward({l, l + 1}, mb, params, grads);
+      w.optimizer_step(OptimizerStep{Slice{params, 0, shard}, Slice{grads, 0, shard},
+                                     Slice{state, 0, shard}, 1e-6, r});
+    });
+    cal.optimizer_points.emplace_back(static_cast<double>(shard),
+                                      expected_time(durations(w.trace(), from)["optimizer step"]));
+  }
+  if (!shards.empty())
+    cal.optimizer_points.emplace_back(static_cast<double>(n), expected_time(d["optimizer step"]));
   cal.memory_bandwidth_Bps = 2.0 * 4 * static_cast<double>(n) / expected_time(d["copy"]);
 
   // Links: across nodes on the world group, inside a node on node 0's group.

@@ -1,6 +1,7 @@
 #include "validate/real_run.h"
 
 #include "algorithms/algorithm.h"
+#include "algorithms/sync_period.h"
 #include "validate/heartbeat.h"
 #include "validate/profiler.h"
 #include "validate/real_worker.h"
@@ -306,9 +307,11 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
 
   for (const auto& a : s.algorithms) {
     const auto algorithm = make_algorithm(a);
-    RealModel model(s);
+    // The window the simulator predicts for it: whole periods of local SGD's H (issue 27.3).
+    const auto windowed = with_measured_steps(s, a);
+    RealModel model(windowed);
     job.barrier("start/" + a.label);
-    RealContext ctx{s,
+    RealContext ctx{windowed,
                     topology,
                     model,
                     data,
@@ -372,7 +375,8 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
             Trace::deserialize(string_of(job.store().get(fmt::format("{}/trace/{}", key, r)))));
         losses.push_back(string_of(job.store().get(fmt::format("{}/loss/{}", key, r))));
       }
-      run.loss = loss_curve(losses, run.trace, s.training.warmup_steps + s.training.steps);
+      run.loss = loss_curve(losses, run.trace,
+                            windowed.training.warmup_steps + windowed.training.steps);
       result.runs.push_back(std::move(run));
     }
     part_done();

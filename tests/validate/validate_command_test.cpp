@@ -383,6 +383,26 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["rows"].size(), 3u * 6u); // 3 algorithms x 6 metrics
   EXPECT_EQ(j["cpu_bind"], "cores");    // the default: each worker on its own cores
+  // Per op (issue 30.4): forward and backward of every algorithm, predicted and measured; DDP's
+  // forward runs twice a step per worker (grad_accum 2) in both.
+  std::map<std::string, std::set<std::string>> both;
+  for (const auto& op : j.at("ops"))
+    if (!op["predicted"].is_null() && !op["measured"].is_null()) {
+      both[op["algorithm"]].insert(op["op"]);
+      EXPECT_NEAR(
+          op["median_error"].get<double>(),
+          op["predicted"]["median_s"].get<double>() / op["measured"]["median_s"].get<double>() - 1,
+          1e-9);
+      if (op["algorithm"] == "ddp" && op["op"] == "forward") {
+        EXPECT_DOUBLE_EQ(op["measured"]["count_per_step"].get<double>(), 2) << op.dump();
+        EXPECT_DOUBLE_EQ(op["predicted"]["count_per_step"].get<double>(), 2) << op.dump();
+      }
+    }
+  for (const char* a : {"ddp", "acco", "dpu"}) {
+    EXPECT_TRUE(both[a].contains("forward")) << a;
+    EXPECT_TRUE(both[a].contains("backward")) << a;
+  }
+  EXPECT_NE(r.output.find("per op, predicted vs measured"), std::string::npos) << r.output;
   ASSERT_TRUE(j["warnings"].is_array());
   for (const auto& row : j["rows"]) {
     for (const char* k : {"algorithm", "metric", "predicted", "measured", "relative_error"})

@@ -1,0 +1,68 @@
+// Keys a scenario writes that change nothing warn (issue 27.6): the warning names file, line and
+// key, and the claim "no effect" holds (the numbers are equal with and without the key).
+#include "test_util.h"
+
+#include "cli/report.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace overlapsim {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using namespace overlapsim::testing;
+
+std::string gpt_neo(const std::string& gpu, const std::string& compute = "") {
+  return "name: keys\ncluster:\n  nodes: 1\n  gpus_per_node: 2\n  gpu: " + gpu +
+         "\n  intra_node: nvlink3\nmodel: {preset: gpt-neo-125m" + compute +
+         "}\ntraining: {micro_batch: 2, seq_len: 256, steps: 2}\nalgorithms: [ddp]\n";
+}
+
+TEST(IneffectiveKeys, GpuEfficiencyUnderTheRooflineWarnsAndChangesNothing) {
+  const auto low = scenario_from(gpt_neo("{preset: a100-80gb, efficiency: 0.2}"));
+  ASSERT_EQ(low.warnings.size(), 1u);
+  EXPECT_THAT(low.warnings[0],
+              HasSubstr("test.yaml:5: key 'cluster.gpu.efficiency' has no effect: every layer's "
+                        "time comes from the per-op roofline"));
+  const auto high = scenario_from(gpt_neo("{preset: a100-80gb, efficiency: 0.45}"));
+  EXPECT_DOUBLE_EQ(simulate(low, "ddp").metrics.iteration_time_s,
+                   simulate(high, "ddp").metrics.iteration_time_s);
+  // Priced by FLOPs, the efficiency is the step's compute rate: no warning, and it matters.
+  const auto flops_low =
+      scenario_from(gpt_neo("{preset: a100-80gb, efficiency: 0.2}", ", compute: flops"));
+  const auto flops_high =
+      scenario_from(gpt_neo("{preset: a100-80gb, efficiency: 0.45}", ", compute: flops"));
+  EXPECT_TRUE(flops_low.warnings.empty());
+  EXPECT_GT(simulate(flops_low, "ddp").metrics.iteration_time_s,
+            1.5 * simulate(flops_high, "ddp").metrics.iteration_time_s);
+  // A preset's own efficiency is not the user's: no warning.
+  EXPECT_TRUE(scenario_from(gpt_neo("a100-80gb")).warnings.empty());
+}
+
+TEST(IneffectiveKeys, LinksWithNothingToCarryWarn) {
+  const auto one_node = scenario_from(round_cluster(1, 1, "  nics_per_node: 4\n") + kFourBlocks +
+                                      "name: x\ntraining: {micro_batch: 1}\nalgorithms: [ddp]\n");
+  EXPECT_THAT(one_node.warnings,
+              ElementsAre(HasSubstr("test.yaml:6: key 'cluster.inter_node' has no effect: one "
+                                    "node (cluster.nodes: 1) sends nothing between nodes"),
+                          HasSubstr("test.yaml:7: key 'cluster.nics_per_node' has no effect"),
+                          HasSubstr("test.yaml:5: key 'cluster.intra_node' has no effect: one GPU "
+                                    "per node (cluster.gpus_per_node: 1) sends nothing inside a "
+                                    "node")));
+  EXPECT_TRUE(scenario_from(round_cluster(2, 2) + kFourBlocks +
+                            "name: x\ntraining: {micro_batch: 1}\nalgorithms: [ddp]\n")
+                  .warnings.empty());
+}
+
+TEST(IneffectiveKeys, ReportAndSummaryCarryThem) {
+  const auto s = scenario_from(gpt_neo("{preset: a100-80gb, efficiency: 0.2}"));
+  EXPECT_THAT(cli::report_markdown(s, {}),
+              HasSubstr("Warning: test.yaml:5: key 'cluster.gpu.efficiency' has no effect"));
+  EXPECT_EQ(scenario::to_json(s)["warnings"][0], s.warnings[0]);
+  EXPECT_FALSE(scenario::to_json(scenario_from(gpt_neo("a100-80gb"))).contains("warnings"));
+}
+
+} // namespace
+} // namespace overlapsim

@@ -1,0 +1,80 @@
+// Per-op costs of a run's window (issue 30.4): kinds, counts, medians and time per step, and the
+// join of a prediction with a measurement, against hand numbers.
+#include "trace/op_costs.h"
+
+#include <gtest/gtest.h>
+
+namespace overlapsim {
+namespace {
+
+TraceEvent event(Trace& t, int worker, StreamKind stream, OpCategory category,
+                 const std::string& name, double start, double end) {
+  TraceEvent e;
+  e.worker = worker;
+  e.stream = stream;
+  e.category = category;
+  e.name = t.intern(name);
+  e.start = start;
+  e.end = end;
+  t.events.push_back(e);
+  return e;
+}
+
+TEST(OpCosts, KindsDropLayerRangesAndStageDetails) {
+  EXPECT_EQ(op_kind(OpCategory::forward, "fwd block0..block3"), "forward");
+  EXPECT_EQ(op_kind(OpCategory::backward, "bwd head"), "backward");
+  EXPECT_EQ(op_kind(OpCategory::comm, "all-gather params (stage 2)"), "all-gather params");
+  EXPECT_EQ(op_kind(OpCategory::optimizer, "optimizer step"), "optimizer step");
+  EXPECT_EQ(op_kind(OpCategory::comm, "send (x) y"), "send (x) y"); // only a trailing detail
+  EXPECT_EQ(op_kind(OpCategory::comm, "all-reduce bucket 12"), "all-reduce bucket");
+  EXPECT_EQ(op_kind(OpCategory::comm, "reduce-scatter bucket 0 (stage 1)"), "reduce-scatter bucket");
+  EXPECT_EQ(op_kind(OpCategory::comm, "stage2"), "stage2");
+}
+
+TEST(OpCosts, CountsMediansAndTimePerStepPerWorkerInTheWindow) {
+  Trace t;
+  t.workers = 2;
+  // Window [1, 3): 2 steps. Worker 0: forwards of 0.1, 0.3; worker 1: 0.2, 0.6 (layer ranges
+  // differ: one kind). An all-reduce per worker of 0.5 and 0.7, both named by stage.
+  event(t, 0, StreamKind::compute, OpCategory::forward, "fwd a..b", 0.5, 0.9); // before the window
+  event(t, 0, StreamKind::compute, OpCategory::forward, "fwd a..b", 1.0, 1.1);
+  event(t, 0, StreamKind::compute, OpCategory::forward, "fwd c", 2.0, 2.3);
+  event(t, 1, StreamKind::compute, OpCategory::forward, "fwd a..b", 1.0, 1.2);
+  event(t, 1, StreamKind::compute, OpCategory::forward, "fwd c", 2.0, 2.6);
+  event(t, 0, StreamKind::comm, OpCategory::comm, "all-reduce grads (stage 1)", 1.5, 2.0);
+  event(t, 1, StreamKind::comm, OpCategory::comm, "all-reduce grads (stage 2)", 1.5, 2.2);
+  event(t, 1, StreamKind::compute, OpCategory::idle, "idle", 1.2, 2.0);        // not an op
+  event(t, 1, StreamKind::compute, OpCategory::forward, "fwd a..b", 3.0, 3.1); // after it
+  const auto costs = op_costs(t, 1.0, 3.0, 2);
+  ASSERT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs[0].op, "forward");
+  EXPECT_DOUBLE_EQ(costs[0].count_per_step, 1.0); // 4 ops / (2 steps x 2 workers)
+  EXPECT_DOUBLE_EQ(costs[0].median_s, 0.25);      // of 0.1, 0.2, 0.3, 0.6
+  EXPECT_DOUBLE_EQ(costs[0].per_step_s, 1.2 / 4); // 1.2 s in all
+  EXPECT_EQ(costs[1].op, "all-reduce grads");
+  EXPECT_EQ(costs[1].stream, StreamKind::comm);
+  EXPECT_DOUBLE_EQ(costs[1].count_per_step, 0.5);
+  EXPECT_DOUBLE_EQ(costs[1].median_s, 0.6);
+  EXPECT_DOUBLE_EQ(costs[1].per_step_s, 1.2 / 4);
+}
+
+TEST(OpCosts, AJoinKeepsOpsOfEitherSide) {
+  const std::vector<OpCost> predicted = {
+      {"forward", OpCategory::forward, StreamKind::compute, 1, 0.3, 0.3},
+      {"outer step", OpCategory::optimizer, StreamKind::compute, 0.1, 0.01, 0.001}};
+  const std::vector<OpCost> measured = {
+      {"backward", OpCategory::backward, StreamKind::compute, 1, 0.5, 0.5},
+      {"forward", OpCategory::forward, StreamKind::compute, 1, 0.25, 0.25}};
+  const auto joined = compare_op_costs(predicted, measured);
+  ASSERT_EQ(joined.size(), 3u);
+  EXPECT_EQ(joined[0].op, "backward");
+  EXPECT_FALSE(joined[0].predicted.has_value());
+  EXPECT_EQ(joined[1].op, "forward");
+  EXPECT_DOUBLE_EQ(joined[1].predicted->median_s, 0.3);
+  EXPECT_DOUBLE_EQ(joined[1].measured->median_s, 0.25);
+  EXPECT_EQ(joined[2].op, "outer step");
+  EXPECT_FALSE(joined[2].measured.has_value());
+}
+
+} // namespace
+} // namespace overlapsim

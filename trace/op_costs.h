@@ -1,0 +1,46 @@
+// What each kind of op cost in a run's measuring window: how often it ran, its median duration and
+// its time per step. validate prints predicted against measured per op (issue 30.4), so a user sees
+// which op an iteration-time error comes from: a forward priced 18% slow, an optimizer step over a
+// shard priced as a share of the full step.
+#pragma once
+
+#include "trace/trace.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+struct OpCost {
+  std::string op; // "forward", "backward", or the op's name without its "(stage 1)" detail
+  OpCategory category = OpCategory::forward;
+  StreamKind stream = StreamKind::compute;
+  double count_per_step = 0; // ops a worker runs per step
+  double median_s = 0;       // median duration of one op
+  double per_step_s = 0;     // summed durations per worker per step
+};
+
+// The kind an op is counted under: forward and backward of any layer range are one kind each;
+// other ops by name, without a trailing parenthesis or index ("all-gather params (stage 2)" ->
+// "all-gather params", "all-reduce bucket 3" -> "all-reduce bucket").
+std::string op_kind(OpCategory category, const std::string& name);
+
+// The ops that start inside [window_start_s, window_end_s), by kind, in order of first
+// appearance; counts and times are per worker per step (`steps` steps, trace.workers workers).
+std::vector<OpCost> op_costs(const Trace& trace, double window_start_s, double window_end_s,
+                             int steps);
+
+// One kind of op in a prediction and a measurement of the same algorithm; a side without it is
+// absent (an op the simulator does not model, or one the real runtime skips).
+struct OpComparison {
+  std::string op;
+  StreamKind stream = StreamKind::compute;
+  std::optional<OpCost> predicted, measured;
+};
+
+// Joined by (stream, kind): the measured kinds in order, then those only predicted.
+std::vector<OpComparison> compare_op_costs(const std::vector<OpCost>& predicted,
+                                           const std::vector<OpCost>& measured);
+
+} // namespace overlapsim
