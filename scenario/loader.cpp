@@ -398,8 +398,12 @@ ClusterSpec read_cluster(const Entry& e) {
             .choice<NetworkModel>({{"exact", NetworkModel::exact}, {"tcp", NetworkModel::tcp}});
   if (e.has("collectives"))
     c.collectives = e.child("collectives")
-                        .choice<CollectiveFidelity>({{"fused", CollectiveFidelity::fused},
+                        .choice<CollectiveFidelity>({{"nccl", CollectiveFidelity::nccl},
+                                                     {"fused", CollectiveFidelity::fused},
                                                      {"steps", CollectiveFidelity::steps}});
+  else if (e.has("calibration"))
+    // A calibrated link is what the collectives measured reach: NCCL's costs are in it already.
+    c.collectives = CollectiveFidelity::fused;
   if (e.has("collective_algorithm"))
     c.collective_algorithm =
         e.child("collective_algorithm")

@@ -40,7 +40,9 @@ std::string to_string(NetworkModel model) {
   return model == NetworkModel::exact ? "exact" : "tcp";
 }
 std::string to_string(CollectiveFidelity fidelity) {
-  return fidelity == CollectiveFidelity::fused ? "fused" : "steps";
+  return fidelity == CollectiveFidelity::nccl    ? "nccl"
+         : fidelity == CollectiveFidelity::fused ? "fused"
+                                                 : "steps";
 }
 std::string to_string(CollectiveAlgorithm algorithm) {
   switch (algorithm) {

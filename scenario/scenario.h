@@ -31,7 +31,10 @@ struct Jitter {
 };
 
 enum class NetworkModel { exact, tcp };
-enum class CollectiveFidelity { fused, steps };
+// nccl: NCCL's own cost model (protocols, channels, ring/tree/NVLS; sim/nccl_model.h) paces the
+// flows; fused: the alpha-beta network view, each collective as concurrent flows at link speed;
+// steps: the same, step by step.
+enum class CollectiveFidelity { nccl, fused, steps };
 enum class CollectiveAlgorithm { ring, tree, hierarchical, automatic };
 
 // A WAN between groups of nodes: each site lists its nodes; traffic between sites crosses the WAN
@@ -56,7 +59,7 @@ struct ClusterSpec {
   std::vector<Straggler> stragglers;
   Jitter jitter;
   NetworkModel network_model = NetworkModel::exact;
-  CollectiveFidelity collectives = CollectiveFidelity::fused;
+  CollectiveFidelity collectives = CollectiveFidelity::nccl;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::automatic;
   std::vector<Site> sites; // empty: one site, no WAN
   hw::LinkSpec wan;

@@ -599,8 +599,8 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
   using Algo = scenario::CollectiveAlgorithm;
   Algo algo = algorithm_;
   if (call.op == CollectiveOp::all_reduce && algo == Algo::automatic &&
-      fidelity_ == scenario::CollectiveFidelity::steps) {
-    // The steps fidelity has no NCCL model: the alpha-beta prediction picks.
+      fidelity_ != scenario::CollectiveFidelity::nccl) {
+    // The network views have no NCCL model: the alpha-beta prediction picks.
     algo = Algo::ring;
     double best = predicted_all_reduce(Algo::ring, g, bytes);
     for (Algo candidate : {Algo::tree, Algo::hierarchical}) {
@@ -614,8 +614,8 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
   case CollectiveOp::all_reduce:
     if (algo == Algo::hierarchical && split(g))
       return hierarchical_all_reduce(rank, s, bytes);
-    if (fidelity_ == scenario::CollectiveFidelity::steps) {
-      // Every step a flow at link speed: the network's view, without NCCL's protocol costs.
+    if (fidelity_ != scenario::CollectiveFidelity::nccl) {
+      // Flows at link speed: the network's view, without NCCL's protocol costs.
       if (algo == Algo::tree)
         return tree_all_reduce(s, bytes);
       return ring_steps(rank, s, 2 * (n - 1), bytes / n);

@@ -181,9 +181,13 @@ TEST_F(CliRun, TheDefaultScenarioLeadsWithTheComparison) {
   EXPECT_LT(report.find("Ranked by samples per second"), report.find("## All algorithms"));
   EXPECT_THAT(report, HasSubstr("Network: nvlink3"));
   EXPECT_THAT(report, HasSubstr("acco applies gradients one round late"));
-  // DDP exposes communication here: the comparison has something to show.
-  EXPECT_GT(doc["results"][0]["exposed_comm_s"].get<double>(),
-            0.1 * doc["results"][0]["iteration_time_s"].get<double>());
+  // The algorithms differ here by more than 20%: the comparison has something to show.
+  double fastest = 0, slowest = 1e300;
+  for (const auto& row : doc["results"]) {
+    fastest = std::max(fastest, row["speedup_vs_ddp"].get<double>());
+    slowest = std::min(slowest, row["speedup_vs_ddp"].get<double>());
+  }
+  EXPECT_GT(fastest, 1.2 * slowest);
 
   const auto added = overlapsim("run " + std::string(OVERLAPSIM_SOURCE_DIR) +
                                 "/scenarios/ddp-4x8-a100-gpt-neo-125m.yaml --no-plots "

@@ -37,6 +37,7 @@ cluster:
   gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s)" +
          interference + R"(}
   inter_node: {bandwidth: 10GB/s, latency: 10us}
+  collectives: fused
 model:
   layers:
     - {name: l0, params: 1M, fwd_flops_per_sample: 1T}

@@ -47,7 +47,7 @@ TEST(IneffectiveKeys, LinksWithNothingToCarryWarn) {
   EXPECT_THAT(one_node.warnings,
               ElementsAre(HasSubstr("test.yaml:6: key 'cluster.inter_node' has no effect: one "
                                     "node (cluster.nodes: 1) sends nothing between nodes"),
-                          HasSubstr("test.yaml:7: key 'cluster.nics_per_node' has no effect"),
+                          HasSubstr("test.yaml:8: key 'cluster.nics_per_node' has no effect"),
                           HasSubstr("test.yaml:5: key 'cluster.intra_node' has no effect: one GPU "
                                     "per node (cluster.gpus_per_node: 1) sends nothing inside a "
                                     "node")));

@@ -164,8 +164,9 @@ TEST(Replicator, BandwidthSweepRandomAboutTwiceAsFastAsDemo) {
 }
 
 // Sec. 4 "Scaling Up", Fig. 6: DeMo's step rises with the nodes, Random's stays near flat and
-// beats the conventional setup at the largest scale. Measured: DeMo 0.285 -> 0.744 s from 2 to
-// 16 nodes, Random 0.255 -> 0.270 s, HSDP 0.276 -> 0.351 s (Random 1.30x, the paper 1.64x).
+// beats the conventional setup at the largest scale. Measured under the alpha-beta collectives:
+// DeMo 0.285 -> 0.744 s from 2 to 16 nodes, Random 0.255 -> 0.270 s, HSDP 0.276 -> 0.351 s
+// (Random 1.30x, the paper 1.64x); under NCCL's cost model (the default) 1.33x.
 TEST(Replicator, NodeSweepDemoRisesRandomStaysFlat) {
   const char* f = "detonation-node-sweep.yaml";
   auto at = [&](const char* label, int nodes) {
@@ -176,7 +177,7 @@ TEST(Replicator, NodeSweepDemoRisesRandomStaysFlat) {
   const double hsdp16 = at("hsdp-adamw", 16);
   EXPECT_GT(demo16, 2.4 * demo2);
   EXPECT_LT(random16, 1.1 * random2);
-  EXPECT_NEAR(hsdp16 / random16, 1.30, 0.03);
+  EXPECT_NEAR(hsdp16 / random16, 1.33, 0.03);
 }
 
 // Sec. 4 "OLMo2", Fig. 4: the paper measures ~2.6x for every replicator over HSDP with AdamW. At

@@ -34,12 +34,12 @@ std::string error_of_rows(const scenario::Scenario& s) {
 TEST(SyncPeriod, WrittenStepsShorterThanAPeriodNameBothKeys) {
   // local-sgd, H = 10 by default, 3 steps: the window would hold no averaging at all.
   EXPECT_THAT(error_of_rows(local_sgd(", steps: 3", "  - local-sgd\n")),
-              HasSubstr("test.yaml:11: key 'training.steps': 3 steps are shorter than one period "
+              HasSubstr("test.yaml:12: key 'training.steps': 3 steps are shorter than one period "
                         "of 'local-sgd' (key 'algorithms.local-sgd.H' = 10 (its default))"));
   // A written H is named with its line.
   EXPECT_THAT(error_of_rows(local_sgd(", steps: 3", "  - ddp\n  - {name: dreamddp, H: 4}\n")),
               HasSubstr("3 steps are shorter than one period of 'dreamddp' (key "
-                        "'algorithms.dreamddp.H' = 4 (test.yaml:14)): the window would hold none "
+                        "'algorithms.dreamddp.H' = 4 (test.yaml:15)): the window would hold none "
                         "of its synchronisations; give at least 4 steps"));
   // Algorithms that synchronise every step take any window.
   EXPECT_EQ(error_of_rows(local_sgd(", steps: 3", "  - ddp\n  - acco\n  - demo\n")), "no error");

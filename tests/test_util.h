@@ -96,7 +96,10 @@ inline std::string round_cluster(int nodes, int gpus_per_node = 1, const std::st
          "\n  gpus_per_node: " + std::to_string(gpus_per_node) +
          "\n  gpu: {peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}\n"
          "  intra_node: {bandwidth: 100GB/s, latency: 1us}\n"
-         "  inter_node: {bandwidth: 10GB/s, latency: 10us}\n" +
+         "  inter_node: {bandwidth: 10GB/s, latency: 10us}\n"
+         // The alpha-beta network view, whose times are hand-calculable; NCCL's protocol
+         // model (the default) has tests of its own.
+         "  collectives: fused\n" +
          extra;
 }
 

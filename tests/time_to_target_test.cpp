@@ -120,14 +120,14 @@ TEST_F(TimeToTarget, BadCurvesFailNamingTheScenarioKeyAndTheCurveFile) {
     return std::string("no error");
   };
   EXPECT_THAT(error(", loss_curve: missing.csv"),
-              AllOf(HasSubstr("s.yaml:11"), HasSubstr("loss_curve"), HasSubstr("cannot open")));
+              AllOf(HasSubstr("s.yaml:12"), HasSubstr("loss_curve"), HasSubstr("cannot open")));
   std::ofstream(dir_ / "other.csv") << "algorithm,samples,loss\nddp,1,2\n";
   EXPECT_THAT(error(", loss_curve: other.csv"),
-              AllOf(HasSubstr("s.yaml:11"), HasSubstr("ddp"), HasSubstr("local-sgd")));
+              AllOf(HasSubstr("s.yaml:12"), HasSubstr("ddp"), HasSubstr("local-sgd")));
   std::ofstream(dir_ / "bad.csv") << "algorithm,samples,loss\nlocal-sgd,1,x\n";
   EXPECT_THAT(error(", loss_curve: bad.csv"),
               AllOf(HasSubstr("bad.csv:2"), HasSubstr("'loss'"), HasSubstr("training.loss_curve")));
-  EXPECT_THAT(error(", target_loss: -1"), AllOf(HasSubstr("s.yaml:11"), HasSubstr("target_loss")));
+  EXPECT_THAT(error(", target_loss: -1"), AllOf(HasSubstr("s.yaml:12"), HasSubstr("target_loss")));
 }
 
 // Issue 27.2: with a target, time to target leads: a column on stdout, a column of summary.csv,
