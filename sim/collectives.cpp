@@ -52,7 +52,14 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
       algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes),
       nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
-      interference_(platform, cluster.gpu.comm_interference) {}
+      interference_(platform, cluster.gpu.comm_interference) {
+  if (cluster.sites.size() > 1) {
+    site_of_node_.assign(static_cast<std::size_t>(cluster.nodes), 0);
+    for (std::size_t s = 0; s < cluster.sites.size(); ++s)
+      for (int node : cluster.sites[s].nodes)
+        site_of_node_[static_cast<std::size_t>(node)] = static_cast<int>(s);
+  }
+}
 
 Network::~Network() = default;
 
@@ -108,14 +115,25 @@ double Network::ring_min_bandwidth(const Group& g) {
 }
 
 const Network::Split* Network::split(const Group& g) {
-  auto& slot = splits_[g.id];
+  return make_split(g, false, splits_[g.id]);
+}
+
+const Network::Split* Network::site_split(const Group& g) {
+  if (site_of_node_.empty())
+    return nullptr;
+  return make_split(g, true, site_splits_[g.id]);
+}
+
+const Network::Split* Network::make_split(const Group& g, bool by_site,
+                                          std::unique_ptr<Split>& slot) {
   if (slot)
     return slot->intra.empty() ? nullptr : slot.get();
   slot = std::make_unique<Split>();
-  std::vector<int> nodes;
+  std::vector<int> nodes; // node (or site) ids, in order of first member
   std::vector<std::vector<int>> members;
   for (int r : g.ranks) {
-    const int node = topology_.node_of(r);
+    const int node = by_site ? site_of_node_[static_cast<std::size_t>(topology_.node_of(r))]
+                             : topology_.node_of(r);
     auto it = std::find(nodes.begin(), nodes.end(), node);
     if (it == nodes.end()) {
       nodes.push_back(node);
@@ -127,8 +145,10 @@ const Network::Split* Network::split(const Group& g) {
   const std::size_t per_node = members.front().size();
   const bool even = std::all_of(members.begin(), members.end(),
                                 [&](const auto& m) { return m.size() == per_node; });
-  if (!even || nodes.size() < 2 || per_node < 2)
-    return nullptr; // nothing to gain: the caller falls back to a ring
+  // Nothing to gain: the caller falls back to a ring. (Across sites one rank per site still
+  // splits: the intra phases are empty and the cross ring is the WAN ring.)
+  if (!even || nodes.size() < 2 || (per_node < 2 && !by_site))
+    return nullptr;
   for (const auto& m : members)
     slot->intra.push_back(&topology_.group(m));
   for (std::size_t p = 0; p < per_node; ++p) {
@@ -473,20 +493,34 @@ CollectiveOutcome Network::tree_broadcast(const Scope& s, double bytes, int root
 }
 
 CollectiveOutcome Network::hierarchical_all_reduce(int rank, const Scope& s, double bytes) {
-  const Split* sp = split(s.group);
+  return two_level_all_reduce(rank, s, bytes, *split(s.group), "hierarchical/fused",
+                              "hierarchical/steps");
+}
+
+CollectiveOutcome Network::site_hierarchical_all_reduce(int rank, const Scope& s, double bytes) {
+  return two_level_all_reduce(rank, s, bytes, *site_split(s.group), "sites/fused", "sites/steps");
+}
+
+CollectiveOutcome Network::two_level_all_reduce(int rank, const Scope& s, double bytes,
+                                                const Split& sp, const char* label_fused,
+                                                const char* label_steps) {
   const int i = s.group.index_of(rank);
   const Group& intra =
-      *sp->intra[static_cast<std::size_t>(sp->node_index[static_cast<std::size_t>(i)])];
+      *sp.intra[static_cast<std::size_t>(sp.node_index[static_cast<std::size_t>(i)])];
   const Group& cross =
-      *sp->cross[static_cast<std::size_t>(sp->position[static_cast<std::size_t>(i)])];
-  const int tag = s.group.id + 1; // sub-collectives of this group's collective number s.seq
+      *sp.cross[static_cast<std::size_t>(sp.position[static_cast<std::size_t>(i)])];
+  // Sub-collectives of this group's collective number s.seq; site and node splits of one group
+  // never run the same collective, so they share the tag.
+  const int tag = s.group.id + 1;
   const int G = intra.size(), M = cross.size();
-  const auto a = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag}, G - 1, bytes / G);
+  CollectiveOutcome a{0, ""}, c{0, ""};
+  if (G > 1)
+    a = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag}, G - 1, bytes / G);
   const auto b = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, 2 * (M - 1), bytes / G / M);
-  const auto c = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, G - 1, bytes / G);
+  if (G > 1)
+    c = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, G - 1, bytes / G);
   return {a.bytes_sent + b.bytes_sent + c.bytes_sent,
-          fidelity_ == scenario::CollectiveFidelity::steps ? "hierarchical/steps"
-                                                           : "hierarchical/fused"};
+          fidelity_ == scenario::CollectiveFidelity::steps ? label_steps : label_fused};
 }
 
 CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
@@ -612,6 +646,10 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
   const int n = g.size();
   switch (call.op) {
   case CollectiveOp::all_reduce:
+    // Across WAN sites, auto and hierarchical reduce inside each site first (issue 25.5): a flat
+    // ring or tree would wait out the WAN latency on every one of its steps.
+    if ((algorithm_ == Algo::automatic || algorithm_ == Algo::hierarchical) && site_split(g))
+      return site_hierarchical_all_reduce(rank, s, bytes);
     if (algo == Algo::hierarchical && split(g))
       return hierarchical_all_reduce(rank, s, bytes);
     if (fidelity_ != scenario::CollectiveFidelity::nccl) {

@@ -105,6 +105,10 @@ private:
   double ring_max_latency(const Group& group);
   double ring_min_bandwidth(const Group& group);
   const Split* split(const Group& group);
+  // The group cut by WAN site (intra: each site's members, cross: same position in every site);
+  // nullptr unless it spans several sites, each holding as many of its members.
+  const Split* site_split(const Group& group);
+  const Split* make_split(const Group& group, bool by_site, std::unique_ptr<Split>& slot);
 
   CollectiveOutcome ring_steps(int rank, const Scope& s, int steps, double chunk);
   CollectiveOutcome ring_chain(int rank, const Scope& s, double bytes, int root, bool reduce);
@@ -119,6 +123,13 @@ private:
   const NcclShape& nccl_shape(const Group& g);
   CollectiveOutcome tree_broadcast(const Scope& s, double bytes, int root);
   CollectiveOutcome hierarchical_all_reduce(int rank, const Scope& s, double bytes);
+  // Over WAN sites: reduce-scatter inside each site, all-reduce across the sites among the ranks
+  // at the same position, all-gather inside each site; the WAN latency is paid on the 2(S-1)
+  // crossing steps only, not on every step of a flat ring.
+  CollectiveOutcome site_hierarchical_all_reduce(int rank, const Scope& s, double bytes);
+  // Three ring phases (reduce-scatter in `sp`'s intra groups, all-reduce across, all-gather).
+  CollectiveOutcome two_level_all_reduce(int rank, const Scope& s, double bytes, const Split& sp,
+                                         const char* label_fused, const char* label_steps);
   CollectiveOutcome all_to_all(int rank, const Scope& s, double bytes);
 
   const Platform& platform_;
@@ -130,7 +141,8 @@ private:
   std::unordered_map<std::uint64_t, std::pair<double, double>> routes_; // latency, bandwidth
   std::unordered_map<int, double> ring_latency_;
   std::unordered_map<int, double> ring_bandwidth_;
-  std::map<int, std::unique_ptr<Split>> splits_;
+  std::map<int, std::unique_ptr<Split>> splits_, site_splits_;
+  std::vector<int> site_of_node_; // empty without WAN sites
   const NcclGeneration& nccl_generation_;
   std::map<int, NcclShape> nccl_shapes_;
   std::map<std::tuple<int, std::int64_t, int>, std::shared_ptr<Instance>> instances_;

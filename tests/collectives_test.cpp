@@ -1,9 +1,9 @@
 // Collectives on the simulated cluster against closed forms, nccl-tests' bandwidth accounting,
 // link sharing between concurrent collectives, and fused vs steps fidelity.
 #include "algorithms/algorithm.h"
+#include "scenario/loader.h"
 #include "sim/collective_timing.h"
 #include "sim/sim_runtime.h"
-#include "scenario/loader.h"
 
 #include <gtest/gtest.h>
 
@@ -118,29 +118,53 @@ TEST(Collectives, FusedMatchesSteps) {
   }
 }
 
+// Issue 25.5's case: 3 sites of one 8-GPU node, 10 Gb/s and 30 ms between them, 32 MiB. A flat
+// ring waits out the WAN on all 2(N-1) = 46 steps; auto reduces inside each site (7 + 7 NVLink
+// steps of S/8) and crosses the WAN 2(S-1) = 4 times with S/3 over each site's link per step.
+TEST(Collectives, AcrossSitesAutoCrossesTheWanOnlyBetweenSites) {
+  const std::vector<std::string> sites = {
+      "cluster.sites=[{name: a, nodes: [0]}, {name: b, nodes: [1]}, {name: c, nodes: [2]}]",
+      "cluster.wan={bandwidth: 10Gb/s, latency: 30ms}"};
+  const double size = 32.0 * 1024 * 1024, wan_bw = 1.25e9, alpha_w = 30e-3 + kNetAlpha, N = 24;
+  auto with = [&](const std::string& algorithm) {
+    auto o = sites;
+    o.push_back("cluster.collective_algorithm=" + algorithm);
+    return sim::time_collective(cluster(3, 8, o), CollectiveOp::all_reduce, size);
+  };
+  const auto ring = with("ring");
+  EXPECT_NEAR(ring.time_s, 2 * (N - 1) * (alpha_w + size / (N * wan_bw)), 0.01 * ring.time_s);
+  const auto automatic = with("auto");
+  EXPECT_EQ(automatic.algorithm, "sites/fused");
+  const double expected = 2 * 7 * (1e-6 + size / (8 * 300e9)) + 4 * (alpha_w + size / 3 / wan_bw);
+  EXPECT_NEAR(automatic.time_s, expected, 0.01 * expected);
+  EXPECT_GT(ring.time_s, 8 * automatic.time_s); // 1.43 s against 0.156 s
+}
+
 TEST(Collectives, WanSitesRunWithAnyGpusPerNode) {
   // Issue 15.1: two sites of two nodes each, joined by 1 Gb/s with 10 ms. A WAN hop costs
   // alpha_w = wan latency + inter-node latency and one WAN direction paces every ring.
   // Ring over N = 4 G ranks (it crosses the WAN twice, once each way):
   //   2(N-1)(alpha_w + S/(N B_w)).
-  // Hierarchical: NVLink rings inside nodes, then G rings of M = 4 nodes over S/G each, sharing the
-  // WAN link: 2(G-1)(a_nv + S/(G B_nv)) + 2(M-1)(alpha_w + S/(M B_w)).
+  // Hierarchical and auto over sites (issue 25.5): a ring reduce-scatter inside each site of
+  // P = 2G ranks (its slowest hop a node's NIC), then P rings of the 2 sites over S/P each,
+  // sharing the WAN (2 steps, S/2 across it each), then the all-gather inside the sites:
+  //   2(P-1)(a_net + S/(P B_net)) + 2(alpha_w + S/(2 B_w)).
   const std::vector<std::string> sites = {
       "cluster.sites=[{name: a, nodes: [0, 1]}, {name: b, nodes: [2, 3]}]",
       "cluster.wan={bandwidth: 1Gb/s, latency: 10ms}"};
-  const double size = 64e6, wan_bw = 125e6, alpha_w = 10e-3 + kNetAlpha, M = 4;
+  const double size = 64e6, wan_bw = 125e6, alpha_w = 10e-3 + kNetAlpha;
   for (int gpus : {1, 2, 4, 8}) {
-    for (const std::string algorithm : {"ring", "hierarchical"}) {
+    for (const std::string algorithm : {"ring", "hierarchical", "auto"}) {
       auto overrides = sites;
       overrides.push_back("cluster.collective_algorithm=" + algorithm);
       const auto s = cluster(4, gpus, overrides);
-      const double G = gpus, N = 4 * G;
-      const double expected = algorithm == "ring" || gpus == 1
-                                  ? 2 * (N - 1) * (alpha_w + size / (N * wan_bw))
-                                  : 2 * (G - 1) * (1e-6 + size / (G * 300e9)) +
-                                        2 * (M - 1) * (alpha_w + size / (M * wan_bw));
+      const double G = gpus, N = 4 * G, P = 2 * G;
+      const double expected = algorithm == "ring" ? 2 * (N - 1) * (alpha_w + size / (N * wan_bw))
+                                                  : 2 * (P - 1) * (kNetAlpha + size / (P * kNet)) +
+                                                        2 * (alpha_w + size / (2 * wan_bw));
       const auto t = sim::time_collective(s, CollectiveOp::all_reduce, size);
       EXPECT_NEAR(t.time_s, expected, 0.01 * expected) << gpus << " GPUs/node, " << algorithm;
+      EXPECT_EQ(t.algorithm, algorithm == "ring" ? "ring/fused" : "sites/fused") << algorithm;
     }
   }
 }

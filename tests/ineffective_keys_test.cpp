@@ -56,6 +56,24 @@ TEST(IneffectiveKeys, LinksWithNothingToCarryWarn) {
                   .warnings.empty());
 }
 
+// Issue 25.5: a flat ring across WAN sites, in the alpha-beta views, warns with its cost.
+TEST(IneffectiveKeys, AFlatRingAcrossWanSitesWarns) {
+  const std::string wan = "  sites: [{name: a, nodes: [0]}, {name: b, nodes: [1]}]\n"
+                          "  wan: {bandwidth: 1Gb/s, latency: 20ms}\n";
+  const auto yaml = [&](const std::string& extra) {
+    return round_cluster(2, 4, wan + extra) + kFourBlocks +
+           "name: x\ntraining: {micro_batch: 1}\nalgorithms: [ddp]\n";
+  };
+  EXPECT_THAT(scenario_from(yaml("  collective_algorithm: ring\n")).warnings,
+              ElementsAre(HasSubstr(
+                  "key 'cluster.collective_algorithm': a flat ring across 2 WAN sites pays the "
+                  "WAN latency (20 ms) on each of its steps (14 for a ring of 8 GPUs); auto or "
+                  "hierarchical reduce inside each site first and cross the WAN 2(S-1) = 2 "
+                  "times")));
+  EXPECT_TRUE(scenario_from(yaml("")).warnings.empty()); // auto
+  EXPECT_TRUE(scenario_from(yaml("  collective_algorithm: hierarchical\n")).warnings.empty());
+}
+
 TEST(IneffectiveKeys, ReportAndSummaryCarryThem) {
   const auto s = scenario_from(gpt_neo("{preset: a100-80gb, efficiency: 0.2}"));
   EXPECT_THAT(cli::report_markdown(s, {}),
