@@ -206,6 +206,21 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
                     hw::format_time(r.metrics.waiting_s)),
         percent(field(r, "idle_breakdown", "idle_other")),
         hw::format_time(r.extra.value("lower_bound_s", 0.0)));
+  // Where the bytes go (issue 25.6): "how much crosses the WAN?"
+  if (!ran.empty()) {
+    out += fmt::format("\nBytes each GPU sends per step, by the link they cross:\n\n| algorithm | "
+                       "in all | inside a node | between nodes |{}\n|---|---|---|---|{}\n",
+                       s.cluster.sites.empty() ? "" : " over the WAN |",
+                       s.cluster.sites.empty() ? "" : "---|");
+    for (const auto& r : ran)
+      out += fmt::format(
+          "| {} | {} | {} | {} |{}\n", r.algorithm, hw::format_bytes(r.metrics.comm_bytes_per_step),
+          hw::format_bytes(r.metrics.intra_node_bytes_per_step),
+          hw::format_bytes(r.metrics.inter_node_bytes_per_step),
+          s.cluster.sites.empty()
+              ? std::string()
+              : fmt::format(" {} |", hw::format_bytes(r.metrics.wan_bytes_per_step)));
+  }
   for (const auto& r : rows)
     if (!r.error.empty())
       out += fmt::format("\n**{} could not run**: {}\n", r.algorithm, r.error);

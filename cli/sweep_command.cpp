@@ -428,12 +428,27 @@ constexpr std::uint64_t kMaxMergedPoints = 10000000;
 
 // A summary row's fields that hold numbers (or null: NaN is written so) when the row has no error,
 // and its objects and lists whose every entry does.
-constexpr const char* kNumericFields[] = {
-    "workers",          "iteration_time_s",    "throughput_samples_s", "throughput_tokens_s",
-    "speedup_vs_ddp",   "idle_fraction_mean",  "idle_fraction_max",    "exposed_comm_s",
-    "waiting_s",        "comm_bytes_per_step", "peak_memory_bytes",    "simulated_time_s",
-    "samples_per_step", "tokens_per_step",     "compute_s_per_step",   "comm_s_per_step",
-    "gpu_memory_bytes", "lower_bound_s"};
+constexpr const char* kNumericFields[] = {"workers",
+                                          "iteration_time_s",
+                                          "throughput_samples_s",
+                                          "throughput_tokens_s",
+                                          "speedup_vs_ddp",
+                                          "idle_fraction_mean",
+                                          "idle_fraction_max",
+                                          "exposed_comm_s",
+                                          "waiting_s",
+                                          "comm_bytes_per_step",
+                                          "peak_memory_bytes",
+                                          "simulated_time_s",
+                                          "samples_per_step",
+                                          "tokens_per_step",
+                                          "compute_s_per_step",
+                                          "comm_s_per_step",
+                                          "gpu_memory_bytes",
+                                          "lower_bound_s",
+                                          "comm_bytes_per_step_intra_node",
+                                          "comm_bytes_per_step_inter_node",
+                                          "comm_bytes_per_step_wan"};
 constexpr const char* kNumericGroups[] = {"memory_breakdown", "steady_state",
                                           "micro_batches_per_step", "idle_breakdown",
                                           "idle_fraction_per_gpu"};

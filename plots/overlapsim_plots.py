@@ -561,7 +561,8 @@ NUMERIC_FIELDS = ("workers", "iteration_time_s", "throughput_samples_s", "throug
                   "speedup_vs_ddp", "idle_fraction_mean", "idle_fraction_max", "exposed_comm_s",
                   "waiting_s", "comm_bytes_per_step", "peak_memory_bytes", "simulated_time_s",
                   "samples_per_step", "tokens_per_step", "compute_s_per_step", "comm_s_per_step",
-                  "gpu_memory_bytes", "lower_bound_s")
+                  "gpu_memory_bytes", "lower_bound_s", "comm_bytes_per_step_intra_node",
+                  "comm_bytes_per_step_inter_node", "comm_bytes_per_step_wan")
 NUMERIC_GROUPS = ("memory_breakdown", "steady_state", "micro_batches_per_step", "idle_breakdown",
                   "idle_fraction_per_gpu")
 

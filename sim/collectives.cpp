@@ -501,6 +501,45 @@ CollectiveOutcome Network::site_hierarchical_all_reduce(int rank, const Scope& s
   return two_level_all_reduce(rank, s, bytes, *site_split(s.group), "sites/fused", "sites/steps");
 }
 
+int Network::link_class(int a, int b) const {
+  const int na = topology_.node_of(a), nb = topology_.node_of(b);
+  if (na == nb)
+    return 0;
+  if (site_of_node_.empty() ||
+      site_of_node_[static_cast<std::size_t>(na)] == site_of_node_[static_cast<std::size_t>(nb)])
+    return 1;
+  return 2;
+}
+
+void Network::add_class(CollectiveOutcome& out, int a, int b, double bytes) const {
+  const int c = link_class(a, b);
+  if (c == 1)
+    out.inter_node_bytes += bytes;
+  else if (c == 2)
+    out.wan_bytes += bytes;
+}
+
+void Network::classify(int rank, const CollectiveCall& call, CollectiveOutcome& out) const {
+  if (out.bytes_sent <= 0 || out.classified)
+    return; // nothing sent, or split where it ran (two-level all-reduces)
+  const Group& g = *call.group;
+  const std::string_view algorithm = out.algorithm;
+  if (call.op == CollectiveOp::send) {
+    add_class(out, rank, call.peer, out.bytes_sent);
+    return;
+  }
+  if (algorithm.starts_with("ring/")) { // alpha-beta rings and NCCL's: to the next rank
+    const int i = g.index_of(rank);
+    add_class(out, rank, g.ranks[static_cast<std::size_t>((i + 1) % g.size())], out.bytes_sent);
+    return;
+  }
+  int worst = 0, far = rank;
+  for (int m : g.ranks)
+    if (const int c = link_class(rank, m); c > worst)
+      worst = c, far = m;
+  add_class(out, rank, far, out.bytes_sent);
+}
+
 CollectiveOutcome Network::two_level_all_reduce(int rank, const Scope& s, double bytes,
                                                 const Split& sp, const char* label_fused,
                                                 const char* label_steps) {
@@ -519,8 +558,16 @@ CollectiveOutcome Network::two_level_all_reduce(int rank, const Scope& s, double
   const auto b = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, 2 * (M - 1), bytes / G / M);
   if (G > 1)
     c = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, G - 1, bytes / G);
-  return {a.bytes_sent + b.bytes_sent + c.bytes_sent,
-          fidelity_ == scenario::CollectiveFidelity::steps ? label_steps : label_fused};
+  CollectiveOutcome out{a.bytes_sent + b.bytes_sent + c.bytes_sent,
+                        fidelity_ == scenario::CollectiveFidelity::steps ? label_steps
+                                                                         : label_fused};
+  const auto next = [rank](const Group& ring) {
+    return ring.ranks[static_cast<std::size_t>((ring.index_of(rank) + 1) % ring.size())];
+  };
+  add_class(out, rank, next(intra), a.bytes_sent + c.bytes_sent);
+  add_class(out, rank, next(cross), b.bytes_sent);
+  out.classified = true;
+  return out;
 }
 
 CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {

@@ -43,10 +43,19 @@ namespace overlapsim::sim {
 struct CollectiveOutcome {
   double bytes_sent = 0;      // by this rank
   const char* algorithm = ""; // e.g. "ring/fused", for the trace
+  // Of bytes_sent, what crossed a network between nodes (inter) or a WAN between sites (wan); the
+  // rest stayed inside a node. Set by Network::classify (issue 25.6).
+  double inter_node_bytes = 0;
+  double wan_bytes = 0;
+  bool classified = false; // split where it ran
 };
 
 class Network {
 public:
+  // Splits an outcome's bytes by the link class they cross: a ring sends to the next rank of its
+  // group, a message to its peer, a two-level all-reduce as its phases did (already split);
+  // trees, NVLS, all-to-all and per-layer table times count as the group's most remote class.
+  void classify(int rank, const CollectiveCall& call, CollectiveOutcome& outcome) const;
   Network(const Platform& platform, const scenario::ClusterSpec& cluster, const Topology& topology);
   ~Network();
 
@@ -123,6 +132,10 @@ private:
   const NcclShape& nccl_shape(const Group& g);
   CollectiveOutcome tree_broadcast(const Scope& s, double bytes, int root);
   CollectiveOutcome hierarchical_all_reduce(int rank, const Scope& s, double bytes);
+  // 0: a and b share a node, 1: they share a site (or there are no sites), 2: the WAN joins them.
+  int link_class(int a, int b) const;
+  // Adds `bytes` of `out` as crossing the link class of a -> b.
+  void add_class(CollectiveOutcome& out, int a, int b, double bytes) const;
   // Over WAN sites: reduce-scatter inside each site, all-reduce across the sites among the ranks
   // at the same position, all-gather inside each site; the WAN latency is paid on the 2(S-1)
   // crossing steps only, not on every step of a flat ring.

@@ -238,7 +238,8 @@ void SimWorker::reload_master(Slice params, Slice) {
   const auto dtype = ctx_.scenario.model.dtype;
   if (dtype == scenario::Dtype::fp32)
     return;
-  memory_op("reload master", static_cast<double>(params.count) * (scenario::dtype_bytes(dtype) + 4.0));
+  memory_op("reload master",
+            static_cast<double>(params.count) * (scenario::dtype_bytes(dtype) + 4.0));
 }
 
 void SimWorker::memory_op(const char* name, double bytes) {
@@ -280,8 +281,9 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
   const auto table = call.data.buffer < 0
                          ? std::nullopt
                          : table_comm_.seconds(call, buffer(call.data.buffer).elements);
-  const auto outcome = table ? ctx_.network.run_fixed(rank_, call, *table, bytes, seq)
-                             : ctx_.network.run(rank_, call, bytes, seq);
+  auto outcome = table ? ctx_.network.run_fixed(rank_, call, *table, bytes, seq)
+                       : ctx_.network.run(rank_, call, bytes, seq);
+  ctx_.network.classify(rank_, call, outcome);
   TraceEvent e;
   e.start = start;
   e.end = sg4::Engine::get_clock();
@@ -292,6 +294,8 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
   e.detail = ctx_.trace.intern(outcome.algorithm);
   e.step = call.step;
   e.bytes = outcome.bytes_sent;
+  e.inter_node_bytes = outcome.inter_node_bytes;
+  e.wan_bytes = outcome.wan_bytes;
   if (call.op == CollectiveOp::recv)
     e.received = bytes; // the message, which the matching send moved
   e.group = call.group->id;

@@ -111,7 +111,7 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   // A comm op waits for its peers until the last one arrived, then moves data.
   std::vector<std::vector<Interval>> compute(workers), comm(workers), moving(workers),
       waiting(workers);
-  std::vector<double> bytes(workers, 0.0);
+  std::vector<double> bytes(workers, 0.0), inter_bytes(workers, 0.0), wan_bytes(workers, 0.0);
   auto own_open = [&](std::size_t w) { return warmup_steps == 0 ? 0.0 : open[w]; };
   const auto arrival = peer_arrivals(trace);
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
@@ -128,8 +128,11 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
         waiting[w].push_back({clipped.start, arrived});
       if (arrived < clipped.end)
         moving[w].push_back({arrived, clipped.end});
-      if (e.start >= lo)
+      if (e.start >= lo) {
         bytes[w] += e.bytes;
+        inter_bytes[w] += e.inter_node_bytes;
+        wan_bytes[w] += e.wan_bytes;
+      }
     } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
       compute[w].push_back(clipped);
     }
@@ -138,7 +141,7 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   m.exposed_comm_per_worker_s.resize(workers);
   m.waiting_per_worker_s.resize(workers);
   double idle_sum = 0, exposed_sum = 0, waiting_sum = 0, bytes_sum = 0, compute_sum = 0,
-         comm_sum = 0;
+         comm_sum = 0, inter_sum = 0, wan_sum = 0;
   for (std::size_t w = 0; w < workers; ++w) {
     const double busy = union_length(compute[w]);
     compute_sum += busy / steps;
@@ -156,12 +159,18 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     exposed_sum += m.exposed_comm_per_worker_s[w];
     waiting_sum += m.waiting_per_worker_s[w];
     bytes_sum += bytes[w] / steps;
+    inter_sum += inter_bytes[w] / steps;
+    wan_sum += wan_bytes[w] / steps;
     m.idle_fraction_max = std::max(m.idle_fraction_max, m.idle_fraction[w]);
   }
   m.idle_fraction_mean = idle_sum / static_cast<double>(workers);
   m.exposed_comm_s = exposed_sum / static_cast<double>(workers);
   m.waiting_s = waiting_sum / static_cast<double>(workers);
   m.comm_bytes_per_step = bytes_sum / static_cast<double>(workers);
+  m.inter_node_bytes_per_step = inter_sum / static_cast<double>(workers);
+  m.wan_bytes_per_step = wan_sum / static_cast<double>(workers);
+  m.intra_node_bytes_per_step =
+      std::max(0.0, m.comm_bytes_per_step - m.inter_node_bytes_per_step - m.wan_bytes_per_step);
   m.compute_s_per_step = compute_sum / static_cast<double>(workers);
   m.comm_s_per_step = comm_sum / static_cast<double>(workers);
 

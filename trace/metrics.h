@@ -39,8 +39,13 @@ struct Metrics {
   std::vector<double> waiting_per_worker_s;
   double waiting_s = 0;           // mean over workers
   double comm_bytes_per_step = 0; // mean over workers
-  double compute_s_per_step = 0;  // compute-stream busy time per step, mean over workers
-  double comm_s_per_step = 0;     // time with a collective in flight per step, mean over workers
+  // comm_bytes_per_step by the link class it crossed (issue 25.6): inside a node, between nodes,
+  // over a WAN between sites; the three add up to it.
+  double intra_node_bytes_per_step = 0;
+  double inter_node_bytes_per_step = 0;
+  double wan_bytes_per_step = 0;
+  double compute_s_per_step = 0; // compute-stream busy time per step, mean over workers
+  double comm_s_per_step = 0;    // time with a collective in flight per step, mean over workers
   MemoryByCategory memory_breakdown{}; // worst worker
   double peak_memory_bytes = 0;
   double simulated_time_s = 0;

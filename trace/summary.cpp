@@ -26,6 +26,11 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   j["exposed_comm_s"] = m.exposed_comm_s;
   j["waiting_s"] = m.waiting_s;
   j["comm_bytes_per_step"] = m.comm_bytes_per_step;
+  if (!r.measured) { // the real runtime does not know which links its collectives crossed
+    j["comm_bytes_per_step_intra_node"] = m.intra_node_bytes_per_step;
+    j["comm_bytes_per_step_inter_node"] = m.inter_node_bytes_per_step;
+    j["comm_bytes_per_step_wan"] = m.wan_bytes_per_step;
+  }
   j["peak_memory_bytes"] = m.peak_memory_bytes;
   j["exceeds_gpu_memory"] = r.gpu_memory_bytes > 0 && m.peak_memory_bytes > r.gpu_memory_bytes;
   j["simulated_time_s"] = m.simulated_time_s;
@@ -84,11 +89,23 @@ std::string csv_cell(const nlohmann::ordered_json& v) {
 
 std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
                         const std::vector<std::string>& leading) {
-  static const char* kFields[] = {
-      "algorithm",           "workers",        "iteration_time_s",    "throughput_samples_s",
-      "throughput_tokens_s", "speedup_vs_ddp", "idle_fraction_mean",  "idle_fraction_max",
-      "exposed_comm_s",      "waiting_s",      "comm_bytes_per_step", "peak_memory_bytes",
-      "simulated_time_s",    "measured"};
+  static const char* kFields[] = {"algorithm",
+                                  "workers",
+                                  "iteration_time_s",
+                                  "throughput_samples_s",
+                                  "throughput_tokens_s",
+                                  "speedup_vs_ddp",
+                                  "idle_fraction_mean",
+                                  "idle_fraction_max",
+                                  "exposed_comm_s",
+                                  "waiting_s",
+                                  "comm_bytes_per_step",
+                                  "comm_bytes_per_step_intra_node",
+                                  "comm_bytes_per_step_inter_node",
+                                  "comm_bytes_per_step_wan",
+                                  "peak_memory_bytes",
+                                  "simulated_time_s",
+                                  "measured"};
   static const char* kMemory[] = {"params", "grads", "optimizer_state", "buffers", "activations"};
   std::string out;
   for (const auto& k : leading)

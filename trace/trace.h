@@ -35,6 +35,10 @@ struct TraceEvent {
   // each transfer once, at its sender, which the metrics sum and the analysis relies on (a receive
   // sends nothing, so it waits for its peer's send).
   double received = 0;
+  // Of `bytes`, what crossed a network between nodes, and a WAN between sites (issue 25.6); the
+  // rest stayed inside a node. A measured trace leaves both 0 unless its runtime knows them.
+  double inter_node_bytes = 0;
+  double wan_bytes = 0;
 };
 
 struct MemorySample {
