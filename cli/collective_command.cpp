@@ -1,7 +1,7 @@
 #include "cli/collective_command.h"
 
-#include "sim/collective_timing.h"
 #include "scenario/loader.h"
+#include "sim/collective_timing.h"
 
 #include <algorithm>
 #include <cctype>

@@ -91,7 +91,8 @@ Calibration read_calibration(const std::string& path) {
       c.optimizer_time_per_param_s = positive(m, "optimizer_time_per_param_s", where, true);
     if (m.contains("optimizer_points")) {
       for (const auto& p : field(m, "optimizer_points", where)) {
-        const std::string pw = fmt::format("{}.optimizer_points[{}]", where, c.optimizer_points.size());
+        const std::string pw =
+            fmt::format("{}.optimizer_points[{}]", where, c.optimizer_points.size());
         if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number() ||
             !(p[0].get<double>() > 0) || !(p[1].get<double>() > 0) ||
             !std::isfinite(p[0].get<double>()) || !std::isfinite(p[1].get<double>()))

@@ -49,7 +49,7 @@ struct Calibration {
   // state fits a cache (a CPU's L3: a 2-worker ZeRO-1 shard stepped 4.7x faster than the full
   // step, not 2x); the simulator interpolates between them.
   std::vector<std::pair<double, double>> optimizer_points;
-  double memory_bandwidth_Bps = 0;       // element-wise copies (the simulator's HBM bandwidth)
+  double memory_bandwidth_Bps = 0; // element-wise copies (the simulator's HBM bandwidth)
   // Fraction of compute speed lost while a collective runs on the same device (hw::GpuSpec).
   std::optional<double> comm_interference;
   std::optional<LinkFit> intra_node;

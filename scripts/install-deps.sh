@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev                              # gzip'd traces (profiler imports, output.trace_gzip)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib              # plots
+  clang-format                            # the format gate (scripts/check-format.sh, a ctest)
   iproute2                                # emulated links for validate (ip netns, tc)
 )
 

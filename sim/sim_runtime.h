@@ -27,7 +27,8 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
 
 // Forks, simulates in the child, and returns its result. Throws std::runtime_error with the child's
 // message when the simulation fails (a deadlocked algorithm, a bad collective call).
-SimulationResult simulate(const scenario::Scenario& scenario, const scenario::AlgorithmSpec& algorithm,
+SimulationResult simulate(const scenario::Scenario& scenario,
+                          const scenario::AlgorithmSpec& algorithm,
                           const ProgressFn& progress = {});
 SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& algorithm,
                           const ProgressFn& progress = {});

@@ -26,7 +26,7 @@ int layer_averages(const Trace& trace) {
 
 TEST(BubbleFilling, MoreLayerAveragesAtTheSameIterationTime) {
   const auto s = scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) +
-                                     "/scenarios/dreamddp-gpt2-authors-profile.yaml");
+                                         "/scenarios/dreamddp-gpt2-authors-profile.yaml");
   ASSERT_EQ(s.training.steps, 20);
   const LayerCosts costs = estimate_layer_costs(s);
   const auto extra = bubble_filling(costs, dreamddp_schedule(costs, 10), 10);

@@ -71,7 +71,8 @@ TEST(LocalSgd, PaperScenariosLoad) {
   for (const auto& [file, count] : {std::pair{"dreamddp-8x4-2080ti-1GBps.yaml", 7u},
                                     {"dreamddp-4x8-a6000-20GBps.yaml", 7u},
                                     {"dreamddp-bandwidth-sweep.yaml", 8u}}) {
-    const auto s = scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + file);
+    const auto s =
+        scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/" + file);
     ASSERT_EQ(s.algorithms.size(), count) << file;
     for (const auto& a : s.algorithms)
       EXPECT_EQ(make_algorithm(a)->name(), a.name) << file;

@@ -11,10 +11,12 @@ TEST(OptimizerState, BytesPerParameter) {
   EXPECT_EQ(optimizer_state_bytes_per_param(scenario::Optimizer::adamw, scenario::Dtype::bf16), 12);
   // fp32 training keeps no master copy: m + v = 8.
   EXPECT_EQ(optimizer_state_bytes_per_param(scenario::Optimizer::adamw, scenario::Dtype::fp32), 8);
-  EXPECT_EQ(optimizer_state_bytes_per_param(scenario::Optimizer::sgd_momentum, scenario::Dtype::bf16), 8);
+  EXPECT_EQ(
+      optimizer_state_bytes_per_param(scenario::Optimizer::sgd_momentum, scenario::Dtype::bf16), 8);
   EXPECT_EQ(optimizer_state_bytes_per_param(scenario::Optimizer::sgd, scenario::Dtype::fp32), 0);
   // AdamW bf16 step: read grad 2 + read/write state 2 x 12 + write param 2 = 28 bytes.
-  EXPECT_EQ(optimizer_bytes_touched_per_param(scenario::Optimizer::adamw, scenario::Dtype::bf16), 28);
+  EXPECT_EQ(optimizer_bytes_touched_per_param(scenario::Optimizer::adamw, scenario::Dtype::bf16),
+            28);
   // SGD fp32: read grad 4 + read and write the parameter in place 8 = 12 bytes.
   EXPECT_EQ(optimizer_bytes_touched_per_param(scenario::Optimizer::sgd, scenario::Dtype::fp32), 12);
 }

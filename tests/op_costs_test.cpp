@@ -27,7 +27,8 @@ TEST(OpCosts, KindsDropLayerRangesAndStageDetails) {
   EXPECT_EQ(op_kind(OpCategory::optimizer, "optimizer step"), "optimizer step");
   EXPECT_EQ(op_kind(OpCategory::comm, "send (x) y"), "send (x) y"); // only a trailing detail
   EXPECT_EQ(op_kind(OpCategory::comm, "all-reduce bucket 12"), "all-reduce bucket");
-  EXPECT_EQ(op_kind(OpCategory::comm, "reduce-scatter bucket 0 (stage 1)"), "reduce-scatter bucket");
+  EXPECT_EQ(op_kind(OpCategory::comm, "reduce-scatter bucket 0 (stage 1)"),
+            "reduce-scatter bucket");
   EXPECT_EQ(op_kind(OpCategory::comm, "stage2"), "stage2");
 }
 

@@ -170,8 +170,9 @@ TEST(RobustInput, BytesThatAreNotUtf8AreNamedByLineAndColumn) {
     EXPECT_THAT(error_of(replace(kScenario, "name: ", std::string("name: ") + bad)),
                 HasSubstr("is not UTF-8"))
         << bad;
-  EXPECT_EQ(error_of(replace(kScenario, "name: ", "name: caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x9a\x80")),
-            "no error");
+  EXPECT_EQ(
+      error_of(replace(kScenario, "name: ", "name: caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x9a\x80")),
+      "no error");
   EXPECT_THAT(error_of(kScenario, {"name=a\xff"}), HasSubstr("--set 'name=a\xff': not UTF-8"));
 }
 

@@ -1,7 +1,7 @@
 // The simulation process boundary: a deadlocked algorithm fails cleanly with a message.
 #include "algorithms/algorithm.h"
-#include "sim/sim_runtime.h"
 #include "scenario/loader.h"
+#include "sim/sim_runtime.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -34,7 +34,7 @@ model: {preset: gpt-neo-125m}
 training: {micro_batch: 1, seq_len: 128}
 algorithms: [ddp]
 )",
-                                          "d.yaml");
+                                              "d.yaml");
   try {
     sim::simulate(s, Deadlock());
     FAIL() << "a deadlock must not succeed";

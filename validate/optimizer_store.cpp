@@ -26,7 +26,8 @@ OptimizerStore::BufferState& OptimizerStore::prepare(Slice state, const torch::T
   if (end > old) {
     const torch::Tensor like_fp = like.detach();
     b.master = grown(b.master, end, like_fp);
-    if (config_.kind == scenario::Optimizer::adamw || config_.kind == scenario::Optimizer::sgd_momentum)
+    if (config_.kind == scenario::Optimizer::adamw ||
+        config_.kind == scenario::Optimizer::sgd_momentum)
       b.m = grown(b.m, end, like_fp);
     if (config_.kind == scenario::Optimizer::adamw)
       b.v = grown(b.v, end, like_fp);

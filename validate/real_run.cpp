@@ -375,8 +375,8 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
             Trace::deserialize(string_of(job.store().get(fmt::format("{}/trace/{}", key, r)))));
         losses.push_back(string_of(job.store().get(fmt::format("{}/loss/{}", key, r))));
       }
-      run.loss = loss_curve(losses, run.trace,
-                            windowed.training.warmup_steps + windowed.training.steps);
+      run.loss =
+          loss_curve(losses, run.trace, windowed.training.warmup_steps + windowed.training.steps);
       result.runs.push_back(std::move(run));
     }
     part_done();
