@@ -471,6 +471,26 @@ CollectiveOutcome Network::nccl_all_reduce(const Scope& s, double bytes,
   return {sent, nccl_label(cost.algorithm, cost.protocol)};
 }
 
+CollectiveOutcome Network::nccl_ring_half_op(const Scope& s, double array_bytes) {
+  const Group& g = s.group;
+  const int n = g.size();
+  const NcclCost cost = nccl_ring_half(nccl_generation_, nccl_shape(g), array_bytes);
+  const double sent = (n - 1.0) / n * array_bytes; // to the next rank, as all_reduce's ring
+  std::vector<Flow> flows;
+  for (int k = 0; k < n; ++k)
+    flows.push_back({g.ranks[static_cast<std::size_t>(k)],
+                     g.ranks[static_cast<std::size_t>((k + 1) % n)], sent});
+  double route = 0, unpaced = 0;
+  for (const auto& f : flows) {
+    route = std::max(route, latency(f.src, f.dst));
+    unpaced = std::max(unpaced, f.bytes / bandwidth(f.src, f.dst));
+  }
+  const double transfer = cost.algbw_Bps > 0 ? array_bytes / cost.algbw_Bps : 0;
+  const double wait = std::max(0.0, cost.latency_s - route) + std::max(0.0, transfer - unpaced);
+  fused(s, wait, [&] { return flows; });
+  return {sent, nccl_label(NcclAlgorithm::ring, cost.protocol)};
+}
+
 CollectiveOutcome Network::tree_broadcast(const Scope& s, double bytes, int root) {
   // Two binary trees rooted at the root (group order rotated so the root is index 0), half each.
   const Group& g = s.group;
@@ -711,8 +731,12 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
       return nccl_all_reduce(s, bytes, NcclAlgorithm::tree);
     return nccl_all_reduce(s, bytes, std::nullopt);
   case CollectiveOp::reduce_scatter:
+    if (fidelity_ == scenario::CollectiveFidelity::nccl)
+      return nccl_ring_half_op(s, bytes);
     return ring_steps(rank, s, n - 1, bytes / n);
   case CollectiveOp::all_gather:
+    if (fidelity_ == scenario::CollectiveFidelity::nccl)
+      return nccl_ring_half_op(s, bytes * n); // the data is the shard; the array is n of them
     return ring_steps(rank, s, n - 1, bytes);
   case CollectiveOp::broadcast:
     if (algo == Algo::tree)

@@ -130,6 +130,8 @@ private:
   CollectiveOutcome nccl_all_reduce(const Scope& s, double bytes,
                                     std::optional<NcclAlgorithm> only);
   const NcclShape& nccl_shape(const Group& g);
+  // Reduce-scatter (chunk = array / n) or all-gather (chunk = the shard) priced by NCCL's ring.
+  CollectiveOutcome nccl_ring_half_op(const Scope& s, double array_bytes);
   CollectiveOutcome tree_broadcast(const Scope& s, double bytes, int root);
   CollectiveOutcome hierarchical_all_reduce(int rank, const Scope& s, double bytes);
   // 0: a and b share a node, 1: they share a site (or there are no sites), 2: the WAN joins them.

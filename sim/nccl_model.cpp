@@ -150,6 +150,32 @@ NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& s, NcclAlgo
   return c;
 }
 
+NcclCost nccl_ring_half(const NcclGeneration& gen, const NcclShape& s, double bytes) {
+  NcclCost best{NcclAlgorithm::ring, NcclProtocol::simple, 0, 0,
+                std::numeric_limits<double>::infinity()};
+  const int n = s.ranks;
+  if (n < 2)
+    return best.time_s = 0, best;
+  const bool multi = s.nodes > 1;
+  for (const auto protocol : kNcclProtocols) {
+    const auto p = static_cast<std::size_t>(protocol);
+    const double hop_intra = std::max(gen.hop_intra_s[p], s.intra_latency_s);
+    const double hop_net = gen.hop_net_s[p] + s.net_latency_s;
+    const int steps = n - 1;
+    const int net_steps = multi ? s.nodes - 1 : 0;
+    NcclCost c{NcclAlgorithm::ring, protocol, 0, 0, 0};
+    c.latency_s =
+        gen.launch_s + gen.base_s[p] + (steps - net_steps) * hop_intra + net_steps * hop_net;
+    const double bus =
+        (multi ? std::min(s.intra_Bps, s.net_Bps) : s.intra_Bps) * gen.bandwidth_share[p];
+    c.algbw_Bps = bus * n / (n - 1.0); // busbw = algbw x (n-1)/n (nccl-tests' accounting)
+    c.time_s = c.latency_s + bytes / c.algbw_Bps;
+    if (c.algbw_Bps > 0 && c.time_s < best.time_s)
+      best = c;
+  }
+  return best;
+}
+
 NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape& shape, double bytes,
                               std::optional<NcclAlgorithm> only) {
   NcclCost best;

@@ -75,6 +75,11 @@ struct NcclCost {
 NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& shape, NcclAlgorithm algorithm,
                          NcclProtocol protocol, double bytes);
 
+// A reduce-scatter or all-gather of a `bytes` array (the whole array, as nccl-tests counts it):
+// NCCL runs these as rings only, n-1 steps (nodes-1 of them across nodes), each rank moving
+// (n-1)/n of the array at the ring's bus bandwidth; the cheapest protocol.
+NcclCost nccl_ring_half(const NcclGeneration& gen, const NcclShape& shape, double bytes);
+
 // The cheapest pair, as NCCL's tuner picks it; `only` restricts the algorithm (a scenario's ring or
 // tree), and the protocol is still chosen.
 NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape& shape, double bytes,
