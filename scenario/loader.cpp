@@ -311,7 +311,7 @@ hw::LinkSpec read_link(const Entry& e) {
 ClusterSpec read_cluster(const Entry& e) {
   e.expect_map({"nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "nics_per_node",
                 "stragglers", "jitter", "network_model", "collectives", "collective_algorithm",
-                "sites", "wan", "calibration"});
+                "nccl_protocol", "sites", "wan", "calibration"});
   ClusterSpec c;
   c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
   c.gpus_per_node = static_cast<int>(e.child("gpus_per_node").integer(1, 1024));
@@ -411,6 +411,15 @@ ClusterSpec read_cluster(const Entry& e) {
                                           {"tree", CollectiveAlgorithm::tree},
                                           {"hierarchical", CollectiveAlgorithm::hierarchical},
                                           {"auto", CollectiveAlgorithm::automatic}});
+  if (e.has("nccl_protocol"))
+    c.nccl_protocol = e.child("nccl_protocol")
+                          .choice<NcclProtocolChoice>({{"auto", NcclProtocolChoice::automatic},
+                                                       {"LL", NcclProtocolChoice::ll},
+                                                       {"LL128", NcclProtocolChoice::ll128},
+                                                       {"Simple", NcclProtocolChoice::simple},
+                                                       {"ll", NcclProtocolChoice::ll},
+                                                       {"ll128", NcclProtocolChoice::ll128},
+                                                       {"simple", NcclProtocolChoice::simple}});
   if (e.has("sites")) {
     std::vector<int> site_of(static_cast<std::size_t>(c.nodes), -1);
     for (const auto& s : e.child("sites").items()) {
@@ -1292,6 +1301,7 @@ nlohmann::json to_json(const Scenario& s) {
       {"network_model", to_string(c.network_model)},
       {"collectives", to_string(c.collectives)},
       {"collective_algorithm", to_string(c.collective_algorithm)},
+      {"nccl_protocol", to_string(c.nccl_protocol)},
       {"calibration", c.calibration},
   };
   if (!c.sites.empty()) {
