@@ -157,7 +157,7 @@ private:
   std::unordered_map<int, double> ring_bandwidth_;
   std::map<int, std::unique_ptr<Split>> splits_, site_splits_;
   std::vector<int> site_of_node_; // empty without WAN sites
-  const NcclGeneration& nccl_generation_;
+  const NcclGeneration nccl_generation_;
   std::optional<NcclProtocol> nccl_protocol_; // the scenario's NCCL_PROTO; none: the tuner picks
   std::map<int, NcclShape> nccl_shapes_;
   std::map<std::tuple<int, std::int64_t, int>, std::shared_ptr<Instance>> instances_;

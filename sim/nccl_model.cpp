@@ -90,12 +90,15 @@ const char* to_string(NcclAlgorithm algorithm) {
   }
 }
 
-const NcclGeneration& nccl_generation(const std::string& gpu_name, const std::string& intra_link) {
-  if (starts_with(gpu_name, "h100") || starts_with(gpu_name, "h200"))
-    return intra_link == "nvlink4" ? kHopper : kAmpere; // PCIe H100s: no NVSwitch, no NVLS
-  if (starts_with(gpu_name, "a100") || starts_with(gpu_name, "a6000"))
-    return kAmpere;
-  return kGeneric;
+NcclGeneration nccl_generation(const std::string& gpu_name, const std::string& intra_link) {
+  const bool hopper = starts_with(gpu_name, "h100") || starts_with(gpu_name, "h200");
+  NcclGeneration gen = hopper && intra_link == "nvlink4" ? kHopper // PCIe H100s: no NVLS
+                       : hopper || starts_with(gpu_name, "a100") || starts_with(gpu_name, "a6000")
+                           ? kAmpere
+                           : kGeneric;
+  const bool tested_arch = hopper || starts_with(gpu_name, "a100") || starts_with(gpu_name, "v100");
+  gen.ll128 = tested_arch && (intra_link.empty() || starts_with(intra_link, "nvlink"));
+  return gen;
 }
 
 double nccl_tree_correction(NcclProtocol protocol, double bytes) {
@@ -123,6 +126,8 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
   const int n = s.ranks;
   if (n < 2)
     return c.time_s = 0, c;
+  if (protocol == NcclProtocol::ll128 && !gen.ll128)
+    return c; // disabled by default on this GPU or fabric
   const bool all_reduce = collective == NcclCollective::all_reduce;
   if (!all_reduce && algorithm != NcclAlgorithm::ring)
     return c; // NCCL's tuner: the other collectives run rings
@@ -186,6 +191,10 @@ NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
                               NcclCollective collective, double bytes,
                               std::optional<NcclAlgorithm> only,
                               std::optional<NcclProtocol> only_protocol) {
+  // NCCL_PROTO set by hand enables what it names, LL128 included where NCCL's default leaves it
+  // off.
+  NcclGeneration enabled = gen;
+  enabled.ll128 = gen.ll128 || only_protocol == NcclProtocol::ll128;
   NcclCost best;
   best.time_s = std::numeric_limits<double>::infinity();
   for (const auto algorithm : kNcclAlgorithms) {
@@ -195,7 +204,7 @@ NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
     for (const auto protocol : kNcclProtocols) {
       if (only_protocol && *only_protocol != protocol)
         continue;
-      const auto c = nccl_collective_cost(gen, shape, collective, algorithm, protocol, bytes);
+      const auto c = nccl_collective_cost(enabled, shape, collective, algorithm, protocol, bytes);
       if (c.time_s < best.time_s)
         best = c;
     }

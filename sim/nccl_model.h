@@ -49,11 +49,16 @@ struct NcclGeneration {
   double tree_intra_share = 0.5; // a node's chain carries S up and S down: algbw <= B x this
   double nvls_busbw_Bps = 0;     // NVLink SHARP's bus bandwidth on 8 GPUs; 0: no NVLS
   double nvls_latency_s = 0;
+  // NCCL enables LL128 by default only where it is tested safe: NVLink between a node's GPUs (or
+  // one GPU a node) on sm_70, sm_80 and sm_90 (tuning.cc, protoEnable); elsewhere (A6000 sm_86,
+  // RTX 2080 Ti sm_75, L40S, PCIe cards) the tuner never picks it.
+  bool ll128 = true;
 };
 
 // The generation of a GPU preset name (a100*, a6000 -> ampere; h100*, h200 -> hopper; others a
-// conservative default). NVLS also needs an NVSwitch-3 fabric: `nvlink4` as the intra-node link.
-const NcclGeneration& nccl_generation(const std::string& gpu_name, const std::string& intra_link);
+// conservative default). NVLS also needs an NVSwitch-3 fabric: `nvlink4` as the intra-node link;
+// LL128 NVLink (`nvlink*`, or no intra-node link: one GPU a node) on a100*, h100*, h200 or v100.
+NcclGeneration nccl_generation(const std::string& gpu_name, const std::string& intra_link);
 
 // What one all-reduce runs on.
 struct NcclShape {

@@ -65,6 +65,28 @@ TEST(NcclModel, NvlsOnlyOnNvSwitch3AndItsHandNumber) {
   EXPECT_EQ(sim::nccl_best_all_reduce(pcie, one_node(8, 45e9), GiB).algorithm, NcclAlgorithm::ring);
 }
 
+TEST(NcclModel, Ll128OnlyWhereNcclEnablesIt) {
+  // NCCL's default: LL128 on sm_70/80/90 with NVLink (or one GPU a node); not on an A6000 (sm_86)
+  // or a PCIe H100. 8 MiB on 8 x A6000 over PCIe 4 (22.4 GB/s): LL128 is out, so Simple, 12 + 8.4
+  // + 14 x 6.4 = 110 us + S / (22.4 GB/s x 8/14), beats LL's 21%.
+  EXPECT_TRUE(sim::nccl_generation("a100-80gb", "nvlink3").ll128);
+  EXPECT_TRUE(sim::nccl_generation("h100-sxm", "").ll128);
+  EXPECT_FALSE(sim::nccl_generation("a6000", "pcie4").ll128);
+  EXPECT_FALSE(sim::nccl_generation("h100-pcie", "pcie5").ll128);
+  EXPECT_FALSE(sim::nccl_generation("rtx-2080ti", "pcie4").ll128);
+  const auto a6000 = sim::nccl_generation("a6000", "pcie4");
+  const auto s = one_node(8, 22.4e9);
+  const double mib8 = 8 * 1048576.0;
+  const auto best = sim::nccl_best_all_reduce(a6000, s, mib8);
+  EXPECT_EQ(best.protocol, NcclProtocol::simple);
+  EXPECT_NEAR(best.time_s, 110e-6 + mib8 / (22.4e9 * 8 / 14), 1e-9);
+  // NCCL_PROTO=LL128 set by hand enables it: 12 + 14 + 14 x 5 = 96 us + S at 92%.
+  const auto pinned = sim::nccl_best_collective(a6000, s, sim::NcclCollective::all_reduce, mib8,
+                                                std::nullopt, NcclProtocol::ll128);
+  EXPECT_EQ(pinned.protocol, NcclProtocol::ll128);
+  EXPECT_NEAR(pinned.time_s, 96e-6 + mib8 / (0.92 * 22.4e9 * 8 / 14), 1e-9);
+}
+
 TEST(NcclModel, TreeAcrossNodesHandNumber) {
   const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
   sim::NcclShape s = one_node(8, 234e9);
