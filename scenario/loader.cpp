@@ -387,6 +387,12 @@ ClusterSpec read_cluster(const Entry& e) {
     c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
   else if (system)
     c.nics_per_node = system->nics_per_node; // one NIC per GPU on DGX-like nodes
+  else if ((c.intra_node.name == "nvlink3" || c.intra_node.name == "nvlink4") &&
+           c.inter_node.name.starts_with("ib-") && c.gpus_per_node <= 64)
+    // A DGX/HGX-like node (NVSwitch inside, InfiniBand between) has a NIC per GPU (issue 25.3):
+    // 8 x 200 Gb/s HDR on a DGX A100, 8 x 400 Gb/s NDR on a DGX H100. One NIC would make every
+    // cross-node collective 8x too slow.
+    c.nics_per_node = c.gpus_per_node;
   if (e.has("stragglers")) {
     // GPU -> its index in the list: a list of every GPU of a large cluster is checked in
     // O(n log n), not by scanning the list for each entry.

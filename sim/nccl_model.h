@@ -106,6 +106,14 @@ inline NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape&
   return nccl_best_collective(gen, shape, NcclCollective::all_reduce, bytes, only);
 }
 
+// A reduce-scatter or all-gather of a `bytes` array (the whole array, as nccl-tests counts it):
+// NCCL runs these as rings only, n-1 steps (nodes-1 of them across nodes), each rank moving
+// (n-1)/n of the array at the ring's bus bandwidth; the cheapest protocol. (All-gather costs the
+// same as reduce-scatter in NCCL's tuner.)
+inline NcclCost nccl_ring_half(const NcclGeneration& gen, const NcclShape& shape, double bytes) {
+  return nccl_best_collective(gen, shape, NcclCollective::reduce_scatter, bytes);
+}
+
 // NCCL's tree correction (tuning.cc, treeCorrectionFactor): its trees reach only 40-100% of their
 // modelled bandwidth between 64 B and 256 MiB, by protocol and power-of-two size; 1 above.
 double nccl_tree_correction(NcclProtocol protocol, double bytes);

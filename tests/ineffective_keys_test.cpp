@@ -74,6 +74,25 @@ TEST(IneffectiveKeys, AFlatRingAcrossWanSitesWarns) {
   EXPECT_TRUE(scenario_from(yaml("  collective_algorithm: hierarchical\n")).warnings.empty());
 }
 
+// Issue 25.3: a DGX-like node (NVSwitch inside, InfiniBand between) gets a NIC per GPU unless the
+// scenario says otherwise; other fabrics keep one.
+TEST(IneffectiveKeys, DgxLikeNodesGetANicPerGpu) {
+  const auto nics = [](const std::string& intra, const std::string& inter,
+                       const std::string& extra = "") {
+    return scenario_from("name: x\ncluster:\n  nodes: 2\n  gpus_per_node: 8\n  gpu: a100-80gb\n"
+                         "  intra_node: " +
+                         intra + "\n  inter_node: " + inter + "\n" + extra + kFourBlocks +
+                         "training: {micro_batch: 1}\nalgorithms: [ddp]\n")
+        .cluster.nics_per_node;
+  };
+  EXPECT_EQ(nics("nvlink3", "ib-hdr"), 8);
+  EXPECT_EQ(nics("nvlink4", "ib-ndr"), 8);
+  EXPECT_EQ(nics("nvlink3", "ib-hdr", "  nics_per_node: 2\n"), 2);
+  EXPECT_EQ(nics("nvlink3", "ethernet-100g"), 1);
+  EXPECT_EQ(nics("pcie4", "ib-hdr"), 1);
+  EXPECT_EQ(nics("nvlink3", "{bandwidth: 200Gb/s, latency: 2us}"), 1);
+}
+
 TEST(IneffectiveKeys, ReportAndSummaryCarryThem) {
   const auto s = scenario_from(gpt_neo("{preset: a100-80gb, efficiency: 0.2}"));
   EXPECT_THAT(cli::report_markdown(s, {}),

@@ -42,6 +42,31 @@ TEST(NcclModel, RingProtocolsHandNumbers) {
   EXPECT_NEAR(ll128.time_s, 96e-6 + 8 * 1048576.0 / (0.92 * 234e9 * 8 / 14), 1e-10);
 }
 
+// Reduce-scatter and all-gather: NCCL's ring, n-1 steps, (n-1)/n of the array over the bus.
+TEST(NcclModel, ReduceScatterAndAllGatherAreHalfARing) {
+  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
+  const auto s = one_node(8, 234e9);
+  // 1 GiB, Simple: 12 launch + 8.4 base + 7 steps x 6.4 us = 65.2 us; algbw 234 x 8/7 GB/s.
+  const auto big = sim::nccl_ring_half(ampere, s, GiB);
+  EXPECT_EQ(big.protocol, NcclProtocol::simple);
+  EXPECT_NEAR(big.time_s, 65.2e-6 + GiB * 7 / 8 / 234e9, 1e-9);
+  // 64 KiB, LL: 12 + 6.6 + 7 x 1 us = 25.6 us; 21% of the bandwidth.
+  const auto small = sim::nccl_ring_half(ampere, s, 65536);
+  EXPECT_EQ(small.protocol, NcclProtocol::ll);
+  EXPECT_NEAR(small.time_s, 25.6e-6 + 65536 * 7 / 8 / (0.21 * 234e9), 1e-10);
+  // In the simulator, alone on a DGX-like node: the model's time, traced as its pair.
+  const auto scenario = scenario::load_scenario_text(
+      "name: rs\ncluster: {nodes: 1, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3}\n"
+      "model: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1}\nalgorithms: [ddp]\n",
+      "rs.yaml");
+  const auto rs = sim::time_collective(scenario, CollectiveOp::reduce_scatter, GiB);
+  EXPECT_EQ(rs.algorithm, "ring/Simple");
+  const double expected =
+      sim::nccl_ring_half(ampere, one_node(8, scenario.cluster.intra_node.bandwidth_Bps), GiB)
+          .time_s;
+  EXPECT_NEAR(rs.time_s, expected, 0.01 * expected);
+}
+
 TEST(NcclModel, AutoPicksTheProtocolBySize) {
   const auto& ampere = sim::nccl_generation("a100-40gb", "nvlink3");
   const auto s = one_node(8, 234e9);
