@@ -18,19 +18,38 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "nccl-tests")
 
-# The hardware of each table as a scenario's cluster. EFA is no preset: its bandwidth is the
-# instance's per-port line rate (the tree model takes 92% of it); its
-# latency (tens of microseconds through libfabric) is what the tables' 8 B rows show.
+# The hardware of each table as a scenario's cluster, and whether issue 25's targets hold for it.
+# EFA is no preset: its bandwidth is the instance's per-port line rate (the tree model takes 92% of
+# it); its latency (tens of microseconds through libfabric) is what the tables' 8 B rows show.
+TARGET = "target"  # DGX-A100/H100-class nodes, InfiniBand/RoCE jobs: within 1.2x / 2x
+REFERENCE = "reference"  # printed, not held to the targets (why: EFA_NOTE)
 TABLES = {
-    "oci-a100-sxm4-1x8.log": "{nodes: 1, gpus_per_node: 8, gpu: a100-40gb, intra_node: nvlink3}",
-    "azure-h200-1x8.log": "{nodes: 1, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4}",
-    "oci-h100-2x8-roce.log": "{nodes: 2, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, "
-    "inter_node: {bandwidth: 23GB/s, latency: 3us}, nics_per_node: 16}",
-    "aws-p5-h100-2x8-efa.log": "{nodes: 2, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, "
-    "inter_node: {bandwidth: 12.5GB/s, latency: 25us}, nics_per_node: 32}",
-    "aws-p4de-a100-2x8-efa.log": "{nodes: 2, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3, "
-    "inter_node: {bandwidth: 12.5GB/s, latency: 60us}, nics_per_node: 4}",
+    "oci-a100-sxm4-1x8.log": (
+        TARGET, "{nodes: 1, gpus_per_node: 8, gpu: a100-40gb, intra_node: nvlink3}"),
+    "azure-h200-1x8.log": (
+        TARGET, "{nodes: 1, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4}"),
+    "oci-h100-2x8-roce.log": (
+        TARGET, "{nodes: 2, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, "
+        "inter_node: {bandwidth: 23GB/s, latency: 3us}, nics_per_node: 16}"),
+    "aws-p5-h100-2x8-efa.log": (
+        REFERENCE, "{nodes: 2, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, "
+        "inter_node: {bandwidth: 12.5GB/s, latency: 25us}, nics_per_node: 32}"),
+    # aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de (src/platform-aws.c, force_proto_simple):
+    # EFA's SRD delivers out of order, which LL and LL128 cannot take.
+    "aws-p4de-a100-2x8-efa.log": (
+        REFERENCE, "{nodes: 2, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3, "
+        "inter_node: {bandwidth: 12.5GB/s, latency: 60us}, nics_per_node: 4, "
+        "nccl_protocol: Simple}"),
 }
+
+EFA_NOTE = """EFA tables are references, not targets: issue 25's targets name InfiniBand/RoCE. EFA runs
+NCCL through the aws-ofi-nccl plugin over libfabric's SRD (out-of-order delivery, a plugin-side
+rendezvous and copy per message), whose per-message costs NCCL's tuning model does not describe;
+the latencies above are fits: p5's 25 us is read off its 8 B row; p4de's 60 us straddles its
+small and mid sizes (its 8 B row alone gives 13 us under Simple, which leaves 1 MiB-16 MiB up to
+1.7x too fast). The bandwidths are the instances' line rates. With a hardware model only, p4de's
+mid sizes stay 1.2-1.4x too fast and p5's 16-64 MiB 1.2-1.3x: SRD's per-message cost, not NCCL's,
+sets them."""
 
 MIB = 1 << 20
 
@@ -64,24 +83,36 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--overlapsim", default=os.path.join(ROOT, "build", "overlapsim"))
     args = ap.parse_args()
-    worst_big, worst_small = (1.0, ""), (1.0, "")
-    for name, cluster in TABLES.items():
+    summary = []
+    for name, (kind, cluster) in TABLES.items():
         rows = [r for r in published(os.path.join(DATA, name)) if r[1] > 0]
         sim = simulate(args.overlapsim, cluster, rows[0][0], rows[-1][0])
-        print(f"== {name}\n{'size':>12} {'published':>10} {'simulated':>10} {'ratio':>6}  chosen")
+        print(f"== {name} ({kind})\n{'size':>12} {'published':>10} {'simulated':>10} {'ratio':>6}"
+              "  chosen")
+        big, small = (1.0, "-"), (1.0, "-")
         for size, busbw in rows:
             t = sim[size]
             ratio = t["busbw_Bps"] / 1e9 / busbw
             off = max(ratio, 1 / ratio)
-            key = f"{name} {size:.0f}"
             if MIB <= size <= 8 * 1024 * MIB:
-                worst_big = max(worst_big, (off, key))
+                big = max(big, (off, f"{size:.0f} B"))
             elif size < MIB and busbw >= 0.05:  # two printed digits at least
-                worst_small = max(worst_small, (off, key))
+                small = max(small, (off, f"{size:.0f} B"))
             print(f"{size:12.0f} {busbw:10.2f} {t['busbw_Bps'] / 1e9:10.2f} {ratio:6.2f}  "
                   f"{t['algorithm']}")
-    print(f"worst in [1 MiB, 8 GiB]: x{worst_big[0]:.2f} ({worst_big[1]}); target within 1.2")
-    print(f"worst below 1 MiB:       x{worst_small[0]:.2f} ({worst_small[1]}); target within 2")
+        summary.append((name, kind, big, small))
+    print("\nworst ratio (simulated vs published busbw, either way) per table:")
+    print(f"{'table':28} {'kind':9} {'1 MiB-8 GiB (<=1.2)':>26} {'below 1 MiB (<=2)':>24}  met")
+    ok = True
+    for name, kind, big, small in summary:
+        met = big[0] <= 1.2 and small[0] <= 2
+        if kind == TARGET:
+            ok = ok and met
+        print(f"{name:28} {kind:9} {'x%.2f at %s' % big:>26} {'x%.2f at %s' % small:>24}  "
+              f"{'yes' if met else 'no'}")
+    print("\n" + EFA_NOTE)
+    print(f"\ntargets: {'all met' if ok else 'NOT all met'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

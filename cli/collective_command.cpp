@@ -135,10 +135,15 @@ int collective_command(const CollectiveOptions& o) {
     if (!o.json) {
       // nccl-tests' layout, so that its readers (profile --import-nccl-tests among them) read this
       // too: a header with one "#  Rank" line per GPU, then the out-of-place and in-place columns.
+      // What picks each row's algorithm/protocol (its last column): the scenario's collective view,
+      // algorithm and NCCL_PROTO (auto: NCCL's tuner, sim/nccl_model.h).
       std::printf("# overlapsim collective %s: nRanks %d minBytes %.0f maxBytes %.0f step: "
-                  "2(factor) collectives: %s network: %s\n#\n# Using devices\n",
+                  "2(factor) collectives: %s algorithm: %s protocol: %s network: %s\n#\n"
+                  "# Using devices\n",
                   nccl_name(op).c_str(), cluster.world_size(), sizes.front(), sizes.back(),
                   scenario::to_string(cluster.collectives).c_str(),
+                  scenario::to_string(cluster.collective_algorithm).c_str(),
+                  scenario::to_string(cluster.nccl_protocol).c_str(),
                   scenario::to_string(cluster.network_model).c_str());
       for (int r = 0; r < cluster.world_size(); ++r)
         std::printf("#  Rank %2d Group  0 on node %d device %2d [simulated] %s\n", r,

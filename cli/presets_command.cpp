@@ -2,6 +2,7 @@
 
 #include "hw/model.h"
 #include "hw/presets.h"
+#include "hw/system_presets.h"
 
 #include <cstdio>
 #include <fmt/format.h>
@@ -75,7 +76,19 @@ nlohmann::ordered_json presets_json() {
                         {"layers", hw::vit_model(name, hw::vit_b16_dims()).layers.size()},
                         {"about", "ViT-B/16 at 224x224, 197 tokens"}});
   }
-  return {{"gpus", gpus}, {"links", links}, {"models", models}};
+  nlohmann::ordered_json systems = nlohmann::ordered_json::array();
+  for (const auto& name : hw::system_preset_names()) {
+    const auto sys = *hw::find_system_preset(name);
+    const auto nic = *hw::find_link_preset(sys.inter_node);
+    systems.push_back({{"name", name},
+                       {"gpu", sys.gpu},
+                       {"gpus_per_node", sys.gpus_per_node},
+                       {"intra_node", sys.intra_node},
+                       {"inter_node", sys.inter_node},
+                       {"nics_per_node", sys.nics_per_node},
+                       {"node_bandwidth_Bps", sys.nics_per_node * nic.bandwidth_Bps}});
+  }
+  return {{"gpus", gpus}, {"links", links}, {"systems", systems}, {"models", models}};
 }
 
 } // namespace
@@ -108,6 +121,19 @@ std::string presets_text() {
                        l["name"].get<std::string>(), l["bandwidth_Bps"].get<double>() / 1e9,
                        l["line_rate_Bps"].get<double>() * 8 / 1e9, l["efficiency"].get<double>(),
                        l["latency_s"].get<double>() * 1e6);
+  // What a system preset fills in (the cluster's own keys win), and the node's network bandwidth
+  // that follows: NICs x the link's collective bandwidth.
+  out += "\nSystem presets (cluster.preset; the cluster's own keys override them)\n";
+  out += fmt::format("  {:<10} {:<10} {:>5} {:<8} {:<8} {:>5} {:>12}\n", "name", "gpu", "GPUs",
+                     "intra", "inter", "NICs", "node net");
+  out += fmt::format("  {:<10} {:<10} {:>5} {:<8} {:<8} {:>5} {:>12}\n", "", "", "", "", "", "",
+                     "(GB/s)");
+  for (const auto& sys : p["systems"])
+    out += fmt::format("  {:<10} {:<10} {:>5} {:<8} {:<8} {:>5} {:>12.4g}\n",
+                       sys["name"].get<std::string>(), sys["gpu"].get<std::string>(),
+                       sys["gpus_per_node"].get<int>(), sys["intra_node"].get<std::string>(),
+                       sys["inter_node"].get<std::string>(), sys["nics_per_node"].get<int>(),
+                       sys["node_bandwidth_Bps"].get<double>() / 1e9);
   out += "\nModel presets (model.preset)\n";
   out += fmt::format("  {:<14} {:>9} {:>7} {:>7} {:>6} {:>6} {:>7} {:>7} {:>9}  {}\n", "name",
                      "params", "layers", "d_model", "heads", "kv", "d_ff", "vocab", "positions",

@@ -2,6 +2,7 @@
 #include "scenario/user_file.h"
 
 #include "hw/conv_ops.h"
+#include "hw/system_presets.h"
 #include "hw/transformer_ops.h"
 #include "hw/units.h"
 #include "hw/vit_ops.h"
@@ -308,13 +309,26 @@ hw::LinkSpec read_link(const Entry& e) {
   return link;
 }
 
+// A system preset (cluster.preset): what it fills in unless the cluster sets the key itself.
+hw::SystemSpec read_system(const Entry& e) {
+  if (auto system = hw::find_system_preset(e.text()))
+    return *system;
+  e.fail(fmt::format("unknown system preset '{}'; expected one of: {}", e.text(),
+                     fmt::join(hw::system_preset_names(), ", ")));
+}
+
 ClusterSpec read_cluster(const Entry& e) {
-  e.expect_map({"nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "nics_per_node",
-                "stragglers", "jitter", "network_model", "collectives", "collective_algorithm",
-                "sites", "wan", "calibration"});
+  e.expect_map({"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
+                "nics_per_node", "stragglers", "jitter", "network_model", "collectives",
+                "collective_algorithm", "nccl_protocol", "sites", "wan", "calibration"});
   ClusterSpec c;
   c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
-  c.gpus_per_node = static_cast<int>(e.child("gpus_per_node").integer(1, 1024));
+  std::optional<hw::SystemSpec> system;
+  if (e.has("preset"))
+    system = read_system(e.child("preset"));
+  c.gpus_per_node = system && !e.has("gpus_per_node")
+                        ? system->gpus_per_node
+                        : static_cast<int>(e.child("gpus_per_node").integer(1, 1024));
   // A million GPUs is past any machine built; ranks and per-GPU tables stay well inside int.
   constexpr long long kMaxGpus = 1 << 20;
   if (static_cast<long long>(c.nodes) * c.gpus_per_node > kMaxGpus)
@@ -323,7 +337,7 @@ ClusterSpec read_cluster(const Entry& e) {
                           "{} x {} = {}",
                           kMaxGpus, c.nodes, c.gpus_per_node,
                           static_cast<long long>(c.nodes) * c.gpus_per_node));
-  c.gpu = read_gpu(e.child("gpu"));
+  c.gpu = system && !e.has("gpu") ? *hw::find_gpu_preset(system->gpu) : read_gpu(e.child("gpu"));
   // A calibration profile's fitted links replace the latency and bandwidth of the ones it holds;
   // those links may then be left out.
   std::optional<Calibration> calibration;
@@ -331,10 +345,13 @@ ClusterSpec read_cluster(const Entry& e) {
     calibration = e.child("calibration").calibration();
     c.calibration = e.child("calibration").path_value();
   }
-  auto link = [&](const char* key, bool needed, const std::optional<LinkFit>& fit) {
+  auto link = [&](const char* key, bool needed, const std::optional<LinkFit>& fit,
+                  const std::string& from_system) {
     hw::LinkSpec l;
-    if (e.has(key) || (needed && !fit))
+    if (e.has(key) || (needed && !fit && from_system.empty()))
       l = read_link(e.child(key));
+    else if (!from_system.empty())
+      l = *hw::find_link_preset(from_system);
     if (fit) {
       l.name = l.name.empty() ? "calibrated" : l.name + " (calibrated)";
       l.latency_s = fit->latency_s;
@@ -344,10 +361,12 @@ ClusterSpec read_cluster(const Entry& e) {
     return l;
   };
   if (c.gpus_per_node > 1 || e.has("intra_node"))
-    c.intra_node = link("intra_node", true, calibration ? calibration->intra_node : std::nullopt);
+    c.intra_node = link("intra_node", true, calibration ? calibration->intra_node : std::nullopt,
+                        system ? system->intra_node : "");
   if (c.nodes > 1 || e.has("inter_node") || (calibration && calibration->inter_node))
     c.inter_node =
-        link("inter_node", c.nodes > 1, calibration ? calibration->inter_node : std::nullopt);
+        link("inter_node", c.nodes > 1, calibration ? calibration->inter_node : std::nullopt,
+             system ? system->inter_node : "");
   // Per-op fits map onto the link that carries the job's collectives: across nodes when there
   // are several, else inside the node.
   if (calibration) {
@@ -366,6 +385,8 @@ ClusterSpec read_cluster(const Entry& e) {
   }
   if (e.has("nics_per_node"))
     c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
+  else if (system)
+    c.nics_per_node = system->nics_per_node; // one NIC per GPU on DGX-like nodes
   else if ((c.intra_node.name == "nvlink3" || c.intra_node.name == "nvlink4") &&
            c.inter_node.name.starts_with("ib-") && c.gpus_per_node <= 64)
     // A DGX/HGX-like node (NVSwitch inside, InfiniBand between) has a NIC per GPU (issue 25.3):
@@ -417,6 +438,15 @@ ClusterSpec read_cluster(const Entry& e) {
                                           {"tree", CollectiveAlgorithm::tree},
                                           {"hierarchical", CollectiveAlgorithm::hierarchical},
                                           {"auto", CollectiveAlgorithm::automatic}});
+  if (e.has("nccl_protocol"))
+    c.nccl_protocol = e.child("nccl_protocol")
+                          .choice<NcclProtocolChoice>({{"auto", NcclProtocolChoice::automatic},
+                                                       {"LL", NcclProtocolChoice::ll},
+                                                       {"LL128", NcclProtocolChoice::ll128},
+                                                       {"Simple", NcclProtocolChoice::simple},
+                                                       {"ll", NcclProtocolChoice::ll},
+                                                       {"ll128", NcclProtocolChoice::ll128},
+                                                       {"simple", NcclProtocolChoice::simple}});
   if (e.has("sites")) {
     std::vector<int> site_of(static_cast<std::size_t>(c.nodes), -1);
     for (const auto& s : e.child("sites").items()) {
@@ -1298,6 +1328,7 @@ nlohmann::json to_json(const Scenario& s) {
       {"network_model", to_string(c.network_model)},
       {"collectives", to_string(c.collectives)},
       {"collective_algorithm", to_string(c.collective_algorithm)},
+      {"nccl_protocol", to_string(c.nccl_protocol)},
       {"calibration", c.calibration},
   };
   if (!c.sites.empty()) {

@@ -57,6 +57,18 @@ std::string to_string(CollectiveAlgorithm algorithm) {
   }
   return "?";
 }
+std::string to_string(NcclProtocolChoice protocol) {
+  switch (protocol) {
+  case NcclProtocolChoice::ll:
+    return "LL";
+  case NcclProtocolChoice::ll128:
+    return "LL128";
+  case NcclProtocolChoice::simple:
+    return "Simple";
+  default:
+    return "auto";
+  }
+}
 std::string to_string(JitterDistribution distribution) {
   switch (distribution) {
   case JitterDistribution::none:

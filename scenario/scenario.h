@@ -36,6 +36,10 @@ enum class NetworkModel { exact, tcp };
 // steps: the same, step by step.
 enum class CollectiveFidelity { nccl, fused, steps };
 enum class CollectiveAlgorithm { ring, tree, hierarchical, automatic };
+// The protocols NCCL may use (its NCCL_PROTO): auto lets the tuner pick; a cluster whose network
+// plugin forces one sets it (aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de: EFA's SRD does not
+// deliver in order, which LL and LL128 need). Only the nccl view has protocols.
+enum class NcclProtocolChoice { automatic, ll, ll128, simple };
 
 // A WAN between groups of nodes: each site lists its nodes; traffic between sites crosses the WAN
 // link of the source site and of the destination site (each carries `wan.latency / 2`).
@@ -61,6 +65,7 @@ struct ClusterSpec {
   NetworkModel network_model = NetworkModel::exact;
   CollectiveFidelity collectives = CollectiveFidelity::nccl;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::automatic;
+  NcclProtocolChoice nccl_protocol = NcclProtocolChoice::automatic;
   std::vector<Site> sites; // empty: one site, no WAN
   hw::LinkSpec wan;
   std::string calibration; // calibration profile whose fitted links replaced the given ones
@@ -186,6 +191,7 @@ std::string to_string(Optimizer optimizer);
 std::string to_string(NetworkModel model);
 std::string to_string(CollectiveFidelity fidelity);
 std::string to_string(CollectiveAlgorithm algorithm);
+std::string to_string(NcclProtocolChoice protocol); // auto, LL, LL128, Simple (NCCL_PROTO's)
 std::string to_string(JitterDistribution distribution);
 
 } // namespace overlapsim::scenario

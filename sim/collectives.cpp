@@ -45,6 +45,19 @@ int tree_parent(int i, bool mirrored, int n) {
   const int p = (j - 1) / 2;
   return mirrored ? n - 1 - p : p;
 }
+
+std::optional<NcclProtocol> nccl_protocol_of(scenario::NcclProtocolChoice choice) {
+  switch (choice) {
+  case scenario::NcclProtocolChoice::ll:
+    return NcclProtocol::ll;
+  case scenario::NcclProtocolChoice::ll128:
+    return NcclProtocol::ll128;
+  case scenario::NcclProtocolChoice::simple:
+    return NcclProtocol::simple;
+  default:
+    return std::nullopt;
+  }
+}
 } // namespace
 
 Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
@@ -52,6 +65,7 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
       algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes),
       nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
+      nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)),
       interference_(platform, cluster.gpu.comm_interference) {
   if (cluster.sites.size() > 1) {
     site_of_node_.assign(static_cast<std::size_t>(cluster.nodes), 0);
@@ -415,7 +429,8 @@ const NcclShape& Network::nccl_shape(const Group& g) {
 }
 
 NcclCost Network::nccl_cost(const Group& g, double bytes, std::optional<NcclAlgorithm> only) {
-  return nccl_best_all_reduce(nccl_generation_, nccl_shape(g), bytes, only);
+  return nccl_best_collective(nccl_generation_, nccl_shape(g), NcclCollective::all_reduce, bytes,
+                              only, nccl_protocol_);
 }
 
 namespace {
@@ -428,27 +443,39 @@ const char* nccl_label(NcclAlgorithm a, NcclProtocol p) {
 }
 } // namespace
 
-CollectiveOutcome Network::nccl_all_reduce(const Scope& s, double bytes,
-                                           std::optional<NcclAlgorithm> only) {
+CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollective collective,
+                                           double bytes, std::optional<NcclAlgorithm> only,
+                                           int root) {
   const Group& g = s.group;
   const int n = g.size();
-  const NcclCost cost = nccl_cost(g, bytes, only);
+  const NcclCost cost = nccl_best_collective(nccl_generation_, nccl_shape(g), collective, bytes,
+                                             only, nccl_protocol_);
   // Flows that move what the algorithm moves, each paced to end `bytes / algbw` after the
   // latency: alone they take the model's time; sharing links with other traffic, longer.
   const double transfer = cost.algbw_Bps > 0 ? bytes / cost.algbw_Bps : 0;
   std::vector<Flow> flows;
   double sent = 0;
+  auto next = [&](int k) { return g.ranks[static_cast<std::size_t>((k + 1) % n)]; };
   if (cost.algorithm == NcclAlgorithm::tree) {
     double worst = 0;
     int depth = 0;
     flows = tree_flows(g, bytes, &worst, &depth, nccl_generation_.nvls_busbw_Bps > 0);
     sent = bytes;
+  } else if (collective == NcclCollective::broadcast) {
+    // A chain from the root along the ring: every rank but the last forwards S.
+    const int r = g.index_of(root);
+    for (int d = 0; d + 1 < n; ++d)
+      flows.push_back({g.ranks[static_cast<std::size_t>((r + d) % n)], next((r + d) % n), bytes});
+    sent = (g.index_of(rank) - r + n) % n == n - 1 ? 0.0 : bytes;
   } else {
-    // Ring: 2(n-1)/n S to the next rank; NVLS: S to the switch and back (next rank's link).
-    sent = cost.algorithm == NcclAlgorithm::ring ? 2.0 * (n - 1) / n * bytes : bytes;
+    // Ring: 2(n-1)/n S (all-reduce) or (n-1)/n S (reduce-scatter, all-gather) to the next rank;
+    // NVLS: S to the switch and back (next rank's link).
+    const double per_rank = cost.algorithm == NcclAlgorithm::nvls      ? 1.0
+                            : collective == NcclCollective::all_reduce ? 2.0 * (n - 1) / n
+                                                                       : (n - 1.0) / n;
+    sent = per_rank * bytes;
     for (int k = 0; k < n; ++k)
-      flows.push_back({g.ranks[static_cast<std::size_t>(k)],
-                       g.ranks[static_cast<std::size_t>((k + 1) % n)], sent});
+      flows.push_back({g.ranks[static_cast<std::size_t>(k)], next(k), sent});
   }
   // SimGrid 3.32 ignores a host-to-host comm's rate, so the pace is slept: the flows run at link
   // speed after a wait of the model's latency plus the time its pace adds to theirs (alone).
@@ -469,26 +496,6 @@ CollectiveOutcome Network::nccl_all_reduce(const Scope& s, double bytes,
   const double wait = std::max(0.0, cost.latency_s - route) + std::max(0.0, transfer - unpaced);
   fused(s, wait, [&] { return flows; });
   return {sent, nccl_label(cost.algorithm, cost.protocol)};
-}
-
-CollectiveOutcome Network::nccl_ring_half_op(const Scope& s, double array_bytes) {
-  const Group& g = s.group;
-  const int n = g.size();
-  const NcclCost cost = nccl_ring_half(nccl_generation_, nccl_shape(g), array_bytes);
-  const double sent = (n - 1.0) / n * array_bytes; // to the next rank, as all_reduce's ring
-  std::vector<Flow> flows;
-  for (int k = 0; k < n; ++k)
-    flows.push_back({g.ranks[static_cast<std::size_t>(k)],
-                     g.ranks[static_cast<std::size_t>((k + 1) % n)], sent});
-  double route = 0, unpaced = 0;
-  for (const auto& f : flows) {
-    route = std::max(route, latency(f.src, f.dst));
-    unpaced = std::max(unpaced, f.bytes / bandwidth(f.src, f.dst));
-  }
-  const double transfer = cost.algbw_Bps > 0 ? array_bytes / cost.algbw_Bps : 0;
-  const double wait = std::max(0.0, cost.latency_s - route) + std::max(0.0, transfer - unpaced);
-  fused(s, wait, [&] { return flows; });
-  return {sent, nccl_label(NcclAlgorithm::ring, cost.protocol)};
 }
 
 CollectiveOutcome Network::tree_broadcast(const Scope& s, double bytes, int root) {
@@ -726,21 +733,25 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
       return ring_steps(rank, s, 2 * (n - 1), bytes / n);
     }
     if (algo == Algo::ring)
-      return nccl_all_reduce(s, bytes, NcclAlgorithm::ring);
+      return nccl_collective(rank, s, NcclCollective::all_reduce, bytes, NcclAlgorithm::ring);
     if (algo == Algo::tree)
-      return nccl_all_reduce(s, bytes, NcclAlgorithm::tree);
-    return nccl_all_reduce(s, bytes, std::nullopt);
+      return nccl_collective(rank, s, NcclCollective::all_reduce, bytes, NcclAlgorithm::tree);
+    return nccl_collective(rank, s, NcclCollective::all_reduce, bytes, std::nullopt);
   case CollectiveOp::reduce_scatter:
+    // NCCL runs these on rings (its tuner has no tree for them): the model under nccl, the
+    // network's ring otherwise.
     if (fidelity_ == scenario::CollectiveFidelity::nccl)
-      return nccl_ring_half_op(s, bytes);
+      return nccl_collective(rank, s, NcclCollective::reduce_scatter, bytes, std::nullopt);
     return ring_steps(rank, s, n - 1, bytes / n);
   case CollectiveOp::all_gather:
-    if (fidelity_ == scenario::CollectiveFidelity::nccl)
-      return nccl_ring_half_op(s, bytes * n); // the data is the shard; the array is n of them
+    if (fidelity_ == scenario::CollectiveFidelity::nccl) // `bytes` is the shard; S = n shards
+      return nccl_collective(rank, s, NcclCollective::all_gather, bytes * n, std::nullopt);
     return ring_steps(rank, s, n - 1, bytes);
   case CollectiveOp::broadcast:
     if (algo == Algo::tree)
       return tree_broadcast(s, bytes, call.peer);
+    if (fidelity_ == scenario::CollectiveFidelity::nccl)
+      return nccl_collective(rank, s, NcclCollective::broadcast, bytes, std::nullopt, call.peer);
     return ring_chain(rank, s, bytes, call.peer, false);
   case CollectiveOp::reduce:
     return ring_chain(rank, s, bytes, call.peer, true);

@@ -125,13 +125,12 @@ private:
   // NCCL's double binary tree; `nvls_intra`: NVLS inside the nodes instead of chains.
   std::vector<Flow> tree_flows(const Group& g, double bytes, double* worst_latency, int* depth,
                                bool nvls_intra);
-  // An all-reduce timed by the NCCL model (sim/nccl_model.h): the cheapest (algorithm, protocol)
+  // A collective timed by the NCCL model (sim/nccl_model.h): the cheapest (algorithm, protocol)
   // pair, or the cheapest protocol of `only`; its latency is slept, its flows run at its pace.
-  CollectiveOutcome nccl_all_reduce(const Scope& s, double bytes,
-                                    std::optional<NcclAlgorithm> only);
+  // `bytes` is the whole array S (all-gather's output); `root` is broadcast's.
+  CollectiveOutcome nccl_collective(int rank, const Scope& s, NcclCollective collective,
+                                    double bytes, std::optional<NcclAlgorithm> only, int root = 0);
   const NcclShape& nccl_shape(const Group& g);
-  // Reduce-scatter (chunk = array / n) or all-gather (chunk = the shard) priced by NCCL's ring.
-  CollectiveOutcome nccl_ring_half_op(const Scope& s, double array_bytes);
   CollectiveOutcome tree_broadcast(const Scope& s, double bytes, int root);
   CollectiveOutcome hierarchical_all_reduce(int rank, const Scope& s, double bytes);
   // 0: a and b share a node, 1: they share a site (or there are no sites), 2: the WAN joins them.
@@ -158,7 +157,8 @@ private:
   std::unordered_map<int, double> ring_bandwidth_;
   std::map<int, std::unique_ptr<Split>> splits_, site_splits_;
   std::vector<int> site_of_node_; // empty without WAN sites
-  const NcclGeneration& nccl_generation_;
+  const NcclGeneration nccl_generation_;
+  std::optional<NcclProtocol> nccl_protocol_; // the scenario's NCCL_PROTO; none: the tuner picks
   std::map<int, NcclShape> nccl_shapes_;
   std::map<std::tuple<int, std::int64_t, int>, std::shared_ptr<Instance>> instances_;
   // Messages: how many each side has posted per (group, tag, src, dst), and the open meetings.

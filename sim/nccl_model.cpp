@@ -90,48 +90,85 @@ const char* to_string(NcclAlgorithm algorithm) {
   }
 }
 
-const NcclGeneration& nccl_generation(const std::string& gpu_name, const std::string& intra_link) {
-  if (starts_with(gpu_name, "h100") || starts_with(gpu_name, "h200"))
-    return intra_link == "nvlink4" ? kHopper : kAmpere; // PCIe H100s: no NVSwitch, no NVLS
-  if (starts_with(gpu_name, "a100") || starts_with(gpu_name, "a6000"))
-    return kAmpere;
-  return kGeneric;
+NcclGeneration nccl_generation(const std::string& gpu_name, const std::string& intra_link) {
+  const bool hopper = starts_with(gpu_name, "h100") || starts_with(gpu_name, "h200");
+  NcclGeneration gen = hopper && intra_link == "nvlink4" ? kHopper // PCIe H100s: no NVLS
+                       : hopper || starts_with(gpu_name, "a100") || starts_with(gpu_name, "a6000")
+                           ? kAmpere
+                           : kGeneric;
+  const bool tested_arch = hopper || starts_with(gpu_name, "a100") || starts_with(gpu_name, "v100");
+  gen.ll128 = tested_arch && (intra_link.empty() || starts_with(intra_link, "nvlink"));
+  return gen;
 }
 
-NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& s, NcclAlgorithm algorithm,
-                         NcclProtocol protocol, double bytes) {
-  const int p = static_cast<int>(protocol);
+double nccl_tree_correction(NcclProtocol protocol, double bytes) {
+  // NCCL 2.1x's table (src/graph/tuning.cc): rows LL, LL128, Simple; column k holds sizes with
+  // floor(log2(bytes / 64)) = k, so 64-127 B is column 0 and 128-256 MiB column 21.
+  static constexpr std::array<std::array<double, 22>, 3> kFactor{{
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7,  .7,  .6,
+       .5,  .4,  .4,  .5,  .6, .7, .8, .9, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6,
+       .6,  .6,  .5,  .6,  .6,  .7, .7, .8, .9, .9, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9},
+  }};
+  const double units = std::floor(bytes / 64);
+  const int column = units < 1 ? 0 : static_cast<int>(std::floor(std::log2(units)));
+  if (column >= 22)
+    return 1.0;
+  return kFactor[static_cast<std::size_t>(protocol)][static_cast<std::size_t>(column)];
+}
+
+NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
+                              NcclCollective collective, NcclAlgorithm algorithm,
+                              NcclProtocol protocol, double bytes) {
+  const auto p = static_cast<std::size_t>(protocol);
   NcclCost c{algorithm, protocol, 0, 0, std::numeric_limits<double>::infinity()};
   const int n = s.ranks;
   if (n < 2)
     return c.time_s = 0, c;
+  if (protocol == NcclProtocol::ll128 && !gen.ll128)
+    return c; // disabled by default on this GPU or fabric
+  const bool all_reduce = collective == NcclCollective::all_reduce;
+  if (!all_reduce && algorithm != NcclAlgorithm::ring)
+    return c; // NCCL's tuner: the other collectives run rings
   const bool multi = s.nodes > 1;
-  const double hop_intra =
-      std::max(gen.hop_intra_s[static_cast<std::size_t>(p)], s.intra_latency_s);
-  const double hop_net = gen.hop_net_s[static_cast<std::size_t>(p)] + s.net_latency_s;
-  const double share = gen.bandwidth_share[static_cast<std::size_t>(p)];
+  const double hop_intra = std::max(gen.hop_intra_s[p], s.intra_latency_s);
+  const double hop_net = gen.hop_net_s[p] + s.net_latency_s;
+  const double share = gen.bandwidth_share[p];
   switch (algorithm) {
   case NcclAlgorithm::ring: {
-    const int steps = 2 * (n - 1);
-    const int net_steps = multi ? 2 * (s.nodes - 1) : 0;
-    c.latency_s = gen.launch_s + gen.base_s[static_cast<std::size_t>(p)] +
-                  (steps - net_steps) * hop_intra + net_steps * hop_net;
+    // Steps (and those crossing the network) per collective, as NCCL's tuner counts them:
+    // all-reduce 2(n-1), reduce-scatter and all-gather n-1, a broadcast chain n-1 hops.
+    const int steps = all_reduce ? 2 * (n - 1) : n - 1;
+    const int net_steps = multi ? (all_reduce ? 2 : 1) * (s.nodes - 1) : 0;
+    c.latency_s =
+        gen.launch_s + gen.base_s[p] + (steps - net_steps) * hop_intra + net_steps * hop_net;
+    // NCCL's ring plateau: a multi-node Simple all-reduce from n/16 x 64 KiB on pays 1.9x its
+    // latency (tuning.cc, "plateau effect of ring").
+    if (all_reduce && multi && protocol == NcclProtocol::simple && bytes >= n / 16.0 * 65536)
+      c.latency_s *= 1.9;
     const double bus = (multi ? std::min(s.intra_Bps, s.net_Bps) : s.intra_Bps) * share;
-    c.algbw_Bps = bus * n / (2.0 * (n - 1));
+    // Bus to algorithm bandwidth: a rank moves 2(n-1)/n S (all-reduce), (n-1)/n S (reduce-
+    // scatter, all-gather) or S (broadcast) over its ring link.
+    c.algbw_Bps = all_reduce                                ? bus * n / (2.0 * (n - 1))
+                  : collective == NcclCollective::broadcast ? bus
+                                                            : bus * n / (n - 1.0);
     break;
   }
   case NcclAlgorithm::tree: {
     if (!s.even)
       return c;
     const double depth = std::log2(static_cast<double>(s.nodes));
-    c.latency_s = gen.launch_s + gen.base_s[static_cast<std::size_t>(p)] +
-                  2 * ((s.per_node - 1) * hop_intra + depth * hop_net);
+    c.latency_s =
+        gen.launch_s + gen.base_s[p] + 2 * ((s.per_node - 1) * hop_intra + depth * hop_net);
     // Inside a node: NVLS where the fabric has it (NCCL's NVLS-tree), else the chain.
     const double intra = gen.nvls_busbw_Bps > 0 && s.per_node > 1
                              ? gen.nvls_busbw_Bps * s.per_node / (2.0 * (s.per_node - 1))
                              : s.intra_Bps * gen.tree_intra_share;
-    // Across nodes Simple reaches 92% of the NICs (NCCL's tree factor); LL and LL128 their share.
-    c.algbw_Bps = (multi ? std::min(intra, s.net_Bps * 0.92) : intra) * share;
+    // Across nodes Simple reaches 92% of the NICs (NCCL's tree factor); LL and LL128 their share;
+    // mid sizes NCCL's own tree correction.
+    c.algbw_Bps = (multi ? std::min(intra, s.net_Bps * 0.92) : intra) * share *
+                  nccl_tree_correction(protocol, bytes);
     break;
   }
   case NcclAlgorithm::nvls:
@@ -150,41 +187,24 @@ NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& s, NcclAlgo
   return c;
 }
 
-NcclCost nccl_ring_half(const NcclGeneration& gen, const NcclShape& s, double bytes) {
-  NcclCost best{NcclAlgorithm::ring, NcclProtocol::simple, 0, 0,
-                std::numeric_limits<double>::infinity()};
-  const int n = s.ranks;
-  if (n < 2)
-    return best.time_s = 0, best;
-  const bool multi = s.nodes > 1;
-  for (const auto protocol : kNcclProtocols) {
-    const auto p = static_cast<std::size_t>(protocol);
-    const double hop_intra = std::max(gen.hop_intra_s[p], s.intra_latency_s);
-    const double hop_net = gen.hop_net_s[p] + s.net_latency_s;
-    const int steps = n - 1;
-    const int net_steps = multi ? s.nodes - 1 : 0;
-    NcclCost c{NcclAlgorithm::ring, protocol, 0, 0, 0};
-    c.latency_s =
-        gen.launch_s + gen.base_s[p] + (steps - net_steps) * hop_intra + net_steps * hop_net;
-    const double bus =
-        (multi ? std::min(s.intra_Bps, s.net_Bps) : s.intra_Bps) * gen.bandwidth_share[p];
-    c.algbw_Bps = bus * n / (n - 1.0); // busbw = algbw x (n-1)/n (nccl-tests' accounting)
-    c.time_s = c.latency_s + bytes / c.algbw_Bps;
-    if (c.algbw_Bps > 0 && c.time_s < best.time_s)
-      best = c;
-  }
-  return best;
-}
-
-NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape& shape, double bytes,
-                              std::optional<NcclAlgorithm> only) {
+NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
+                              NcclCollective collective, double bytes,
+                              std::optional<NcclAlgorithm> only,
+                              std::optional<NcclProtocol> only_protocol) {
+  // NCCL_PROTO set by hand enables what it names, LL128 included where NCCL's default leaves it
+  // off.
+  NcclGeneration enabled = gen;
+  enabled.ll128 = gen.ll128 || only_protocol == NcclProtocol::ll128;
   NcclCost best;
   best.time_s = std::numeric_limits<double>::infinity();
   for (const auto algorithm : kNcclAlgorithms) {
-    if (only && *only != algorithm)
+    // A scenario's ring or tree restricts all-reduce; the others have rings only.
+    if (only && *only != algorithm && collective == NcclCollective::all_reduce)
       continue;
     for (const auto protocol : kNcclProtocols) {
-      const auto c = nccl_all_reduce(gen, shape, algorithm, protocol, bytes);
+      if (only_protocol && *only_protocol != protocol)
+        continue;
+      const auto c = nccl_collective_cost(enabled, shape, collective, algorithm, protocol, bytes);
       if (c.time_s < best.time_s)
         best = c;
     }

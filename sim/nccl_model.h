@@ -1,4 +1,4 @@
-// How long NCCL takes for one all-reduce, the way NCCL's own tuner reasons about it (NVIDIA/nccl,
+// How long NCCL takes for one collective, the way NCCL's own tuner reasons about it (NVIDIA/nccl,
 // src/graph/tuning.cc): every (algorithm, protocol) pair costs a latency (a base, plus a per-hop
 // latency for each step over NVLink or the network) plus the bytes over a bandwidth that depends on
 // the protocol, and NCCL runs the cheapest pair. The numbers are data (NcclGeneration, one table
@@ -25,6 +25,10 @@ namespace overlapsim::sim {
 
 enum class NcclProtocol { ll, ll128, simple };
 enum class NcclAlgorithm { ring, tree, nvls };
+// The collectives the model prices. NCCL's tuner gives reduce-scatter, all-gather and broadcast
+// rings only (tuning.cc skips the other algorithms for them; NVLS reduce-scatter/all-gather of
+// NCCL >= 2.18 are not modelled: they stay rings here).
+enum class NcclCollective { all_reduce, reduce_scatter, all_gather, broadcast };
 
 inline constexpr std::array kNcclProtocols = {NcclProtocol::ll, NcclProtocol::ll128,
                                               NcclProtocol::simple};
@@ -45,11 +49,16 @@ struct NcclGeneration {
   double tree_intra_share = 0.5; // a node's chain carries S up and S down: algbw <= B x this
   double nvls_busbw_Bps = 0;     // NVLink SHARP's bus bandwidth on 8 GPUs; 0: no NVLS
   double nvls_latency_s = 0;
+  // NCCL enables LL128 by default only where it is tested safe: NVLink between a node's GPUs (or
+  // one GPU a node) on sm_70, sm_80 and sm_90 (tuning.cc, protoEnable); elsewhere (A6000 sm_86,
+  // RTX 2080 Ti sm_75, L40S, PCIe cards) the tuner never picks it.
+  bool ll128 = true;
 };
 
 // The generation of a GPU preset name (a100*, a6000 -> ampere; h100*, h200 -> hopper; others a
-// conservative default). NVLS also needs an NVSwitch-3 fabric: `nvlink4` as the intra-node link.
-const NcclGeneration& nccl_generation(const std::string& gpu_name, const std::string& intra_link);
+// conservative default). NVLS also needs an NVSwitch-3 fabric: `nvlink4` as the intra-node link;
+// LL128 NVLink (`nvlink*`, or no intra-node link: one GPU a node) on a100*, h100*, h200 or v100.
+NcclGeneration nccl_generation(const std::string& gpu_name, const std::string& intra_link);
 
 // What one all-reduce runs on.
 struct NcclShape {
@@ -71,18 +80,42 @@ struct NcclCost {
   double time_s = 0;    // infinity when the pair does not apply
 };
 
-// The cost of one (algorithm, protocol) pair for an all-reduce of `bytes`.
-NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& shape, NcclAlgorithm algorithm,
-                         NcclProtocol protocol, double bytes);
+// The cost of one (algorithm, protocol) pair for `collective` of `bytes`, the whole array as
+// nccl-tests sizes it (all-gather's output, reduce-scatter's input). Rings of reduce-scatter and
+// all-gather take n-1 steps (nodes-1 of them across the network) and move (n-1)/n S per
+// rank; broadcast is a pipelined chain of n-1 hops moving S.
+NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& shape,
+                              NcclCollective collective, NcclAlgorithm algorithm,
+                              NcclProtocol protocol, double bytes);
+
+// The cheapest pair, as NCCL's tuner picks it; `only` restricts the algorithm (a scenario's ring or
+// tree), `only_protocol` the protocol (NCCL_PROTO); what is left is still chosen.
+NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
+                              NcclCollective collective, double bytes,
+                              std::optional<NcclAlgorithm> only = std::nullopt,
+                              std::optional<NcclProtocol> only_protocol = std::nullopt);
+
+// All-reduce, the collective most callers price.
+inline NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& shape,
+                                NcclAlgorithm algorithm, NcclProtocol protocol, double bytes) {
+  return nccl_collective_cost(gen, shape, NcclCollective::all_reduce, algorithm, protocol, bytes);
+}
+inline NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape& shape,
+                                     double bytes,
+                                     std::optional<NcclAlgorithm> only = std::nullopt) {
+  return nccl_best_collective(gen, shape, NcclCollective::all_reduce, bytes, only);
+}
 
 // A reduce-scatter or all-gather of a `bytes` array (the whole array, as nccl-tests counts it):
 // NCCL runs these as rings only, n-1 steps (nodes-1 of them across nodes), each rank moving
-// (n-1)/n of the array at the ring's bus bandwidth; the cheapest protocol.
-NcclCost nccl_ring_half(const NcclGeneration& gen, const NcclShape& shape, double bytes);
+// (n-1)/n of the array at the ring's bus bandwidth; the cheapest protocol. (All-gather costs the
+// same as reduce-scatter in NCCL's tuner.)
+inline NcclCost nccl_ring_half(const NcclGeneration& gen, const NcclShape& shape, double bytes) {
+  return nccl_best_collective(gen, shape, NcclCollective::reduce_scatter, bytes);
+}
 
-// The cheapest pair, as NCCL's tuner picks it; `only` restricts the algorithm (a scenario's ring or
-// tree), and the protocol is still chosen.
-NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape& shape, double bytes,
-                              std::optional<NcclAlgorithm> only = std::nullopt);
+// NCCL's tree correction (tuning.cc, treeCorrectionFactor): its trees reach only 40-100% of their
+// modelled bandwidth between 64 B and 256 MiB, by protocol and power-of-two size; 1 above.
+double nccl_tree_correction(NcclProtocol protocol, double bytes);
 
 } // namespace overlapsim::sim

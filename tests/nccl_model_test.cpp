@@ -90,6 +90,28 @@ TEST(NcclModel, NvlsOnlyOnNvSwitch3AndItsHandNumber) {
   EXPECT_EQ(sim::nccl_best_all_reduce(pcie, one_node(8, 45e9), GiB).algorithm, NcclAlgorithm::ring);
 }
 
+TEST(NcclModel, Ll128OnlyWhereNcclEnablesIt) {
+  // NCCL's default: LL128 on sm_70/80/90 with NVLink (or one GPU a node); not on an A6000 (sm_86)
+  // or a PCIe H100. 8 MiB on 8 x A6000 over PCIe 4 (22.4 GB/s): LL128 is out, so Simple, 12 + 8.4
+  // + 14 x 6.4 = 110 us + S / (22.4 GB/s x 8/14), beats LL's 21%.
+  EXPECT_TRUE(sim::nccl_generation("a100-80gb", "nvlink3").ll128);
+  EXPECT_TRUE(sim::nccl_generation("h100-sxm", "").ll128);
+  EXPECT_FALSE(sim::nccl_generation("a6000", "pcie4").ll128);
+  EXPECT_FALSE(sim::nccl_generation("h100-pcie", "pcie5").ll128);
+  EXPECT_FALSE(sim::nccl_generation("rtx-2080ti", "pcie4").ll128);
+  const auto a6000 = sim::nccl_generation("a6000", "pcie4");
+  const auto s = one_node(8, 22.4e9);
+  const double mib8 = 8 * 1048576.0;
+  const auto best = sim::nccl_best_all_reduce(a6000, s, mib8);
+  EXPECT_EQ(best.protocol, NcclProtocol::simple);
+  EXPECT_NEAR(best.time_s, 110e-6 + mib8 / (22.4e9 * 8 / 14), 1e-9);
+  // NCCL_PROTO=LL128 set by hand enables it: 12 + 14 + 14 x 5 = 96 us + S at 92%.
+  const auto pinned = sim::nccl_best_collective(a6000, s, sim::NcclCollective::all_reduce, mib8,
+                                                std::nullopt, NcclProtocol::ll128);
+  EXPECT_EQ(pinned.protocol, NcclProtocol::ll128);
+  EXPECT_NEAR(pinned.time_s, 96e-6 + mib8 / (0.92 * 22.4e9 * 8 / 14), 1e-9);
+}
+
 TEST(NcclModel, TreeAcrossNodesHandNumber) {
   const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
   sim::NcclShape s = one_node(8, 234e9);
@@ -104,6 +126,65 @@ TEST(NcclModel, TreeAcrossNodesHandNumber) {
   // The ring crosses the NICs with 2(n-1)/n S: its bus bandwidth is the NICs' 200 GB/s at most.
   const auto ring = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
   EXPECT_NEAR(ring.algbw_Bps, 200e9 * 16 / 30, 1);
+}
+
+TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
+  // NCCL's tree correction: 16 MiB is 2^18 units of 64 B: column 18, Simple 0.6, LL128 0.8, LL 0.9;
+  // 63 B is column 0 (Simple 0.9); from 256 MiB on 1.
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::simple, 16 * 1048576.0), 0.6);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::ll128, 16 * 1048576.0), 0.8);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::ll, 16 * 1048576.0), 0.9);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::simple, 63), 0.9);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::simple, 256 * 1048576.0), 1.0);
+  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
+  sim::NcclShape s = one_node(8, 234e9);
+  s.ranks = 16;
+  s.nodes = 2;
+  s.net_Bps = 200e9;
+  s.net_latency_s = 2e-6;
+  // The tree of TreeAcrossNodesHandNumber at 16 MiB: 142 us, then algbw 117 GB/s x 0.6.
+  const double mib16 = 16 * 1048576.0;
+  const auto tree =
+      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, mib16);
+  EXPECT_NEAR(tree.time_s, 142e-6 + mib16 / (117e9 * 0.6), 1e-9);
+  // The ring across 2 nodes, Simple, from 16/16 x 64 KiB on: 1.9 x (12 + 8.4 + 28 x 6.4 + 2 x
+  // (14 + 2)) us = 1.9 x 231.6 us = 440.04 us.
+  const auto ring = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+  EXPECT_NEAR(ring.latency_s, 440.04e-6, 1e-9);
+  const auto small =
+      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, 32768);
+  EXPECT_NEAR(small.latency_s, 231.6e-6, 1e-9);
+}
+
+TEST(NcclModel, ReduceScatterAllGatherBroadcastRingHandNumbers) {
+  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
+  const auto s = one_node(8, 234e9);
+  using sim::NcclCollective;
+  // n-1 = 7 steps: 12 + 8.4 + 7 x 6.4 = 65.2 us; a rank moves 7/8 S: algbw 234 x 8/7 GB/s.
+  for (auto c : {NcclCollective::reduce_scatter, NcclCollective::all_gather}) {
+    const auto r =
+        sim::nccl_collective_cost(ampere, s, c, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+    EXPECT_NEAR(r.latency_s, 65.2e-6, 1e-9);
+    EXPECT_NEAR(r.time_s, 65.2e-6 + GiB / (234e9 * 8 / 7), 1e-9);
+    // No tree or NVLS for them (NCCL's tuner): a scenario's `tree` still gets a ring.
+    EXPECT_EQ(sim::nccl_best_collective(ampere, s, c, GiB, NcclAlgorithm::tree).algorithm,
+              NcclAlgorithm::ring);
+  }
+  // Broadcast: a chain of 7 hops, the same 65.2 us; every rank receives S once: algbw 234 GB/s.
+  const auto b = sim::nccl_collective_cost(ampere, s, NcclCollective::broadcast,
+                                           NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+  EXPECT_NEAR(b.time_s, 65.2e-6 + GiB / 234e9, 1e-9);
+  // Across 2 nodes a reduce-scatter ring crosses the network once: 12 + 8.4 + 14 x 6.4 + (14 + 2)
+  // = 126 us; bus bandwidth min(234, 200): algbw 200 x 16/15.
+  sim::NcclShape two = s;
+  two.ranks = 16;
+  two.nodes = 2;
+  two.net_Bps = 200e9;
+  two.net_latency_s = 2e-6;
+  const auto rs2 = sim::nccl_collective_cost(ampere, two, NcclCollective::reduce_scatter,
+                                             NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+  EXPECT_NEAR(rs2.latency_s, 126e-6, 1e-9);
+  EXPECT_NEAR(rs2.algbw_Bps, 200e9 * 16 / 15, 1);
 }
 
 scenario::Scenario node_scenario(const std::string& cluster) {
@@ -136,6 +217,40 @@ TEST(NcclModel, SimulatedAllReduceFollowsTheModelAndAutoIsTheDefault) {
   const auto tree = sim::time_collective(two, CollectiveOp::all_reduce, 8 * GiB);
   EXPECT_EQ(tree.algorithm, "tree/Simple");
   EXPECT_NEAR(tree.busbw_Bps, 463.9e9, 0.2 * 463.9e9);
+}
+
+TEST(NcclModel, SimulatedReduceScatterAllGatherBroadcastFollowTheModel) {
+  // 8 x A100 over nvlink3 (234 GB/s): the hand numbers of ReduceScatterAllGatherBroadcast...
+  const auto a100 =
+      node_scenario("{nodes: 1, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3}");
+  for (auto op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
+    const auto t = sim::time_collective(a100, op, GiB); // nccl-tests' size: the whole array
+    EXPECT_EQ(t.algorithm, "ring/Simple");
+    EXPECT_NEAR(t.time_s, 65.2e-6 + GiB / (234e9 * 8 / 7), 1e-3 * t.time_s);
+    // busbw = algbw x 7/8: the link's 234 GB/s less the 65.2 us latency's share.
+    const double busbw = 7.0 / 8 * GiB / (65.2e-6 + GiB / (234e9 * 8 / 7));
+    EXPECT_NEAR(t.busbw_Bps, busbw, 1e-3 * busbw);
+  }
+  const auto b = sim::time_collective(a100, CollectiveOp::broadcast, GiB);
+  EXPECT_EQ(b.algorithm, "ring/Simple");
+  EXPECT_NEAR(b.time_s, 65.2e-6 + GiB / 234e9, 1e-3 * b.time_s);
+  // Small: LL, 12 + 6.6 + 7 x 1 us (the link's latency over LL's 0.6) = 25.6 us.
+  const auto small = sim::time_collective(a100, CollectiveOp::reduce_scatter, 65536);
+  EXPECT_EQ(small.algorithm, "ring/LL");
+  EXPECT_NEAR(small.time_s, 25.6e-6 + 65536 / (0.21 * 234e9 * 8 / 7), 0.01 * small.time_s);
+}
+
+TEST(NcclModel, ScenarioProtocolPinsTheProtocol) {
+  // nccl_protocol: Simple (NCCL_PROTO=simple): a 64 KiB all-reduce that auto runs with LL pays
+  // Simple's 110 us (RingProtocolsHandNumbers) instead.
+  const auto simple = node_scenario("{nodes: 1, gpus_per_node: 8, gpu: a100-80gb, intra_node: "
+                                    "nvlink3, nccl_protocol: Simple}");
+  const auto t = sim::time_collective(simple, CollectiveOp::all_reduce, 65536);
+  EXPECT_EQ(t.algorithm, "ring/Simple");
+  EXPECT_NEAR(t.time_s, 110e-6 + 65536 / (234e9 * 8 / 14), 0.01 * t.time_s);
+  EXPECT_THROW(node_scenario("{nodes: 1, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3, "
+                             "nccl_protocol: LL64}"),
+               std::exception);
 }
 
 TEST(NcclModel, PublishedTablesParse) {

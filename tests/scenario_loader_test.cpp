@@ -1,4 +1,5 @@
 // Scenario loading: typed values, --set overrides, and errors that name file, line and key.
+#include "cli/report.h"
 #include "scenario/loader.h"
 #include "test_util.h"
 
@@ -29,6 +30,35 @@ algorithms:
   - ddp
   - {name: s-sgd, bucket_cap: 10MB}
 )";
+
+TEST(Loader, SystemPresetFillsTheNodeWithOneNicPerGpu) {
+  const auto text = [](const std::string& cluster) {
+    return "name: t\ncluster: " + cluster +
+           "\nmodel: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, seq_len: 128}\n"
+           "algorithms: [ddp]\n";
+  };
+  const auto s = load_scenario_text(text("{preset: dgx-h100, nodes: 2}"), "t.yaml");
+  EXPECT_EQ(s.cluster.gpus_per_node, 8);
+  EXPECT_EQ(s.cluster.gpu.name, "h100-sxm");
+  EXPECT_EQ(s.cluster.intra_node.name, "nvlink4");
+  EXPECT_EQ(s.cluster.inter_node.name, "ib-ndr");
+  EXPECT_EQ(s.cluster.nics_per_node, 8);                      // one per GPU, as a DGX H100 has
+  EXPECT_DOUBLE_EQ(s.cluster.inter_node.bandwidth_Bps, 46e9); // 400 Gb/s x 0.92
+  // The echo a user reads (stdout and report.md): 8 NICs, 8 x 46 = 368 GB/s a node.
+  EXPECT_THAT(cli::network_summary(s), HasSubstr("8 NICs per node (368 GB/s per node)"));
+  // The cluster's own keys win.
+  const auto own = load_scenario_text(
+      text("{preset: dgx-a100, nodes: 2, gpus_per_node: 4, nics_per_node: 2, inter_node: "
+           "ethernet-100g}"),
+      "t.yaml");
+  EXPECT_EQ(own.cluster.gpus_per_node, 4);
+  EXPECT_EQ(own.cluster.nics_per_node, 2);
+  EXPECT_EQ(own.cluster.inter_node.name, "ethernet-100g");
+  EXPECT_EQ(own.cluster.gpu.name, "a100-80gb");
+  EXPECT_EQ(own.cluster.intra_node.name, "nvlink3");
+  EXPECT_THAT(error_of(text("{preset: dgx-z, nodes: 1}")),
+              HasSubstr("unknown system preset 'dgx-z'; expected one of: dgx-a100, dgx-h100"));
+}
 
 TEST(Loader, ReadsTypedValues) {
   const auto s = load_scenario_text(kValid, "t.yaml");
