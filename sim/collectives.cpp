@@ -597,6 +597,39 @@ CollectiveOutcome Network::two_level_all_reduce(int rank, const Scope& s, double
   return out;
 }
 
+CollectiveOutcome Network::site_hierarchical_half_op(int rank, const Scope& s, double bytes,
+                                                     bool gather) {
+  const Split& sp = *site_split(s.group);
+  const int i = s.group.index_of(rank);
+  const Group& intra =
+      *sp.intra[static_cast<std::size_t>(sp.node_index[static_cast<std::size_t>(i)])];
+  const Group& cross =
+      *sp.cross[static_cast<std::size_t>(sp.position[static_cast<std::size_t>(i)])];
+  const int tag = s.group.id + 1; // as two_level_all_reduce: one collective per s.seq
+  const int L = intra.size(), K = cross.size();
+  CollectiveOutcome in_site{0, ""}, across{0, ""};
+  if (gather) {
+    // Each shard to its peers in the other sites first, then the site gathers K shards a rank.
+    across = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, K - 1, bytes);
+    if (L > 1)
+      in_site = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, L - 1, bytes * K);
+  } else {
+    if (L > 1)
+      in_site = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag}, L - 1, bytes / L);
+    across = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, K - 1, bytes / L / K);
+  }
+  CollectiveOutcome out{in_site.bytes_sent + across.bytes_sent,
+                        fidelity_ == scenario::CollectiveFidelity::steps ? "sites/steps"
+                                                                         : "sites/fused"};
+  const auto next = [rank](const Group& ring) {
+    return ring.ranks[static_cast<std::size_t>((ring.index_of(rank) + 1) % ring.size())];
+  };
+  add_class(out, rank, next(intra), in_site.bytes_sent);
+  add_class(out, rank, next(cross), across.bytes_sent);
+  out.classified = true;
+  return out;
+}
+
 CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
   const Group& g = s.group;
   const int n = g.size();
@@ -738,12 +771,16 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
       return nccl_collective(rank, s, NcclCollective::all_reduce, bytes, NcclAlgorithm::tree);
     return nccl_collective(rank, s, NcclCollective::all_reduce, bytes, std::nullopt);
   case CollectiveOp::reduce_scatter:
-    // NCCL runs these on rings (its tuner has no tree for them): the model under nccl, the
-    // network's ring otherwise.
+    // Across WAN sites, site by site; NCCL runs the rest on rings (its tuner has no tree for
+    // them): the model under nccl, the network's ring otherwise.
+    if ((algorithm_ == Algo::automatic || algorithm_ == Algo::hierarchical) && site_split(g))
+      return site_hierarchical_half_op(rank, s, bytes, false);
     if (fidelity_ == scenario::CollectiveFidelity::nccl)
       return nccl_collective(rank, s, NcclCollective::reduce_scatter, bytes, std::nullopt);
     return ring_steps(rank, s, n - 1, bytes / n);
   case CollectiveOp::all_gather:
+    if ((algorithm_ == Algo::automatic || algorithm_ == Algo::hierarchical) && site_split(g))
+      return site_hierarchical_half_op(rank, s, bytes, true);
     if (fidelity_ == scenario::CollectiveFidelity::nccl) // `bytes` is the shard; S = n shards
       return nccl_collective(rank, s, NcclCollective::all_gather, bytes * n, std::nullopt);
     return ring_steps(rank, s, n - 1, bytes);

@@ -141,6 +141,10 @@ private:
   // at the same position, all-gather inside each site; the WAN latency is paid on the 2(S-1)
   // crossing steps only, not on every step of a flat ring.
   CollectiveOutcome site_hierarchical_all_reduce(int rank, const Scope& s, double bytes);
+  // Reduce-scatter (the array `bytes`: inside each site, then across the sites among the ranks at
+  // the same position) and all-gather (the shard `bytes`: its mirror) over WAN sites: the WAN
+  // latency is paid on S-1 steps, not N-1 (FSDP and ZeRO shard over the whole group).
+  CollectiveOutcome site_hierarchical_half_op(int rank, const Scope& s, double bytes, bool gather);
   // Three ring phases (reduce-scatter in `sp`'s intra groups, all-reduce across, all-gather).
   CollectiveOutcome two_level_all_reduce(int rank, const Scope& s, double bytes, const Split& sp,
                                          const char* label_fused, const char* label_steps);

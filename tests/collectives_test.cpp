@@ -140,6 +140,41 @@ TEST(Collectives, AcrossSitesAutoCrossesTheWanOnlyBetweenSites) {
   EXPECT_GT(ring.time_s, 8 * automatic.time_s); // 1.43 s against 0.156 s
 }
 
+// Reduce-scatter and all-gather over the same 3 sites (FSDP and ZeRO shard over the whole group):
+// auto and hierarchical reduce-scatter inside each site (7 NVLink steps of S/8), then across the
+// sites among the ranks at the same position (2 steps of S/24; the site's 8 rings share its WAN
+// link: S/3 a step); all-gather is the mirror. The flat ring pays the WAN on all N-1 = 23 steps.
+// In the network view (fused) and in NCCL's (the default fidelity) alike.
+TEST(Collectives, AcrossSitesReduceScatterAndAllGatherCrossTheWanOnlyBetweenSites) {
+  const double size = 32.0 * 1024 * 1024, wan_bw = 1.25e9, alpha_w = 30e-3 + kNetAlpha, N = 24;
+  const double expected = 7 * (1e-6 + size / (8 * 300e9)) + 2 * (alpha_w + size / 3 / wan_bw);
+  const double flat = (N - 1) * (alpha_w + size / (N * wan_bw));
+  EXPECT_NEAR(expected, 0.0780, 0.0001);
+  EXPECT_NEAR(flat, 0.7158, 0.0001);
+  for (const std::string fidelity : {"fused", "nccl"}) {
+    for (auto op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
+      auto with = [&](const std::string& algorithm) {
+        return sim::time_collective(
+            cluster(3, 8,
+                    {"cluster.sites=[{name: a, nodes: [0]}, {name: b, nodes: [1]}, {name: c, "
+                     "nodes: [2]}]",
+                     "cluster.wan={bandwidth: 10Gb/s, latency: 30ms}",
+                     "cluster.collective_algorithm=" + algorithm,
+                     "cluster.collectives=" + fidelity}),
+            op, size);
+      };
+      for (const std::string algorithm : {"auto", "hierarchical"}) {
+        const auto t = with(algorithm);
+        EXPECT_EQ(t.algorithm, "sites/fused") << fidelity << " " << algorithm;
+        EXPECT_NEAR(t.time_s, expected, 0.01 * expected) << fidelity << " " << to_string(op);
+      }
+      if (fidelity == "fused") {
+        EXPECT_NEAR(with("ring").time_s, flat, 0.01 * flat) << to_string(op);
+      }
+    }
+  }
+}
+
 TEST(Collectives, WanSitesRunWithAnyGpusPerNode) {
   // Issue 15.1: two sites of two nodes each, joined by 1 Gb/s with 10 ms. A WAN hop costs
   // alpha_w = wan latency + inter-node latency and one WAN direction paces every ring.

@@ -45,5 +45,22 @@ TEST(LinkBytes, AcrossSitesOnlyTheMiddlePhaseCrossesTheWan) {
   EXPECT_THAT(report, HasSubstr("| ddp | 300 MB | 200 MB | 0 B | 100 MB |"));
 }
 
+TEST(LinkBytes, ShardedAcrossSitesAThirdCrossesTheWan) {
+  // FSDP's reduce-scatters and all-gathers over the same 2 sites, site by site: a reduce-scatter
+  // of S sends S/2 inside the site and S/4 across the WAN (of 3S/4); an all-gather of a shard b
+  // sends b across and 2b inside (of 3b). A third over the WAN either way, where a flat ring
+  // crosses it on 2 of its 4 hops (half).
+  const std::string sites = "  sites: [{name: a, nodes: [0]}, {name: b, nodes: [1]}]\n"
+                            "  wan: {bandwidth: 1Gb/s, latency: 10ms}\n";
+  const auto m = simulate(two_by_two(sites + "  collective_algorithm: auto\n"), "fsdp").metrics;
+  ASSERT_GT(m.comm_bytes_per_step, 0);
+  EXPECT_NEAR(m.wan_bytes_per_step, m.comm_bytes_per_step / 3, 1);
+  EXPECT_NEAR(m.intra_node_bytes_per_step, 2 * m.comm_bytes_per_step / 3, 1);
+  EXPECT_DOUBLE_EQ(m.inter_node_bytes_per_step, 0);
+  const auto flat = simulate(two_by_two(sites + "  collective_algorithm: ring\n"), "fsdp").metrics;
+  EXPECT_NEAR(flat.comm_bytes_per_step, m.comm_bytes_per_step, 1);
+  EXPECT_NEAR(flat.wan_bytes_per_step, flat.comm_bytes_per_step / 2, 1);
+}
+
 } // namespace
 } // namespace overlapsim
