@@ -10,6 +10,7 @@
 namespace overlapsim {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using namespace overlapsim::testing;
@@ -67,11 +68,24 @@ TEST(IneffectiveKeys, AFlatRingAcrossWanSitesWarns) {
   EXPECT_THAT(scenario_from(yaml("  collective_algorithm: ring\n")).warnings,
               ElementsAre(HasSubstr(
                   "key 'cluster.collective_algorithm': a flat ring across 2 WAN sites pays the "
-                  "WAN latency (20 ms) on each of its steps (14 for a ring of 8 GPUs); auto or "
-                  "hierarchical reduce inside each site first and cross the WAN 2(S-1) = 2 "
-                  "times")));
+                  "WAN latency (20 ms) on each of its steps (14 for a ring of 8 GPUs: 280 ms per "
+                  "all-reduce); auto or hierarchical reduce inside each site first and cross the "
+                  "WAN 2(S-1) = 2 times (40 ms)")));
   EXPECT_TRUE(scenario_from(yaml("")).warnings.empty()); // auto
   EXPECT_TRUE(scenario_from(yaml("  collective_algorithm: hierarchical\n")).warnings.empty());
+  // NCCL's ring crosses the network between nodes only: one node a site costs no more than
+  // auto's 2(S-1) crossings, no warning; 4 one-GPU nodes in 2 sites cross it on 2(4-1) = 6 steps.
+  EXPECT_TRUE(scenario_from(yaml("  collective_algorithm: ring\n"), {"cluster.collectives=nccl"})
+                  .warnings.empty());
+  const auto four = round_cluster(4, 1,
+                                  "  sites: [{name: a, nodes: [0, 1]}, {name: b, nodes: [2, 3]}]\n"
+                                  "  wan: {bandwidth: 1Gb/s, latency: 20ms}\n"
+                                  "  collective_algorithm: ring\n") +
+                    kFourBlocks + "name: x\ntraining: {micro_batch: 1}\nalgorithms: [ddp]\n";
+  EXPECT_THAT(scenario_from(four, {"cluster.collectives=nccl"}).warnings,
+              Contains(HasSubstr("on each of its steps (6 for a NCCL ring of 4 nodes: 120 ms "
+                                 "per all-reduce); auto or hierarchical reduce inside each site "
+                                 "first and cross the WAN 2(S-1) = 2 times (40 ms)")));
 }
 
 // Issue 25.3: a DGX-like node (NVSwitch inside, InfiniBand between) gets a NIC per GPU unless the
