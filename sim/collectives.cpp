@@ -380,6 +380,19 @@ std::vector<Network::Flow> Network::tree_flows(const Group& g, double bytes, dou
     }
   *worst_latency = worst;
   *depth = static_cast<int>(nodes.front().size()) - 1 + tree_depth(m);
+  // Each member's bytes by link class, once per group: a tree's flows scale with the array, so
+  // the shares hold for every size (classify splits a tree all-reduce's bytes with them).
+  if (auto [it, fresh] = tree_shares_.try_emplace({g.id, nvls_intra}); fresh) {
+    std::vector<std::array<double, 3>> own(static_cast<std::size_t>(g.size()));
+    for (const auto& f : flows)
+      own[static_cast<std::size_t>(g.index_of(f.src))]
+         [static_cast<std::size_t>(link_class(f.src, f.dst))] += f.bytes;
+    for (auto& shares : own)
+      if (const double total = shares[0] + shares[1] + shares[2]; total > 0)
+        for (double& x : shares)
+          x /= total;
+    it->second = std::move(own);
+  }
   return flows;
 }
 
@@ -555,7 +568,30 @@ void Network::classify(int rank, const CollectiveCall& call, CollectiveOutcome& 
     add_class(out, rank, call.peer, out.bytes_sent);
     return;
   }
-  if (algorithm.starts_with("ring/")) { // alpha-beta rings and NCCL's: to the next rank
+  if (call.op == CollectiveOp::all_reduce && algorithm.starts_with("tree/")) {
+    // As the rank's own chain and tree flows: the alpha-beta tree chains inside nodes, NCCL's
+    // uses NVLS there on NVSwitch-3 nodes.
+    const bool nvls = algorithm != "tree/fused" && nccl_generation_.nvls_busbw_Bps > 0;
+    if (const auto it = tree_shares_.find({g.id, nvls}); it != tree_shares_.end()) {
+      const auto& shares = it->second[static_cast<std::size_t>(g.index_of(rank))];
+      out.inter_node_bytes += out.bytes_sent * shares[1];
+      out.wan_bytes += out.bytes_sent * shares[2];
+      return;
+    }
+  }
+  if (call.op == CollectiveOp::all_to_all) { // bytes / n to every other member
+    std::array<double, 3> peers{};
+    for (int m : g.ranks)
+      if (m != rank)
+        peers[static_cast<std::size_t>(link_class(rank, m))] += 1;
+    const double others = g.size() - 1.0;
+    out.inter_node_bytes += out.bytes_sent * peers[1] / others;
+    out.wan_bytes += out.bytes_sent * peers[2] / others;
+    return;
+  }
+  // Alpha-beta rings and NCCL's, NVLS (S to the switch and back) and a per-layer table's time
+  // (it reports a ring's bytes): to the next rank.
+  if (algorithm.starts_with("ring/") || algorithm.starts_with("nvls/") || algorithm == "table") {
     const int i = g.index_of(rank);
     add_class(out, rank, g.ranks[static_cast<std::size_t>((i + 1) % g.size())], out.bytes_sent);
     return;

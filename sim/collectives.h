@@ -27,6 +27,7 @@
 #include "sim/nccl_model.h"
 #include "sim/platform.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -52,9 +53,11 @@ struct CollectiveOutcome {
 
 class Network {
 public:
-  // Splits an outcome's bytes by the link class they cross: a ring sends to the next rank of its
-  // group, a message to its peer, a two-level all-reduce as its phases did (already split);
-  // trees, NVLS, all-to-all and per-layer table times count as the group's most remote class.
+  // Splits an outcome's bytes by the link class they cross: a ring (chains too), NVLS and a
+  // per-layer table's time send to the next rank of the group, a message to its peer, an
+  // all-to-all to every member, a tree all-reduce as the rank's own chain and tree flows, a
+  // two-level all-reduce as its phases did (already split); a broadcast tree counts as the
+  // group's most remote class.
   void classify(int rank, const CollectiveCall& call, CollectiveOutcome& outcome) const;
   Network(const Platform& platform, const scenario::ClusterSpec& cluster, const Topology& topology);
   ~Network();
@@ -164,6 +167,8 @@ private:
   const NcclGeneration nccl_generation_;
   std::optional<NcclProtocol> nccl_protocol_; // the scenario's NCCL_PROTO; none: the tuner picks
   std::map<int, NcclShape> nccl_shapes_;
+  // Per (group, NVLS inside nodes): each member's tree all-reduce bytes by link class, as shares.
+  std::map<std::pair<int, bool>, std::vector<std::array<double, 3>>> tree_shares_;
   std::map<std::tuple<int, std::int64_t, int>, std::shared_ptr<Instance>> instances_;
   // Messages: how many each side has posted per (group, tag, src, dst), and the open meetings.
   using PairKey = std::tuple<int, int, int, int>;

@@ -29,6 +29,17 @@ TEST(LinkBytes, ARingSplitsItsBytesByTheHopEachRankSendsOn) {
   EXPECT_DOUBLE_EQ(m.wan_bytes_per_step, 0);
 }
 
+TEST(LinkBytes, ATreeSplitsItsBytesAsItsOwnChainAndTreeFlows) {
+  // Per GPU: the chain inside the node carries S each way; each of the two trees joins the nodes'
+  // same-position GPUs with S/2 over 2 lanes, S/4 each. Own flows S inside, S/2 between nodes:
+  // two thirds of whatever the tree sends stay in the node (not all counted as the farthest).
+  const auto m = simulate(two_by_two("  collective_algorithm: tree\n"), "ddp").metrics;
+  ASSERT_GT(m.comm_bytes_per_step, 0);
+  EXPECT_NEAR(m.intra_node_bytes_per_step, 2 * m.comm_bytes_per_step / 3, 1);
+  EXPECT_NEAR(m.inter_node_bytes_per_step, m.comm_bytes_per_step / 3, 1);
+  EXPECT_DOUBLE_EQ(m.wan_bytes_per_step, 0);
+}
+
 TEST(LinkBytes, AcrossSitesOnlyTheMiddlePhaseCrossesTheWan) {
   // Each node its own site: reduce-scatter and all-gather inside the site, 2 x (1/2) x 200 MB =
   // 200 MB; the all-reduce across the 2 sites of the 100 MB shards, 2 (2-1)/2 x 100 MB = 100 MB.
