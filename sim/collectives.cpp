@@ -35,17 +35,6 @@ int tree_depth(int n) {
   return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(n)));
 }
 
-// Binary tree over group indices 0..n-1 (heap order): parent of i is (i-1)/2. The second tree of
-// NCCL's double binary tree is its mirror (index n-1-i), so the leaves of one are mostly the inner
-// nodes of the other and every rank sends about the same.
-int tree_parent(int i, bool mirrored, int n) {
-  const int j = mirrored ? n - 1 - i : i;
-  if (j == 0)
-    return -1;
-  const int p = (j - 1) / 2;
-  return mirrored ? n - 1 - p : p;
-}
-
 std::optional<NcclProtocol> nccl_protocol_of(scenario::NcclProtocolChoice choice) {
   switch (choice) {
   case scenario::NcclProtocolChoice::ll:
@@ -365,9 +354,9 @@ std::vector<Network::Flow> Network::tree_flows(const Group& g, double bytes, dou
       edge(members[i], members[i + 1], bytes);
   }
   const int m = static_cast<int>(nodes.size());
-  for (bool mirrored : {false, true})
+  for (int tree : {0, 1}) // NCCL's double binary tree over the nodes
     for (int i = 0; i < m; ++i) {
-      const int p = tree_parent(i, mirrored, m);
+      const int p = nccl_tree_parent(i, tree, m);
       if (p < 0)
         continue;
       // NCCL runs a tree per channel and spreads the channels over the node's GPUs and NICs: the
@@ -448,10 +437,12 @@ NcclCost Network::nccl_cost(const Group& g, double bytes, std::optional<NcclAlgo
 
 namespace {
 // Trace names of (algorithm, protocol) pairs: CollectiveOutcome holds a static string.
-const char* nccl_label(NcclAlgorithm a, NcclProtocol p) {
+const char* nccl_label(NcclAlgorithm a, NcclProtocol p, bool multi_node) {
   static const char* const labels[3][3] = {{"ring/LL", "ring/LL128", "ring/Simple"},
                                            {"tree/LL", "tree/LL128", "tree/Simple"},
                                            {"nvls/LL", "nvls/LL128", "nvls/Simple"}};
+  if (a == NcclAlgorithm::nvls && multi_node)
+    return "nvlstree/Simple"; // NCCL's NVLSTree, Simple only
   return labels[static_cast<int>(a)][static_cast<int>(p)];
 }
 } // namespace
@@ -469,10 +460,13 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollect
   std::vector<Flow> flows;
   double sent = 0;
   auto next = [&](int k) { return g.ranks[static_cast<std::size_t>((k + 1) % n)]; };
-  if (cost.algorithm == NcclAlgorithm::tree) {
+  const NcclShape& shape = nccl_shape(g);
+  // Trees between nodes: NCCL's tree (chains inside the nodes) and NVLSTree (NVLS inside).
+  const bool nvls_tree = cost.algorithm == NcclAlgorithm::nvls && shape.nodes > 1;
+  if (cost.algorithm == NcclAlgorithm::tree || nvls_tree) {
     double worst = 0;
     int depth = 0;
-    flows = tree_flows(g, bytes, &worst, &depth, nccl_generation_.nvls_busbw_Bps > 0);
+    flows = tree_flows(g, bytes, &worst, &depth, nvls_tree);
     sent = bytes;
   } else if (collective == NcclCollective::broadcast) {
     // A chain from the root along the ring: every rank but the last forwards S.
@@ -498,17 +492,17 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollect
     route = std::max(route, latency(f.src, f.dst));
     unpaced = std::max(unpaced, f.bytes / bandwidth(f.src, f.dst));
   }
-  if (cost.algorithm == NcclAlgorithm::tree) {
-    // Both trees cross a node's NICs: S each way on them; a chain's middle GPU sends 2S.
-    const NcclShape& shape = nccl_shape(g);
-    if (nccl_generation_.nvls_busbw_Bps <= 0)
+  if (cost.algorithm == NcclAlgorithm::tree || nvls_tree) {
+    // Both trees cross a node's NICs (S each way on 2 nodes, 2S from 4 on: nccl_tree_nic_load);
+    // a chain's middle GPU sends 2S.
+    if (!nvls_tree)
       unpaced = std::max(unpaced, 2 * bytes / shape.intra_Bps);
     if (shape.nodes > 1)
-      unpaced = std::max(unpaced, bytes / shape.net_Bps);
+      unpaced = std::max(unpaced, nccl_tree_nic_load(shape.nodes) * bytes / shape.net_Bps);
   }
   const double wait = std::max(0.0, cost.latency_s - route) + std::max(0.0, transfer - unpaced);
   fused(s, wait, [&] { return flows; });
-  return {sent, nccl_label(cost.algorithm, cost.protocol)};
+  return {sent, nccl_label(cost.algorithm, cost.protocol, shape.nodes > 1)};
 }
 
 CollectiveOutcome Network::tree_broadcast(const Scope& s, double bytes, int root) {
@@ -568,10 +562,10 @@ void Network::classify(int rank, const CollectiveCall& call, CollectiveOutcome& 
     add_class(out, rank, call.peer, out.bytes_sent);
     return;
   }
-  if (call.op == CollectiveOp::all_reduce && algorithm.starts_with("tree/")) {
-    // As the rank's own chain and tree flows: the alpha-beta tree chains inside nodes, NCCL's
-    // uses NVLS there on NVSwitch-3 nodes.
-    const bool nvls = algorithm != "tree/fused" && nccl_generation_.nvls_busbw_Bps > 0;
+  if (call.op == CollectiveOp::all_reduce &&
+      (algorithm.starts_with("tree/") || algorithm.starts_with("nvlstree/"))) {
+    // As the rank's own chain and tree flows: trees chain inside nodes, NVLSTree uses NVLS.
+    const bool nvls = algorithm.starts_with("nvlstree/");
     if (const auto it = tree_shares_.find({g.id, nvls}); it != tree_shares_.end()) {
       const auto& shares = it->second[static_cast<std::size_t>(g.index_of(rank))];
       out.inter_node_bytes += out.bytes_sent * shares[1];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace overlapsim::sim {
 
@@ -24,7 +25,9 @@ constexpr int LL = 0, LL128 = 1, SIMPLE = 2;
 //    at ~110 us on 8 GPUs (14 steps: 6.4 us a step, NCCL's model 3.4) and LL128's at ~95 us;
 //  - LL's share: 0.21 (its 256 KiB - 2 MiB slope: 48 GB/s of 234);
 //  - NVLS: 480 GB/s bus bandwidth on 8 x H100/H200 (sjeaugey, NVIDIA/nccl-tests issue #212;
-//    477 GB/s measured on 8 x H200 with NCCL 2.19.3, tests/data/nccl-tests/azure-h200-1x8.log).
+//    477 GB/s measured on 8 x H200 with NCCL 2.19.3, tests/data/nccl-tests/azure-h200-1x8.log);
+//  - NVLSTree's network hop: the tree's Simple one (14 us; NCCL 2.2x's own NVLSTree entry, 20.9 us,
+//    puts the 2-node H100 table's 0.5-2 MiB floor of ~70 us at 85 us).
 const NcclGeneration kAmpere{
     "ampere",
     12 * us,
@@ -66,6 +69,20 @@ bool starts_with(const std::string& s, const char* prefix) {
   return s.rfind(prefix, 0) == 0;
 }
 
+// What the double binary trees leave of a node's NICs for the array: 92% of them (NCCL's tree
+// factor) over the busiest node's load (tuning.cc halves the network bandwidth beyond 2 nodes).
+double nccl_tree_net_Bps(const NcclShape& s) {
+  return s.net_Bps * 0.92 / nccl_tree_nic_load(s.nodes);
+}
+
+int btree_parent(int i, int m) {
+  if (i == 0)
+    return -1;
+  const int bit = i & -i;
+  const int up = (i ^ bit) | (bit << 1);
+  return up < m ? up : i ^ bit;
+}
+
 } // namespace
 
 const char* to_string(NcclProtocol protocol) {
@@ -99,6 +116,28 @@ NcclGeneration nccl_generation(const std::string& gpu_name, const std::string& i
   const bool tested_arch = hopper || starts_with(gpu_name, "a100") || starts_with(gpu_name, "v100");
   gen.ll128 = tested_arch && (intra_link.empty() || starts_with(intra_link, "nvlink"));
   return gen;
+}
+
+int nccl_tree_parent(int i, int tree, int m) {
+  if (tree == 0)
+    return btree_parent(i, m);
+  if (m % 2 == 0) { // mirrored
+    const int p = btree_parent(m - 1 - i, m);
+    return p < 0 ? -1 : m - 1 - p;
+  }
+  const int p = btree_parent((i - 1 + m) % m, m); // shifted by one
+  return p < 0 ? -1 : (p + 1) % m;
+}
+
+double nccl_tree_nic_load(int m) {
+  if (m < 2)
+    return 0;
+  std::vector<int> edges(static_cast<std::size_t>(m), 0);
+  for (int tree : {0, 1})
+    for (int i = 0; i < m; ++i)
+      if (const int p = nccl_tree_parent(i, tree, m); p >= 0)
+        ++edges[static_cast<std::size_t>(i)], ++edges[static_cast<std::size_t>(p)];
+  return 0.5 * *std::max_element(edges.begin(), edges.end());
 }
 
 double nccl_tree_correction(NcclProtocol protocol, double bytes) {
@@ -161,25 +200,33 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     const double depth = std::log2(static_cast<double>(s.nodes));
     c.latency_s =
         gen.launch_s + gen.base_s[p] + 2 * ((s.per_node - 1) * hop_intra + depth * hop_net);
-    // Inside a node: NVLS where the fabric has it (NCCL's NVLS-tree), else the chain.
-    const double intra = gen.nvls_busbw_Bps > 0 && s.per_node > 1
-                             ? gen.nvls_busbw_Bps * s.per_node / (2.0 * (s.per_node - 1))
-                             : s.intra_Bps * gen.tree_intra_share;
-    // Across nodes Simple reaches 92% of the NICs (NCCL's tree factor); LL and LL128 their share;
-    // mid sizes NCCL's own tree correction.
-    c.algbw_Bps = (multi ? std::min(intra, s.net_Bps * 0.92) : intra) * share *
+    // Inside a node the chain; across nodes Simple reaches 92% of the NICs' share (NCCL's tree
+    // factor); LL and LL128 their share; mid sizes NCCL's own tree correction.
+    const double intra = s.intra_Bps * gen.tree_intra_share;
+    c.algbw_Bps = (multi ? std::min(intra, nccl_tree_net_Bps(s)) : intra) * share *
                   nccl_tree_correction(protocol, bytes);
     break;
   }
-  case NcclAlgorithm::nvls:
-    // NVLink SHARP inside one node, Simple only (NCCL runs NVLS with Simple); across nodes NCCL
-    // runs NVLS-tree, which is `tree` here.
-    if (gen.nvls_busbw_Bps <= 0 || multi || protocol != NcclProtocol::simple || s.per_node < 2)
+  case NcclAlgorithm::nvls: {
+    // NVLink SHARP inside each node, Simple only (NCCL runs NVLS and NVLSTree with Simple).
+    if (gen.nvls_busbw_Bps <= 0 || protocol != NcclProtocol::simple || s.per_node < 2 || !s.even)
       return c;
-    c.latency_s = gen.launch_s + gen.nvls_latency_s;
     // NVLS's bus bandwidth cannot beat the link: a GPU still sends and receives S once.
-    c.algbw_Bps = std::min(gen.nvls_busbw_Bps * n / (2.0 * (n - 1)), s.intra_Bps);
+    const double intra =
+        std::min(gen.nvls_busbw_Bps * s.per_node / (2.0 * (s.per_node - 1)), s.intra_Bps);
+    if (!multi) {
+      c.latency_s = gen.launch_s + gen.nvls_latency_s;
+      c.algbw_Bps = intra;
+      break;
+    }
+    // NVLSTree (tuning.cc): one NVLS step inside the node, the trees' levels up and down.
+    const double depth = std::log2(static_cast<double>(s.nodes));
+    c.latency_s = gen.launch_s + gen.nvls_latency_s + 2 * depth * hop_net;
+    // Mid sizes: NCCL's tree correction, which tuning.cc applies to NVLSTree on Blackwell; the
+    // Hopper tables in tests/data/nccl-tests dip the same way (a fit to them, not NCCL's model).
+    c.algbw_Bps = std::min(intra, nccl_tree_net_Bps(s)) * nccl_tree_correction(protocol, bytes);
     break;
+  }
   }
   if (!(c.algbw_Bps > 0))
     return c;

@@ -7,11 +7,13 @@
 // Algorithms:
 //  - ring: 2(n-1) steps, each rank sends 2(n-1)/n S; bus bandwidth = the slowest ring link (NVLink
 //    inside a node, the node's pooled NICs across nodes);
-//  - tree: NCCL's double binary tree across nodes, a chain inside each node; each node's NICs carry
-//    S each way (half the ring's), the chain carries S up and S down on the same NVLink;
+//  - tree: NCCL's double binary tree across nodes, a chain inside each node; the chain carries S
+//    up and S down on the same NVLink; each node's NICs carry S each way on 2 nodes (every node is
+//    a root or a leaf), 2S beyond (a node is inner in one tree: two children's halves up, its own
+//    half down to each; tuning.cc's "2 node case" doubles the network bandwidth for <= 2 nodes);
 //  - nvls: NVLink SHARP (NVSwitch-3, H100/H200 SXM): the switch reduces, so a GPU sends and
-//  receives
-//    S once; one node only here, and across nodes as NVLS-tree (tree between nodes, NVLS inside).
+//    receives S once; across nodes NCCL's NVLSTree: NVLS inside each node, the same trees between
+//    nodes (their NIC load as above). Simple only.
 // Protocols: LL (8-byte flag+data stores: lowest latency, a fraction of the bandwidth), LL128
 // (128-byte lines, ~92% of the bandwidth, higher latency), Simple (full bandwidth, highest
 // latency).
@@ -113,6 +115,18 @@ inline NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape&
 inline NcclCost nccl_ring_half(const NcclGeneration& gen, const NcclShape& shape, double bytes) {
   return nccl_best_collective(gen, shape, NcclCollective::reduce_scatter, bytes);
 }
+
+// NCCL's double binary tree over m nodes (trees.cc): the first tree gives node i the parent
+// (i with its lowest set bit b cleared) | 2b, or without the | 2b where that is out of range, so
+// the root 0 has one child and every other inner node two; the second tree mirrors the first
+// (i -> m-1-i) for even m and shifts it by one for odd m. The parent of node i in tree 0 or 1;
+// -1 for a root.
+int nccl_tree_parent(int i, int tree, int m);
+
+// The most bytes a node's NICs carry each way during a tree all-reduce of S, in units of S: every
+// tree edge carries half the array each way (up while reducing, down while broadcasting), so S/2
+// per edge at the node, summed over both trees. 1 for 2 nodes, 2 from 4 nodes on.
+double nccl_tree_nic_load(int m);
 
 // NCCL's tree correction (tuning.cc, treeCorrectionFactor): its trees reach only 40-100% of their
 // modelled bandwidth between 64 B and 256 MiB, by protocol and power-of-two size; 1 above.

@@ -5,6 +5,7 @@
 #include "sim/collective_timing.h"
 #include "sim/nccl_model.h"
 
+#include <cmath>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <iterator>
@@ -128,6 +129,60 @@ TEST(NcclModel, TreeAcrossNodesHandNumber) {
   EXPECT_NEAR(ring.algbw_Bps, 200e9 * 16 / 30, 1);
 }
 
+TEST(NcclModel, DoubleBinaryTreeIsNcclsAndItsNicLoad) {
+  // trees.cc's illustration for 14 ranks: 0 - 8; 8 - 4, 12; 4 - 2, 6; 12 - 10, 13; 2 - 1, 3; ...
+  const std::vector<int> first = {-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12};
+  for (int i = 0; i < 14; ++i)
+    EXPECT_EQ(sim::nccl_tree_parent(i, 0, 14), first[static_cast<std::size_t>(i)]) << i;
+  // Even: the second tree mirrors the first (root 13; 5 mirrors 8, whose parent 0 mirrors 13).
+  EXPECT_EQ(sim::nccl_tree_parent(13, 1, 14), -1);
+  EXPECT_EQ(sim::nccl_tree_parent(5, 1, 14), 13);
+  // Odd: shifted by one (root 1; 0 sits where 12 does, under 8, shifted 9).
+  EXPECT_EQ(sim::nccl_tree_parent(1, 1, 13), -1);
+  EXPECT_EQ(sim::nccl_tree_parent(0, 1, 13), 9);
+  // A node's NICs carry S/2 each way per tree edge at it. 2 nodes: one edge in each tree, S. 4
+  // nodes: 0 - 2 - {1, 3} and its mirror 3 - 1 - {2, 0}: nodes 1 and 2 have 3 + 1 edges, 2S.
+  // 3 nodes: 0 - 2 - 1 and shifted 1 - 0 - 2: 3 edges at most, 1.5S.
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(2), 1.0);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(3), 1.5);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(4), 2.0);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(64), 2.0);
+}
+
+TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
+  // 8 x H100 a node (NVLS: 480 GB/s bus, algbw 480 x 8/14), the nodes' NICs 400 GB/s, 3 us.
+  const auto& hopper = sim::nccl_generation("h100-sxm", "nvlink4");
+  sim::NcclShape s = one_node(8, 450e9);
+  s.net_Bps = 400e9;
+  s.net_latency_s = 3e-6;
+  s.ranks = 16;
+  s.nodes = 2;
+  // 2 nodes: 12 launch + 25 NVLS + 2 x log2(2) x (14 + 3) = 71 us; the NICs carry S each way:
+  // min(274.3, 0.92 x 400 = 368) GB/s: NVLS bounds it.
+  const auto two =
+      sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, 8 * GiB);
+  EXPECT_NEAR(two.latency_s, 71e-6, 1e-9);
+  EXPECT_NEAR(two.algbw_Bps, 480e9 * 8 / 14, 1);
+  // 4 nodes: 12 + 25 + 2 x 2 x 17 = 105 us; the NICs carry 2S: 0.92 x 400 / 2 = 184 GB/s, busbw
+  // 184 x 62/32 = 356.5 GB/s (published 365 on 8 x 400 Gb/s HGX H100s, nccl-tests issue #309).
+  s.ranks = 32;
+  s.nodes = 4;
+  const auto four =
+      sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, 8 * GiB);
+  EXPECT_NEAR(four.latency_s, 105e-6, 1e-9);
+  EXPECT_NEAR(four.algbw_Bps, 184e9, 1);
+  // Mid sizes take NCCL's tree correction (Simple, 16 MiB: 0.6). LL and LL128: not NVLS.
+  const double mib16 = 16 * 1048576.0;
+  const auto mid =
+      sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, mib16);
+  EXPECT_NEAR(mid.time_s, 105e-6 + mib16 / (184e9 * 0.6), 1e-9);
+  EXPECT_FALSE(std::isfinite(
+      sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::ll128, mib16).time_s));
+  // The classic tree on the same nodes chains inside them: min(450 / 2, 184) GB/s.
+  const auto tree = sim::nccl_all_reduce(hopper, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
+  EXPECT_NEAR(tree.algbw_Bps, 184e9, 1);
+}
+
 TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
   // NCCL's tree correction: 16 MiB is 2^18 units of 64 B: column 18, Simple 0.6, LL128 0.8, LL 0.9;
   // 63 B is column 0 (Simple 0.9); from 256 MiB on 1.
@@ -215,8 +270,21 @@ TEST(NcclModel, SimulatedAllReduceFollowsTheModelAndAutoIsTheDefault) {
                                  "nvlink4, inter_node: {bandwidth: 23GB/s, latency: 3us}, "
                                  "nics_per_node: 16}");
   const auto tree = sim::time_collective(two, CollectiveOp::all_reduce, 8 * GiB);
-  EXPECT_EQ(tree.algorithm, "tree/Simple");
+  EXPECT_EQ(tree.algorithm, "nvlstree/Simple");
   EXPECT_NEAR(tree.busbw_Bps, 463.9e9, 0.2 * 463.9e9);
+}
+
+TEST(NcclModel, SimulatedNvlsTreeOnFourNodesTakesTheModelsTime) {
+  // Its flows load the busiest node's NICs with 2S, which the pacing counts: alone, the simulated
+  // all-reduce takes the model's time (it once took 4/5 of it: heap-ordered trees loaded a node's
+  // NICs with 1.5S), within 2% (NVLS and the NICs' lanes share each GPU's link).
+  const auto four = node_scenario("{nodes: 4, gpus_per_node: 8, gpu: h100-sxm, intra_node: "
+                                  "nvlink4, inter_node: {bandwidth: 400Gb/s, latency: 3us}, "
+                                  "nics_per_node: 8, collective_algorithm: auto}");
+  const auto t = sim::time_collective(four, CollectiveOp::all_reduce, GiB);
+  EXPECT_EQ(t.algorithm, "nvlstree/Simple");
+  // 12 + 25 + 4 x (14 + 3 us network latency) = 105 us, then 184 GB/s (NvlsTreeAcrossNodes...).
+  EXPECT_NEAR(t.time_s, 105e-6 + GiB / 184e9, 0.02 * t.time_s);
 }
 
 TEST(NcclModel, SimulatedReduceScatterAllGatherBroadcastFollowTheModel) {
