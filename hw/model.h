@@ -42,6 +42,8 @@ struct ModelSpec {
   // Measured steps over flat slices, (parameters, seconds) ascending: interpolated where given
   // (optimizer_step_time).
   std::vector<std::pair<double, double>> optimizer_points;
+  // Measured: DiLoCo's outer step per parameter; replaces the memory-bandwidth estimate when > 0.
+  double outer_step_time_per_param_s = 0;
   // The layers came from a per-layer time table: collectives over the model's parameters or
   // gradients take the table's comm_time_s, not the network model's time (docs/MODEL.md).
   bool comm_times_from_table = false;

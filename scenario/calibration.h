@@ -49,6 +49,10 @@ struct Calibration {
   // state fits a cache (a CPU's L3: a 2-worker ZeRO-1 shard stepped 4.7x faster than the full
   // step, not 2x); the simulator interpolates between them.
   std::vector<std::pair<double, double>> optimizer_points;
+  // DiLoCo's outer step (outer Nesterov from the anchor, momentum, the inner optimizer's state
+  // reloaded), measured over the whole model, per parameter (issue 30.3): priced by the memory
+  // bandwidth of a copy it was 12x short on a CPU, where it runs many element-wise passes.
+  double outer_step_time_per_param_s = 0;
   double memory_bandwidth_Bps = 0; // element-wise copies (the simulator's HBM bandwidth)
   // Fraction of compute speed lost while a collective runs on the same device (hw::GpuSpec).
   std::optional<double> comm_interference;

@@ -396,5 +396,30 @@ algorithms: [ddp]
   }
 }
 
+// Issue 30.3: DiLoCo's outer step takes its measured price per parameter, not a copy's bandwidth.
+TEST(Calibration, OuterStepTakesItsMeasuredPrice) {
+  const testing::ScratchDir dir;
+  auto profile = mlp_profile();
+  profile.outer_step_time_per_param_s = 2e-9;
+  std::ofstream(dir / "profile.json") << calibration_json(profile);
+  EXPECT_DOUBLE_EQ(read_calibration((dir / "profile.json").string()).outer_step_time_per_param_s,
+                   2e-9);
+  const auto path = (dir / "s.yaml").string();
+  std::ofstream(path) << R"(name: cal
+cluster: {nodes: 1, gpus_per_node: 2, gpu: a100-80gb, intra_node: {bandwidth: 1TB/s, latency: 0us}}
+model: {preset: mlp, width: 16, depth: 2, profile: profile.json, dtype: fp32}
+training: {micro_batch: 8, steps: 4}
+algorithms: [{name: diloco, H: 2}]
+)";
+  const auto r = overlapsim::testing::simulate(load_scenario(path), "diloco", {{"H", "2"}});
+  int outer = 0;
+  for (const auto& e : r.trace.events)
+    if (r.trace.name_of(e.name) == "outer step") {
+      EXPECT_NEAR(e.end - e.start, 2e-9 * 544, 1e-12); // the mlp's 544 parameters
+      ++outer;
+    }
+  EXPECT_GE(outer, 2);
+}
+
 } // namespace
 } // namespace overlapsim::scenario
