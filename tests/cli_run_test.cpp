@@ -4,6 +4,7 @@
 #include "cli/run_command.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -54,7 +55,8 @@ protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
            ("overlapsim-cli-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "s.yaml") << kScenario;

@@ -4,6 +4,7 @@
 #include "test_util.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "algorithms/runtime.h"
 #include "cli/collective_command.h"
@@ -48,7 +49,8 @@ protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
            ("overlapsim-formats-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     scenario_ = (dir_ / "s.yaml").string();

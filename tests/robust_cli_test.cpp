@@ -46,7 +46,8 @@ protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
            ("overlapsim-robust-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     scenario_ = (dir_ / "s.yaml").string();

@@ -56,7 +56,8 @@ Run overlapsim(const std::string& args) {
 // A test's output directory (empty), with its scenario file beside it: validate replaces only a
 // directory it published itself, never one holding the user's files (issue 26.5).
 fs::path temp_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("overlapsim-validate-test-" + name);
+  auto dir = fs::temp_directory_path() /
+             ("overlapsim-validate-test-" + name + "-" + std::to_string(::getpid()));
   overlapsim::remove_tree(dir.string()); // not fs::remove_all: see trace/remove_tree.h
   overlapsim::remove_tree(dir.string() + "-scenario");
   fs::create_directories(dir);
