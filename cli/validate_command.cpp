@@ -308,7 +308,8 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
       const auto side = [](const std::optional<OpCost>& cost) {
         return cost ? nlohmann::ordered_json{{"count_per_step", cost->count_per_step},
                                              {"median_s", cost->median_s},
-                                             {"per_step_s", cost->per_step_s}}
+                                             {"per_step_s", cost->per_step_s},
+                                             {"waiting_per_step_s", cost->waiting_per_step_s}}
                     : nlohmann::ordered_json(nullptr);
       };
       const bool both = c.predicted && c.measured;

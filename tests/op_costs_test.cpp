@@ -59,6 +59,37 @@ TEST(OpCosts, CountsMediansAndTimePerStepPerWorkerInTheWindow) {
   EXPECT_DOUBLE_EQ(costs[1].per_step_s, 1.2 / 4);
 }
 
+TEST(OpCosts, ACollectiveCountsFromItsLastMembersStart) {
+  Trace t;
+  t.workers = 2;
+  // One step, window [0, 10). All-reduces on group 3 (2 members): the first instance starts at 1.0
+  // on worker 0 and 1.6 on worker 1, both end at 2.0: 0.4 s each moving data, 0.6 s of waiting.
+  // The second: 3.0 and 3.0, ends 3.5 and 3.6.
+  auto on_group = [&](int worker, double start, double end) {
+    event(t, worker, StreamKind::comm, OpCategory::comm, "all-reduce", start, end);
+    t.events.back().group = 3;
+    t.events.back().group_size = 2;
+  };
+  on_group(0, 1.0, 2.0);
+  on_group(0, 3.0, 3.5);
+  on_group(1, 1.6, 2.0);
+  on_group(1, 3.0, 3.6);
+  // A message on a pair group (a peer): not a collective, its waiting counts as its time.
+  event(t, 0, StreamKind::comm, OpCategory::comm, "recv", 4.0, 5.0);
+  t.events.back().group = 4, t.events.back().group_size = 2, t.events.back().peer = 1;
+  event(t, 1, StreamKind::comm, OpCategory::comm, "send", 4.8, 5.0);
+  t.events.back().group = 4, t.events.back().group_size = 2, t.events.back().peer = 0;
+  const auto costs = op_costs(t, 0, 10, 1);
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_EQ(costs[0].op, "all-reduce");
+  EXPECT_DOUBLE_EQ(costs[0].median_s, (0.4 + 0.5) / 2); // of 0.4, 0.4, 0.5, 0.6
+  EXPECT_DOUBLE_EQ(costs[0].per_step_s, (0.4 + 0.4 + 0.5 + 0.6) / 2);
+  EXPECT_DOUBLE_EQ(costs[0].waiting_per_step_s, 0.6 / 2);
+  EXPECT_EQ(costs[1].op, "recv");
+  EXPECT_DOUBLE_EQ(costs[1].median_s, 1.0);
+  EXPECT_DOUBLE_EQ(costs[1].waiting_per_step_s, 0);
+}
+
 TEST(OpCosts, AJoinKeepsOpsOfEitherSide) {
   const std::vector<OpCost> predicted = {
       {"forward", OpCategory::forward, StreamKind::compute, 1, 0.3, 0.3},

@@ -1,6 +1,7 @@
 #include "trace/op_costs.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace overlapsim {
@@ -19,26 +20,75 @@ std::string op_kind(OpCategory category, const std::string& name) {
   return kind;
 }
 
+namespace {
+
+bool is_collective(const TraceEvent& e) {
+  // Point-to-point messages run on pair groups with a peer; a rooted collective names its root.
+  return e.category == OpCategory::comm && e.group >= 0 && e.group_size > 1 &&
+         (e.peer < 0 || e.group_size > 2);
+}
+
+// Per event: when the last member of its collective instance started (its own start otherwise).
+std::vector<double> last_arrivals(const Trace& trace) {
+  const auto& events = trace.events;
+  std::vector<double> last(events.size());
+  std::map<std::pair<int, int>, std::vector<std::size_t>> sequence; // (group, worker) -> events
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    last[i] = events[i].start;
+    if (is_collective(events[i]))
+      sequence[{events[i].group, events[i].worker}].push_back(i);
+  }
+  std::map<int, std::vector<std::vector<std::size_t>*>> members;
+  for (auto& [key, indexes] : sequence) {
+    std::stable_sort(indexes.begin(), indexes.end(), [&](std::size_t a, std::size_t b) {
+      return events[a].start < events[b].start;
+    });
+    members[key.first].push_back(&indexes);
+  }
+  for (const auto& [group, lists] : members) {
+    std::size_t longest = 0;
+    for (const auto* l : lists)
+      longest = std::max(longest, l->size());
+    for (std::size_t k = 0; k < longest; ++k) {
+      double latest = -std::numeric_limits<double>::infinity();
+      for (const auto* l : lists)
+        if (k < l->size())
+          latest = std::max(latest, events[(*l)[k]].start);
+      for (const auto* l : lists)
+        if (k < l->size())
+          last[(*l)[k]] = latest;
+    }
+  }
+  return last;
+}
+
+} // namespace
+
 std::vector<OpCost> op_costs(const Trace& trace, double window_start_s, double window_end_s,
                              int steps) {
   struct Kind {
     OpCost cost;
     std::vector<double> durations;
+    double waiting = 0;
   };
+  const auto last = last_arrivals(trace);
   std::vector<Kind> kinds;
   std::map<std::pair<StreamKind, std::string>, std::size_t> index;
-  for (const auto& e : trace.events) {
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const auto& e = trace.events[i];
     if (e.start < window_start_s || e.start >= window_end_s || e.category == OpCategory::idle)
       continue;
     const auto kind = op_kind(e.category, trace.name_of(e.name));
     const auto [it, fresh] = index.try_emplace({e.stream, kind}, kinds.size());
     if (fresh)
       kinds.push_back({OpCost{kind, e.category, e.stream}, {}});
-    kinds[it->second].durations.push_back(e.end - e.start);
+    const double moving_from = std::clamp(last[i], e.start, e.end);
+    kinds[it->second].durations.push_back(e.end - moving_from);
+    kinds[it->second].waiting += moving_from - e.start;
   }
   const double per = steps > 0 && trace.workers > 0 ? 1.0 / (steps * trace.workers) : 0.0;
   std::vector<OpCost> out;
-  for (auto& [cost, durations] : kinds) {
+  for (auto& [cost, durations, waiting] : kinds) {
     std::sort(durations.begin(), durations.end());
     const std::size_t n = durations.size();
     cost.median_s = n % 2 ? durations[n / 2] : (durations[n / 2 - 1] + durations[n / 2]) / 2;
@@ -47,6 +97,7 @@ std::vector<OpCost> op_costs(const Trace& trace, double window_start_s, double w
       total += d;
     cost.count_per_step = static_cast<double>(n) * per;
     cost.per_step_s = total * per;
+    cost.waiting_per_step_s = waiting * per;
     out.push_back(cost);
   }
   return out;
