@@ -1,0 +1,260 @@
+#include "scenario/readers.h"
+
+#include "hw/system_presets.h"
+#include "hw/units.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h> // fmt::join (in <fmt/format.h> before fmt 11)
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace overlapsim::scenario::yaml {
+
+hw::GpuSpec read_gpu(const Entry& e) {
+  if (e.is_scalar()) {
+    if (auto gpu = hw::find_gpu_preset(e.text()))
+      return *gpu;
+    std::string names;
+    for (const auto& n : hw::gpu_preset_names())
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
+    e.fail(fmt::format("unknown GPU preset '{}'; expected one of: {} (or a map with peak_tflops, "
+                       "memory, efficiency, hbm_bandwidth)",
+                       e.text(), names));
+  }
+  e.expect_map({"preset", "name", "peak_tflops", "memory", "efficiency", "hbm_bandwidth",
+                "comm_interference"});
+  hw::GpuSpec gpu;
+  if (e.has("preset"))
+    gpu = read_gpu(e.child("preset"));
+  else
+    gpu.name = "custom";
+  if (e.has("name"))
+    gpu.name = e.child("name").text();
+  auto need = [&](const char* key) {
+    if (!e.has("preset") && !e.has(key))
+      e.child(key); // reports the missing key
+  };
+  need("peak_tflops");
+  need("memory");
+  need("hbm_bandwidth");
+  if (e.has("peak_tflops"))
+    gpu.peak_flops_bf16 = e.child("peak_tflops").number(1e-6, 1e9) * 1e12;
+  if (e.has("memory"))
+    gpu.memory_bytes = e.child("memory").quantity(hw::parse_size_bytes);
+  if (e.has("efficiency"))
+    gpu.efficiency = e.child("efficiency").number(1e-6, 1.0);
+  if (e.has("hbm_bandwidth"))
+    gpu.hbm_bandwidth_Bps = e.child("hbm_bandwidth").quantity(hw::parse_bandwidth_Bps);
+  if (e.has("comm_interference"))
+    gpu.comm_interference = e.child("comm_interference").number(0.0, 0.9);
+  if (gpu.peak_flops_fp32 <= 0)
+    gpu.peak_flops_fp32 = gpu.peak_flops_bf16;
+  return gpu;
+}
+
+hw::LinkSpec read_link(const Entry& e) {
+  if (e.is_scalar()) {
+    if (auto link = hw::find_link_preset(e.text()))
+      return *link;
+    std::string names;
+    for (const auto& n : hw::link_preset_names())
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
+    e.fail(fmt::format("unknown link preset '{}'; expected one of: {} (or a map with bandwidth "
+                       "and latency)",
+                       e.text(), names));
+  }
+  e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency"});
+  hw::LinkSpec link;
+  if (e.has("preset"))
+    link = read_link(e.child("preset"));
+  else
+    link.name = "custom";
+  if (e.has("name"))
+    link.name = e.child("name").text();
+  if (!e.has("preset")) {
+    e.child("bandwidth");
+    e.child("latency");
+  }
+  // `bandwidth` is the line rate; collectives reach `efficiency` of it (the preset's, else 1).
+  double line_rate = link.line_rate_Bps();
+  if (e.has("bandwidth"))
+    line_rate = e.child("bandwidth").quantity(hw::parse_bandwidth_Bps);
+  if (e.has("efficiency"))
+    link.efficiency = e.child("efficiency").number(0.01, 1.0);
+  link.bandwidth_Bps = line_rate * link.efficiency;
+  if (e.has("latency"))
+    link.latency_s = e.child("latency").quantity(hw::parse_time_s, /*allow_zero=*/true);
+  return link;
+}
+
+// A system preset (cluster.preset): what it fills in unless the cluster sets the key itself.
+hw::SystemSpec read_system(const Entry& e) {
+  if (auto system = hw::find_system_preset(e.text()))
+    return *system;
+  e.fail(fmt::format("unknown system preset '{}'; expected one of: {}", e.text(),
+                     fmt::join(hw::system_preset_names(), ", ")));
+}
+
+ClusterSpec read_cluster(const Entry& e) {
+  e.expect_map({"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
+                "nics_per_node", "stragglers", "jitter", "network_model", "collectives",
+                "collective_algorithm", "nccl_protocol", "sites", "wan", "calibration"});
+  ClusterSpec c;
+  c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
+  std::optional<hw::SystemSpec> system;
+  if (e.has("preset"))
+    system = read_system(e.child("preset"));
+  c.gpus_per_node = system && !e.has("gpus_per_node")
+                        ? system->gpus_per_node
+                        : static_cast<int>(e.child("gpus_per_node").integer(1, 1024));
+  // A million GPUs is past any machine built; ranks and per-GPU tables stay well inside int.
+  constexpr long long kMaxGpus = 1 << 20;
+  if (static_cast<long long>(c.nodes) * c.gpus_per_node > kMaxGpus)
+    e.child("gpus_per_node")
+        .fail(fmt::format("expected at most {} GPUs in all (cluster.nodes x gpus_per_node), got "
+                          "{} x {} = {}",
+                          kMaxGpus, c.nodes, c.gpus_per_node,
+                          static_cast<long long>(c.nodes) * c.gpus_per_node));
+  c.gpu = system && !e.has("gpu") ? *hw::find_gpu_preset(system->gpu) : read_gpu(e.child("gpu"));
+  // A calibration profile's fitted links replace the latency and bandwidth of the ones it holds;
+  // those links may then be left out.
+  std::optional<Calibration> calibration;
+  if (e.has("calibration")) {
+    calibration = e.child("calibration").calibration();
+    c.calibration = e.child("calibration").path_value();
+  }
+  auto link = [&](const char* key, bool needed, const std::optional<LinkFit>& fit,
+                  const std::string& from_system) {
+    hw::LinkSpec l;
+    if (e.has(key) || (needed && !fit && from_system.empty()))
+      l = read_link(e.child(key));
+    else if (!from_system.empty())
+      l = *hw::find_link_preset(from_system);
+    if (fit) {
+      l.name = l.name.empty() ? "calibrated" : l.name + " (calibrated)";
+      l.latency_s = fit->latency_s;
+      l.bandwidth_Bps = fit->bandwidth_Bps; // measured: what collectives reach
+      l.efficiency = 1;
+    }
+    return l;
+  };
+  if (c.gpus_per_node > 1 || e.has("intra_node"))
+    c.intra_node = link("intra_node", true, calibration ? calibration->intra_node : std::nullopt,
+                        system ? system->intra_node : "");
+  if (c.nodes > 1 || e.has("inter_node") || (calibration && calibration->inter_node))
+    c.inter_node =
+        link("inter_node", c.nodes > 1, calibration ? calibration->inter_node : std::nullopt,
+             system ? system->inter_node : "");
+  // Per-op fits map onto the link that carries the job's collectives: across nodes when there
+  // are several, else inside the node.
+  if (calibration) {
+    const bool across = c.nodes > 1;
+    const auto& base = across ? calibration->inter_node : calibration->intra_node;
+    if (base) {
+      // The link's own collective too: its measured points, where the fit's line misses them.
+      auto ops = across ? calibration->inter_node_ops : calibration->intra_node_ops;
+      ops.push_back(*base);
+      LinkFit carrier = *base;
+      carrier.latency_s = latency_floor(*base, ops);
+      (across ? c.inter_node : c.intra_node).latency_s = carrier.latency_s;
+      for (const auto& f : ops)
+        c.collective_bytes[f.op] = collective_bytes_map(carrier, f);
+    }
+  }
+  if (e.has("nics_per_node"))
+    c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
+  else if (system)
+    c.nics_per_node = system->nics_per_node; // one NIC per GPU on DGX-like nodes
+  else if ((c.intra_node.name == "nvlink3" || c.intra_node.name == "nvlink4") &&
+           c.inter_node.name.starts_with("ib-") && c.gpus_per_node <= 64)
+    // A DGX/HGX-like node (NVSwitch inside, InfiniBand between) has a NIC per GPU (issue 25.3):
+    // 8 x 200 Gb/s HDR on a DGX A100, 8 x 400 Gb/s NDR on a DGX H100. One NIC would make every
+    // cross-node collective 8x too slow.
+    c.nics_per_node = c.gpus_per_node;
+  if (e.has("stragglers")) {
+    // GPU -> its index in the list: a list of every GPU of a large cluster is checked in
+    // O(n log n), not by scanning the list for each entry.
+    std::map<int, std::size_t> listed;
+    for (const auto& s : e.child("stragglers").items()) {
+      s.expect_map({"gpu", "slowdown"});
+      Straggler st;
+      st.gpu = static_cast<int>(s.child("gpu").integer(0, c.world_size() - 1));
+      if (const auto [it, fresh] = listed.try_emplace(st.gpu, c.stragglers.size()); !fresh)
+        s.child("gpu").fail(fmt::format("GPU {} is already a straggler (cluster.stragglers.{}); "
+                                        "give each GPU one slowdown",
+                                        st.gpu, it->second));
+      st.slowdown = s.child("slowdown").number(1e-3, 1e6);
+      c.stragglers.push_back(st);
+    }
+  }
+  if (e.has("jitter")) {
+    const Entry j = e.child("jitter");
+    j.expect_map({"distribution", "sigma"});
+    c.jitter.distribution =
+        j.child("distribution")
+            .choice<JitterDistribution>({{"none", JitterDistribution::none},
+                                         {"lognormal", JitterDistribution::lognormal},
+                                         {"normal", JitterDistribution::normal}});
+    c.jitter.sigma = j.has("sigma") ? j.child("sigma").number(0, 10) : 0.0;
+  }
+  if (e.has("network_model"))
+    c.network_model =
+        e.child("network_model")
+            .choice<NetworkModel>({{"exact", NetworkModel::exact}, {"tcp", NetworkModel::tcp}});
+  if (e.has("collectives"))
+    c.collectives = e.child("collectives")
+                        .choice<CollectiveFidelity>({{"nccl", CollectiveFidelity::nccl},
+                                                     {"fused", CollectiveFidelity::fused},
+                                                     {"steps", CollectiveFidelity::steps}});
+  else if (e.has("calibration"))
+    // A calibrated link is what the collectives measured reach: NCCL's costs are in it already.
+    c.collectives = CollectiveFidelity::fused;
+  if (e.has("collective_algorithm"))
+    c.collective_algorithm =
+        e.child("collective_algorithm")
+            .choice<CollectiveAlgorithm>({{"ring", CollectiveAlgorithm::ring},
+                                          {"tree", CollectiveAlgorithm::tree},
+                                          {"hierarchical", CollectiveAlgorithm::hierarchical},
+                                          {"auto", CollectiveAlgorithm::automatic}});
+  if (e.has("nccl_protocol"))
+    c.nccl_protocol = e.child("nccl_protocol")
+                          .choice<NcclProtocolChoice>({{"auto", NcclProtocolChoice::automatic},
+                                                       {"LL", NcclProtocolChoice::ll},
+                                                       {"LL128", NcclProtocolChoice::ll128},
+                                                       {"Simple", NcclProtocolChoice::simple},
+                                                       {"ll", NcclProtocolChoice::ll},
+                                                       {"ll128", NcclProtocolChoice::ll128},
+                                                       {"simple", NcclProtocolChoice::simple}});
+  if (e.has("sites")) {
+    std::vector<int> site_of(static_cast<std::size_t>(c.nodes), -1);
+    for (const auto& s : e.child("sites").items()) {
+      s.expect_map({"name", "nodes"});
+      Site site;
+      site.name = s.has("name") ? s.child("name").text() : fmt::format("site{}", c.sites.size());
+      for (const auto& n : s.child("nodes").items()) {
+        const int node = static_cast<int>(n.integer(0, c.nodes - 1));
+        if (site_of[static_cast<std::size_t>(node)] >= 0)
+          n.fail(fmt::format("node {} is already in site {}", node,
+                             site_of[static_cast<std::size_t>(node)]));
+        site_of[static_cast<std::size_t>(node)] = static_cast<int>(c.sites.size());
+        site.nodes.push_back(node);
+      }
+      c.sites.push_back(site);
+    }
+    for (int n = 0; n < c.nodes; ++n)
+      if (site_of[static_cast<std::size_t>(n)] < 0)
+        e.child("sites").fail(
+            fmt::format("node {} is in no site; every node must be in exactly one", n));
+    if (c.sites.size() > 1)
+      c.wan = read_link(e.child("wan"));
+  } else if (e.has("wan")) {
+    e.child("wan").fail("a WAN link needs 'sites' saying which nodes sit on each side");
+  }
+  return c;
+}
+
+} // namespace overlapsim::scenario::yaml
