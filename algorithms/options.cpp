@@ -103,24 +103,14 @@ long long AlgorithmOptions::integer(const std::string& key, long long fallback, 
                                     long long max) const {
   if (!has(key))
     return fallback;
-  const std::string& s = spec_.options.at(key).value;
-  long long v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max)
-    fail(key, fmt::format("expected a whole number in [{}, {}], got '{}'", min, max, s));
-  return v;
+  return checked(key, scenario::integer_value(spec_.options.at(key).value, min, max));
 }
 
 double AlgorithmOptions::number(const std::string& key, double fallback, double min,
                                 double max) const {
   if (!has(key))
     return fallback;
-  const std::string& s = spec_.options.at(key).value;
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < min || v > max)
-    fail(key, fmt::format("expected a number in [{}, {}], got '{}'", min, max, s));
-  return v;
+  return checked(key, scenario::number_value(spec_.options.at(key).value, min, max));
 }
 
 std::string AlgorithmOptions::text(const std::string& key, const std::string& fallback,
@@ -138,7 +128,9 @@ std::string AlgorithmOptions::text(const std::string& key, const std::string& fa
 }
 
 bool AlgorithmOptions::flag(const std::string& key, bool fallback) const {
-  return text(key, fallback ? "true" : "false", {"true", "false"}) == "true";
+  if (!has(key))
+    return fallback;
+  return checked(key, scenario::boolean_value(spec_.options.at(key).value));
 }
 
 std::optional<scenario::Dtype> AlgorithmOptions::dtype(const std::string& key) const {

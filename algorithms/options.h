@@ -4,11 +4,13 @@
 
 #include "algorithms/descriptor.h"
 #include "scenario/scenario.h"
+#include "scenario/value_rules.h"
 
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 namespace overlapsim {
 
@@ -42,6 +44,12 @@ public:
 
 private:
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+  // The value, or the loader's own message for `key` (scenario/value_rules.h).
+  template <typename T> T checked(const std::string& key, scenario::Checked<T> value) const {
+    if (auto* why = std::get_if<std::string>(&value))
+      fail(key, *why);
+    return std::get<T>(value);
+  }
   const OptionSchema& schema(const std::string& key, OptionType type) const;
   const scenario::AlgorithmSpec& spec_;
   const AlgorithmDescriptor& descriptor_;

@@ -8,6 +8,7 @@
 #include "scenario/calibration.h"
 #include "scenario/loader.h"
 #include "scenario/scenario.h"
+#include "scenario/value_rules.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -152,26 +153,10 @@ public:
     return v;
   }
 
-  double number(double min, double max) const {
-    const std::string s = text();
-    double v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
-      fail(fmt::format("expected a number, got '{}'", s));
-    if (v < min || v > max)
-      fail(fmt::format("expected a number in [{}, {}], got '{}'", min, max, s));
-    return v;
-  }
+  double number(double min, double max) const { return checked(number_value(text(), min, max)); }
 
   long long integer(long long min, long long max) const {
-    const std::string s = text();
-    long long v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || end != s.data() + s.size())
-      fail(fmt::format("expected a whole number, got '{}'", s));
-    if (v < min || v > max)
-      fail(fmt::format("expected a whole number in [{}, {}], got {}", min, max, v));
-    return v;
+    return checked(integer_value(text(), min, max));
   }
 
   // A file path: relative paths resolve against the scenario file's directory, or against the
@@ -192,14 +177,7 @@ public:
     }
   }
 
-  bool boolean() const {
-    const std::string s = text();
-    if (s == "true" || s == "yes" || s == "on")
-      return true;
-    if (s == "false" || s == "no" || s == "off")
-      return false;
-    fail(fmt::format("expected true or false, got '{}'", s));
-  }
+  bool boolean() const { return checked(boolean_value(text())); }
 
   template <typename E>
   E choice(std::initializer_list<std::pair<std::string_view, E>> options) const {
@@ -214,6 +192,12 @@ public:
   }
 
 private:
+  template <typename T> T checked(Checked<T> value) const {
+    if (auto* why = std::get_if<std::string>(&value))
+      fail(*why);
+    return std::get<T>(value);
+  }
+
   std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
   const Context* ctx_;

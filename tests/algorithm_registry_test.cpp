@@ -77,6 +77,14 @@ TEST(AlgorithmRegistry, OptionsAreCheckedAgainstTheSchema) {
               HasSubstr("expected one of full, hybrid, got 'both'"));
   EXPECT_THAT(error(spec_of("asc-wfbp", {{"simultaneous", "65"}})),
               HasSubstr("expected a whole number in [1, 64]"));
+  // Flags follow the loader's rules (scenario/value_rules.h): yes/no as output.plots takes them.
+  EXPECT_EQ(error(spec_of("ddp", {{"gradient_as_bucket_view", "yes"}})), "no error");
+  EXPECT_EQ(error(spec_of("ddp", {{"gradient_as_bucket_view", "off"}})), "no error");
+  EXPECT_THAT(error(spec_of("ddp", {{"gradient_as_bucket_view", "maybe"}})),
+              HasSubstr("key 'algorithms.ddp.gradient_as_bucket_view': expected true or false, "
+                        "got 'maybe'"));
+  EXPECT_THAT(error(spec_of("local-sgd", {{"H", "2.5"}})),
+              HasSubstr("expected a whole number, got '2.5'"));
 }
 
 // validate's list of real algorithms is the descriptors' real_run (cli/validate_command.cpp).
