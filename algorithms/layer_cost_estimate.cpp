@@ -1,5 +1,7 @@
 #include "algorithms/layer_cost_estimate.h"
 
+#include "hw/compute_cost.h"
+
 namespace overlapsim {
 namespace {
 
@@ -22,18 +24,14 @@ LayerCosts estimate_layer_costs(const scenario::Scenario& s) {
   const auto& c = s.cluster;
   const int n = c.world_size();
   const hw::LinkSpec& link = slowest_link(c);
-  const double flops =
-      s.model.dtype == scenario::Dtype::fp32 ? c.gpu.peak_flops_fp32 : c.gpu.peak_flops_bf16;
+  const bool fp32 = s.model.dtype == scenario::Dtype::fp32;
   const double bytes_per_param = scenario::dtype_bytes(s.model.dtype);
   const double samples = s.training.micro_batch;
   const double startup = all_reduce_startup_s(s);
   LayerCosts costs;
   for (const auto& l : s.model.spec.layers) {
-    // Measured, else modelled (roofline), else FLOPs at the GPU's efficiency: as the simulator.
-    const double bwd_s =
-        l.bwd_time_per_sample_s > 0 ? l.bwd_time_per_sample_s : l.bwd_model_time_per_sample_s;
-    costs.bp_s.push_back(bwd_s > 0 ? bwd_s * samples
-                                   : l.bwd_flops_per_sample * samples / (flops * c.gpu.efficiency));
+    // Measured, else modelled (roofline), else FLOPs: the simulator's own price.
+    costs.bp_s.push_back(hw::layer_seconds_per_sample(l, c.gpu, fp32, true) * samples);
     if (n <= 1)
       costs.comm_s.push_back(0.0);
     else if (s.model.spec.comm_times_from_table)

@@ -1,5 +1,7 @@
 #include "sim/sim_worker.h"
 
+#include "hw/compute_cost.h"
+
 #include "algorithms/model_state.h"
 #include "algorithms/replicator_cost.h"
 
@@ -109,18 +111,16 @@ double SimWorker::seq_ratio(MicroBatch mb) const {
 }
 
 double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) const {
-  const auto& model = ctx_.scenario.model.spec.layers;
+  const auto& s = ctx_.scenario;
+  const auto& model = s.model.spec.layers;
   const double speed = ctx_.platform.nominal_speed;
+  const bool fp32 = s.model.dtype == scenario::Dtype::fp32;
   double amount = 0;
   for (int l = layers.first; l < layers.last; ++l) {
     const auto& layer = model[static_cast<std::size_t>(l)];
-    double t = backward ? layer.bwd_time_per_sample_s : layer.fwd_time_per_sample_s;
-    if (t <= 0)
-      t = backward ? layer.bwd_model_time_per_sample_s : layer.fwd_model_time_per_sample_s;
-    // A measured time is turned into the FLOPs that take that long on a nominal GPU, so stragglers
-    // and jitter scale it like any other op.
-    const double base =
-        t > 0 ? t * speed : (backward ? layer.bwd_flops_per_sample : layer.fwd_flops_per_sample);
+    // The layer's time (hw/compute_cost.h, shared with the planners), turned into the FLOPs that
+    // take that long on a nominal GPU, so stragglers and jitter scale it like any other op.
+    const double base = hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, backward) * speed;
     // A sequence of ratio r x seq_len: the attention part scales with r^2, the rest with r (the
     // backward, or a measured time, in the forward FLOPs' proportions).
     const double q = layer.seq_quadratic_share;
