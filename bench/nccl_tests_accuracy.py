@@ -98,27 +98,33 @@ def main():
         sim = simulate(args.overlapsim, cluster, rows[0][0], rows[-1][0])
         print(f"== {name} ({kind})\n{'size':>12} {'published':>10} {'simulated':>10} {'ratio':>6}"
               "  chosen")
-        big, small = (1.0, "-"), (1.0, "-")
-        for size, busbw in rows:
+        big, small, smooth = (1.0, "-"), (1.0, "-"), (1.0, "-")
+        for i, (size, busbw) in enumerate(rows):
             t = sim[size]
             ratio = t["busbw_Bps"] / 1e9 / busbw
             off = max(ratio, 1 / ratio)
+            # A dip: busbw below the next smaller size's in both of nccl-tests' runs (a bigger
+            # message never moves slower on a quiet fabric; the table caught a disturbance).
+            dip = i > 0 and busbw < rows[i - 1][1]
             if MIB <= size <= 8 * 1024 * MIB:
                 big = max(big, (off, f"{size:.0f} B"))
+                if not dip:
+                    smooth = max(smooth, (off, f"{size:.0f} B"))
             elif size < MIB and busbw >= 0.05:  # two printed digits at least
                 small = max(small, (off, f"{size:.0f} B"))
             print(f"{size:12.0f} {busbw:10.2f} {t['busbw_Bps'] / 1e9:10.2f} {ratio:6.2f}  "
-                  f"{t['algorithm']}")
-        summary.append((name, kind, big, small))
+                  f"{t['algorithm']}{'  (dip)' if dip else ''}")
+        summary.append((name, kind, big, small, smooth))
     print("\nworst ratio (simulated vs published busbw, either way) per table:")
-    print(f"{'table':28} {'kind':9} {'1 MiB-8 GiB (<=1.2)':>26} {'below 1 MiB (<=2)':>24}  met")
+    print(f"{'table':28} {'kind':9} {'1 MiB-8 GiB (<=1.2)':>26} {'below 1 MiB (<=2)':>24}  met"
+          f"  {'1 MiB-8 GiB without dips':>26}")
     ok = True
-    for name, kind, big, small in summary:
+    for name, kind, big, small, smooth in summary:
         met = big[0] <= 1.2 and small[0] <= 2
         if kind == TARGET:
             ok = ok and met
         print(f"{name:28} {kind:9} {'x%.2f at %s' % big:>26} {'x%.2f at %s' % small:>24}  "
-              f"{'yes' if met else 'no'}")
+              f"{'yes' if met else 'no ':3}  {'x%.2f at %s' % smooth:>26}")
     print("\n" + EFA_NOTE)
     print(f"\ntargets: {'all met' if ok else 'NOT all met'}")
     return 0 if ok else 1
