@@ -1,5 +1,6 @@
 #include "cli/collective_command.h"
 
+#include "cli/run_command.h"
 #include "scenario/loader.h"
 #include "sim/collective_timing.h"
 
@@ -128,6 +129,7 @@ int collective_command(const CollectiveOptions& o) {
     if (!o.algorithm.empty())
       overrides.push_back("cluster.collective_algorithm=" + o.algorithm);
     const auto scenario = scenario::load_scenario(o.scenario, overrides);
+    print_scenario_warnings(scenario); // stderr: stdout stays nccl-tests' table
     const CollectiveOp op = parse_op(o.op);
     const auto sizes = parse_size_range(o.size);
     const auto& cluster = scenario.cluster;

@@ -116,6 +116,32 @@ TEST_F(FormatsCli, CollectivePrintsNcclTestsColumnsAndTheAverageBusBandwidth) {
   EXPECT_EQ(rows_of(bcast.second).at(0)[4], "0");
 }
 
+TEST_F(FormatsCli, CollectiveWarnsOfAFlatRingAcrossWanSites) {
+  // 3 sites of 8 one-GPU nodes, 30 ms apart: NCCL's ring crosses the WAN 2 x 23 = 46 times.
+  std::ofstream(dir_ / "wan.yaml") << R"(name: wan
+cluster:
+  nodes: 24
+  gpus_per_node: 1
+  gpu: a100-80gb
+  inter_node: {bandwidth: 100Gb/s, latency: 5us}
+  sites: [{name: a, nodes: [0, 1, 2, 3, 4, 5, 6, 7]}, {name: b, nodes: [8, 9, 10, 11, 12, 13, 14, 15]},
+          {name: c, nodes: [16, 17, 18, 19, 20, 21, 22, 23]}]
+  wan: {bandwidth: 10Gb/s, latency: 30ms}
+model: {preset: gpt-neo-125m}
+training: {micro_batch: 1, seq_len: 128}
+algorithms: [ddp]
+)";
+  const auto path = (dir_ / "wan.yaml").string();
+  const auto ring = run("collective " + path + " --op all-reduce --size 32MB --algorithm ring");
+  ASSERT_EQ(ring.first, 0) << ring.second;
+  EXPECT_THAT(ring.second, HasSubstr("warning: --set cluster.collective_algorithm: key "
+                                     "'cluster.collective_algorithm': a flat ring across 3 WAN "
+                                     "sites pays the WAN latency (30 ms) on each of its steps"));
+  const auto automatic = run("collective " + path + " --op all-reduce --size 32MB");
+  ASSERT_EQ(automatic.first, 0) << automatic.second;
+  EXPECT_THAT(automatic.second, Not(HasSubstr("warning:")));
+}
+
 TEST_F(FormatsCli, CollectivePrintsTheChosenAlgorithmAndProtocolPerSize) {
   // 2 nodes x 1 GPU, 10 Gb/s (1.25 GB/s) and 5 us between them; NCCL's tuner (sim/nccl_model.h).
   const auto r = run("collective " + scenario_ + " --op all-reduce --size 1KB:1GB");
