@@ -1,7 +1,7 @@
 // One simulated GPU: the Worker interface of algorithms/runtime.h on SimGrid.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 #include "sim/activation_checkpoints.h"
 #include "sim/collectives.h"
 #include "sim/platform.h"

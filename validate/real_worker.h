@@ -6,7 +6,7 @@
 // timed by the wall clock on a CPU and by CUDA events on a GPU.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 #include "trace/trace.h"
 #include "validate/real_model.h"
 #include "validate/real_optimizer.h"

@@ -1,5 +1,5 @@
-// The Runtime interface: everything an algorithm may do, written once and executed by two backends,
-// SimRuntime (sim/, SimGrid time) and RealRuntime (validate/, LibTorch + c10d).
+// The Worker interface: everything an algorithm may do, written once and executed by two backends,
+// SimWorker (sim/, SimGrid time) and RealWorker (validate/, LibTorch + c10d).
 //
 // An algorithm is the program of one worker's two streams (WorkerProgram): a compute stream and a
 // communication stream that run concurrently, like ACCO's two CUDA streams. Each call below blocks
@@ -8,8 +8,8 @@
 // (notify/await), which carry a 64-bit value (a bucket index, a count).
 #pragma once
 
-#include "algorithms/replicator_config.h"
-#include "algorithms/topology.h"
+#include "runtime/replicator_config.h"
+#include "runtime/topology.h"
 #include "scenario/scenario.h"
 
 #include <cstdint>
