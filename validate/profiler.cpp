@@ -319,8 +319,11 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
       w.forward({l, l + 1}, mb, params);
     for (int l = layers - 1; l >= 0; --l)
       w.backward({l, l + 1}, mb, params, grads);
-    w.optimizer_step(
-        OptimizerStep{Slice{params, 0, n}, Slice{grads, 0, n}, Slice{state, 0, n}, 1e-6, r});
+    w.optimizer_step(OptimizerStep{.params = Slice{params, 0, n},
+                                   .grads = Slice{grads, 0, n},
+                                   .state = Slice{state, 0, n},
+                                   .grad_scale = 1e-6,
+                                   .step = r});
     w.copy(Slice{grads, 0, n}, Slice{state, 0, n});
   });
   auto d = durations(w.trace(), first_timed);
@@ -352,8 +355,11 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         w.forward({l, l + 1}, mb, params);
       for (int l = layers - 1; l >= 0; --l)
         w.backward({l, l + 1}, mb, params, grads);
-      w.optimizer_step(OptimizerStep{Slice{params, 0, shard}, Slice{grads, 0, shard},
-                                     Slice{state, 0, shard}, 1e-6, r});
+      w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
+                                     .grads = Slice{grads, 0, shard},
+                                     .state = Slice{state, 0, shard},
+                                     .grad_scale = 1e-6,
+                                     .step = r});
     });
     cal.optimizer_points.emplace_back(static_cast<double>(shard),
                                       expected_time(durations(w.trace(), from)[optimizer_step]));
