@@ -171,13 +171,17 @@ public:
       if (correction)
         w_.accumulate(reduced, handoff_own);
       collective(CollectiveOp::reduce_scatter, handoff, reduced, "reduce-scatter grads");
-      OptimizerStep step{own_, reduced, state, 1.0 / world.size(), round.step};
-      step.out = handoff_own;
-      step.divisor = correction ? Slice{counts_, 0, 2} : count;
       // ACCO: the estimate round computes theta~(t+1) without committing it (line 27), the
       // correction commits theta(t+1) (line 36). DPU commits every round; ACCO-WP commits
       // theta(t+1) and then estimates theta~(t+2) = Opt(theta(t+1), same gradients).
-      step.commit = variant_ != Variant::acco || correction;
+      OptimizerStep step{.params = own_,
+                         .grads = reduced,
+                         .state = state,
+                         .grad_scale = 1.0 / world.size(),
+                         .step = round.step,
+                         .out = handoff_own,
+                         .commit = variant_ != Variant::acco || correction,
+                         .divisor = correction ? Slice{counts_, 0, 2} : count};
       w_.optimizer_step(step);
       if (variant_ == Variant::acco_wp) {
         step.commit = false;

@@ -1,7 +1,7 @@
 // An algorithm: a name, its options, and a factory for the program of one worker's two streams.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 #include "scenario/scenario.h"
 
 #include <memory>

@@ -88,9 +88,11 @@ public:
                                      kGroupReady);
       }
       w_.await(kGradsReduced);
-      w_.optimizer_step(OptimizerStep{Slice{state_.params, 0, n}, Slice{state_.grads, 0, n},
-                                      Slice{state_.optimizer_state, 0, n},
-                                      1.0 / (world * t.grad_accum), step});
+      w_.optimizer_step(OptimizerStep{.params = Slice{state_.params, 0, n},
+                                      .grads = Slice{state_.grads, 0, n},
+                                      .state = Slice{state_.optimizer_state, 0, n},
+                                      .grad_scale = 1.0 / (world * t.grad_accum),
+                                      .step = step});
       w_.step_done(step, static_cast<double>(t.grad_accum) * t.micro_batch);
     }
   }

@@ -327,8 +327,11 @@ private:
   // multi-GPU cycle the result is parameter version `step`, written to its own buffer.
   void update(int stage, int step, Slice sum) {
     const Slice g = stage_grads(stage);
-    OptimizerStep op{Slice{state_.params, g.offset, g.count}, sum,
-                     Slice{state_.optimizer_state, g.offset, g.count}, 1.0 / n_, step};
+    OptimizerStep op{.params = Slice{state_.params, g.offset, g.count},
+                     .grads = sum,
+                     .state = Slice{state_.optimizer_state, g.offset, g.count},
+                     .grad_scale = 1.0 / n_,
+                     .step = step};
     if (versions_[1] >= 0)
       op.out = stage_slice(version_buffer(step), stage);
     w_.optimizer_step(op);
@@ -483,8 +486,11 @@ private:
     c.name = "all-reduce grads";
     c.step = step;
     w_.run(c);
-    w_.optimizer_step(OptimizerStep{Slice{state_.params, 0, total}, Slice{state_.grads, 0, total},
-                                    Slice{state_.optimizer_state, 0, total}, 1.0 / n_, step});
+    w_.optimizer_step(OptimizerStep{.params = Slice{state_.params, 0, total},
+                                    .grads = Slice{state_.grads, 0, total},
+                                    .state = Slice{state_.optimizer_state, 0, total},
+                                    .grad_scale = 1.0 / n_,
+                                    .step = step});
   }
 
   // One device, N micro-batches: micro-batch i runs its op p (forwards 0..N-1, then backwards
@@ -546,9 +552,11 @@ private:
         all_reduce_and_update(world, step);
       } else {
         const std::int64_t total = state_.layout.total();
-        w_.optimizer_step(OptimizerStep{Slice{state_.params, 0, total},
-                                        Slice{state_.grads, 0, total},
-                                        Slice{state_.optimizer_state, 0, total}, 1.0 / n_, step});
+        w_.optimizer_step(OptimizerStep{.params = Slice{state_.params, 0, total},
+                                        .grads = Slice{state_.grads, 0, total},
+                                        .state = Slice{state_.optimizer_state, 0, total},
+                                        .grad_scale = 1.0 / n_,
+                                        .step = step});
       }
       w_.step_done(step, samples * n_);
     }

@@ -176,8 +176,11 @@ private:
   }
 
   void update(int step) {
-    w_.optimizer_step(OptimizerStep{Slice{params_, 0, count_}, Slice{grads_, 0, count_},
-                                    Slice{state_, 0, count_}, 1.0 / n_, step});
+    w_.optimizer_step(OptimizerStep{.params = Slice{params_, 0, count_},
+                                    .grads = Slice{grads_, 0, count_},
+                                    .state = Slice{state_, 0, count_},
+                                    .grad_scale = 1.0 / n_,
+                                    .step = step});
   }
 
   Worker& w_;

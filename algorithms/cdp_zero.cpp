@@ -117,8 +117,11 @@ private:
           w_.backward(layers, MicroBatch{s, 0}, params_, grads_);
           if (me == n_ - 1) { // the last micro-batch completed the stage's gradient
             const std::int64_t count = stage_params(j);
-            w_.optimizer_step(OptimizerStep{Slice{params_, 0, count}, Slice{grads_, 0, count},
-                                            Slice{state_, 0, count}, 1.0 / n_, s});
+            w_.optimizer_step(OptimizerStep{.params = Slice{params_, 0, count},
+                                            .grads = Slice{grads_, 0, count},
+                                            .state = Slice{state_, 0, count},
+                                            .grad_scale = 1.0 / n_,
+                                            .step = s});
           }
         }
         if (at + 1 != list.end() && (at + 1)->worker != me)
@@ -170,8 +173,11 @@ private:
         c.step = s;
         w_.run(c);
       }
-      w_.optimizer_step(OptimizerStep{Slice{params_, 0, offset}, Slice{grads_, 0, offset},
-                                      Slice{state_, 0, offset}, 1.0 / n_, s});
+      w_.optimizer_step(OptimizerStep{.params = Slice{params_, 0, offset},
+                                      .grads = Slice{grads_, 0, offset},
+                                      .state = Slice{state_, 0, offset},
+                                      .grad_scale = 1.0 / n_,
+                                      .step = s});
       w_.step_done(s, samples);
     }
   }

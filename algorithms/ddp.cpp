@@ -88,8 +88,11 @@ public:
       // Reduced every micro-batch, the gradients arrive averaged over the workers already.
       const double scale =
           1.0 / ((setup_.sync_every_micro_batch ? 1 : world) * static_cast<double>(t.grad_accum));
-      w_.optimizer_step(OptimizerStep{own_, Slice{state_.grads, own_.offset, own_.count},
-                                      Slice{state_.optimizer_state, 0, own_.count}, scale, step});
+      w_.optimizer_step(OptimizerStep{.params = own_,
+                                      .grads = Slice{state_.grads, own_.offset, own_.count},
+                                      .state = Slice{state_.optimizer_state, 0, own_.count},
+                                      .grad_scale = scale,
+                                      .step = step});
       if (setup_.zero_redundancy) {
         w_.notify(kStepDone);
         w_.await(kParamsGathered);

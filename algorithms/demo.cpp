@@ -25,8 +25,9 @@ public:
                         decoupled_state_bytes_per_param(c.kind, s.model.dtype)});
     // No gradient is reduced: each worker's own, averaged over its micro-batches.
     replicator_.emplace(w, c, w.topology().world(),
-                        std::vector{ReplicatorPiece{Slice{grads_, 0, n}, Slice{params_, 0, n},
-                                                    Slice{state_, 0, n}}},
+                        std::vector{ReplicatorPiece{.grads = Slice{grads_, 0, n},
+                                                    .params = Slice{params_, 0, n},
+                                                    .momentum = Slice{state_, 0, n}}},
                         1.0 / s.training.grad_accum);
   }
 

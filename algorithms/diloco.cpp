@@ -33,16 +33,22 @@ public:
         w_.backward({0, layers}, mb, state_.params, state_.grads);
       }
       // Inner step (Algorithm 1, line 6).
-      w_.optimizer_step(OptimizerStep{all(state_.params), all(state_.grads),
-                                      Slice{state_.optimizer_state, 0, n}, 1.0 / t.grad_accum,
-                                      step});
+      w_.optimizer_step(OptimizerStep{.params = all(state_.params),
+                                      .grads = all(state_.grads),
+                                      .state = Slice{state_.optimizer_state, 0, n},
+                                      .grad_scale = 1.0 / t.grad_accum,
+                                      .step = step});
       if (step % period_ == period_ - 1) {
         w_.notify(kAverage, step);
         w_.await(kAveraged);
         // Outer step (Algorithm 1, lines 8-9).
-        w_.outer_step(OuterStep{all(state_.params), all(anchor_), all(momentum_),
-                                Slice{state_.optimizer_state, 0, n}, lr_, mu_, step,
-                                /*local (no merge)=*/Slice{}, /*alpha=*/0.0});
+        w_.outer_step(OuterStep{.params = all(state_.params),
+                                .anchor = all(anchor_),
+                                .momentum = all(momentum_),
+                                .inner_state = Slice{state_.optimizer_state, 0, n},
+                                .lr = lr_,
+                                .mu = mu_,
+                                .step = step});
       }
       w_.step_done(step, static_cast<double>(t.grad_accum) * t.micro_batch);
     }

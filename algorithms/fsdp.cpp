@@ -107,8 +107,9 @@ public:
       std::vector<ReplicatorPiece> pieces;
       for (std::size_t u = 0; u < units_.size(); ++u) {
         const Slice& g = pieces_[u];
-        pieces.push_back({Slice{grads_, g.offset, g.count}, Slice{params_, g.offset, g.count},
-                          state_pieces_[u]});
+        pieces.push_back({.grads = Slice{grads_, g.offset, g.count},
+                          .params = Slice{params_, g.offset, g.count},
+                          .momentum = state_pieces_[u]});
       }
       replicator_.emplace(w, *o.replicator, topo.replication(topo.local_of(w.rank())),
                           std::move(pieces), 1.0 / (parts * s.training.grad_accum));
@@ -158,9 +159,11 @@ public:
       }
       for (std::size_t u = 0; u < units_.size() && !replicator_; ++u) {
         const Slice& g = pieces_[u];
-        w_.optimizer_step(OptimizerStep{Slice{params_, g.offset, g.count},
-                                        Slice{grads_, g.offset, g.count}, state_pieces_[u], scale,
-                                        step});
+        w_.optimizer_step(OptimizerStep{.params = Slice{params_, g.offset, g.count},
+                                        .grads = Slice{grads_, g.offset, g.count},
+                                        .state = state_pieces_[u],
+                                        .grad_scale = scale,
+                                        .step = step});
       }
       w_.notify(kStepDone);
       w_.step_done(step, static_cast<double>(t.grad_accum) * t.micro_batch);

@@ -113,9 +113,11 @@ private:
 
   void update(LayerRange r, int step) {
     const auto& t = w_.scenario().training;
-    w_.optimizer_step(
-        OptimizerStep{state_.layout.layers(state_.params, r), state_.layout.layers(state_.grads, r),
-                      state_.layout.layers(state_.optimizer_state, r), 1.0 / t.grad_accum, step});
+    w_.optimizer_step(OptimizerStep{.params = state_.layout.layers(state_.params, r),
+                                    .grads = state_.layout.layers(state_.grads, r),
+                                    .state = state_.layout.layers(state_.optimizer_state, r),
+                                    .grad_scale = 1.0 / t.grad_accum,
+                                    .step = step});
   }
 
   Worker& w_;

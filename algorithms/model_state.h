@@ -2,7 +2,7 @@
 // state) and the gradient buckets that DDP-style algorithms reduce during the backward pass.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 
 #include <cstdint>
 #include <vector>

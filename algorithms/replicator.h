@@ -16,7 +16,7 @@
 #pragma once
 
 #include "algorithms/options.h"
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 
 #include <cstdint>
 #include <vector>

@@ -6,8 +6,8 @@
 // too. Top-k, gathers and scatters index irregularly (hw::Access::irregular).
 #pragma once
 
-#include "algorithms/runtime.h"
 #include "hw/roofline.h"
+#include "runtime/runtime.h"
 
 #include <vector>
 

@@ -4,7 +4,7 @@
 // in either runtime, computes the same list.
 #pragma once
 
-#include "algorithms/replicator_config.h"
+#include "runtime/replicator_config.h"
 
 #include <cstdint>
 #include <vector>

@@ -57,9 +57,11 @@ public:
         w_.backward({0, layers()}, mb, state_.params, state_.grads);
       }
       // Inner step (DiLoCo Algorithm 1, line 6).
-      w_.optimizer_step(OptimizerStep{all(state_.params), all(state_.grads),
-                                      Slice{state_.optimizer_state, 0, n}, 1.0 / t.grad_accum,
-                                      step});
+      w_.optimizer_step(OptimizerStep{.params = all(state_.params),
+                                      .grads = all(state_.grads),
+                                      .state = Slice{state_.optimizer_state, 0, n},
+                                      .grad_scale = 1.0 / t.grad_accum,
+                                      .step = step});
       const int done = step + 1;
       // Merges due now go first: with tau = H a fragment merges and starts again at the same step.
       merge_due(in_flight, done, step);
@@ -98,9 +100,15 @@ private:
       w_.await(kReduced); // FIFO: the fragments were started in this order
       // The outer Nesterov step on the fragment's average (DiLoCo Algorithm 1, lines 8-9), then
       // the merge with the parameters that moved on for tau steps (Streaming DiLoCo Eq. 3).
-      w_.outer_step(OuterStep{frag(inflight_, p), frag(anchor_, p), frag(momentum_, p),
-                              frag(state_.optimizer_state, p), o_.lr, o_.mu, step,
-                              frag(state_.params, p), o_.alpha});
+      w_.outer_step(OuterStep{.params = frag(inflight_, p),
+                              .anchor = frag(anchor_, p),
+                              .momentum = frag(momentum_, p),
+                              .inner_state = frag(state_.optimizer_state, p),
+                              .lr = o_.lr,
+                              .mu = o_.mu,
+                              .step = step,
+                              .local = frag(state_.params, p),
+                              .alpha = o_.alpha});
     }
   }
 

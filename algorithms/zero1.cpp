@@ -54,8 +54,11 @@ public:
       // The sharded update: only this rank's piece of each bucket.
       for (std::size_t b = 0; b < buckets_.size(); ++b) {
         const Slice& g = pieces_[b];
-        w_.optimizer_step(OptimizerStep{Slice{state_.params, g.offset, g.count}, g,
-                                        state_pieces_[b], 1.0 / (world * t.grad_accum), step});
+        w_.optimizer_step(OptimizerStep{.params = Slice{state_.params, g.offset, g.count},
+                                        .grads = g,
+                                        .state = state_pieces_[b],
+                                        .grad_scale = 1.0 / (world * t.grad_accum),
+                                        .step = step});
       }
       w_.notify(kStepDone);
       // The next forward needs every rank's updated pieces.

@@ -1,6 +1,6 @@
 #include "cli/plots.h"
 
-#include "trace/output_stage.h"
+#include "files/output_stage.h"
 
 #include <algorithm>
 #include <atomic>

@@ -9,11 +9,11 @@
 #include "cli/time_to_target.h"
 #include "cli/trace_file.h"
 #include "cli/work_budget.h"
+#include "files/atomic_file.h"
+#include "files/output_stage.h"
 #include "hw/units.h"
 #include "scenario/loader.h"
 #include "trace/analysis.h"
-#include "trace/atomic_file.h"
-#include "trace/output_stage.h"
 
 #include <chrono>
 #include <cstdio>

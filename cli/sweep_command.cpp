@@ -6,11 +6,11 @@
 #include "cli/progress_bar.h"
 #include "cli/run_command.h"
 #include "cli/work_budget.h"
+#include "files/output_stage.h"
 #include "hw/units.h"
 #include "scenario/loader.h"
 #include "scenario/user_file.h"
 #include "sim/child_process.h"
-#include "trace/output_stage.h"
 #include "trace/summary.h"
 
 #include <algorithm>

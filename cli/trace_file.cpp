@@ -1,8 +1,8 @@
 #include "cli/trace_file.h"
 
-#include "trace/atomic_file.h"
+#include "files/atomic_file.h"
+#include "files/gzip.h"
 #include "trace/chrome_trace.h"
-#include "trace/gzip.h"
 
 #include <fmt/format.h>
 

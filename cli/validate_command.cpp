@@ -7,15 +7,15 @@
 #include "cli/run_command.h"
 #include "cli/time_to_target.h"
 #include "cli/trace_file.h"
+#include "files/atomic_file.h"
+#include "files/output_stage.h"
+#include "files/remove_tree.h"
 #include "hw/units.h"
 #include "scenario/calibration.h"
 #include "scenario/loader.h"
 #include "scenario/torch_profiler_import.h"
 #include "scenario/user_file.h"
-#include "trace/atomic_file.h"
 #include "trace/op_costs.h"
-#include "trace/output_stage.h"
-#include "trace/remove_tree.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -4,8 +4,8 @@
 // follows each micro-batch's layers one by one rather than assuming whole segments.
 #pragma once
 
-#include "algorithms/runtime.h"
 #include "hw/model.h"
+#include "runtime/runtime.h"
 #include "scenario/scenario.h"
 
 #include <cstdint>

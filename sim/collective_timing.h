@@ -1,7 +1,7 @@
 // One collective on a scenario's cluster, timed the way nccl-tests reports it.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 #include "scenario/scenario.h"
 
 #include <string>

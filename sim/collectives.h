@@ -21,8 +21,8 @@
 //    Trees always run fused (NCCL pipelines them in small chunks; fused is that pipeline's limit).
 #pragma once
 
-#include "algorithms/runtime.h"
-#include "algorithms/topology.h"
+#include "runtime/runtime.h"
+#include "runtime/topology.h"
 #include "sim/comm_interference.h"
 #include "sim/nccl_model.h"
 #include "sim/platform.h"

@@ -129,8 +129,7 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
   return amount;
 }
 
-void SimWorker::compute(OpCategory category, const std::string& name, double amount,
-                        MicroBatch mb) {
+void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb) {
   const double flops = amount * jitter();
   const double start = sg4::Engine::get_clock();
   if (flops > 0)
@@ -140,8 +139,8 @@ void SimWorker::compute(OpCategory category, const std::string& name, double amo
   e.end = sg4::Engine::get_clock();
   e.worker = rank_;
   e.stream = sg4::this_actor::get_name()[0] == 'c' ? StreamKind::compute : StreamKind::comm;
-  e.category = category;
-  e.name = ctx_.trace.intern(name);
+  e.category = label.category;
+  e.name = ctx_.trace.intern(label.name);
   e.step = mb.step;
   e.micro_batch = mb.index;
   e.flops = flops;
@@ -157,16 +156,6 @@ void SimWorker::change_activations(double delta) {
   ctx_.trace.memory.push_back(MemorySample{sg4::Engine::get_clock(), rank_, total});
 }
 
-namespace {
-std::string layer_label(const hw::ModelSpec& model, LayerRange r, const char* what) {
-  const auto& first = model.layers[static_cast<std::size_t>(r.first)].name;
-  if (r.last - r.first == 1)
-    return fmt::format("{} {}", what, first);
-  return fmt::format("{} {}..{}", what, first,
-                     model.layers[static_cast<std::size_t>(r.last - 1)].name);
-}
-} // namespace
-
 void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
   const auto& model = ctx_.scenario.model.spec;
   const double samples = ctx_.scenario.training.micro_batch;
@@ -177,7 +166,7 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
     for (int l = layers.first; l < layers.last; ++l)
       act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
   change_activations(act);
-  compute(OpCategory::forward, layer_label(model, layers, "fwd"),
+  compute(op_label(model, layers, LayerPass::forward),
           layer_cost(layers, false, seq_ratio(mb)) * samples, mb);
 }
 
@@ -189,16 +178,16 @@ void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
     for (const auto& p : checkpoints_.backward(layers, mb)) {
       if (p.recompute.last > p.recompute.first) {
         change_activations(p.recomputed_bytes * samples);
-        compute(OpCategory::forward, layer_label(model, p.recompute, "recompute fwd"),
+        compute(op_label(model, p.recompute, LayerPass::recompute),
                 layer_cost(p.recompute, false, seq_ratio(mb)) * samples, mb);
       }
-      compute(OpCategory::backward, layer_label(model, p.backward, "bwd"),
+      compute(op_label(model, p.backward, LayerPass::backward),
               layer_cost(p.backward, true, seq_ratio(mb)) * samples, mb);
       change_activations(-p.freed_bytes * samples);
     }
     return;
   }
-  compute(OpCategory::backward, layer_label(model, layers, "bwd"),
+  compute(op_label(model, layers, LayerPass::backward),
           layer_cost(layers, true, seq_ratio(mb)) * samples, mb);
   double act = 0;
   for (int l = layers.first; l < layers.last; ++l)
@@ -214,8 +203,7 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
   const double measured =
       s.model.spec.measured_optimizer_seconds(static_cast<double>(op.params.count));
   const double seconds = measured > 0 ? measured : bytes / s.cluster.gpu.hbm_bandwidth_Bps;
-  compute(OpCategory::optimizer, op.commit ? "optimizer step" : "optimizer estimate",
-          seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
+  compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
 }
 
 void SimWorker::outer_step(const OuterStep& op) {
@@ -233,8 +221,7 @@ void SimWorker::outer_step(const OuterStep& op) {
   const double seconds = measured > 0 ? measured * count * (step_bytes + local_bytes) / step_bytes
                                       : count * 2 * (step_bytes + local_bytes) /
                                             ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
-  compute(OpCategory::optimizer, "outer step", seconds * ctx_.platform.nominal_speed,
-          MicroBatch{op.step, -1});
+  compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
 }
 
 void SimWorker::reload_master(Slice params, Slice) {
@@ -243,29 +230,30 @@ void SimWorker::reload_master(Slice params, Slice) {
   const auto dtype = ctx_.scenario.model.dtype;
   if (dtype == scenario::Dtype::fp32)
     return;
-  memory_op("reload master",
+  memory_op(MemoryOp::reload_master,
             static_cast<double>(params.count) * (scenario::dtype_bytes(dtype) + 4.0));
 }
 
-void SimWorker::memory_op(const char* name, double bytes) {
+void SimWorker::memory_op(MemoryOp op, double bytes) {
   const double seconds = bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
-  compute(OpCategory::copy, name, seconds * ctx_.platform.nominal_speed, MicroBatch{-1, -1});
+  compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{-1, -1});
 }
 
 void SimWorker::copy(Slice from, Slice to) {
   // Read one, write the other.
-  memory_op("copy", static_cast<double>(to.count) *
-                        (buffer(from.buffer).element_bytes + buffer(to.buffer).element_bytes));
+  memory_op(MemoryOp::copy, static_cast<double>(to.count) * (buffer(from.buffer).element_bytes +
+                                                             buffer(to.buffer).element_bytes));
 }
 
 void SimWorker::accumulate(Slice from, Slice to) {
   // Read both, write one.
-  memory_op("accumulate", static_cast<double>(to.count) * (buffer(from.buffer).element_bytes +
-                                                           2 * buffer(to.buffer).element_bytes));
+  memory_op(MemoryOp::accumulate,
+            static_cast<double>(to.count) *
+                (buffer(from.buffer).element_bytes + 2 * buffer(to.buffer).element_bytes));
 }
 
 void SimWorker::fill(Slice to, double) {
-  memory_op("fill", static_cast<double>(to.count) * buffer(to.buffer).element_bytes);
+  memory_op(MemoryOp::fill, static_cast<double>(to.count) * buffer(to.buffer).element_bytes);
 }
 
 void SimWorker::replicator_phase(const ReplicatorPhase& op) {
@@ -275,7 +263,7 @@ void SimWorker::replicator_phase(const ReplicatorPhase& op) {
                                                                          : OpCategory::compress;
   };
   for (const auto& k : replicator_kernels(op, p))
-    compute(category(k), k.name,
+    compute(OpLabel{category(k), k.name},
             hw::kernel_time_s(ctx_.scenario.cluster.gpu, k) * ctx_.platform.nominal_speed,
             MicroBatch{op.step, -1});
 }
@@ -294,8 +282,9 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
   e.end = sg4::Engine::get_clock();
   e.worker = rank_;
   e.stream = StreamKind::comm;
-  e.category = OpCategory::comm;
-  e.name = ctx_.trace.intern(call.name.empty() ? to_string(call.op) : call.name);
+  const OpLabel label = op_label(call);
+  e.category = label.category;
+  e.name = ctx_.trace.intern(label.name);
   e.detail = ctx_.trace.intern(outcome.algorithm);
   e.step = call.step;
   e.bytes = outcome.bytes_sent;

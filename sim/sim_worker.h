@@ -1,7 +1,8 @@
 // One simulated GPU: the Worker interface of algorithms/runtime.h on SimGrid.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/op_label.h"
+#include "runtime/runtime.h"
 #include "sim/activation_checkpoints.h"
 #include "sim/collectives.h"
 #include "sim/platform.h"
@@ -77,14 +78,14 @@ private:
 
   double jitter();
   // Runs `amount` FLOPs (or FLOP-equivalents of a time-based cost) on this GPU and records it.
-  void compute(OpCategory category, const std::string& name, double amount, MicroBatch mb);
+  void compute(const OpLabel& label, double amount, MicroBatch mb);
   // FLOP-equivalents per sample of `layers` on sequences `ratio` x seq_len long.
   double layer_cost(LayerRange layers, bool backward, double ratio) const;
   // Micro-batch `mb`'s sequence length over seq_len (training.seq_len_distribution; 1 without).
   double seq_ratio(MicroBatch mb) const;
   void change_activations(double delta);
   // An element-wise op that moves `bytes` through HBM, on the calling stream.
-  void memory_op(const char* name, double bytes);
+  void memory_op(MemoryOp op, double bytes);
   void run_collective(const CollectiveCall& call, double bytes, std::int64_t seq);
   double bytes_of(const CollectiveCall& call) const;
   std::int64_t next_seq(const CollectiveCall& call);

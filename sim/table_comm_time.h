@@ -8,7 +8,7 @@
 #pragma once
 
 #include "algorithms/model_state.h"
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 
 #include <optional>
 

@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "algorithms/runtime.h"
 #include "cli/collective_command.h"
 #include "cli/presets_command.h"
 #include "hw/model.h"
 #include "hw/presets.h"
+#include "runtime/runtime.h"
 #include "scenario/calibration.h"
 #include "scenario/loader.h"
 #include "trace/chrome_trace.h"

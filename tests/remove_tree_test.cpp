@@ -1,7 +1,7 @@
-// remove_tree (trace/remove_tree.h) stands in for std::filesystem::remove_all in every process
+// remove_tree (files/remove_tree.h) stands in for std::filesystem::remove_all in every process
 // that may link LibTorch: it removes a whole tree, never follows a link out of it, and a missing
 // path is not an error.
-#include "trace/remove_tree.h"
+#include "files/remove_tree.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,6 +1,6 @@
 #include "trace/summary.h"
 
-#include "trace/atomic_file.h"
+#include "files/atomic_file.h"
 
 #include <algorithm>
 #include <fmt/format.h>

@@ -3,7 +3,7 @@
 // both.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 
 #include <array>
 #include <cstdint>

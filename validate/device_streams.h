@@ -10,7 +10,7 @@
 // simulator: the work before it is done.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 
 #include <chrono>
 #include <memory>

@@ -14,7 +14,7 @@
 // gradient, AdamW).
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 #include "validate/real_optimizer.h"
 
 #include <map>

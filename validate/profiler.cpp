@@ -1,6 +1,7 @@
 #include "validate/profiler.h"
 
 #include "algorithms/model_state.h"
+#include "runtime/op_label.h"
 #include "validate/profile_statistics.h"
 
 #include <algorithm>
@@ -318,18 +319,27 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
       w.forward({l, l + 1}, mb, params);
     for (int l = layers - 1; l >= 0; --l)
       w.backward({l, l + 1}, mb, params, grads);
-    w.optimizer_step(
-        OptimizerStep{Slice{params, 0, n}, Slice{grads, 0, n}, Slice{state, 0, n}, 1e-6, r});
+    w.optimizer_step(OptimizerStep{.params = Slice{params, 0, n},
+                                   .grads = Slice{grads, 0, n},
+                                   .state = Slice{state, 0, n},
+                                   .grad_scale = 1e-6,
+                                   .step = r});
     w.copy(Slice{grads, 0, n}, Slice{state, 0, n});
   });
   auto d = durations(w.trace(), first_timed);
-  for (const auto& layer : s.model.spec.layers) {
+  // The ops by the names the worker gave them (runtime/op_label.h).
+  const auto& model = s.model.spec;
+  for (int l = 0; l < layers; ++l) {
+    const auto timed = [&](LayerPass pass) {
+      return expected_time(d[op_label(model, {l, l + 1}, pass).name]);
+    };
     const double b = s.training.micro_batch;
-    cal.layers.push_back(scenario::LayerTiming{layer.name,
-                                               expected_time(d["fwd " + layer.name]) / b,
-                                               expected_time(d["bwd " + layer.name]) / b});
+    cal.layers.push_back(scenario::LayerTiming{model.layers[static_cast<std::size_t>(l)].name,
+                                               timed(LayerPass::forward) / b,
+                                               timed(LayerPass::backward) / b});
   }
-  cal.optimizer_time_per_param_s = expected_time(d["optimizer step"]) / static_cast<double>(n);
+  const std::string optimizer_step = op_label(OptimizerStep{}).name;
+  cal.optimizer_time_per_param_s = expected_time(d[optimizer_step]) / static_cast<double>(n);
   // The shards the algorithms step (ZeRO-1, ACCO, FSDP: 1/world; FlexDeMo: 1/GPUs per node), each
   // after a forward and backward as in a run (issue 30.1): where the optimizer state fits a cache,
   // a shard steps several times faster than its share of the full step.
@@ -345,15 +355,19 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         w.forward({l, l + 1}, mb, params);
       for (int l = layers - 1; l >= 0; --l)
         w.backward({l, l + 1}, mb, params, grads);
-      w.optimizer_step(OptimizerStep{Slice{params, 0, shard}, Slice{grads, 0, shard},
-                                     Slice{state, 0, shard}, 1e-6, r});
+      w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
+                                     .grads = Slice{grads, 0, shard},
+                                     .state = Slice{state, 0, shard},
+                                     .grad_scale = 1e-6,
+                                     .step = r});
     });
     cal.optimizer_points.emplace_back(static_cast<double>(shard),
-                                      expected_time(durations(w.trace(), from)["optimizer step"]));
+                                      expected_time(durations(w.trace(), from)[optimizer_step]));
   }
   if (!shards.empty())
-    cal.optimizer_points.emplace_back(static_cast<double>(n), expected_time(d["optimizer step"]));
-  cal.memory_bandwidth_Bps = 2.0 * 4 * static_cast<double>(n) / expected_time(d["copy"]);
+    cal.optimizer_points.emplace_back(static_cast<double>(n), expected_time(d[optimizer_step]));
+  cal.memory_bandwidth_Bps =
+      2.0 * 4 * static_cast<double>(n) / expected_time(d[op_label(MemoryOp::copy).name]);
   // DiLoCo's outer step over the whole model, after a period's last inner step as in a run
   // (issue 30.3): on a CPU it makes several element-wise passes and reloads the inner optimizer's
   // master copy, which a copy's bandwidth prices 12x short (gpt-tiny, 2 workers: 3.5 vs 41.6 ms).
@@ -370,13 +384,20 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         w.forward({l, l + 1}, mb, params);
       for (int l = layers - 1; l >= 0; --l)
         w.backward({l, l + 1}, mb, params, grads);
-      w.optimizer_step(
-          OptimizerStep{Slice{params, 0, n}, Slice{grads, 0, n}, Slice{state, 0, n}, 1e-6, r});
-      w.outer_step(OuterStep{Slice{params, 0, n}, Slice{anchor, 0, n}, Slice{momentum, 0, n},
-                             Slice{state, 0, n}, 0.7, 0.9, r, Slice{}, 0});
+      w.optimizer_step(OptimizerStep{.params = Slice{params, 0, n},
+                                     .grads = Slice{grads, 0, n},
+                                     .state = Slice{state, 0, n},
+                                     .grad_scale = 1e-6,
+                                     .step = r});
+      w.outer_step(OuterStep{.params = Slice{params, 0, n},
+                             .anchor = Slice{anchor, 0, n},
+                             .momentum = Slice{momentum, 0, n},
+                             .inner_state = Slice{state, 0, n},
+                             .step = r});
     });
     cal.outer_step_time_per_param_s =
-        expected_time(durations(w.trace(), from)["outer step"]) / static_cast<double>(n);
+        expected_time(durations(w.trace(), from)[op_label(OuterStep{}).name]) /
+        static_cast<double>(n);
   }
 
   // Links: across nodes on the world group, inside a node on node 0's group.

@@ -4,7 +4,7 @@
 // update.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 
 #include <torch/torch.h>
 

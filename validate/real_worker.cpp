@@ -18,14 +18,6 @@ thread_local StreamKind current_stream = StreamKind::compute;
 // Reduce-scatter and all-gather run in pieces of this many elements per shard (256 KiB of fp32).
 constexpr std::int64_t kPieceElements = 64 * 1024;
 
-std::string layer_label(const hw::ModelSpec& model, LayerRange r, const char* what) {
-  const auto& first = model.layers[static_cast<std::size_t>(r.first)].name;
-  if (r.last - r.first == 1)
-    return fmt::format("{} {}", what, first);
-  return fmt::format("{} {}..{}", what, first,
-                     model.layers[static_cast<std::size_t>(r.last - 1)].name);
-}
-
 // Bytes a rank sends in the ring form of each collective (Gloo's algorithms for these sizes).
 double bytes_sent(CollectiveOp op, int n, double bytes) {
   if (n <= 1)
@@ -112,9 +104,9 @@ double RealWorker::now() const {
   return streams_.host_now();
 }
 
-void RealWorker::record(StreamKind stream, OpCategory category, const std::string& name,
-                        StreamMark start, StreamMark end, MicroBatch mb, double bytes,
-                        const std::string& detail, const CollectiveCall* call, double received) {
+void RealWorker::record(StreamKind stream, const OpLabel& label, StreamMark start, StreamMark end,
+                        MicroBatch mb, double bytes, const std::string& detail,
+                        const CollectiveCall* call, double received) {
   heartbeat();
   std::lock_guard lock(mutex_);
   if (streams_.on_gpu() && std::getenv("OVERLAPSIM_CUDA_MEMORY_LOG") != nullptr) {
@@ -122,8 +114,8 @@ void RealWorker::record(StreamKind stream, OpCategory category, const std::strin
     const auto [current, peak] = streams_.device_allocated_bytes();
     if (current > logged_device_bytes_ + 256.0 * 1024 * 1024) {
       fmt::print(stderr, "rank {} {} '{}': {:.2f} GiB allocated on the device (peak {:.2f})\n",
-                 rank_, stream == StreamKind::comm ? "comm" : "compute", name, current / (1 << 30),
-                 peak / (1 << 30));
+                 rank_, stream == StreamKind::comm ? "comm" : "compute", label.name,
+                 current / (1 << 30), peak / (1 << 30));
       logged_device_bytes_ = current;
     }
   }
@@ -134,8 +126,8 @@ void RealWorker::record(StreamKind stream, OpCategory category, const std::strin
   e.end = end.host_s;
   e.worker = rank_;
   e.stream = stream;
-  e.category = category;
-  e.name = trace_.intern(name);
+  e.category = label.category;
+  e.name = trace_.intern(label.name);
   e.detail = detail.empty() ? -1 : trace_.intern(detail);
   e.step = mb.step;
   e.micro_batch = mb.index;
@@ -260,8 +252,8 @@ void RealWorker::forward(LayerRange layers, MicroBatch mb, BufferId params) {
     else
       losses_.back().loss = loss.item<double>();
   }
-  record(current_stream, OpCategory::forward, layer_label(ctx_.scenario.model.spec, layers, "fwd"),
-         start, finish_op(start), mb);
+  record(current_stream, op_label(ctx_.scenario.model.spec, layers, LayerPass::forward), start,
+         finish_op(start), mb);
 }
 
 void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) {
@@ -299,8 +291,8 @@ void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, Buf
   }
   activation_bytes_ = std::max(0.0, activation_bytes_ - freed);
   memory_changed();
-  record(current_stream, OpCategory::backward, layer_label(ctx_.scenario.model.spec, layers, "bwd"),
-         start, finish_op(start), mb);
+  record(current_stream, op_label(ctx_.scenario.model.spec, layers, LayerPass::backward), start,
+         finish_op(start), mb);
 }
 
 void RealWorker::optimizer_step(const OptimizerStep& op) {
@@ -313,8 +305,7 @@ void RealWorker::optimizer_step(const OptimizerStep& op) {
     grad = grad * op.grad_scale;
   optimizer_.step(op.state, tensor(op.params), grad,
                   tensor(op.out.buffer >= 0 ? op.out : op.params), op.commit);
-  record(current_stream, OpCategory::optimizer, op.commit ? "optimizer step" : "optimizer estimate",
-         start, finish_op(start), {op.step, -1});
+  record(current_stream, op_label(op), start, finish_op(start), {op.step, -1});
 }
 
 void RealWorker::outer_step(const OuterStep& op) {
@@ -330,14 +321,13 @@ void RealWorker::outer_step(const OuterStep& op) {
   }
   // The inner optimizer's master copy continues from the new parameters, not its own.
   optimizer_.reload(op.inner_state, params);
-  record(current_stream, OpCategory::optimizer, "outer step", start, finish_op(start),
-         {op.step, -1});
+  record(current_stream, op_label(op), start, finish_op(start), {op.step, -1});
 }
 
 void RealWorker::reload_master(Slice params, Slice state) {
   const StreamMark start = streams_.mark();
   optimizer_.reload(state, tensor(params));
-  record(current_stream, OpCategory::copy, "reload master", start, finish_op(start), {-1, -1});
+  record(current_stream, op_label(MemoryOp::reload_master), start, finish_op(start), {-1, -1});
 }
 
 void RealWorker::replicator_phase(const ReplicatorPhase& op) {
@@ -346,9 +336,10 @@ void RealWorker::replicator_phase(const ReplicatorPhase& op) {
   const auto digest = run_replicator_phase(
       op, {view(op.grads), view(op.params), view(op.momentum), view(op.values), view(op.indices)});
   const bool encode = op.phase == ReplicatorPhase::Kind::encode;
-  record(current_stream, encode ? OpCategory::compress : OpCategory::optimizer,
-         fmt::format("{} {} piece {}", to_string(op.config.kind),
-                     encode ? "encode" : "decode + update", op.piece),
+  record(current_stream,
+         OpLabel{encode ? OpCategory::compress : OpCategory::optimizer,
+                 fmt::format("{} {} piece {}", to_string(op.config.kind),
+                             encode ? "encode" : "decode + update", op.piece)},
          start, finish_op(start), {op.step, -1}, 0,
          digest ? fmt::format("indices {:016x}", *digest) : std::string());
 }
@@ -357,21 +348,21 @@ void RealWorker::copy(Slice from, Slice to) {
   const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
   tensor(to).copy_(tensor(from));
-  record(current_stream, OpCategory::copy, "copy", start, finish_op(start), {-1, -1});
+  record(current_stream, op_label(MemoryOp::copy), start, finish_op(start), {-1, -1});
 }
 
 void RealWorker::accumulate(Slice from, Slice to) {
   const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
   tensor(to).add_(tensor(from));
-  record(current_stream, OpCategory::copy, "accumulate", start, finish_op(start), {-1, -1});
+  record(current_stream, op_label(MemoryOp::accumulate), start, finish_op(start), {-1, -1});
 }
 
 void RealWorker::fill(Slice to, double value) {
   const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
   tensor(to).fill_(value);
-  record(current_stream, OpCategory::copy, "fill", start, finish_op(start), {-1, -1});
+  record(current_stream, op_label(MemoryOp::fill), start, finish_op(start), {-1, -1});
 }
 
 // NCCL's own reduce-scatter and all-gather, one call each (validate/shard_layout.h).
@@ -598,12 +589,12 @@ void RealWorker::wait(CommHandle& handle) {
     s.inputs.front().div_(static_cast<double>(s.call.group->size()));
   }
   s.done = true;
-  const std::string name = s.call.name.empty() ? to_string(s.call.op) : s.call.name;
+  const OpLabel label = op_label(s.call);
   if (streams_.on_gpu()) {
     // NCCL runs the collective on its stream, which waited for this stream at the start; the
     // work's wait() made this stream wait for it: the two marks bracket it on the device.
-    record(StreamKind::comm, OpCategory::comm, name, s.issued, streams_.mark(), {s.call.step, -1},
-           s.bytes, "nccl", &s.call, s.received);
+    record(StreamKind::comm, label, s.issued, streams_.mark(), {s.call.step, -1}, s.bytes, "nccl",
+           &s.call, s.received);
     return;
   }
   // The work's completion time, or now when this thread then did part of the collective itself
@@ -622,8 +613,8 @@ void RealWorker::wait(CommHandle& handle) {
     begin = std::min(end, std::max(begin, busy));
     busy = std::max(busy, end);
   }
-  record(StreamKind::comm, OpCategory::comm, name, StreamMark{begin}, StreamMark{end},
-         {s.call.step, -1}, s.bytes, "gloo", &s.call, s.received);
+  record(StreamKind::comm, label, StreamMark{begin}, StreamMark{end}, {s.call.step, -1}, s.bytes,
+         "gloo", &s.call, s.received);
 }
 
 bool RealWorker::test(CommHandle& handle) {

@@ -6,7 +6,8 @@
 // timed by the wall clock on a CPU and by CUDA events on a GPU.
 #pragma once
 
-#include "algorithms/runtime.h"
+#include "runtime/op_label.h"
+#include "runtime/runtime.h"
 #include "trace/trace.h"
 #include "validate/real_model.h"
 #include "validate/real_optimizer.h"
@@ -105,8 +106,8 @@ private:
   class State;
 
   // An op from `start` to `end` on its stream; on a GPU its times are resolved later.
-  void record(StreamKind stream, OpCategory category, const std::string& name, StreamMark start,
-              StreamMark end, MicroBatch mb, double bytes = 0, const std::string& detail = {},
+  void record(StreamKind stream, const OpLabel& label, StreamMark start, StreamMark end,
+              MicroBatch mb, double bytes = 0, const std::string& detail = {},
               const CollectiveCall* call = nullptr, double received = 0);
   void resolve_timings();
   void bind(BufferId params, BufferId grads);

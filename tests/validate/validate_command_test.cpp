@@ -1,7 +1,7 @@
 // `overlapsim validate` end to end with 2 Gloo workers on this machine: exact gradient averaging,
 // ACCO vs DPU convergence, failure handling, and (as root) predictions on an emulated 100 Mbit/s
 // link.
-#include "trace/remove_tree.h"
+#include "files/remove_tree.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -58,7 +58,7 @@ Run overlapsim(const std::string& args) {
 fs::path temp_dir(const std::string& name) {
   auto dir = fs::temp_directory_path() /
              ("overlapsim-validate-test-" + name + "-" + std::to_string(::getpid()));
-  overlapsim::remove_tree(dir.string()); // not fs::remove_all: see trace/remove_tree.h
+  overlapsim::remove_tree(dir.string()); // not fs::remove_all: see files/remove_tree.h
   overlapsim::remove_tree(dir.string() + "-scenario");
   fs::create_directories(dir);
   fs::create_directories(dir.string() + "-scenario");

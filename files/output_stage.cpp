@@ -1,7 +1,7 @@
-#include "trace/output_stage.h"
+#include "files/output_stage.h"
 
-#include "trace/atomic_file.h"
-#include "trace/remove_tree.h"
+#include "files/atomic_file.h"
+#include "files/remove_tree.h"
 
 #include <algorithm>
 #include <cerrno>

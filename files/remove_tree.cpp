@@ -1,4 +1,4 @@
-#include "trace/remove_tree.h"
+#include "files/remove_tree.h"
 
 #include <cerrno>
 #include <cstdio>

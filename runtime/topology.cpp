@@ -1,4 +1,4 @@
-#include "algorithms/topology.h"
+#include "runtime/topology.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "algorithms/runtime.h"
+#include "runtime/runtime.h"
 
 #include <fmt/format.h>
 #include <stdexcept>

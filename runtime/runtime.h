@@ -1,5 +1,5 @@
-// The Runtime interface: everything an algorithm may do, written once and executed by two backends,
-// SimRuntime (sim/, SimGrid time) and RealRuntime (validate/, LibTorch + c10d).
+// The Worker interface: everything an algorithm may do, written once and executed by two backends,
+// SimWorker (sim/, SimGrid time) and RealWorker (validate/, LibTorch + c10d).
 //
 // An algorithm is the program of one worker's two streams (WorkerProgram): a compute stream and a
 // communication stream that run concurrently, like ACCO's two CUDA streams. Each call below blocks
@@ -8,8 +8,8 @@
 // (notify/await), which carry a 64-bit value (a bucket index, a count).
 #pragma once
 
-#include "algorithms/replicator_config.h"
-#include "algorithms/topology.h"
+#include "runtime/replicator_config.h"
+#include "runtime/topology.h"
 #include "scenario/scenario.h"
 
 #include <cstdint>
@@ -103,11 +103,9 @@ struct CommHandle {
 // The optimizer keeps the master copy of the parameters it updates with their state (the fp32 copy
 // that K counts in mixed precision): it is initialised from `params` on the first step of a state
 // slice, and every step writes the updated parameters to `out` (`params` when `out` is unset).
+// Built with designated initialisers (OptimizerStep{.params = ..., .grads = ...}), as are the other
+// op structs: several fields share a type, so positions would be easy to swap.
 struct OptimizerStep {
-  OptimizerStep() = default;
-  OptimizerStep(Slice params_, Slice grads_, Slice state_, double grad_scale_, int step_)
-      : params(params_), grads(grads_), state(state_), grad_scale(grad_scale_), step(step_) {}
-
   Slice params;
   Slice grads;
   Slice state; // the optimizer state of the same elements, in the (possibly sharded) state buffer

@@ -1,4 +1,4 @@
-#include "trace/gzip.h"
+#include "files/gzip.h"
 
 #include <fmt/format.h>
 #include <limits>

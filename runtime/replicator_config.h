@@ -1,7 +1,7 @@
 // What a DeToNATION replicator is configured with (DeToNATION paper, Sec. 3 "Replication
 // Schemes"; DeMo, Peng, Quesnelle and Kingma 2024): the scheme, its compression and DeMo-SGD's
-// knobs. Shared by the algorithms that use a replicator (replicator.h) and by the runtimes that
-// run its phases (runtime.h, ReplicatorPhase).
+// knobs. Shared by the algorithms that use a replicator (algorithms/replicator.h) and by the
+// runtimes that run its phases (runtime.h, ReplicatorPhase).
 #pragma once
 
 #include <cstdint>
