@@ -89,9 +89,9 @@ TEST(AlgorithmRegistry, OptionsAreCheckedAgainstTheSchema) {
 
 // validate's list of real algorithms is the descriptors' real_run (cli/validate_command.cpp).
 TEST(AlgorithmRegistry, EveryShippedAlgorithmButAscWfbpRunsForReal) {
-  for (const char* name : {"ddp", "s-sgd", "zero1", "fsdp", "dpu", "acco-wp", "acco", "cdp-v1",
-                           "cdp-v2", "local-sgd", "plsgd-enp", "dreamddp", "diloco",
-                           "streaming-diloco", "demo", "flexdemo"})
+  for (const char* name :
+       {"ddp", "s-sgd", "zero1", "fsdp", "dpu", "acco-wp", "acco", "cdp-v1", "cdp-v2", "local-sgd",
+        "plsgd-enp", "dreamddp", "diloco", "streaming-diloco", "demo", "flexdemo"})
     EXPECT_TRUE(find_algorithm(name)->real_run) << name;
   EXPECT_FALSE(find_algorithm("asc-wfbp")->real_run);
 }

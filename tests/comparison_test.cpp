@@ -1,0 +1,62 @@
+// validate's comparison (trace/comparison.h) on hand-made rows and traces, without a real run.
+#include "trace/comparison.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace overlapsim {
+namespace {
+
+using ::testing::HasSubstr;
+
+SummaryRow row(const std::string& algorithm, double iteration, double samples) {
+  SummaryRow r;
+  r.algorithm = algorithm;
+  r.metrics.window_start_s = 0;
+  r.metrics.window_end_s = 2 * iteration;
+  r.metrics.steps = 2;
+  r.metrics.iteration_time_s = iteration;
+  r.metrics.samples = samples;
+  r.metrics.throughput_samples_s = samples / (2 * iteration);
+  return r;
+}
+
+TEST(Comparison, MetricsOpsAndAWarningPastFifteenPercent) {
+  // ddp predicted 0.10 s a step against 0.12 s measured: -16.7%, past the 15% validate aims under.
+  const std::vector<SummaryRow> predicted = {row("ddp", 0.10, 32)};
+  auto measured = std::vector<SummaryRow>{row("ddp", 0.12, 32)};
+  measured[0].metrics.step_times_s = {0.11, 0.13};
+  // One worker, one forward a step: 40 ms predicted, 50 ms measured.
+  Trace p, m;
+  p.workers = m.workers = 1;
+  for (auto* t : {&p, &m})
+    for (int step = 0; step < 2; ++step) {
+      TraceEvent e;
+      e.category = OpCategory::forward;
+      e.name = t->intern("fwd a..b");
+      e.start = step * 0.1;
+      e.end = e.start + (t == &p ? 0.04 : 0.05);
+      t->events.push_back(e);
+    }
+  const auto c = compare_predicted_measured(predicted, measured, {&p}, {&m});
+  ASSERT_EQ(c.rows.size(), 6u); // six metrics
+  EXPECT_EQ(c.rows[0]["metric"], "iteration_time_s");
+  EXPECT_NEAR(c.rows[0]["relative_error"].get<double>(), -1.0 / 6, 1e-12);
+  EXPECT_NEAR(c.rows[0]["absolute_error"].get<double>(), -0.02, 1e-12);
+  EXPECT_DOUBLE_EQ(c.rows[0]["measured_step_s"]["median"].get<double>(), 0.12);
+  EXPECT_THAT(c.rows[0]["warning"].get<std::string>(), HasSubstr("-16.7% off"));
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_THAT(c.csv, HasSubstr("ddp,iteration_time_s,0.1,0.12,-0.166667,-0.02\n"));
+  EXPECT_THAT(c.step_lines, HasSubstr("measured steps 110 / 120 / 130 ms"));
+  ASSERT_EQ(c.ops.size(), 1u);
+  EXPECT_EQ(c.ops[0]["op"], "forward");
+  EXPECT_NEAR(c.ops[0]["median_error"].get<double>(), -0.2, 1e-12); // 40 vs 50 ms
+  EXPECT_THAT(c.csv, HasSubstr("ddp,op:forward:median_s,0.04,0.05,-0.200000,"));
+  EXPECT_THAT(c.op_table, HasSubstr("forward"));
+  // Both zero: no error; only the measurement zero: no relative error (null).
+  EXPECT_EQ(relative_error(0, 0), 0);
+  EXPECT_TRUE(std::isnan(relative_error(1, 0)));
+}
+
+} // namespace
+} // namespace overlapsim

@@ -1,0 +1,170 @@
+#include "trace/comparison.h"
+
+#include "hw/units.h"
+#include "trace/op_costs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+namespace overlapsim {
+
+namespace {
+
+nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+} // namespace
+
+double relative_error(double predicted, double measured) {
+  if (measured == 0)
+    return predicted == 0 ? 0.0 : std::nan("");
+  return (predicted - measured) / measured;
+}
+
+Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_rows,
+                                      const std::vector<SummaryRow>& measured_rows,
+                                      const std::vector<const Trace*>& predicted_traces,
+                                      const std::vector<const Trace*>& measured_traces) {
+  Comparison out;
+  auto& rows = out.rows;
+  constexpr double kWarnAbove = 0.15; // |iteration-time error| the validate loop aims under
+  auto& warnings = out.warnings;
+  auto& step_lines = out.step_lines;
+  auto& csv = out.csv;
+  csv = "algorithm,metric,predicted,measured,relative_error,absolute_error\n";
+  auto& table = out.table;
+  table = fmt::format("{:<10} {:<22} {:>12} {:>12} {:>9}\n", "algorithm", "metric", "predicted",
+                      "measured", "error");
+  for (std::size_t i = 0; i < measured_rows.size(); ++i) {
+    const auto& m = measured_rows[i].metrics;
+    const auto& p = predicted_rows[i].metrics;
+    const std::pair<const char*, std::pair<double, double>> metrics[] = {
+        {"iteration_time_s", {p.iteration_time_s, m.iteration_time_s}},
+        {"throughput_samples_s", {p.throughput_samples_s, m.throughput_samples_s}},
+        {"idle_fraction_mean", {p.idle_fraction_mean, m.idle_fraction_mean}},
+        {"exposed_comm_s", {p.exposed_comm_s, m.exposed_comm_s}},
+        // What a speedup is worth: how many samples (micro-batches x micro-batch x workers) a
+        // step holds, which delayed-update algorithms vary.
+        {"samples_per_step",
+         {p.steps > 0 ? p.samples / p.steps : 0.0, m.steps > 0 ? m.samples / m.steps : 0.0}},
+        {"speedup_vs_ddp", {predicted_rows[i].speedup_vs_ddp, measured_rows[i].speedup_vs_ddp}},
+    };
+    for (const auto& [metric, values] : metrics) {
+      const double err = relative_error(values.first, values.second);
+      nlohmann::ordered_json row;
+      row["algorithm"] = measured_rows[i].algorithm;
+      row["metric"] = metric;
+      row["predicted"] = values.first;
+      row["measured"] = values.second;
+      row["relative_error"] = number_or_null(err);
+      // Near-zero measured values (idle, exposed communication of overlapping algorithms) make
+      // relative errors meaningless; the difference says how far off the prediction is.
+      row["absolute_error"] = values.first - values.second;
+      if (std::string_view(metric) == "iteration_time_s" && !m.step_times_s.empty()) {
+        // How much the measured steps varied: one stall in ten steps moves the mean, not the
+        // median, and the simulator predicts neither.
+        auto steps = m.step_times_s;
+        std::sort(steps.begin(), steps.end());
+        const double median = steps.size() % 2
+                                  ? steps[steps.size() / 2]
+                                  : (steps[steps.size() / 2 - 1] + steps[steps.size() / 2]) / 2;
+        row["measured_step_s"] = {
+            {"min", steps.front()}, {"median", median}, {"max", steps.back()}};
+        row["measured_step_spread"] =
+            number_or_null(median > 0 ? (steps.back() - steps.front()) / median : std::nan(""));
+        step_lines += fmt::format(
+            "{:<10} measured steps {:.4g} / {:.4g} / {:.4g} ms (min / median / max)\n",
+            measured_rows[i].algorithm, 1e3 * steps.front(), 1e3 * median, 1e3 * steps.back());
+      }
+      if (std::string_view(metric) == "iteration_time_s" && std::isfinite(err) &&
+          std::abs(err) > kWarnAbove) {
+        row["warning"] = fmt::format("predicted iteration time is {:+.1f}% off the measured one "
+                                     "(more than {:.0f}%)",
+                                     100 * err, 100 * kWarnAbove);
+        warnings.push_back(
+            fmt::format("{}: {}", measured_rows[i].algorithm, row["warning"].get<std::string>()));
+      }
+      rows.push_back(row);
+      csv += fmt::format("{},{},{:.9g},{:.9g},{},{:.9g}\n", measured_rows[i].algorithm, metric,
+                         values.first, values.second,
+                         std::isfinite(err) ? fmt::format("{:.6f}", err) : std::string(),
+                         values.first - values.second);
+      table += fmt::format("{:<10} {:<22} {:>12.6g} {:>12.6g} {:>8}\n", measured_rows[i].algorithm,
+                           metric, values.first, values.second,
+                           std::isfinite(err) ? fmt::format("{:+.1f}%", 100 * err) : "n/a");
+    }
+  }
+  // Per op (issue 30.4): where an iteration-time error comes from.
+  auto& ops = out.ops;
+  auto& op_table = out.op_table;
+  op_table = fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", "algorithm",
+                         "op (median, per step)", "predicted", "measured", "error", "predicted",
+                         "measured", "error");
+  for (std::size_t i = 0; i < measured_rows.size() && i < predicted_traces.size(); ++i) {
+    if (!predicted_rows[i].error.empty())
+      continue;
+    const auto& pm = predicted_rows[i].metrics;
+    const auto& mm = measured_rows[i].metrics;
+    const auto joined = compare_op_costs(
+        op_costs(*predicted_traces[i], pm.window_start_s, pm.window_end_s, pm.steps),
+        op_costs(*measured_traces[i], mm.window_start_s, mm.window_end_s, mm.steps));
+    const auto& algorithm = measured_rows[i].algorithm;
+    for (const auto& c : joined) {
+      const auto side = [](const std::optional<OpCost>& cost) {
+        return cost ? nlohmann::ordered_json{{"count_per_step", cost->count_per_step},
+                                             {"median_s", cost->median_s},
+                                             {"per_step_s", cost->per_step_s},
+                                             {"waiting_per_step_s", cost->waiting_per_step_s}}
+                    : nlohmann::ordered_json(nullptr);
+      };
+      const bool both = c.predicted && c.measured;
+      const double median_err =
+          both ? relative_error(c.predicted->median_s, c.measured->median_s) : std::nan("");
+      const double step_err =
+          both ? relative_error(c.predicted->per_step_s, c.measured->per_step_s) : std::nan("");
+      nlohmann::ordered_json op;
+      op["algorithm"] = algorithm;
+      op["op"] = c.op;
+      op["stream"] = c.stream == StreamKind::comm ? "comm" : "compute";
+      op["predicted"] = side(c.predicted);
+      op["measured"] = side(c.measured);
+      op["median_error"] = number_or_null(median_err);
+      op["per_step_error"] = number_or_null(step_err);
+      ops.push_back(op);
+      // comparison.csv keeps its columns: an op's two numbers are two metrics.
+      std::string name = c.op;
+      std::replace(name.begin(), name.end(), ',', ';');
+      const auto csv_row = [&](const char* what, double OpCost::*field, double err) {
+        if (!both)
+          return;
+        csv += fmt::format("{},op:{}:{},{:.9g},{:.9g},{},{:.9g}\n", algorithm, name, what,
+                           (*c.predicted).*field, (*c.measured).*field,
+                           std::isfinite(err) ? fmt::format("{:.6f}", err) : std::string(),
+                           (*c.predicted).*field - (*c.measured).*field);
+      };
+      csv_row("median_s", &OpCost::median_s, median_err);
+      csv_row("per_step_s", &OpCost::per_step_s, step_err);
+      const auto time = [](const std::optional<OpCost>& cost, double OpCost::*field) {
+        return cost ? hw::format_time((*cost).*field) : std::string("-");
+      };
+      const auto pct = [](double e) {
+        return std::isfinite(e) ? fmt::format("{:+.1f}%", 100 * e) : std::string("n/a");
+      };
+      op_table +=
+          fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", algorithm, c.op,
+                      time(c.predicted, &OpCost::median_s), time(c.measured, &OpCost::median_s),
+                      pct(median_err), time(c.predicted, &OpCost::per_step_s),
+                      time(c.measured, &OpCost::per_step_s), pct(step_err));
+    }
+  }
+
+  return out;
+}
+
+} // namespace overlapsim
