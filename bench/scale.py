@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Wall time and peak RSS of `overlapsim run` for DDP x GPT-Neo 2.7B x 10 steps at scale (issue 29).
 
-    bench/scale.py [--gpus 1024,4096,16384] [--bin build/overlapsim] [--set KEY=VALUE ...]
+    bench/scale.py [--gpus 1024,4096,16384] [--bin build/overlapsim] [--force] [--set KEY=VALUE ...]
 
 One line per size: GPUs, nodes x GPUs per node, wall seconds, peak RSS of the child (os.wait4),
 and the summary's `simulation` field where the build writes one (rank classes, issue 29), else '-'.
@@ -41,13 +41,15 @@ def find_simulation_field(summary: Path) -> str:
     return "-"
 
 
-def run_one(binary: str, gpus: int, extra: list[str], timeout: float) -> str:
+def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: bool) -> str:
     nodes = gpus // GPUS_PER_NODE
     with tempfile.TemporaryDirectory() as out:
         args = [binary, "run", str(SCENARIO), "--no-plots", "--no-progress", "--out", out,
                 "--algorithms", "ddp", "--set", "output.traces=false", "--set", "training.steps=10",
                 "--set", f"cluster.nodes={nodes}", "--set", f"cluster.gpus_per_node={GPUS_PER_NODE}",
                 "--set", "model.preset=gpt-neo-2.7b"]
+        if force:
+            args.append("--force")
         for pair in extra:
             args += ["--set", pair]
         start = time.monotonic()
@@ -82,6 +84,8 @@ def main() -> int:
     parser.add_argument("--bin", default=str(ROOT / "build" / "overlapsim"))
     parser.add_argument("--set", action="append", default=[], dest="extra",
                         help="KEY=VALUE passed to every run")
+    parser.add_argument("--force", action="store_true",
+                        help="pass --force (past the work budget; needed at 64k+ GPUs)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     args = parser.parse_args()
     if not os.access(args.bin, os.X_OK):
@@ -91,7 +95,7 @@ def main() -> int:
     print(f"# overlapsim scale bench: ddp x gpt-neo-2.7b x 10 steps, {os.cpu_count()} cores")
     print("#    GPUs  nodes       wall      peak RSS  simulation")
     for gpus in (int(g) for g in args.gpus.split(",") if g):
-        print(run_one(args.bin, gpus, args.extra, args.timeout), flush=True)
+        print(run_one(args.bin, gpus, args.extra, args.timeout, args.force), flush=True)
     return 0
 
 
