@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Wall time and peak RSS of `overlapsim run` for DDP x GPT-Neo 2.7B x 10 steps at scale (issue 29).
+
+    bench/scale.py [--gpus 1024,4096,16384] [--bin build/overlapsim] [--force] [--set KEY=VALUE ...]
+
+One line per size: GPUs, nodes x GPUs per node, wall seconds, peak RSS of the child (os.wait4),
+and the summary's `simulation` field where the build writes one (rank classes, issue 29), else '-'.
+Prints numbers only; no pass/fail. Extra --set pairs go to every run, e.g.
+--set simulation.rank_classes=off once that key exists.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "scenarios" / "ddp-4x8-a100-gpt-neo-125m.yaml"
+GPUS_PER_NODE = 8
+
+
+def find_simulation_field(summary: Path) -> str:
+    """The `simulation` value anywhere in summary.json, or '-' when absent."""
+    try:
+        data = json.loads(summary.read_text())
+    except (OSError, ValueError):
+        return "-"
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("simulation"), str):
+                return item["simulation"]
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return "-"
+
+
+def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: bool) -> str:
+    nodes = gpus // GPUS_PER_NODE
+    with tempfile.TemporaryDirectory() as out:
+        args = [binary, "run", str(SCENARIO), "--no-plots", "--no-progress", "--out", out,
+                "--algorithms", "ddp", "--set", "output.traces=false", "--set", "training.steps=10",
+                "--set", f"cluster.nodes={nodes}", "--set", f"cluster.gpus_per_node={GPUS_PER_NODE}",
+                "--set", "model.preset=gpt-neo-2.7b"]
+        if force:
+            args.append("--force")
+        for pair in extra:
+            args += ["--set", pair]
+        start = time.monotonic()
+        child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        status = None
+        while status is None:
+            pid, code, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                status = (code, usage)
+            elif time.monotonic() - start > timeout:
+                child.kill()
+                child.wait()
+                return f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE}  timed out after {timeout:.0f} s"
+            else:
+                time.sleep(0.05)
+        wall = time.monotonic() - start
+        code, usage = status
+        # Popen still owns the handle; reading stderr after the child was reaped is fine.
+        err = child.stderr.read().decode(errors="replace") if child.stderr else ""
+        child.returncode = os.waitstatus_to_exitcode(code)
+        if child.returncode != 0:
+            return f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE}  FAILED ({child.returncode}): {err[-300:]}"
+        rss_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
+        sim = find_simulation_field(Path(out) / "summary.json")
+        return f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE} {wall:>9.2f} s {rss_mb:>9.1f} MB  {sim}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", default="1024,4096,16384",
+                        help="comma-separated GPU counts (multiples of 8); add 65536,131072")
+    parser.add_argument("--bin", default=str(ROOT / "build" / "overlapsim"))
+    parser.add_argument("--set", action="append", default=[], dest="extra",
+                        help="KEY=VALUE passed to every run")
+    parser.add_argument("--force", action="store_true",
+                        help="pass --force (past the work budget; needed at 64k+ GPUs)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
+    args = parser.parse_args()
+    if not os.access(args.bin, os.X_OK):
+        print(f"build first: cmake --build build -j2 --target overlapsim ({args.bin})",
+              file=sys.stderr)
+        return 1
+    print(f"# overlapsim scale bench: ddp x gpt-neo-2.7b x 10 steps, {os.cpu_count()} cores")
+    print("#    GPUs  nodes       wall      peak RSS  simulation")
+    for gpus in (int(g) for g in args.gpus.split(",") if g):
+        print(run_one(args.bin, gpus, args.extra, args.timeout, args.force), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
