@@ -174,6 +174,10 @@ const Network::Split* Network::make_split(const Group& g, bool by_site,
 
 void Network::fused(const Scope& s, double wait,
                     const std::function<std::vector<Flow>()>& make_flows) {
+  fused_plan(s, [&] { return Plan{wait, make_flows()}; });
+}
+
+void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
   const std::tuple<int, std::int64_t, int> key{s.group.id, s.seq, s.tag};
   auto& slot = instances_[key];
   if (!slot)
@@ -189,9 +193,9 @@ void Network::fused(const Scope& s, double wait,
     interference_.begin(r);
   // The latencies of every step but the last (which each flow pays itself), then one flow per
   // sender with all its steps' bytes, between the ranks' own hosts.
+  const auto [wait, flows] = plan();
   if (wait > 0)
     sg4::this_actor::sleep_for(wait);
-  const auto flows = make_flows();
   std::vector<sg4::CommPtr> comms;
   comms.reserve(flows.size());
   for (const auto& [src, dst, bytes] : flows) {
@@ -454,54 +458,58 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollect
   const int n = g.size();
   const NcclCost cost = nccl_best_collective(nccl_generation_, nccl_shape(g), collective, bytes,
                                              only, nccl_protocol_);
-  // Flows that move what the algorithm moves, each paced to end `bytes / algbw` after the
-  // latency: alone they take the model's time; sharing links with other traffic, longer.
-  const double transfer = cost.algbw_Bps > 0 ? bytes / cost.algbw_Bps : 0;
-  std::vector<Flow> flows;
-  double sent = 0;
-  auto next = [&](int k) { return g.ranks[static_cast<std::size_t>((k + 1) % n)]; };
   const NcclShape& shape = nccl_shape(g);
   // Trees between nodes: NCCL's tree (chains inside the nodes) and NVLSTree (NVLS inside).
   const bool nvls_tree = cost.algorithm == NcclAlgorithm::nvls && shape.nodes > 1;
-  if (cost.algorithm == NcclAlgorithm::tree || nvls_tree) {
-    double worst = 0;
-    int depth = 0;
-    flows = tree_flows(g, bytes, &worst, &depth, nvls_tree);
-    sent = bytes;
-  } else if (collective == NcclCollective::broadcast) {
-    // A chain from the root along the ring: every rank but the last forwards S.
-    const int r = g.index_of(root);
-    for (int d = 0; d + 1 < n; ++d)
-      flows.push_back({g.ranks[static_cast<std::size_t>((r + d) % n)], next((r + d) % n), bytes});
-    sent = (g.index_of(rank) - r + n) % n == n - 1 ? 0.0 : bytes;
-  } else {
-    // Ring: 2(n-1)/n S (all-reduce) or (n-1)/n S (reduce-scatter, all-gather) to the next rank;
-    // NVLS: S to the switch and back (next rank's link).
-    const double per_rank = cost.algorithm == NcclAlgorithm::nvls      ? 1.0
+  const bool tree = cost.algorithm == NcclAlgorithm::tree || nvls_tree;
+  const bool broadcast = collective == NcclCollective::broadcast;
+  // What this rank sends: a tree S; a broadcast chain S but its last rank; a ring 2(n-1)/n S
+  // (all-reduce) or (n-1)/n S (reduce-scatter, all-gather) to the next rank; NVLS S to the switch
+  // and back (the next rank's link).
+  const double ring_share = cost.algorithm == NcclAlgorithm::nvls      ? 1.0
                             : collective == NcclCollective::all_reduce ? 2.0 * (n - 1) / n
                                                                        : (n - 1.0) / n;
-    sent = per_rank * bytes;
-    for (int k = 0; k < n; ++k)
-      flows.push_back({g.ranks[static_cast<std::size_t>(k)], next(k), sent});
-  }
-  // SimGrid 3.32 ignores a host-to-host comm's rate, so the pace is slept: the flows run at link
-  // speed after a wait of the model's latency plus the time its pace adds to theirs (alone).
-  // Sharing links with other traffic, they still take longer than the model says.
-  double route = 0, unpaced = 0;
-  for (const auto& f : flows) {
-    route = std::max(route, latency(f.src, f.dst));
-    unpaced = std::max(unpaced, f.bytes / bandwidth(f.src, f.dst));
-  }
-  if (cost.algorithm == NcclAlgorithm::tree || nvls_tree) {
-    // Both trees cross a node's NICs (S each way on 2 nodes, 2S from 4 on: nccl_tree_nic_load);
-    // a chain's middle GPU sends 2S.
-    if (!nvls_tree)
-      unpaced = std::max(unpaced, 2 * bytes / shape.intra_Bps);
-    if (shape.nodes > 1)
-      unpaced = std::max(unpaced, nccl_tree_nic_load(shape.nodes) * bytes / shape.net_Bps);
-  }
-  const double wait = std::max(0.0, cost.latency_s - route) + std::max(0.0, transfer - unpaced);
-  fused(s, wait, [&] { return flows; });
+  const int r = broadcast ? g.index_of(root) : 0;
+  const double sent = tree        ? bytes
+                      : broadcast ? ((g.index_of(rank) - r + n) % n == n - 1 ? 0.0 : bytes)
+                                  : ring_share * bytes;
+  // The flows and their pacing, by the last rank to arrive only (fused_plan).
+  fused_plan(s, [&] {
+    // Flows that move what the algorithm moves, each paced to end `bytes / algbw` after the
+    // latency: alone they take the model's time; sharing links with other traffic, longer.
+    const double transfer = cost.algbw_Bps > 0 ? bytes / cost.algbw_Bps : 0;
+    std::vector<Flow> flows;
+    auto next = [&](int k) { return g.ranks[static_cast<std::size_t>((k + 1) % n)]; };
+    if (tree) {
+      double worst = 0;
+      int depth = 0;
+      flows = tree_flows(g, bytes, &worst, &depth, nvls_tree);
+    } else if (broadcast) {
+      for (int d = 0; d + 1 < n; ++d) // a chain from the root along the ring
+        flows.push_back({g.ranks[static_cast<std::size_t>((r + d) % n)], next((r + d) % n), bytes});
+    } else {
+      for (int k = 0; k < n; ++k)
+        flows.push_back({g.ranks[static_cast<std::size_t>(k)], next(k), ring_share * bytes});
+    }
+    // SimGrid 3.32 ignores a host-to-host comm's rate, so the pace is slept: the flows run at
+    // link speed after a wait of the model's latency plus the time its pace adds to theirs
+    // (alone). Sharing links with other traffic, they still take longer than the model says.
+    double route = 0, unpaced = 0;
+    for (const auto& f : flows) {
+      route = std::max(route, latency(f.src, f.dst));
+      unpaced = std::max(unpaced, f.bytes / bandwidth(f.src, f.dst));
+    }
+    if (tree) {
+      // Both trees cross a node's NICs (S each way on 2 nodes, 2S from 4 on:
+      // nccl_tree_nic_load); a chain's middle GPU sends 2S.
+      if (!nvls_tree)
+        unpaced = std::max(unpaced, 2 * bytes / shape.intra_Bps);
+      if (shape.nodes > 1)
+        unpaced = std::max(unpaced, nccl_tree_nic_load(shape.nodes) * bytes / shape.net_Bps);
+    }
+    return Plan{std::max(0.0, cost.latency_s - route) + std::max(0.0, transfer - unpaced),
+                std::move(flows)};
+  });
   return {sent, nccl_label(cost.algorithm, cost.protocol, shape.nodes > 1)};
 }
 

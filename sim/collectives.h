@@ -109,6 +109,13 @@ private:
   // The last rank to arrive sleeps `wait`, runs the flows `make_flows` lists (called by that rank
   // only: building the list costs O(N)) and releases the others when they have all ended.
   void fused(const Scope& s, double wait, const std::function<std::vector<Flow>()>& make_flows);
+  // The same, where the wait follows from the flows too: `plan` (called by the last rank only)
+  // returns both. Every rank building them made an N-rank collective cost O(N^2).
+  struct Plan {
+    double wait = 0;
+    std::vector<Flow> flows;
+  };
+  void fused_plan(const Scope& s, const std::function<Plan()>& plan);
   void exchange(const Scope& s, int self, int dst, double send_bytes, int src);
   // A message from `src` to `dst`: the k-th send between them on this group and tag meets the
   // k-th receive; the last of the two to arrive moves `bytes` (given by the sender) between their
