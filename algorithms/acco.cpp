@@ -213,6 +213,7 @@ private:
 
 class DelayedUpdate final : public Algorithm {
 public:
+  bool node_symmetric() const override { return true; }
   DelayedUpdate(std::string name, Variant variant, int warmup, Accumulation accumulation)
       : name_(std::move(name)), variant_(variant), warmup_(warmup), accumulation_(accumulation) {}
   std::string name() const override { return name_; }

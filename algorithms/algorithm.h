@@ -34,6 +34,11 @@ public:
   // Optimizer steps between two synchronisations of the replicas (local SGD's H): a measuring
   // window shorter than one holds none of the algorithm's communication (algorithms/sync_period.h).
   virtual int sync_period() const { return 1; }
+  // True when every rank runs the same ops (up to its place in the groups it uses; shards differ
+  // by at most one element) and meets other ranks only in collectives over the world, its node
+  // or the ranks at its position on every node: then one node's ranks stand for every node's
+  // (rank classes, sim/rank_classes.h; issue 29). Point-to-point schedules (CDP) are not.
+  virtual bool node_symmetric() const { return false; }
   // Built once per worker, before any stream runs; declares the worker's buffers.
   virtual std::unique_ptr<WorkerProgram> program(Worker& worker) const = 0;
 };

@@ -136,6 +136,7 @@ private:
 
 class AscWfbp final : public Algorithm {
 public:
+  bool node_symmetric() const override { return true; }
   AscWfbp(std::string name, int channels) : name_(std::move(name)), channels_(channels) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {

@@ -145,6 +145,8 @@ private:
 
 class DataParallel final : public Algorithm {
 public:
+  // ZeroRedundancyOptimizer broadcasts each rank's shard from that rank: the roots tell them apart.
+  bool node_symmetric() const override { return !setup_.zero_redundancy; }
   DataParallel(std::string name, const DdpSetup& setup) : name_(std::move(name)), setup_(setup) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& worker) const override {

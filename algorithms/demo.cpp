@@ -66,6 +66,7 @@ private:
 
 class Demo final : public Algorithm {
 public:
+  bool node_symmetric() const override { return true; }
   Demo(std::string name, ReplicatorConfig c) : name_(std::move(name)), c_(c) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {

@@ -82,6 +82,7 @@ private:
 
 class Diloco final : public Algorithm {
 public:
+  bool node_symmetric() const override { return true; }
   Diloco(std::string name, int period, double lr, double mu)
       : name_(std::move(name)), period_(period), lr_(lr), mu_(mu) {}
   std::string name() const override { return name_; }

@@ -8,6 +8,7 @@ namespace {
 
 class FlexDemo final : public Algorithm {
 public:
+  bool node_symmetric() const override { return true; }
   FlexDemo(std::string name, FsdpOptions o) : name_(std::move(name)), o_(std::move(o)) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {

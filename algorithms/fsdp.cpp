@@ -278,6 +278,7 @@ private:
 
 class Fsdp final : public Algorithm {
 public:
+  bool node_symmetric() const override { return true; }
   Fsdp(std::string name, FsdpOptions o) : name_(std::move(name)), o_(o) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {

@@ -131,6 +131,7 @@ enum class Family { flsgd, plsgd_enp, dreamddp };
 
 class LocalSgd final : public Algorithm {
 public:
+  bool node_symmetric() const override { return true; }
   LocalSgd(std::string name, int period, Family family, bool bubble_filling)
       : name_(std::move(name)), period_(period), family_(family), bubble_filling_(bubble_filling) {}
   std::string name() const override { return name_; }

@@ -147,6 +147,7 @@ private:
 
 class StreamingDiloco final : public Algorithm {
 public:
+  bool node_symmetric() const override { return true; }
   StreamingDiloco(std::string name, std::string where, const Options& o)
       : name_(std::move(name)), where_(std::move(where)), o_(o) {}
   std::string name() const override { return name_; }

@@ -101,6 +101,7 @@ private:
 
 class Zero1 final : public Algorithm {
 public:
+  bool node_symmetric() const override { return true; }
   Zero1(std::string name, double cap) : name_(std::move(name)), cap_(cap) {}
   std::string name() const override { return name_; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {

@@ -2,11 +2,13 @@
 """Wall time and peak RSS of `overlapsim run` for DDP x GPT-Neo 2.7B x 10 steps at scale (issue 29).
 
     bench/scale.py [--gpus 1024,4096,16384] [--bin build/overlapsim] [--force] [--set KEY=VALUE ...]
+    bench/scale.py --compare --gpus 64,256,1024,4096    # rank classes against the full simulation
 
 One line per size: GPUs, nodes x GPUs per node, wall seconds, peak RSS of the child (os.wait4),
-and the summary's `simulation` field where the build writes one (rank classes, issue 29), else '-'.
+and the summary's `simulation` field (`classes (8 of N GPUs simulated)` or `full (...)`).
 Prints numbers only; no pass/fail. Extra --set pairs go to every run, e.g.
---set simulation.rank_classes=off once that key exists.
+--set cluster.rank_classes=off for the full simulation. --compare runs each size both ways and
+prints the largest relative difference of the summary's main fields (issue 29.2: within 0.1%).
 """
 
 import argparse
@@ -41,7 +43,12 @@ def find_simulation_field(summary: Path) -> str:
     return "-"
 
 
-def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: bool) -> str:
+COMPARED = ["iteration_time_s", "throughput_samples_s", "comm_bytes_per_step", "peak_memory_bytes",
+            "idle_fraction_mean", "exposed_comm_s", "compute_s_per_step", "comm_s_per_step"]
+
+
+def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: bool,
+            keep: dict | None = None) -> str:
     nodes = gpus // GPUS_PER_NODE
     with tempfile.TemporaryDirectory() as out:
         args = [binary, "run", str(SCENARIO), "--no-plots", "--no-progress", "--out", out,
@@ -74,6 +81,8 @@ def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: boo
             return f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE}  FAILED ({child.returncode}): {err[-300:]}"
         rss_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
         sim = find_simulation_field(Path(out) / "summary.json")
+        if keep is not None:
+            keep.update(json.loads((Path(out) / "summary.json").read_text())["results"][0])
         return f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE} {wall:>9.2f} s {rss_mb:>9.1f} MB  {sim}"
 
 
@@ -87,6 +96,8 @@ def main() -> int:
     parser.add_argument("--force", action="store_true",
                         help="pass --force (past the work budget; needed at 64k+ GPUs)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
+    parser.add_argument("--compare", action="store_true",
+                        help="run each size with rank classes and with cluster.rank_classes=off")
     args = parser.parse_args()
     if not os.access(args.bin, os.X_OK):
         print(f"build first: cmake --build build -j2 --target overlapsim ({args.bin})",
@@ -95,7 +106,19 @@ def main() -> int:
     print(f"# overlapsim scale bench: ddp x gpt-neo-2.7b x 10 steps, {os.cpu_count()} cores")
     print("#    GPUs  nodes       wall      peak RSS  simulation")
     for gpus in (int(g) for g in args.gpus.split(",") if g):
-        print(run_one(args.bin, gpus, args.extra, args.timeout, args.force), flush=True)
+        if not args.compare:
+            print(run_one(args.bin, gpus, args.extra, args.timeout, args.force), flush=True)
+            continue
+        classes, full = {}, {}
+        print(run_one(args.bin, gpus, args.extra, args.timeout, args.force, classes), flush=True)
+        print(run_one(args.bin, gpus, args.extra + ["cluster.rank_classes=off"], args.timeout,
+                      args.force, full), flush=True)
+        diffs = [(abs(classes[k] - full[k]) / abs(full[k]), k) for k in COMPARED
+                 if k in classes and k in full and full[k]]
+        if diffs:
+            worst, field = max(diffs)
+            print(f"{gpus:>7}  classes vs full: worst relative difference {worst:.2e} ({field})",
+                  flush=True)
     return 0
 
 

@@ -125,6 +125,7 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
           sim::simulate(windowed, a, progress ? make_progress(a.label) : sim::ProgressFn{});
       warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
       rows.push_back(make_row(windowed, a.label, result.trace, warnings));
+      rows.back().extra["simulation"] = result.simulation;
       if (results)
         results->push_back(std::move(result));
     } catch (const std::exception& e) {
@@ -210,6 +211,12 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
         too_big ? fmt::format("  DOES NOT FIT ({} per GPU)", hw::format_bytes(r.gpu_memory_bytes))
                 : "");
   }
+  // Rank classes (sim/rank_classes.h): say where one node's GPUs stood for all.
+  for (const auto& r : rows)
+    if (const auto it = r.extra.find("simulation");
+        it != r.extra.end() && it->is_string() && it->get<std::string>().starts_with("classes"))
+      out += fmt::format("{}: simulated as rank {}; cluster.rank_classes: off runs every GPU\n",
+                         r.algorithm, it->get<std::string>());
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "hw/units.h"
 #include "scenario/loader.h"
+#include "sim/rank_classes.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -13,8 +14,25 @@
 
 namespace overlapsim::cli {
 
+namespace {
+// The GPUs a run simulates: one node's when rank classes fold every algorithm of it.
+double simulated_gpus(const scenario::Scenario& s) {
+  if (!sim::rank_classes_obstacle(s).empty())
+    return s.cluster.world_size();
+  for (const auto& spec : s.algorithms) {
+    try {
+      if (!make_algorithm(spec)->node_symmetric())
+        return s.cluster.world_size();
+    } catch (const std::exception&) {
+      return s.cluster.world_size(); // the run reports its bad option itself
+    }
+  }
+  return s.cluster.gpus_per_node;
+}
+} // namespace
+
 WorkEstimate estimate_work(const scenario::Scenario& s) {
-  const double gpus = s.cluster.world_size();
+  const double gpus = simulated_gpus(s);
   const double steps = s.training.warmup_steps + s.training.steps;
   const double layers = static_cast<double>(s.model.spec.layers.size());
   const double param_bytes = s.model.spec.total_params() * scenario::dtype_bytes(s.model.dtype);
@@ -78,7 +96,7 @@ double mapped_bytes() {
 } // namespace
 
 MemoryEstimate estimate_memory(const scenario::Scenario& s) {
-  const double gpus = s.cluster.world_size();
+  const double gpus = simulated_gpus(s);
   const double ops = estimate_work(s).ops;
   const double algorithms = std::max<double>(1, static_cast<double>(s.algorithms.size()));
   MemoryEstimate m;
@@ -117,7 +135,7 @@ void check_memory_budget(const scenario::Scenario& s, double max_memory_bytes, i
           "{} actor stacks of 132 KiB, {}), more than the limit of {} (ulimit -v); use fewer "
           "GPUs or steps, or raise the limit",
           s.source, hw::format_bytes(need), hw::format_bytes(mapped_bytes()),
-          hw::format_count(2 * s.cluster.world_size()), m.breakdown,
+          hw::format_count(2 * simulated_gpus(s)), m.breakdown,
           hw::format_bytes(static_cast<double>(as.rlim_cur))));
   }
 }

@@ -102,7 +102,8 @@ hw::SystemSpec read_system(const Entry& e) {
 ClusterSpec read_cluster(const Entry& e) {
   e.expect_map({"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
                 "nics_per_node", "stragglers", "jitter", "network_model", "collectives",
-                "collective_algorithm", "nccl_protocol", "sites", "wan", "calibration"});
+                "collective_algorithm", "nccl_protocol", "rank_classes", "sites", "wan",
+                "calibration"});
   ClusterSpec c;
   c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
   std::optional<hw::SystemSpec> system;
@@ -229,6 +230,10 @@ ClusterSpec read_cluster(const Entry& e) {
                                                        {"ll", NcclProtocolChoice::ll},
                                                        {"ll128", NcclProtocolChoice::ll128},
                                                        {"simple", NcclProtocolChoice::simple}});
+  if (e.has("rank_classes"))
+    c.rank_classes = e.child("rank_classes")
+                         .choice<RankClassesChoice>({{"auto", RankClassesChoice::automatic},
+                                                     {"off", RankClassesChoice::off}});
   if (e.has("sites")) {
     std::vector<int> site_of(static_cast<std::size_t>(c.nodes), -1);
     for (const auto& s : e.child("sites").items()) {

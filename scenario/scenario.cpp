@@ -69,6 +69,9 @@ std::string to_string(NcclProtocolChoice protocol) {
     return "auto";
   }
 }
+std::string to_string(RankClassesChoice choice) {
+  return choice == RankClassesChoice::off ? "off" : "auto";
+}
 std::string to_string(JitterDistribution distribution) {
   switch (distribution) {
   case JitterDistribution::none:

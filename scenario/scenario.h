@@ -40,6 +40,9 @@ enum class CollectiveAlgorithm { ring, tree, hierarchical, automatic };
 // plugin forces one sets it (aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de: EFA's SRD does not
 // deliver in order, which LL and LL128 need). Only the nccl view has protocols.
 enum class NcclProtocolChoice { automatic, ll, ll128, simple };
+// Rank classes (issue 29; sim/rank_classes.h): auto simulates one node's ranks for every node's
+// where nothing tells the nodes apart, off always simulates every rank.
+enum class RankClassesChoice { automatic, off };
 
 // A WAN between groups of nodes: each site lists its nodes; traffic between sites crosses the WAN
 // link of the source site and of the destination site (each carries `wan.latency / 2`).
@@ -66,6 +69,7 @@ struct ClusterSpec {
   CollectiveFidelity collectives = CollectiveFidelity::nccl;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::automatic;
   NcclProtocolChoice nccl_protocol = NcclProtocolChoice::automatic;
+  RankClassesChoice rank_classes = RankClassesChoice::automatic;
   std::vector<Site> sites; // empty: one site, no WAN
   hw::LinkSpec wan;
   std::string calibration; // calibration profile whose fitted links replaced the given ones
@@ -192,6 +196,7 @@ std::string to_string(NetworkModel model);
 std::string to_string(CollectiveFidelity fidelity);
 std::string to_string(CollectiveAlgorithm algorithm);
 std::string to_string(NcclProtocolChoice protocol); // auto, LL, LL128, Simple (NCCL_PROTO's)
+std::string to_string(RankClassesChoice choice);    // auto, off
 std::string to_string(JitterDistribution distribution);
 
 } // namespace overlapsim::scenario

@@ -65,6 +65,7 @@ nlohmann::json to_json(const Scenario& s) {
       {"collectives", to_string(c.collectives)},
       {"collective_algorithm", to_string(c.collective_algorithm)},
       {"nccl_protocol", to_string(c.nccl_protocol)},
+      {"rank_classes", to_string(c.rank_classes)},
       {"calibration", c.calibration},
   };
   if (!c.sites.empty()) {

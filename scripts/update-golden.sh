@@ -10,7 +10,7 @@ binary="${1:-build}/overlapsim"
 [ -x "$binary" ] || { echo "update-golden: $binary not built" >&2; exit 1; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-rm -f tests/golden/*.summary.json
+rm -f tests/golden/*.summary.json tests/golden/*.summary.json.gz
 for scenario in scenarios/*.yaml; do
   name=$(basename "$scenario" .yaml)
   status=0
@@ -21,7 +21,12 @@ for scenario in scenarios/*.yaml; do
     cat "$scratch/stderr" >&2
     exit 1
   fi
-  sed "s|$scratch/$name|<out>|g" "$scratch/$name/summary.json" >"tests/golden/$name.summary.json"
+  golden="tests/golden/$name.summary.json"
+  sed "s|$scratch/$name|<out>|g" "$scratch/$name/summary.json" >"$golden"
+  # Above 1 MB (per-GPU lists of a frontier-scale job): gzipped, without a name or time stamp.
+  if [ "$(stat -c %s "$golden")" -gt 1048576 ]; then
+    gzip -n -9 "$golden"
+  fi
 done
-echo "update-golden: $(ls tests/golden/*.summary.json | wc -l) summaries in tests/golden/"
+echo "update-golden: $(ls tests/golden/*.summary.json* | wc -l) summaries in tests/golden/"
 git --no-pager diff --stat -- tests/golden/ || true

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace overlapsim::sim {
 
@@ -81,8 +82,8 @@ double Network::latency(int src, int dst) {
   if (it == routes_.end()) {
     std::vector<sg4::Link*> links;
     double lat = 0;
-    platform_.gpus[static_cast<std::size_t>(src)]->route_to(
-        platform_.gpus[static_cast<std::size_t>(dst)], links, &lat);
+    const auto [from, to] = platform_.route_ends(src, dst);
+    from->route_to(to, links, &lat);
     double bw = std::numeric_limits<double>::infinity();
     for (auto* l : links)
       bw = std::min(bw, l->get_bandwidth());
@@ -132,25 +133,25 @@ const Network::Split* Network::make_split(const Group& g, bool by_site,
   if (slot)
     return slot->intra.empty() ? nullptr : slot.get();
   slot = std::make_unique<Split>();
-  std::vector<int> nodes; // node (or site) ids, in order of first member
-  std::vector<std::vector<int>> members;
+  std::vector<std::vector<int>> members; // per node (or site), in order of first member
+  std::unordered_map<int, std::size_t> index_of_node;
+  std::vector<std::pair<int, int>> place; // per member: (its node's index, its position there)
   for (int r : g.ranks) {
     const int node = by_site ? site_of_node_[static_cast<std::size_t>(topology_.node_of(r))]
                              : topology_.node_of(r);
-    auto it = std::find(nodes.begin(), nodes.end(), node);
-    if (it == nodes.end()) {
-      nodes.push_back(node);
+    const auto [it, fresh] = index_of_node.try_emplace(node, members.size());
+    if (fresh)
       members.emplace_back();
-      it = nodes.end() - 1;
-    }
-    members[static_cast<std::size_t>(it - nodes.begin())].push_back(r);
+    auto& m = members[it->second];
+    place.emplace_back(static_cast<int>(it->second), static_cast<int>(m.size()));
+    m.push_back(r);
   }
   const std::size_t per_node = members.front().size();
   const bool even = std::all_of(members.begin(), members.end(),
                                 [&](const auto& m) { return m.size() == per_node; });
   // Nothing to gain: the caller falls back to a ring. (Across sites one rank per site still
   // splits: the intra phases are empty and the cross ring is the WAN ring.)
-  if (!even || nodes.size() < 2 || (per_node < 2 && !by_site))
+  if (!even || members.size() < 2 || (per_node < 2 && !by_site))
     return nullptr;
   for (const auto& m : members)
     slot->intra.push_back(&topology_.group(m));
@@ -160,14 +161,9 @@ const Network::Split* Network::make_split(const Group& g, bool by_site,
       cross.push_back(m[p]);
     slot->cross.push_back(&topology_.group(cross));
   }
-  for (int r : g.ranks) {
-    for (std::size_t n = 0; n < members.size(); ++n) {
-      const auto it = std::find(members[n].begin(), members[n].end(), r);
-      if (it != members[n].end()) {
-        slot->node_index.push_back(static_cast<int>(n));
-        slot->position.push_back(static_cast<int>(it - members[n].begin()));
-      }
-    }
+  for (const auto& [node, position] : place) {
+    slot->node_index.push_back(node);
+    slot->position.push_back(position);
   }
   return slot.get();
 }
@@ -183,34 +179,49 @@ void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
   if (!slot)
     slot = std::make_shared<Instance>();
   const auto instance = slot; // keep it alive while waiting
-  if (++instance->arrived < s.group.size()) {
+  const std::vector<int>& members = simulated_members(s.group);
+  if (++instance->arrived < static_cast<int>(members.size())) {
     instance->done->acquire();
     return;
   }
   instances_.erase(key);
+  const RankClasses& classes = platform_.classes;
   // Every rank is in: data moves from now on, on every member's GPU.
-  for (const int r : s.group.ranks)
+  for (const int r : members)
     interference_.begin(r);
   // The latencies of every step but the last (which each flow pays itself), then one flow per
-  // sender with all its steps' bytes, between the ranks' own hosts.
+  // sender with all its steps' bytes, between the ranks' own hosts. Folded, the flows the
+  // representative node sends stand for every node's (sim/rank_classes.h).
   const auto [wait, flows] = plan();
   if (wait > 0)
     sg4::this_actor::sleep_for(wait);
   std::vector<sg4::CommPtr> comms;
   comms.reserve(flows.size());
   for (const auto& [src, dst, bytes] : flows) {
-    auto* from = platform_.gpus[static_cast<std::size_t>(src)];
-    auto* to = platform_.gpus[static_cast<std::size_t>(dst)];
+    if (!classes.simulated(src))
+      continue;
+    const auto [from, to] = platform_.route_ends(src, dst);
     auto comm = sg4::Comm::sendto_init(from, to);
     comm->set_payload_size(static_cast<std::uint64_t>(bytes));
     comm->start();
     comms.push_back(std::move(comm));
   }
   sg4::Comm::wait_all(comms);
-  for (const int r : s.group.ranks)
+  for (const int r : members)
     interference_.end(r);
-  for (int i = 1; i < s.group.size(); ++i)
+  for (std::size_t i = 1; i < members.size(); ++i)
     instance->done->release();
+}
+
+const std::vector<int>& Network::simulated_members(const Group& g) {
+  if (!platform_.classes.folded)
+    return g.ranks;
+  auto [it, fresh] = simulated_members_.try_emplace(g.id);
+  if (fresh)
+    for (const int r : g.ranks)
+      if (platform_.classes.simulated(r))
+        it->second.push_back(r);
+  return it->second;
 }
 
 void Network::point_to_point(const Scope& s, int self, int src, int dst, double bytes) {
@@ -230,8 +241,8 @@ void Network::point_to_point(const Scope& s, int self, int src, int dst, double 
   messages_.erase(key);
   interference_.begin(src);
   interference_.begin(dst);
-  auto comm = sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(src)],
-                                     platform_.gpus[static_cast<std::size_t>(dst)]);
+  const auto [from, to] = platform_.route_ends(src, dst);
+  auto comm = sg4::Comm::sendto_init(from, to);
   comm->set_payload_size(static_cast<std::uint64_t>(instance->bytes));
   comm->start();
   comm->wait();
@@ -403,10 +414,9 @@ const NcclShape& Network::nccl_shape(const Group& g) {
     return it->second;
   NcclShape& shape = it->second;
   shape.ranks = g.size();
-  std::vector<int> nodes;
+  std::unordered_set<int> nodes;
   for (int r : g.ranks)
-    if (std::find(nodes.begin(), nodes.end(), topology_.node_of(r)) == nodes.end())
-      nodes.push_back(topology_.node_of(r));
+    nodes.insert(topology_.node_of(r));
   shape.nodes = static_cast<int>(nodes.size());
   if (const Split* sp = split(g)) {
     const Group& intra = *sp->intra.front();
@@ -478,36 +488,53 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollect
     // Flows that move what the algorithm moves, each paced to end `bytes / algbw` after the
     // latency: alone they take the model's time; sharing links with other traffic, longer.
     const double transfer = cost.algbw_Bps > 0 ? bytes / cost.algbw_Bps : 0;
-    std::vector<Flow> flows;
-    auto next = [&](int k) { return g.ranks[static_cast<std::size_t>((k + 1) % n)]; };
-    if (tree) {
-      double worst = 0;
-      int depth = 0;
-      flows = tree_flows(g, bytes, &worst, &depth, nvls_tree);
-    } else if (broadcast) {
-      for (int d = 0; d + 1 < n; ++d) // a chain from the root along the ring
-        flows.push_back({g.ranks[static_cast<std::size_t>((r + d) % n)], next((r + d) % n), bytes});
-    } else {
-      for (int k = 0; k < n; ++k)
-        flows.push_back({g.ranks[static_cast<std::size_t>(k)], next(k), ring_share * bytes});
+    // The flows' shape depends on the group and the algorithm only, their bytes scale with the
+    // array: built once per shape for S = 1 (O(N) each time made a 16k-GPU run crawl).
+    const std::tuple<int, int, int, int> key{g.id, static_cast<int>(collective),
+                                             static_cast<int>(cost.algorithm), broadcast ? r : -1};
+    auto [it, fresh] = nccl_flow_shapes_.try_emplace(key);
+    FlowShape& shape_of_flows = it->second;
+    if (fresh) {
+      std::vector<Flow> flows;
+      auto next = [&](int k) { return g.ranks[static_cast<std::size_t>((k + 1) % n)]; };
+      if (tree) {
+        double worst = 0;
+        int depth = 0;
+        flows = tree_flows(g, 1.0, &worst, &depth, nvls_tree);
+      } else if (broadcast) {
+        for (int d = 0; d + 1 < n; ++d) // a chain from the root along the ring
+          flows.push_back({g.ranks[static_cast<std::size_t>((r + d) % n)], next((r + d) % n), 1.0});
+      } else {
+        for (int k = 0; k < n; ++k)
+          flows.push_back({g.ranks[static_cast<std::size_t>(k)], next(k), ring_share});
+      }
+      // SimGrid 3.32 ignores a host-to-host comm's rate, so the pace is slept: the flows run at
+      // link speed after a wait of the model's latency plus the time its pace adds to theirs
+      // (alone). Sharing links with other traffic, they still take longer than the model says.
+      for (const auto& f : flows) {
+        shape_of_flows.route_s = std::max(shape_of_flows.route_s, latency(f.src, f.dst));
+        shape_of_flows.unpaced_s_per_byte =
+            std::max(shape_of_flows.unpaced_s_per_byte, f.bytes / bandwidth(f.src, f.dst));
+      }
+      if (tree) {
+        // Both trees cross a node's NICs (S each way on 2 nodes, 2S from 4 on:
+        // nccl_tree_nic_load); a chain's middle GPU sends 2S.
+        auto& u = shape_of_flows.unpaced_s_per_byte;
+        if (!nvls_tree)
+          u = std::max(u, 2 / shape.intra_Bps);
+        if (shape.nodes > 1)
+          u = std::max(u, nccl_tree_nic_load(shape.nodes) / shape.net_Bps);
+      }
+      // Only the flows that run: all, or the representative node's (sim/rank_classes.h).
+      std::erase_if(flows, [&](const Flow& f) { return !platform_.classes.simulated(f.src); });
+      shape_of_flows.flows = std::move(flows);
     }
-    // SimGrid 3.32 ignores a host-to-host comm's rate, so the pace is slept: the flows run at
-    // link speed after a wait of the model's latency plus the time its pace adds to theirs
-    // (alone). Sharing links with other traffic, they still take longer than the model says.
-    double route = 0, unpaced = 0;
-    for (const auto& f : flows) {
-      route = std::max(route, latency(f.src, f.dst));
-      unpaced = std::max(unpaced, f.bytes / bandwidth(f.src, f.dst));
-    }
-    if (tree) {
-      // Both trees cross a node's NICs (S each way on 2 nodes, 2S from 4 on:
-      // nccl_tree_nic_load); a chain's middle GPU sends 2S.
-      if (!nvls_tree)
-        unpaced = std::max(unpaced, 2 * bytes / shape.intra_Bps);
-      if (shape.nodes > 1)
-        unpaced = std::max(unpaced, nccl_tree_nic_load(shape.nodes) * bytes / shape.net_Bps);
-    }
-    return Plan{std::max(0.0, cost.latency_s - route) + std::max(0.0, transfer - unpaced),
+    std::vector<Flow> flows = shape_of_flows.flows;
+    for (auto& f : flows)
+      f.bytes *= bytes;
+    const double unpaced = shape_of_flows.unpaced_s_per_byte * bytes;
+    return Plan{std::max(0.0, cost.latency_s - shape_of_flows.route_s) +
+                    std::max(0.0, transfer - unpaced),
                 std::move(flows)};
   });
   return {sent, nccl_label(cost.algorithm, cost.protocol, shape.nodes > 1)};

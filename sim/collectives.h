@@ -116,6 +116,15 @@ private:
     std::vector<Flow> flows;
   };
   void fused_plan(const Scope& s, const std::function<Plan()>& plan);
+  // The group's ranks that run (all but under rank classes: the representative node's).
+  const std::vector<int>& simulated_members(const Group& group);
+  // An NCCL-model collective's flows for an array of 1 byte (those that run) and what they take
+  // alone: the latency of their slowest route and their time per byte at link speed.
+  struct FlowShape {
+    std::vector<Flow> flows;
+    double route_s = 0;
+    double unpaced_s_per_byte = 0;
+  };
   void exchange(const Scope& s, int self, int dst, double send_bytes, int src);
   // A message from `src` to `dst`: the k-th send between them on this group and tag meets the
   // k-th receive; the last of the two to arrive moves `bytes` (given by the sender) between their
@@ -168,6 +177,8 @@ private:
   std::unordered_map<std::string, simgrid::s4u::Mailbox*> mailboxes_;
   std::unordered_map<std::uint64_t, std::pair<double, double>> routes_; // latency, bandwidth
   std::unordered_map<int, double> ring_latency_;
+  std::unordered_map<int, std::vector<int>> simulated_members_;
+  std::map<std::tuple<int, int, int, int>, FlowShape> nccl_flow_shapes_;
   std::unordered_map<int, double> ring_bandwidth_;
   std::map<int, std::unique_ptr<Split>> splits_, site_splits_;
   std::vector<int> site_of_node_; // empty without WAN sites

@@ -31,10 +31,68 @@ void configure_engine(sg4::Engine& engine, const scenario::ClusterSpec& cluster)
 #endif
 }
 
-Platform build_platform(const scenario::ClusterSpec& c) {
+std::pair<sg4::Host*, sg4::Host*> Platform::route_ends(int src, int dst) const {
+  const int from = classes.representative(src);
+  if (!classes.folded)
+    return {gpus[static_cast<std::size_t>(from)], gpus[static_cast<std::size_t>(dst)]};
+  const int per_node = classes.gpus_per_node;
+  if (src / per_node == dst / per_node)
+    return {gpus[static_cast<std::size_t>(from)],
+            gpus[static_cast<std::size_t>(classes.representative(dst))]};
+  return {gpus[static_cast<std::size_t>(from)], remote[static_cast<std::size_t>(dst % per_node)]};
+}
+
+namespace {
+
+// The representative node alone (see platform.h): hosts for its GPUs and for the same GPUs of
+// every other node, routes written out in a full zone.
+void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_latency,
+                  double gpu_link_bandwidth, double nic_latency) {
+  const int per_node = c.gpus_per_node;
+  const int node = p.classes.node;
+  auto* zone = sg4::create_full_zone(fmt::format("node{}", node));
+  auto* nic = zone->create_split_duplex_link(fmt::format("nic{}", node),
+                                             c.inter_node.bandwidth_Bps * c.nics_per_node)
+                  ->set_latency(nic_latency);
+  std::vector<sg4::Link*> links;
+  p.remote.resize(static_cast<std::size_t>(per_node));
+  for (int g = 0; g < per_node; ++g) {
+    const int rank = node * per_node + g;
+    p.gpus[static_cast<std::size_t>(rank)] =
+        zone->create_host(fmt::format("gpu{}", rank), p.nominal_speed);
+    p.remote[static_cast<std::size_t>(g)] = zone->create_host(fmt::format("remote{}", g), 1.0);
+    links.push_back(
+        zone->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
+            ->set_latency(gpu_link_latency));
+  }
+  using Dir = sg4::LinkInRoute::Direction;
+  for (int a = 0; a < per_node; ++a)
+    for (int b = 0; b < per_node; ++b) {
+      auto* from = p.gpus[static_cast<std::size_t>(node * per_node + a)]->get_netpoint();
+      auto* up = links[static_cast<std::size_t>(a)];
+      auto* down = links[static_cast<std::size_t>(b)];
+      if (a != b)
+        zone->add_route(from, p.gpus[static_cast<std::size_t>(node * per_node + b)]->get_netpoint(),
+                        nullptr, nullptr, {{up, Dir::UP}, {down, Dir::DOWN}}, false);
+      zone->add_route(from, p.remote[static_cast<std::size_t>(b)]->get_netpoint(), nullptr, nullptr,
+                      {{up, Dir::UP}, {nic, Dir::UP}, {nic, Dir::DOWN}, {down, Dir::DOWN}}, false);
+      // The way back, which the tcp model's reverse-path traffic takes: GPU a of another node
+      // to GPU b here, folded the same way.
+      zone->add_route(p.remote[static_cast<std::size_t>(a)]->get_netpoint(),
+                      p.gpus[static_cast<std::size_t>(node * per_node + b)]->get_netpoint(),
+                      nullptr, nullptr,
+                      {{up, Dir::UP}, {nic, Dir::UP}, {nic, Dir::DOWN}, {down, Dir::DOWN}}, false);
+    }
+  zone->seal();
+}
+
+} // namespace
+
+Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& classes) {
   Platform p;
   const double speed = c.gpu.peak_flops_bf16 * c.gpu.efficiency;
   p.nominal_speed = speed;
+  p.classes = classes;
 
   const bool multi_gpu = c.gpus_per_node > 1;
   const double gpu_link_latency = multi_gpu ? c.intra_node.latency_s / 2 : 0.0;
@@ -49,6 +107,11 @@ Platform build_platform(const scenario::ClusterSpec& c) {
     nic_latency = 0;
   }
 
+  if (classes.folded) {
+    p.gpus.resize(static_cast<std::size_t>(c.world_size()));
+    build_folded(p, c, gpu_link_latency, gpu_link_bandwidth, nic_latency);
+    return p;
+  }
   auto* root = sg4::create_star_zone("cluster");
   std::vector<sg4::NetZone*> site_zone(static_cast<std::size_t>(c.nodes), root);
   std::vector<sg4::NetZone*> sites;

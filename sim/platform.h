@@ -15,9 +15,16 @@
 // costs inter.latency (the GPU links are on that path too); a WAN link carries wan.latency / 2.
 // Inter-node flows also pass through the two GPUs' NVLink-like links: their bandwidth is far above
 // a NIC's, so they only matter when those links are saturated by intra-node traffic.
+//
+// Folded (rank classes, sim/rank_classes.h): one zone holds the representative node's GPU hosts,
+// their links and the node's NIC, plus a `remote` host per GPU position standing for that GPU of
+// every other node. A route to remote p leaves through the NIC and comes back in through the
+// same NIC and GPU p's link: the links and latency of a route to GPU p of another node, folded
+// onto the representative node's own links.
 #pragma once
 
 #include "scenario/scenario.h"
+#include "sim/rank_classes.h"
 
 #include <simgrid/s4u.hpp>
 #include <string>
@@ -26,13 +33,19 @@
 namespace overlapsim::sim {
 
 struct Platform {
-  std::vector<simgrid::s4u::Host*> gpus; // by global rank
-  double nominal_speed = 0;              // FLOP/s of a GPU at efficiency, before straggling
-  std::vector<std::string> warnings;     // approximations the cluster description forced
+  std::vector<simgrid::s4u::Host*> gpus;   // by global rank (folded: null but the simulated ranks)
+  double nominal_speed = 0;                // FLOP/s of a GPU at efficiency, before straggling
+  std::vector<std::string> warnings;       // approximations the cluster description forced
+  RankClasses classes;                     // which ranks have hosts
+  std::vector<simgrid::s4u::Host*> remote; // folded: per GPU position, that GPU of other nodes
+
+  // The host a flow from rank `src` to rank `dst` starts at and goes to: their own, or folded,
+  // src's representative and dst's (in the same node) or remote host (in another node).
+  std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> route_ends(int src, int dst) const;
 };
 
 // Sets the network model (must run before any zone exists) and builds the platform.
 void configure_engine(simgrid::s4u::Engine& engine, const scenario::ClusterSpec& cluster);
-Platform build_platform(const scenario::ClusterSpec& cluster);
+Platform build_platform(const scenario::ClusterSpec& cluster, const RankClasses& classes = {});
 
 } // namespace overlapsim::sim

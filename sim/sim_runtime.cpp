@@ -15,6 +15,31 @@ namespace overlapsim::sim {
 
 namespace sg4 = simgrid::s4u;
 
+namespace {
+
+// A folded run's trace as classes: the representative node's GPU p becomes worker p, standing for
+// GPU p of every node (trace/trace.h).
+void fold_into_classes(Trace& trace, const RankClasses& classes) {
+  const int per_node = classes.gpus_per_node;
+  const auto worker = [&](std::int32_t rank) { return rank % per_node; };
+  for (auto& e : trace.events)
+    e.worker = worker(e.worker);
+  for (auto& m : trace.memory)
+    m.worker = worker(m.worker);
+  for (auto& s : trace.steps)
+    s.worker = worker(s.worker);
+  for (auto& a : trace.accumulations)
+    a.worker = worker(a.worker);
+  trace.workers = per_node;
+  for (int p = 0; p < per_node; ++p)
+    trace.representative.push_back(classes.node * per_node + p);
+  trace.class_of.resize(static_cast<std::size_t>(classes.world));
+  for (int r = 0; r < classes.world; ++r)
+    trace.class_of[static_cast<std::size_t>(r)] = worker(r);
+}
+
+} // namespace
+
 SimulationResult simulate_in_process(const scenario::Scenario& scenario, const Algorithm& algorithm,
                                      const ProgressFn& progress) {
   static bool used = false;
@@ -28,20 +53,26 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
   configure_engine(engine, scenario.cluster);
-  const Platform platform = build_platform(scenario.cluster);
+  const RankClasses classes = choose_rank_classes(scenario, algorithm);
+  const Platform platform = build_platform(scenario.cluster, classes);
 
   const Topology topology(scenario.cluster.nodes, scenario.cluster.gpus_per_node);
   Network network(platform, scenario.cluster, topology);
   SimulationResult result;
   result.warnings = platform.warnings;
+  result.simulation = classes.describe();
   Trace& trace = result.trace;
   trace.workers = topology.world_size();
   trace.gpus_per_node = topology.gpus_per_node();
   SimContext context{scenario, topology, platform, network, trace, progress};
 
+  std::vector<int> ranks; // the simulated ones: all, or the representative node's
+  for (int r = 0; r < topology.world_size(); ++r)
+    if (classes.simulated(r))
+      ranks.push_back(r);
   std::vector<std::unique_ptr<SimWorker>> workers;
   std::vector<std::unique_ptr<WorkerProgram>> programs;
-  for (int r = 0; r < topology.world_size(); ++r) {
+  for (const int r : ranks) {
     workers.push_back(std::make_unique<SimWorker>(context, r));
     programs.push_back(algorithm.program(*workers.back()));
   }
@@ -64,9 +95,10 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
       }
     };
   };
-  for (int r = 0; r < topology.world_size(); ++r) {
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
     auto* host = platform.gpus[static_cast<std::size_t>(r)];
-    auto* program = programs[static_cast<std::size_t>(r)].get();
+    auto* program = programs[i].get();
     sg4::Actor::create(fmt::format("c{}", r), host,
                        guarded(r, "compute", [program] { program->run_compute(); }));
     sg4::Actor::create(fmt::format("m{}", r), host,
@@ -77,12 +109,14 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
     throw std::runtime_error(failure);
   // SimGrid returns from run() when no actor can progress: a stream waits for something that never
   // comes (a signal nobody sends, a collective some ranks never join).
-  if (const int waiting = 2 * topology.world_size() - finished; waiting > 0)
+  if (const int waiting = 2 * static_cast<int>(ranks.size()) - finished; waiting > 0)
     throw std::runtime_error(fmt::format("deadlock at t = {} s: {} streams never finished",
                                          sg4::Engine::get_clock(), waiting));
   trace.end_time = sg4::Engine::get_clock();
   for (const auto& w : workers)
     trace.peak_memory.push_back(w->peak_memory());
+  if (classes.folded)
+    fold_into_classes(trace, classes);
   return result;
 }
 
@@ -104,6 +138,9 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
       body.append(reinterpret_cast<const char*>(&len), sizeof len);
       body += w;
     }
+    const auto len = static_cast<std::uint32_t>(result.simulation.size());
+    body.append(reinterpret_cast<const char*>(&len), sizeof len);
+    body += result.simulation;
     return body + result.trace.serialize();
   });
   std::string reply;
@@ -125,6 +162,11 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
     result.warnings.emplace_back(body.substr(0, len));
     body.remove_prefix(len);
   }
+  std::uint32_t len = 0;
+  std::memcpy(&len, body.data(), sizeof len);
+  body.remove_prefix(sizeof len);
+  result.simulation = std::string(body.substr(0, len));
+  body.remove_prefix(len);
   result.trace = Trace::deserialize(body);
   return result;
 }

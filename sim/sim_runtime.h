@@ -15,6 +15,8 @@ namespace overlapsim::sim {
 struct SimulationResult {
   Trace trace;
   std::vector<std::string> warnings;
+  // Which ranks ran (sim/rank_classes.h): "classes (8 of 16384 GPUs simulated)" or "full (...)".
+  std::string simulation;
 };
 
 // Called by worker 0 after each of its optimizer steps: (steps done, steps in all).

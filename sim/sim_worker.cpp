@@ -404,7 +404,7 @@ double SimWorker::now() const {
 
 void SimWorker::step_done(int step, double samples) {
   ctx_.trace.steps.push_back(StepMark{sg4::Engine::get_clock(), rank_, step, samples});
-  if (rank_ == 0 && ctx_.progress)
+  if (rank_ == ctx_.platform.classes.representative(0) && ctx_.progress)
     ctx_.progress(step + 1, ctx_.scenario.training.warmup_steps + ctx_.scenario.training.steps);
 }
 

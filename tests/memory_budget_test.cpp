@@ -23,17 +23,22 @@ using overlapsim::testing::ScratchDir;
 using ::testing::HasSubstr;
 
 TEST(MemoryBudget, EstimateIsTheDocumentedFit) {
-  const auto s = overlapsim::testing::four_blocks_on_two_nodes(1, 2, "[ddp, acco]");
+  auto s = overlapsim::testing::four_blocks_on_two_nodes(1, 2, "[ddp, acco]");
+  // Rank classes simulate one node's GPU for both: 1 GPU x 3 steps x (4 layers x 2 + 1 bucket
+  // (200 MB of bf16 over 25 MiB: 7.63) + 4).
+  EXPECT_NEAR(overlapsim::cli::estimate_work(s).ops, 1 * 3 * (8 + 200e6 / (25.0 * 1024 * 1024) + 4),
+              1e-6);
+  s.cluster.rank_classes = overlapsim::scenario::RankClassesChoice::off; // 2 GPUs
   const double ops = overlapsim::cli::estimate_work(s).ops;
-  // 2 GPUs x 3 steps x (4 layers x 2 + 1 bucket (200 MB of bf16 over 25 MiB: 7.63) + 4).
   EXPECT_NEAR(ops, 2 * 3 * (8 + 200e6 / (25.0 * 1024 * 1024) + 4), 1e-6);
   const auto m = overlapsim::cli::estimate_memory(s);
   EXPECT_DOUBLE_EQ(m.resident_bytes, 40e6 + 100 * ops + 9 * 1024 * 2 + 1.1 * 4 + 72 * ops * 2);
   EXPECT_DOUBLE_EQ(m.address_space_bytes, m.resident_bytes + 2 * 2 * 132 * 1024.0);
 }
 
+// Every GPU simulated (rank classes off): the full simulation's budget.
 const char* kBig = R"(name: big
-cluster: {nodes: 2048, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3,
+cluster: {nodes: 2048, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3, rank_classes: off,
           inter_node: {bandwidth: 100Gb/s, latency: 5us}}
 model:
   layers:
@@ -52,6 +57,11 @@ TEST(MemoryBudget, ARunPastTheBudgetIsRefusedBeforeSimulating) {
   EXPECT_THAT(r.second, HasSubstr("big.yaml: the simulation would need about"));
   EXPECT_THAT(r.second, HasSubstr("on 16.38k GPUs"));
   EXPECT_THAT(r.second, HasSubstr("more than 100 MB (--max-memory)"));
+  // With rank classes (the default) one node's 8 GPUs run for all 16,384: well inside 100 MB.
+  r = run(args + " --max-memory 100MB --set cluster.rank_classes=auto");
+  EXPECT_EQ(r.first, 0) << r.second;
+  EXPECT_THAT(r.second, HasSubstr("simulated as rank classes (8 of 16384 GPUs simulated)"));
+  fs::remove_all(dir / "o");
   r = run(args + " --max-memory lots");
   EXPECT_EQ(r.first, 1);
   EXPECT_THAT(r.second, HasSubstr("--max-memory 'lots'"));

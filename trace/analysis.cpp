@@ -218,7 +218,7 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
         name = name.substr(0, digits + 1) + "*";
       auto& c = contributions[{name, e.worker}];
       c.name = name;
-      c.worker = e.worker;
+      c.worker = t.gpu_of(e.worker); // the GPU (a class's representative under rank classes)
       c.category = e.category;
       c.seconds += share;
       cp.by_category[static_cast<std::size_t>(e.category)] += share;
@@ -270,8 +270,11 @@ Analysis analyze(const Trace& t, const Metrics& m) {
   }
   a.idle.resize(workers);
   for (std::size_t w = 0; w < workers; ++w) {
-    const Interval window = w < m.worker_window.size() ? m.worker_window[w]
-                                                       : Interval{m.window_start_s, m.window_end_s};
+    // Metrics' per-GPU windows: worker w is GPU gpu_of(w) (rank classes) or GPU w.
+    const auto gpu = static_cast<std::size_t>(t.gpu_of(static_cast<int>(w)));
+    const Interval window = gpu < m.worker_window.size()
+                                ? m.worker_window[gpu]
+                                : Interval{m.window_start_s, m.window_end_s};
     const double length = window.end - window.start;
     if (length <= 0)
       continue;

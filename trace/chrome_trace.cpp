@@ -78,13 +78,30 @@ std::int32_t track_tid(const std::array<std::int32_t, kStreams>& count, std::siz
 
 std::string chrome_trace_json(const Trace& trace, const std::string& title,
                               const std::vector<int>& workers) {
-  std::vector<bool> shown(static_cast<std::size_t>(std::max(trace.workers, 0)), workers.empty());
-  for (const int w : workers)
-    if (w >= 0 && w < trace.workers)
-      shown[static_cast<std::size_t>(w)] = true;
-  const auto is_shown = [&](std::int32_t w) {
-    return w >= 0 && w < trace.workers && shown[static_cast<std::size_t>(w)];
+  // The GPUs (process ids) each worker's records are drawn as: the shown GPUs themselves, or under
+  // rank classes every shown GPU of the worker's class (all: the representatives).
+  std::vector<std::vector<int>> pids(static_cast<std::size_t>(std::max(trace.workers, 0)));
+  const int gpus = trace.gpus();
+  for (int w = 0; w < trace.workers && workers.empty(); ++w)
+    pids[static_cast<std::size_t>(w)].push_back(trace.gpu_of(w));
+  for (const int g : workers)
+    if (g >= 0 && g < gpus)
+      pids[static_cast<std::size_t>(
+               trace.class_of.empty() ? g : trace.class_of[static_cast<std::size_t>(g)])]
+          .push_back(g);
+  for (auto& p : pids) {
+    std::sort(p.begin(), p.end());
+    p.erase(std::unique(p.begin(), p.end()), p.end());
+  }
+  const auto shown = [&](std::int32_t w) -> const std::vector<int>& {
+    static const std::vector<int> none;
+    return w >= 0 && w < trace.workers ? pids[static_cast<std::size_t>(w)] : none;
   };
+  std::vector<std::pair<int, int>> rows; // (pid, worker), by pid
+  for (int w = 0; w < trace.workers; ++w)
+    for (const int pid : shown(w))
+      rows.emplace_back(pid, w);
+  std::sort(rows.begin(), rows.end());
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
   // Names are escaped once; events refer to them by index.
@@ -112,15 +129,13 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
     end_ns[i] = std::llround(trace.events[i].end * 1e9);
   }
   const auto tracks = assign_tracks(trace, start_ns, end_ns);
-  for (int w = 0; w < trace.workers; ++w) {
-    if (!is_shown(w))
-      continue;
+  for (const auto& [pid, w] : rows) {
     sep();
     fmt::format_to(it,
                    "{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_name\",\"args\":{{\"name\":"
                    "\"node {1} gpu {2}\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"name\":"
                    "\"process_sort_index\",\"args\":{{\"sort_index\":{0}}}}}",
-                   w, w / trace.gpus_per_node, w % trace.gpus_per_node);
+                   pid, pid / trace.gpus_per_node, pid % trace.gpus_per_node);
     // Tracks sort by stream, then number: "comm 2" right below "comm".
     const auto& count = tracks.count[static_cast<std::size_t>(w)];
     std::int32_t sort_index = 0;
@@ -133,7 +148,7 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
                        ",\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":{1},\"name\":\"thread_name\","
                        "\"args\":{{\"name\":\"{2}\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"tid\":{1},"
                        "\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{3}}}}}",
-                       w, tid, name, sort_index);
+                       pid, tid, name, sort_index);
       }
   }
   const auto micros = [](std::int64_t ns) {
@@ -143,59 +158,56 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
   const auto arrival = peer_arrivals(trace);
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const auto& e = trace.events[i];
-    if (!is_shown(e.worker))
-      continue;
-    sep();
-    const auto e_start = start_ns[i], e_end = end_ns[i];
-    const auto stream = static_cast<std::size_t>(e.stream);
-    fmt::format_to(
-        it,
-        "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},"
-        "\"cat\":\"{}\",\"args\":{{",
-        e.worker,
-        track_tid(tracks.count[static_cast<std::size_t>(e.worker)], stream, tracks.slot[i]),
-        micros(e_start), micros(e_end - e_start), quoted[static_cast<std::size_t>(e.name)],
-        to_string(e.category));
-    fmt::format_to(it, "\"step\":{}", e.step);
-    if (e.micro_batch >= 0)
-      fmt::format_to(it, ",\"micro_batch\":{}", e.micro_batch);
-    // What the GPU sent; a point-to-point receive, which sends nothing, what it received.
-    if (e.category == OpCategory::comm)
-      fmt::format_to(it, ",\"bytes\":{:.0f}", e.bytes > 0 ? e.bytes : e.received);
-    if (e.flops > 0)
-      fmt::format_to(it, ",\"flops\":{:.6g}", e.flops);
-    if (e.detail >= 0)
-      fmt::format_to(it, ",\"{}\":{}", e.category == OpCategory::comm ? "algorithm" : "detail",
-                     quoted[static_cast<std::size_t>(e.detail)]);
-    if (e.group >= 0)
-      fmt::format_to(it, ",\"group\":{},\"group_size\":{}", e.group, e.group_size);
-    if (e.peer >= 0)
-      fmt::format_to(it, ",\"peer\":{}", e.peer);
-    // Waiting for a slower peer, so that a straggler does not read as a slow network.
-    if (const auto arrived_ns = std::min<std::int64_t>(std::llround(arrival[i] * 1e9), e_end);
-        arrival[i] >= 0 && arrived_ns > e_start)
-      fmt::format_to(it, ",\"waiting_us\":{}", micros(arrived_ns - e_start));
-    fmt::format_to(it, "}}}}");
+    for (const int pid : shown(e.worker)) {
+      sep();
+      const auto e_start = start_ns[i], e_end = end_ns[i];
+      const auto stream = static_cast<std::size_t>(e.stream);
+      fmt::format_to(
+          it,
+          "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},"
+          "\"cat\":\"{}\",\"args\":{{",
+          pid, track_tid(tracks.count[static_cast<std::size_t>(e.worker)], stream, tracks.slot[i]),
+          micros(e_start), micros(e_end - e_start), quoted[static_cast<std::size_t>(e.name)],
+          to_string(e.category));
+      fmt::format_to(it, "\"step\":{}", e.step);
+      if (e.micro_batch >= 0)
+        fmt::format_to(it, ",\"micro_batch\":{}", e.micro_batch);
+      // What the GPU sent; a point-to-point receive, which sends nothing, what it received.
+      if (e.category == OpCategory::comm)
+        fmt::format_to(it, ",\"bytes\":{:.0f}", e.bytes > 0 ? e.bytes : e.received);
+      if (e.flops > 0)
+        fmt::format_to(it, ",\"flops\":{:.6g}", e.flops);
+      if (e.detail >= 0)
+        fmt::format_to(it, ",\"{}\":{}", e.category == OpCategory::comm ? "algorithm" : "detail",
+                       quoted[static_cast<std::size_t>(e.detail)]);
+      if (e.group >= 0)
+        fmt::format_to(it, ",\"group\":{},\"group_size\":{}", e.group, e.group_size);
+      if (e.peer >= 0)
+        fmt::format_to(it, ",\"peer\":{}", e.peer);
+      // Waiting for a slower peer, so that a straggler does not read as a slow network.
+      if (const auto arrived_ns = std::min<std::int64_t>(std::llround(arrival[i] * 1e9), e_end);
+          arrival[i] >= 0 && arrived_ns > e_start)
+        fmt::format_to(it, ",\"waiting_us\":{}", micros(arrived_ns - e_start));
+      fmt::format_to(it, "}}}}");
+    }
   }
-  for (const auto& m : trace.memory) {
-    if (!is_shown(m.worker))
-      continue;
-    sep();
-    fmt::format_to(it,
-                   "{{\"ph\":\"C\",\"pid\":{},\"ts\":{},\"name\":\"memory\",\"args\":{{"
-                   "\"bytes\":{:.0f}}}}}",
-                   m.worker, micros(std::llround(m.time * 1e9)), m.bytes);
-  }
-  for (const auto& s : trace.steps) {
-    if (!is_shown(s.worker))
-      continue;
-    sep();
-    fmt::format_to(
-        it,
-        "{{\"ph\":\"i\",\"s\":\"p\",\"pid\":{},\"tid\":0,\"ts\":{},\"name\":\"step_end\","
-        "\"args\":{{\"step\":{},\"samples\":{}}}}}",
-        s.worker, micros(std::llround(s.time * 1e9)), s.step, s.samples);
-  }
+  for (const auto& m : trace.memory)
+    for (const int pid : shown(m.worker)) {
+      sep();
+      fmt::format_to(it,
+                     "{{\"ph\":\"C\",\"pid\":{},\"ts\":{},\"name\":\"memory\",\"args\":{{"
+                     "\"bytes\":{:.0f}}}}}",
+                     pid, micros(std::llround(m.time * 1e9)), m.bytes);
+    }
+  for (const auto& s : trace.steps)
+    for (const int pid : shown(s.worker)) {
+      sep();
+      fmt::format_to(
+          it,
+          "{{\"ph\":\"i\",\"s\":\"p\",\"pid\":{},\"tid\":0,\"ts\":{},\"name\":\"step_end\","
+          "\"args\":{{\"step\":{},\"samples\":{}}}}}",
+          pid, micros(std::llround(s.time * 1e9)), s.step, s.samples);
+    }
   fmt::format_to(it, "\n]}}\n");
   return fmt::to_string(out);
 }

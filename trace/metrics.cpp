@@ -76,7 +76,7 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     if (s.step == last)
       close[w] = std::max(close[w], s.time);
     if (s.step >= warmup_steps && s.step <= last)
-      m.samples += s.samples;
+      m.samples += s.samples * trace.members_per_worker(); // every GPU of a class consumed them
   }
   for (std::size_t w = 0; w < workers; ++w) {
     if (close[w] < 0)
@@ -198,6 +198,20 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
                                                         m.accumulation_mean * m.accumulation_mean));
     m.accumulation_min = *std::min_element(acc.begin(), acc.end());
     m.accumulation_max = *std::max_element(acc.begin(), acc.end());
+  }
+  // Rank classes: every GPU of the job takes its class's figures.
+  if (!trace.class_of.empty()) {
+    const auto per_gpu = [&](auto& per_worker) {
+      auto values = std::move(per_worker);
+      per_worker.clear();
+      per_worker.reserve(trace.class_of.size());
+      for (const auto w : trace.class_of)
+        per_worker.push_back(values[static_cast<std::size_t>(w)]);
+    };
+    per_gpu(m.idle_fraction);
+    per_gpu(m.exposed_comm_per_worker_s);
+    per_gpu(m.waiting_per_worker_s);
+    per_gpu(m.worker_window);
   }
   return m;
 }

@@ -106,6 +106,8 @@ std::string Trace::serialize() const {
   w.vec(steps);
   w.vec(accumulations);
   w.vec(peak_memory);
+  w.vec(representative);
+  w.vec(class_of);
   return std::move(w.out);
 }
 
@@ -129,6 +131,8 @@ Trace Trace::deserialize(std::string_view bytes) {
   t.steps = r.vec<StepMark>();
   t.accumulations = r.vec<AccumulationMark>();
   t.peak_memory = r.vec<MemoryByCategory>();
+  t.representative = r.vec<std::int32_t>();
+  t.class_of = r.vec<std::int32_t>();
   return t;
 }
 

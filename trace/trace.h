@@ -73,6 +73,24 @@ struct Trace {
   std::vector<StepMark> steps;
   std::vector<AccumulationMark> accumulations;
   std::vector<MemoryByCategory> peak_memory; // per worker; activations at their peak
+  // Rank classes (issue 29; sim/rank_classes.h): empty when every GPU ran. Otherwise the trace's
+  // workers are classes of alike GPUs, all of one size: worker w is GPU `representative[w]`, and
+  // `class_of[g]` is the worker that stands for GPU g of the job. Metrics average over workers
+  // (the classes' equal sizes make that the mean over GPUs), count samples for every member,
+  // and give per-GPU lists for every GPU.
+  std::vector<std::int32_t> representative;
+  std::vector<std::int32_t> class_of;
+
+  // GPUs of the job (workers, or every GPU the classes stand for).
+  int gpus() const { return class_of.empty() ? workers : static_cast<int>(class_of.size()); }
+  // The GPU worker w is (itself without classes).
+  int gpu_of(int worker) const {
+    return representative.empty() ? worker : representative[static_cast<std::size_t>(worker)];
+  }
+  // GPUs per worker: 1, or the (equal) size of the classes.
+  double members_per_worker() const {
+    return class_of.empty() || workers == 0 ? 1.0 : static_cast<double>(gpus()) / workers;
+  }
 
   std::int32_t intern(std::string_view name);
   const std::string& name_of(std::int32_t id) const { return names[static_cast<std::size_t>(id)]; }

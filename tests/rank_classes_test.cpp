@@ -1,0 +1,168 @@
+// Rank classes (issue 29; sim/rank_classes.h): when one node's GPUs stand for every node's, and
+// that a folded simulation's summary equals the full one's.
+#include "sim/rank_classes.h"
+#include "test_util.h"
+#include "trace/chrome_trace.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace overlapsim {
+namespace {
+
+using ::testing::HasSubstr;
+
+// 4 nodes x 2 A100 (NVLink inside, Omni-Path between), GPT-Neo 125M at a short sequence.
+std::string cluster_yaml(const std::string& extra = "") {
+  return "name: classes\n"
+         "cluster: {nodes: 4, gpus_per_node: 2, gpu: a100-80gb, intra_node: nvlink3, "
+         "inter_node: omnipath-100" +
+         extra +
+         "}\n"
+         "model: {preset: gpt-neo-125m, dtype: bf16}\n"
+         "training: {micro_batch: 2, seq_len: 256, grad_accum: 2, warmup_steps: 1, steps: 2, "
+         "optimizer: adamw}\n"
+         "algorithms: [ddp]\n";
+}
+
+sim::RankClasses classes_of(const std::string& extra, const std::string& algorithm = "ddp",
+                            std::map<std::string, std::string> options = {}) {
+  const auto s = testing::scenario_from(cluster_yaml(extra));
+  scenario::AlgorithmSpec a;
+  a.name = a.label = algorithm;
+  for (auto& [k, v] : options)
+    a.options[k] = scenario::AlgorithmOption{v, "test"};
+  return sim::choose_rank_classes(s, *make_algorithm(a));
+}
+
+TEST(RankClasses, OneNodeStandsForAllWhereNothingTellsThemApart) {
+  const auto rc = classes_of("");
+  EXPECT_TRUE(rc.folded);
+  EXPECT_EQ(rc.gpus_per_node, 2);
+  EXPECT_EQ(rc.world, 8);
+  // NCCL's trees over 4 nodes: tree 0 is 0 -> 2 -> {1, 3}, tree 1 its mirror 3 -> 1 -> {2, 0}:
+  // nodes 1 and 2 have 4 edges, 0 and 3 two. The busiest (the lower) is the representative.
+  EXPECT_EQ(rc.node, 1);
+  EXPECT_EQ(rc.representative(6), 2); // GPU 0 of node 3 -> GPU 0 of node 1
+  EXPECT_TRUE(rc.simulated(2));
+  EXPECT_FALSE(rc.simulated(0));
+  EXPECT_EQ(rc.describe(), "classes (2 of 8 GPUs simulated)");
+}
+
+TEST(RankClasses, EveryRankRunsWhereSomethingTellsThemApart) {
+  EXPECT_EQ(classes_of(", rank_classes: off").describe(), "full (cluster.rank_classes: off)");
+  EXPECT_EQ(classes_of(", stragglers: [{gpu: 3, slowdown: 2}]").why_full, "a straggler on GPU 3");
+  EXPECT_EQ(classes_of(", jitter: {distribution: lognormal, sigma: 0.1}").why_full,
+            "jitter on every GPU");
+  EXPECT_EQ(classes_of(", collectives: steps").why_full, "collectives: steps");
+  const auto one_node = testing::scenario_from(cluster_yaml(), {"cluster.nodes=1"});
+  EXPECT_EQ(sim::rank_classes_obstacle(one_node), "one node");
+  const auto lengths =
+      testing::scenario_from(cluster_yaml(), {"training.seq_len_distribution.uniform.min=64",
+                                              "training.seq_len_distribution.uniform.max=256"});
+  EXPECT_EQ(sim::rank_classes_obstacle(lengths), "sequence lengths drawn per GPU");
+  EXPECT_EQ(classes_of("", "cdp-v2").why_full, "cdp-v2 sends point to point");
+  // ZeroRedundancyOptimizer broadcasts from every rank in turn.
+  EXPECT_FALSE(classes_of("", "ddp", {{"zero_redundancy", "true"}}).folded);
+}
+
+// The summary fields a user compares, folded against full: within 0.1% (the issue's bar), time
+// fractions within 0.1% of the iteration.
+void expect_same_summary(const Metrics& folded, const Metrics& full) {
+  const auto close = [](double a, double b) { return std::abs(a - b) <= 1e-3 * std::abs(b); };
+  EXPECT_PRED2(close, folded.iteration_time_s, full.iteration_time_s);
+  EXPECT_PRED2(close, folded.throughput_samples_s, full.throughput_samples_s);
+  EXPECT_PRED2(close, folded.samples, full.samples);
+  EXPECT_PRED2(close, folded.comm_bytes_per_step, full.comm_bytes_per_step);
+  EXPECT_PRED2(close, folded.inter_node_bytes_per_step, full.inter_node_bytes_per_step);
+  EXPECT_PRED2(close, folded.peak_memory_bytes, full.peak_memory_bytes);
+  const double t = 1e-3 * full.iteration_time_s;
+  EXPECT_NEAR(folded.idle_fraction_mean, full.idle_fraction_mean, 1e-3);
+  EXPECT_NEAR(folded.exposed_comm_s, full.exposed_comm_s, t);
+  EXPECT_NEAR(folded.waiting_s, full.waiting_s, t);
+  EXPECT_NEAR(folded.compute_s_per_step, full.compute_s_per_step, t);
+  EXPECT_NEAR(folded.comm_s_per_step, full.comm_s_per_step, t);
+  ASSERT_EQ(folded.idle_fraction.size(), full.idle_fraction.size()); // one per GPU
+  for (std::size_t g = 0; g < full.idle_fraction.size(); ++g)
+    EXPECT_NEAR(folded.idle_fraction[g], full.idle_fraction[g], 1e-3) << "GPU " << g;
+}
+
+struct Case {
+  const char* name;
+  const char* algorithm;
+  std::map<std::string, std::string> options;
+  const char* cluster_extra = "";
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class FoldedEqualsFull : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FoldedEqualsFull, Summaries) {
+  const auto& c = GetParam();
+  const auto folded_scenario = testing::scenario_from(cluster_yaml(c.cluster_extra));
+  const auto full_scenario =
+      testing::scenario_from(cluster_yaml(std::string(c.cluster_extra) + ", rank_classes: off"));
+  const auto folded = testing::simulate(folded_scenario, c.algorithm, c.options);
+  const auto full = testing::simulate(full_scenario, c.algorithm, c.options);
+  EXPECT_EQ(folded.trace.workers, 2);
+  EXPECT_EQ(folded.trace.class_of, (std::vector<std::int32_t>{0, 1, 0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(folded.trace.representative, (std::vector<std::int32_t>{2, 3}));
+  EXPECT_TRUE(full.trace.class_of.empty());
+  expect_same_summary(folded.metrics, full.metrics);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, FoldedEqualsFull,
+    ::testing::Values(
+        Case{"ddp", "ddp", {}}, Case{"zero1", "zero1", {}}, Case{"fsdp_full", "fsdp", {}},
+        Case{"acco", "acco", {}}, Case{"diloco", "diloco", {{"H", "2"}}},
+        Case{"streaming_diloco", "streaming-diloco", {{"H", "2"}, {"fragments", "2"}}},
+        Case{"flexdemo", "flexdemo", {{"replicator", "demo"}}},
+        Case{"ddp_tcp", "ddp", {}, ", network_model: tcp"},
+        Case{"ddp_ring", "ddp", {}, ", collective_algorithm: ring"},
+        Case{"zero1_hierarchical", "zero1", {}, ", collective_algorithm: hierarchical"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// HSDP: in the full simulation the nodes' idle differs a little (node 1's backward overlaps more
+// of the replica all-reduce: 0.579 against 0.572 on this cluster), though nothing in the job
+// tells them apart; folded, every GPU gets the representative node's figures. The iteration is
+// the same. (Known gap, issue 29: the cause in the full simulation is not found yet.)
+TEST(RankClasses, HybridShardingReportsTheRepresentativeNode) {
+  const auto folded =
+      testing::simulate(testing::scenario_from(cluster_yaml()), "fsdp", {{"sharding", "hybrid"}});
+  const auto full = testing::simulate(testing::scenario_from(cluster_yaml(", rank_classes: off")),
+                                      "fsdp", {{"sharding", "hybrid"}});
+  EXPECT_NEAR(folded.metrics.iteration_time_s, full.metrics.iteration_time_s,
+              1e-3 * full.metrics.iteration_time_s);
+  EXPECT_NEAR(folded.metrics.idle_fraction_mean, full.metrics.idle_fraction[2], 1e-4);
+  EXPECT_NEAR(folded.metrics.idle_fraction_mean, full.metrics.idle_fraction_mean, 1e-2);
+}
+
+TEST(RankClasses, AStragglerRunsEveryRank) {
+  const auto s = testing::scenario_from(cluster_yaml(", stragglers: [{gpu: 5, slowdown: 1.5}]"));
+  const auto r = testing::simulate(s, "ddp");
+  EXPECT_TRUE(r.trace.class_of.empty());
+  EXPECT_EQ(r.trace.workers, 8);
+}
+
+TEST(RankClasses, TracesDrawTheAskedGpusFromTheirClass) {
+  const auto s = testing::scenario_from(cluster_yaml());
+  const auto r = testing::simulate(s, "ddp");
+  // GPU 5 is node 2's second GPU, drawn from worker 1 (GPU 3, node 1's second).
+  const std::string json = chrome_trace_json(r.trace, "t", {5});
+  EXPECT_THAT(
+      json, HasSubstr("\"pid\":5,\"name\":\"process_name\",\"args\":{\"name\":\"node 2 gpu 1\"}"));
+  EXPECT_THAT(json, Not(HasSubstr("\"pid\":3,")));
+  EXPECT_THAT(json, Not(HasSubstr("\"pid\":1,")));
+  // Without a choice, the representatives under their own numbers.
+  const std::string all = chrome_trace_json(r.trace, "t", {});
+  EXPECT_THAT(all, HasSubstr("\"name\":\"node 1 gpu 0\""));
+  EXPECT_THAT(all, HasSubstr("\"name\":\"node 1 gpu 1\""));
+  EXPECT_THAT(all, Not(HasSubstr("\"name\":\"node 0 gpu 0\"")));
+}
+
+} // namespace
+} // namespace overlapsim
