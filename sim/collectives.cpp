@@ -55,8 +55,7 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
       algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes),
       nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
-      nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)),
-      interference_(platform, cluster.gpu.comm_interference) {
+      nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)), interference_(platform) {
   if (cluster.sites.size() > 1) {
     site_of_node_.assign(static_cast<std::size_t>(cluster.nodes), 0);
     for (std::size_t s = 0; s < cluster.sites.size(); ++s)

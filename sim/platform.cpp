@@ -44,6 +44,13 @@ std::pair<sg4::Host*, sg4::Host*> Platform::route_ends(int src, int dst) const {
 
 namespace {
 
+// A GPU host's power states: its speed, and (interference) the speed left while its data moves.
+std::vector<double> gpu_speeds(const scenario::ClusterSpec& c, const Platform& p, double speed) {
+  if (!p.interference_pstate)
+    return {speed};
+  return {speed, speed * (1 - c.gpu.comm_interference)};
+}
+
 // The representative node alone (see platform.h): hosts for its GPUs and for the same GPUs of
 // every other node, routes written out in a full zone.
 void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_latency,
@@ -59,7 +66,7 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
   for (int g = 0; g < per_node; ++g) {
     const int rank = node * per_node + g;
     p.gpus[static_cast<std::size_t>(rank)] =
-        zone->create_host(fmt::format("gpu{}", rank), p.nominal_speed);
+        zone->create_host(fmt::format("gpu{}", rank), gpu_speeds(c, p, p.nominal_speed));
     p.remote[static_cast<std::size_t>(g)] = zone->create_host(fmt::format("remote{}", g), 1.0);
     links.push_back(
         zone->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
@@ -93,6 +100,7 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
   const double speed = c.gpu.peak_flops_bf16 * c.gpu.efficiency;
   p.nominal_speed = speed;
   p.classes = classes;
+  p.interference_pstate = c.gpu.comm_interference > 0;
 
   const bool multi_gpu = c.gpus_per_node > 1;
   const double gpu_link_latency = multi_gpu ? c.intra_node.latency_s / 2 : 0.0;
@@ -143,7 +151,8 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
     node->set_parent(parent);
     for (int g = 0; g < c.gpus_per_node; ++g) {
       const int rank = n * c.gpus_per_node + g;
-      auto* host = node->create_host(fmt::format("gpu{}", rank), speed / c.slowdown_of(rank));
+      auto* host = node->create_host(fmt::format("gpu{}", rank),
+                                     gpu_speeds(c, p, speed / c.slowdown_of(rank)));
       auto* link =
           node->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
               ->set_latency(gpu_link_latency);

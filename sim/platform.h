@@ -38,6 +38,9 @@ struct Platform {
   std::vector<std::string> warnings;       // approximations the cluster description forced
   RankClasses classes;                     // which ranks have hosts
   std::vector<simgrid::s4u::Host*> remote; // folded: per GPU position, that GPU of other nodes
+  // GPU hosts have a second power state at (1 - comm_interference) of their speed, taken while
+  // their data moves (sim/comm_interference.h); false when comm_interference is 0.
+  bool interference_pstate = false;
 
   // The host a flow from rank `src` to rank `dst` starts at and goes to: their own, or folded,
   // src's representative and dst's (in the same node) or remote host (in another node).

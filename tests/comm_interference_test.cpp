@@ -121,7 +121,8 @@ TEST(CommInterference, WaitingForAPeerDoesNotSlowTheCompute) {
 // rule) it ran at 50% for 4 ms, 75% for 2 ms, and ended at 12.5 ms.
 TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
   namespace sg4 = simgrid::s4u;
-  const auto cluster = testing::four_blocks_on_two_nodes(0, 1).cluster;
+  auto cluster = testing::four_blocks_on_two_nodes(0, 1).cluster;
+  cluster.gpu.comm_interference = 0.25;
   sim::ChildProcess child([&cluster] {
     int argc = 1;
     char name[] = "interference";
@@ -130,7 +131,7 @@ TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
     xbt_log_control_set("root.thres:critical");
     sim::configure_engine(engine, cluster);
     const auto platform = sim::build_platform(cluster);
-    sim::CommInterference interference(platform, 0.25);
+    sim::CommInterference interference(platform);
     double done = -1;
     auto* gpu = platform.gpus[0];
     sg4::Actor::create("compute", gpu, [&] {
@@ -149,6 +150,40 @@ TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
     return std::to_string(done);
   });
   EXPECT_NEAR(std::stod(child.collect()), 0.0115, 1e-9);
+}
+
+// The slowdown outlives the actor that opened the transfer (a collective's last arrival opens it
+// for every member and may finish first): opened by an actor that exits at once and closed 4 ms
+// later by another, 10 ms of work runs at 75% for 4 ms and ends at 11 ms. The background Exec this
+// replaced was cancelled with the actor that started it, and the work ended at 10 ms.
+TEST(CommInterference, OutlivesTheActorThatOpenedIt) {
+  namespace sg4 = simgrid::s4u;
+  auto cluster = testing::four_blocks_on_two_nodes(0, 1).cluster;
+  cluster.gpu.comm_interference = 0.25;
+  sim::ChildProcess child([&cluster] {
+    int argc = 1;
+    char name[] = "interference";
+    char* argv[] = {name, nullptr};
+    sg4::Engine engine(&argc, argv);
+    xbt_log_control_set("root.thres:critical");
+    sim::configure_engine(engine, cluster);
+    const auto platform = sim::build_platform(cluster);
+    sim::CommInterference interference(platform);
+    double done = -1;
+    auto* gpu = platform.gpus[0];
+    sg4::Actor::create("compute", gpu, [&] {
+      sg4::this_actor::execute(gpu->get_speed() * 0.010);
+      done = sg4::Engine::get_clock();
+    });
+    sg4::Actor::create("opener", platform.gpus[1], [&] { interference.begin(0); });
+    sg4::Actor::create("closer", platform.gpus[1], [&] {
+      sg4::this_actor::sleep_for(0.004);
+      interference.end(0);
+    });
+    engine.run();
+    return std::to_string(done);
+  });
+  EXPECT_NEAR(std::stod(child.collect()), 0.011, 1e-9);
 }
 
 TEST(CommInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
