@@ -15,19 +15,17 @@
 namespace overlapsim::cli {
 
 namespace {
-// The GPUs a run simulates: one node's when rank classes fold every algorithm of it.
+// The GPUs a run simulates, at most over its algorithms: fewer where rank classes fold it.
 double simulated_gpus(const scenario::Scenario& s) {
-  if (!sim::rank_classes_obstacle(s).empty())
-    return s.cluster.world_size();
+  int most = 0;
   for (const auto& spec : s.algorithms) {
     try {
-      if (!make_algorithm(spec)->node_symmetric())
-        return s.cluster.world_size();
+      most = std::max(most, sim::choose_rank_classes(s, *make_algorithm(spec)).simulated_ranks());
     } catch (const std::exception&) {
       return s.cluster.world_size(); // the run reports its bad option itself
     }
   }
-  return s.cluster.gpus_per_node;
+  return most > 0 ? most : s.cluster.world_size();
 }
 } // namespace
 

@@ -39,7 +39,9 @@ std::pair<sg4::Host*, sg4::Host*> Platform::route_ends(int src, int dst) const {
   if (src / per_node == dst / per_node)
     return {gpus[static_cast<std::size_t>(from)],
             gpus[static_cast<std::size_t>(classes.representative(dst))]};
-  return {gpus[static_cast<std::size_t>(from)], remote[static_cast<std::size_t>(dst % per_node)]};
+  // The same-position GPU of another node, as seen from the sender's (running) node.
+  return {gpus[static_cast<std::size_t>(from)],
+          remote[static_cast<std::size_t>(from / per_node * per_node + dst % per_node)]};
 }
 
 namespace {
@@ -51,45 +53,46 @@ std::vector<double> gpu_speeds(const scenario::ClusterSpec& c, const Platform& p
   return {speed, speed * (1 - c.gpu.comm_interference)};
 }
 
-// The representative node alone (see platform.h): hosts for its GPUs and for the same GPUs of
-// every other node, routes written out in a full zone.
+// The running nodes alone (see platform.h): per node, hosts for its GPUs and for the same GPUs of
+// every other node, routes written out in one full zone (none between running nodes).
 void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_latency,
                   double gpu_link_bandwidth, double nic_latency) {
   const int per_node = c.gpus_per_node;
-  const int node = p.classes.node;
-  auto* zone = sg4::create_full_zone(fmt::format("node{}", node));
-  auto* nic = zone->create_split_duplex_link(fmt::format("nic{}", node),
-                                             c.inter_node.bandwidth_Bps * c.nics_per_node)
-                  ->set_latency(nic_latency);
-  std::vector<sg4::Link*> links;
-  p.remote.resize(static_cast<std::size_t>(per_node));
-  for (int g = 0; g < per_node; ++g) {
-    const int rank = node * per_node + g;
-    p.gpus[static_cast<std::size_t>(rank)] =
-        zone->create_host(fmt::format("gpu{}", rank), gpu_speeds(c, p, p.nominal_speed));
-    p.remote[static_cast<std::size_t>(g)] = zone->create_host(fmt::format("remote{}", g), 1.0);
-    links.push_back(
-        zone->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
-            ->set_latency(gpu_link_latency));
-  }
+  auto* zone = sg4::create_full_zone("folded");
+  p.remote.resize(static_cast<std::size_t>(c.world_size()));
   using Dir = sg4::LinkInRoute::Direction;
-  for (int a = 0; a < per_node; ++a)
-    for (int b = 0; b < per_node; ++b) {
-      auto* from = p.gpus[static_cast<std::size_t>(node * per_node + a)]->get_netpoint();
-      auto* up = links[static_cast<std::size_t>(a)];
-      auto* down = links[static_cast<std::size_t>(b)];
-      if (a != b)
-        zone->add_route(from, p.gpus[static_cast<std::size_t>(node * per_node + b)]->get_netpoint(),
-                        nullptr, nullptr, {{up, Dir::UP}, {down, Dir::DOWN}}, false);
-      zone->add_route(from, p.remote[static_cast<std::size_t>(b)]->get_netpoint(), nullptr, nullptr,
-                      {{up, Dir::UP}, {nic, Dir::UP}, {nic, Dir::DOWN}, {down, Dir::DOWN}}, false);
-      // The way back, which the tcp model's reverse-path traffic takes: GPU a of another node
-      // to GPU b here, folded the same way.
-      zone->add_route(p.remote[static_cast<std::size_t>(a)]->get_netpoint(),
-                      p.gpus[static_cast<std::size_t>(node * per_node + b)]->get_netpoint(),
-                      nullptr, nullptr,
-                      {{up, Dir::UP}, {nic, Dir::UP}, {nic, Dir::DOWN}, {down, Dir::DOWN}}, false);
+  for (const int node : p.classes.simulated_nodes()) {
+    auto* nic = zone->create_split_duplex_link(fmt::format("nic{}", node),
+                                               c.inter_node.bandwidth_Bps * c.nics_per_node)
+                    ->set_latency(nic_latency);
+    std::vector<sg4::Link*> links;
+    const auto at = [&](int g) { return static_cast<std::size_t>(node * per_node + g); };
+    for (int g = 0; g < per_node; ++g) {
+      const int rank = node * per_node + g;
+      p.gpus[at(g)] = zone->create_host(fmt::format("gpu{}", rank),
+                                        gpu_speeds(c, p, p.nominal_speed / c.slowdown_of(rank)));
+      p.remote[at(g)] = zone->create_host(fmt::format("node{}-remote{}", node, g), 1.0);
+      links.push_back(
+          zone->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
+              ->set_latency(gpu_link_latency));
     }
+    for (int a = 0; a < per_node; ++a)
+      for (int b = 0; b < per_node; ++b) {
+        auto* up = links[static_cast<std::size_t>(a)];
+        auto* down = links[static_cast<std::size_t>(b)];
+        const std::vector<sg4::LinkInRoute> folded{
+            {up, Dir::UP}, {nic, Dir::UP}, {nic, Dir::DOWN}, {down, Dir::DOWN}};
+        if (a != b)
+          zone->add_route(p.gpus[at(a)]->get_netpoint(), p.gpus[at(b)]->get_netpoint(), nullptr,
+                          nullptr, {{up, Dir::UP}, {down, Dir::DOWN}}, false);
+        zone->add_route(p.gpus[at(a)]->get_netpoint(), p.remote[at(b)]->get_netpoint(), nullptr,
+                        nullptr, folded, false);
+        // The way back, which the tcp model's reverse-path traffic takes: GPU a of another node
+        // to GPU b here, folded the same way.
+        zone->add_route(p.remote[at(a)]->get_netpoint(), p.gpus[at(b)]->get_netpoint(), nullptr,
+                        nullptr, folded, false);
+      }
+  }
   zone->seal();
 }
 

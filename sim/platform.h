@@ -33,11 +33,12 @@
 namespace overlapsim::sim {
 
 struct Platform {
-  std::vector<simgrid::s4u::Host*> gpus;   // by global rank (folded: null but the simulated ranks)
-  double nominal_speed = 0;                // FLOP/s of a GPU at efficiency, before straggling
-  std::vector<std::string> warnings;       // approximations the cluster description forced
-  RankClasses classes;                     // which ranks have hosts
-  std::vector<simgrid::s4u::Host*> remote; // folded: per GPU position, that GPU of other nodes
+  std::vector<simgrid::s4u::Host*> gpus; // by global rank (folded: null but the simulated ranks)
+  double nominal_speed = 0;              // FLOP/s of a GPU at efficiency, before straggling
+  std::vector<std::string> warnings;     // approximations the cluster description forced
+  RankClasses classes;                   // which ranks have hosts
+  // Folded, by rank of a running node's GPU: that position's GPU of every other node.
+  std::vector<simgrid::s4u::Host*> remote;
   // GPU hosts have a second power state at (1 - comm_interference) of their speed, taken while
   // their data moves (sim/comm_interference.h); false when comm_interference is 0.
   bool interference_pstate = false;

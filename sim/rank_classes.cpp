@@ -7,9 +7,21 @@
 
 namespace overlapsim::sim {
 
+int RankClasses::simulated_ranks() const {
+  return folded ? static_cast<int>(simulated_nodes().size()) * gpus_per_node : world;
+}
+
+std::vector<int> RankClasses::simulated_nodes() const {
+  std::vector<int> nodes;
+  for (std::size_t n = 0; n < runs.size(); ++n)
+    if (runs[n])
+      nodes.push_back(static_cast<int>(n));
+  return nodes;
+}
+
 std::string RankClasses::describe() const {
   if (folded)
-    return fmt::format("classes ({} of {} GPUs simulated)", gpus_per_node, world);
+    return fmt::format("classes ({} of {} GPUs simulated)", simulated_ranks(), world);
   return fmt::format("full ({})", why_full);
 }
 
@@ -19,8 +31,6 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "cluster.rank_classes: off";
   if (c.nodes < 2)
     return "one node";
-  if (!c.stragglers.empty())
-    return fmt::format("a straggler on GPU {}", c.stragglers.front().gpu);
   if (c.jitter.distribution != scenario::JitterDistribution::none && c.jitter.sigma > 0)
     return "jitter on every GPU";
   if (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed)
@@ -33,8 +43,9 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
 }
 
 namespace {
-// The node NCCL's two trees over `m` nodes give the most edges (the lowest of equals).
-int busiest_tree_node(int m) {
+// The node NCCL's two trees over `m` nodes give the most edges (the lowest of equals), among the
+// nodes `usable`.
+int busiest_tree_node(int m, const std::vector<char>& usable) {
   std::vector<int> edges(static_cast<std::size_t>(m), 0);
   for (int tree : {0, 1})
     for (int i = 0; i < m; ++i)
@@ -42,9 +53,10 @@ int busiest_tree_node(int m) {
         ++edges[static_cast<std::size_t>(i)];
         ++edges[static_cast<std::size_t>(p)];
       }
-  int best = 0;
-  for (int i = 1; i < m; ++i)
-    if (edges[static_cast<std::size_t>(i)] > edges[static_cast<std::size_t>(best)])
+  int best = -1;
+  for (int i = 0; i < m; ++i)
+    if (usable[static_cast<std::size_t>(i)] &&
+        (best < 0 || edges[static_cast<std::size_t>(i)] > edges[static_cast<std::size_t>(best)]))
       best = i;
   return best;
 }
@@ -59,8 +71,22 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
     rc.why_full = algorithm.name() + " sends point to point";
   if (!rc.why_full.empty())
     return rc;
+  // Nodes with a straggler run as themselves; one of the others stands for the rest.
+  const auto nodes = static_cast<std::size_t>(s.cluster.nodes);
+  std::vector<char> alike(nodes, 1);
+  for (const auto& st : s.cluster.stragglers)
+    if (st.slowdown != 1.0)
+      alike[static_cast<std::size_t>(st.gpu / rc.gpus_per_node)] = 0;
+  rc.node = busiest_tree_node(s.cluster.nodes, alike);
+  if (rc.node < 0) {
+    rc.why_full = "a straggler on every node";
+    return rc;
+  }
   rc.folded = true;
-  rc.node = busiest_tree_node(s.cluster.nodes);
+  rc.runs.assign(nodes, 0);
+  for (std::size_t n = 0; n < nodes; ++n)
+    rc.runs[n] = alike[n] ? 0 : 1;
+  rc.runs[static_cast<std::size_t>(rc.node)] = 1;
   return rc;
 }
 

@@ -17,11 +17,18 @@ namespace sg4 = simgrid::s4u;
 
 namespace {
 
-// A folded run's trace as classes: the representative node's GPU p becomes worker p, standing for
-// GPU p of every node (trace/trace.h).
+// A folded run's trace as classes (trace/trace.h): the running GPUs become workers 0, 1, ... in
+// rank order; each stands for itself, and the representative node's GPU p for GPU p of every node
+// that did not run.
 void fold_into_classes(Trace& trace, const RankClasses& classes) {
-  const int per_node = classes.gpus_per_node;
-  const auto worker = [&](std::int32_t rank) { return rank % per_node; };
+  std::vector<std::int32_t> worker_of(static_cast<std::size_t>(classes.world), -1);
+  for (int r = 0; r < classes.world; ++r)
+    if (classes.simulated(r)) {
+      worker_of[static_cast<std::size_t>(r)] =
+          static_cast<std::int32_t>(trace.representative.size());
+      trace.representative.push_back(r);
+    }
+  const auto worker = [&](std::int32_t rank) { return worker_of[static_cast<std::size_t>(rank)]; };
   for (auto& e : trace.events)
     e.worker = worker(e.worker);
   for (auto& m : trace.memory)
@@ -30,12 +37,10 @@ void fold_into_classes(Trace& trace, const RankClasses& classes) {
     s.worker = worker(s.worker);
   for (auto& a : trace.accumulations)
     a.worker = worker(a.worker);
-  trace.workers = per_node;
-  for (int p = 0; p < per_node; ++p)
-    trace.representative.push_back(classes.node * per_node + p);
+  trace.workers = static_cast<int>(trace.representative.size());
   trace.class_of.resize(static_cast<std::size_t>(classes.world));
   for (int r = 0; r < classes.world; ++r)
-    trace.class_of[static_cast<std::size_t>(r)] = worker(r);
+    trace.class_of[static_cast<std::size_t>(r)] = worker(classes.representative(r));
 }
 
 } // namespace

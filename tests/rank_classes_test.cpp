@@ -51,7 +51,6 @@ TEST(RankClasses, OneNodeStandsForAllWhereNothingTellsThemApart) {
 
 TEST(RankClasses, EveryRankRunsWhereSomethingTellsThemApart) {
   EXPECT_EQ(classes_of(", rank_classes: off").describe(), "full (cluster.rank_classes: off)");
-  EXPECT_EQ(classes_of(", stragglers: [{gpu: 3, slowdown: 2}]").why_full, "a straggler on GPU 3");
   EXPECT_EQ(classes_of(", jitter: {distribution: lognormal, sigma: 0.1}").why_full,
             "jitter on every GPU");
   EXPECT_EQ(classes_of(", collectives: steps").why_full, "collectives: steps");
@@ -127,12 +126,55 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"zero1_hierarchical", "zero1", {}, ", collective_algorithm: hierarchical"}),
     [](const auto& info) { return std::string(info.param.name); });
 
-TEST(RankClasses, AStragglerRunsEveryRank) {
-  const auto s = testing::scenario_from(cluster_yaml(", stragglers: [{gpu: 5, slowdown: 1.5}]"));
-  const auto r = testing::simulate(s, "ddp");
-  EXPECT_TRUE(r.trace.class_of.empty());
-  EXPECT_EQ(r.trace.workers, 8);
+// A straggler's node runs as itself beside the representative of the others: GPUs 4 and 5 (node
+// 2) and 2 and 3 (node 1, the busiest in NCCL's trees) run; nodes 0 and 3 are node 1's.
+TEST(RankClasses, AStragglersNodeRunsBesideTheRepresentative) {
+  const auto rc = classes_of(", stragglers: [{gpu: 5, slowdown: 1.5}]");
+  EXPECT_TRUE(rc.folded);
+  EXPECT_EQ(rc.node, 1);
+  EXPECT_EQ(rc.simulated_nodes(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(rc.describe(), "classes (4 of 8 GPUs simulated)");
+  EXPECT_EQ(rc.representative(5), 5);
+  EXPECT_EQ(rc.representative(7), 3);
+  // On the representative node itself: it runs as itself, another node stands for the rest.
+  const auto on_rep = classes_of(", stragglers: [{gpu: 2, slowdown: 2}]");
+  EXPECT_NE(on_rep.node, 1);
+  EXPECT_EQ(on_rep.simulated_ranks(), 4);
+  // A straggler on every node: nothing left alike.
+  EXPECT_EQ(classes_of(", stragglers: [{gpu: 0, slowdown: 2}, {gpu: 2, slowdown: 2}, "
+                       "{gpu: 4, slowdown: 2}, {gpu: 6, slowdown: 2}]")
+                .why_full,
+            "a straggler on every node");
 }
+
+// With a straggler the classes differ in size (GPUs 4 and 5 alone, GPUs 0-3, 6, 7 in two classes
+// of three): the means weigh them, and the summary is the full simulation's.
+class StragglerFoldedEqualsFull : public ::testing::TestWithParam<Case> {};
+
+TEST_P(StragglerFoldedEqualsFull, Summaries) {
+  const auto& c = GetParam();
+  const std::string straggler = ", stragglers: [{gpu: 5, slowdown: 1.5}]";
+  const auto folded =
+      testing::simulate(testing::scenario_from(cluster_yaml(straggler)), c.algorithm, c.options);
+  const auto full =
+      testing::simulate(testing::scenario_from(cluster_yaml(straggler + ", rank_classes: off")),
+                        c.algorithm, c.options);
+  EXPECT_EQ(folded.trace.workers, 4);
+  EXPECT_EQ(folded.trace.representative, (std::vector<std::int32_t>{2, 3, 4, 5}));
+  EXPECT_EQ(folded.trace.class_of, (std::vector<std::int32_t>{0, 1, 0, 1, 2, 3, 0, 1}));
+  expect_same_summary(folded.metrics, full.metrics);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, StragglerFoldedEqualsFull,
+                         ::testing::Values(Case{"ddp", "ddp", {}}, Case{"zero1", "zero1", {}},
+                                           Case{"fsdp_hybrid", "fsdp", {{"sharding", "hybrid"}}},
+                                           Case{"acco", "acco", {}},
+                                           Case{"diloco", "diloco", {{"H", "2"}}},
+                                           Case{"streaming_diloco",
+                                                "streaming-diloco",
+                                                {{"H", "2"}, {"fragments", "2"}}},
+                                           Case{"flexdemo", "flexdemo", {{"replicator", "demo"}}}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(RankClasses, TracesDrawTheAskedGpusFromTheirClass) {
   const auto s = testing::scenario_from(cluster_yaml());

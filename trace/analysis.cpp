@@ -269,6 +269,7 @@ Analysis analyze(const Trace& t, const Metrics& m) {
     }
   }
   a.idle.resize(workers);
+  const std::vector<double> size = t.class_sizes();
   for (std::size_t w = 0; w < workers; ++w) {
     // Metrics' per-GPU windows: worker w is GPU gpu_of(w) (rank classes) or GPU w.
     const auto gpu = static_cast<std::size_t>(t.gpu_of(static_cast<int>(w)));
@@ -302,10 +303,12 @@ Analysis analyze(const Trace& t, const Metrics& m) {
     d.exposed_comm = exposed / length;
     d.waiting = waited / length;
     d.idle_other = std::max(0.0, 1 - d.compute - d.exposed_comm - d.waiting);
-    a.idle_mean.compute += d.compute / static_cast<double>(workers);
-    a.idle_mean.exposed_comm += d.exposed_comm / static_cast<double>(workers);
-    a.idle_mean.waiting += d.waiting / static_cast<double>(workers);
-    a.idle_mean.idle_other += d.idle_other / static_cast<double>(workers);
+    // Weighed by the GPUs the worker stands for (rank classes; 1 each otherwise).
+    const double weight = size[w] / static_cast<double>(t.gpus());
+    a.idle_mean.compute += d.compute * weight;
+    a.idle_mean.exposed_comm += d.exposed_comm * weight;
+    a.idle_mean.waiting += d.waiting * weight;
+    a.idle_mean.idle_other += d.idle_other * weight;
     // The bound uses the window of the iteration time, so it never exceeds it: a GPU's own window
     // of staggered steps (CDP) can be longer than the cluster's.
     const auto in_cluster_window = [&](const std::vector<Interval>& v) {

@@ -68,6 +68,8 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   Metrics m;
   const int last = warmup_steps + steps - 1;
   const auto workers = static_cast<std::size_t>(trace.workers);
+  const std::vector<double> size = trace.class_sizes(); // GPUs per worker (rank classes)
+  const double gpus = static_cast<double>(trace.gpus());
   std::vector<double> open(workers, -1), close(workers, -1);
   for (const auto& s : trace.steps) {
     const auto w = static_cast<std::size_t>(s.worker);
@@ -76,7 +78,7 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     if (s.step == last)
       close[w] = std::max(close[w], s.time);
     if (s.step >= warmup_steps && s.step <= last)
-      m.samples += s.samples * trace.members_per_worker(); // every GPU of a class consumed them
+      m.samples += s.samples * size[w]; // every GPU of a class consumed them
   }
   for (std::size_t w = 0; w < workers; ++w) {
     if (close[w] < 0)
@@ -144,8 +146,8 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
          comm_sum = 0, inter_sum = 0, wan_sum = 0;
   for (std::size_t w = 0; w < workers; ++w) {
     const double busy = union_length(compute[w]);
-    compute_sum += busy / steps;
-    comm_sum += union_length(comm[w]) / steps;
+    compute_sum += size[w] * busy / steps;
+    comm_sum += size[w] * union_length(comm[w]) / steps;
     const double own_window = close[w] - own_open(w);
     m.worker_window.push_back({own_open(w), close[w]});
     m.idle_fraction[w] = own_window > 0 ? std::clamp(1.0 - busy / own_window, 0.0, 1.0) : 0.0;
@@ -155,24 +157,24 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     auto busy_or_moving = compute[w];
     busy_or_moving.insert(busy_or_moving.end(), moving[w].begin(), moving[w].end());
     m.waiting_per_worker_s[w] = uncovered_length(waiting[w], busy_or_moving) / steps;
-    idle_sum += m.idle_fraction[w];
-    exposed_sum += m.exposed_comm_per_worker_s[w];
-    waiting_sum += m.waiting_per_worker_s[w];
-    bytes_sum += bytes[w] / steps;
-    inter_sum += inter_bytes[w] / steps;
-    wan_sum += wan_bytes[w] / steps;
+    idle_sum += size[w] * m.idle_fraction[w];
+    exposed_sum += size[w] * m.exposed_comm_per_worker_s[w];
+    waiting_sum += size[w] * m.waiting_per_worker_s[w];
+    bytes_sum += size[w] * bytes[w] / steps;
+    inter_sum += size[w] * inter_bytes[w] / steps;
+    wan_sum += size[w] * wan_bytes[w] / steps;
     m.idle_fraction_max = std::max(m.idle_fraction_max, m.idle_fraction[w]);
   }
-  m.idle_fraction_mean = idle_sum / static_cast<double>(workers);
-  m.exposed_comm_s = exposed_sum / static_cast<double>(workers);
-  m.waiting_s = waiting_sum / static_cast<double>(workers);
-  m.comm_bytes_per_step = bytes_sum / static_cast<double>(workers);
-  m.inter_node_bytes_per_step = inter_sum / static_cast<double>(workers);
-  m.wan_bytes_per_step = wan_sum / static_cast<double>(workers);
+  m.idle_fraction_mean = idle_sum / gpus;
+  m.exposed_comm_s = exposed_sum / gpus;
+  m.waiting_s = waiting_sum / gpus;
+  m.comm_bytes_per_step = bytes_sum / gpus;
+  m.inter_node_bytes_per_step = inter_sum / gpus;
+  m.wan_bytes_per_step = wan_sum / gpus;
   m.intra_node_bytes_per_step =
       std::max(0.0, m.comm_bytes_per_step - m.inter_node_bytes_per_step - m.wan_bytes_per_step);
-  m.compute_s_per_step = compute_sum / static_cast<double>(workers);
-  m.comm_s_per_step = comm_sum / static_cast<double>(workers);
+  m.compute_s_per_step = compute_sum / gpus;
+  m.comm_s_per_step = comm_sum / gpus;
 
   for (const auto& peak : trace.peak_memory) {
     double total = 0;
@@ -186,16 +188,19 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   m.simulated_time_s = trace.end_time;
 
   std::vector<double> acc;
+  double count = 0, sum = 0, sq = 0; // each worker's marks weigh as many GPUs as it stands for
   for (const auto& a : trace.accumulations)
-    if (a.step >= warmup_steps && a.step <= last)
+    if (a.step >= warmup_steps && a.step <= last) {
+      const double n = size[static_cast<std::size_t>(a.worker)];
       acc.push_back(a.micro_batches);
+      count += n;
+      sum += n * a.micro_batches;
+      sq += n * a.micro_batches * a.micro_batches;
+    }
   if (!acc.empty()) {
-    double sum = 0, sq = 0;
-    for (double a : acc)
-      sum += a, sq += a * a;
-    m.accumulation_mean = sum / static_cast<double>(acc.size());
-    m.accumulation_stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(acc.size()) -
-                                                        m.accumulation_mean * m.accumulation_mean));
+    m.accumulation_mean = sum / count;
+    m.accumulation_stddev =
+        std::sqrt(std::max(0.0, sq / count - m.accumulation_mean * m.accumulation_mean));
     m.accumulation_min = *std::min_element(acc.begin(), acc.end());
     m.accumulation_max = *std::max_element(acc.begin(), acc.end());
   }

@@ -89,6 +89,14 @@ constexpr std::uint32_t kMagic = 0x4f565354; // "OVST"
 
 } // namespace
 
+std::vector<double> Trace::class_sizes() const {
+  std::vector<double> sizes(static_cast<std::size_t>(std::max(workers, 0)),
+                            class_of.empty() ? 1.0 : 0.0);
+  for (const auto w : class_of)
+    sizes[static_cast<std::size_t>(w)] += 1;
+  return sizes;
+}
+
 std::string Trace::serialize() const {
   Writer w;
   w.pod(kMagic);

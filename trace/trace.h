@@ -74,10 +74,9 @@ struct Trace {
   std::vector<AccumulationMark> accumulations;
   std::vector<MemoryByCategory> peak_memory; // per worker; activations at their peak
   // Rank classes (issue 29; sim/rank_classes.h): empty when every GPU ran. Otherwise the trace's
-  // workers are classes of alike GPUs, all of one size: worker w is GPU `representative[w]`, and
-  // `class_of[g]` is the worker that stands for GPU g of the job. Metrics average over workers
-  // (the classes' equal sizes make that the mean over GPUs), count samples for every member,
-  // and give per-GPU lists for every GPU.
+  // workers are classes of alike GPUs: worker w is GPU `representative[w]`, and `class_of[g]` is
+  // the worker that stands for GPU g of the job. Metrics weigh each worker by its class's size
+  // (means over GPUs), count samples for every member, and give per-GPU lists for every GPU.
   std::vector<std::int32_t> representative;
   std::vector<std::int32_t> class_of;
 
@@ -87,10 +86,8 @@ struct Trace {
   int gpu_of(int worker) const {
     return representative.empty() ? worker : representative[static_cast<std::size_t>(worker)];
   }
-  // GPUs per worker: 1, or the (equal) size of the classes.
-  double members_per_worker() const {
-    return class_of.empty() || workers == 0 ? 1.0 : static_cast<double>(gpus()) / workers;
-  }
+  // GPUs each worker stands for: 1 each without classes.
+  std::vector<double> class_sizes() const;
 
   std::int32_t intern(std::string_view name);
   const std::string& name_of(std::int32_t id) const { return names[static_cast<std::size_t>(id)]; }
