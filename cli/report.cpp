@@ -166,14 +166,21 @@ std::string network_summary(const scenario::Scenario& s) {
                        hw::format_bandwidth(l.bandwidth_Bps), "direction",
                        hw::format_time(l.latency_s));
   };
+  const auto& c = s.cluster;
+  std::string fabric = "; one non-blocking switch between nodes";
+  if (c.nodes == 1)
+    fabric.clear();
+  else if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree)
+    fabric = fmt::format("; {}, {} per switch hop",
+                         hw::describe(hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node)),
+                         hw::format_time(c.fabric.hop_latency_s));
   return fmt::format(
-      "{} per GPU inside a node; {} per NIC between nodes, {} NIC{} per node ({} per node){}",
-      link(s.cluster.intra_node), link(s.cluster.inter_node), s.cluster.nics_per_node,
-      s.cluster.nics_per_node == 1 ? "" : "s",
-      hw::format_bandwidth(s.cluster.nics_per_node * s.cluster.inter_node.bandwidth_Bps),
-      s.cluster.sites.empty() ? std::string()
-                              : fmt::format("; {} sites joined by a WAN: {}",
-                                            s.cluster.sites.size(), link(s.cluster.wan)));
+      "{} per GPU inside a node; {} per NIC between nodes, {} NIC{} per node ({} per node){}{}",
+      link(c.intra_node), link(c.inter_node), c.nics_per_node, c.nics_per_node == 1 ? "" : "s",
+      hw::format_bandwidth(c.nics_per_node * c.inter_node.bandwidth_Bps),
+      c.sites.empty() ? std::string()
+                      : fmt::format("; {} sites joined by a WAN: {}", c.sites.size(), link(c.wan)),
+      c.sites.empty() ? fabric : std::string());
 }
 
 std::string report_markdown(const scenario::Scenario& s, const std::vector<SummaryRow>& rows) {

@@ -1,5 +1,6 @@
 #include "scenario/readers.h"
 
+#include "hw/fat_tree.h"
 #include "hw/system_presets.h"
 #include "hw/units.h"
 
@@ -10,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 namespace overlapsim::scenario::yaml {
@@ -99,10 +101,56 @@ hw::SystemSpec read_system(const Entry& e) {
                      fmt::join(hw::system_preset_names(), ", ")));
 }
 
+namespace {
+// cluster.fabric: `star`, `fat_tree`, or a map of a fat tree's shape (hw/fat_tree.h).
+hw::FabricSpec read_fabric(const Entry& e, const ClusterSpec& c) {
+  const auto topology = [](const Entry& t) {
+    return t.choice<hw::FabricSpec::Topology>({{"star", hw::FabricSpec::Topology::star},
+                                               {"fat_tree", hw::FabricSpec::Topology::fat_tree}});
+  };
+  hw::FabricSpec f;
+  if (e.is_scalar()) {
+    f.topology = topology(e);
+  } else {
+    e.expect_map({"topology", "radix", "levels", "oversubscription", "placement", "hop_latency"});
+    f.topology = topology(e.child("topology"));
+    if (f.topology == hw::FabricSpec::Topology::star)
+      for (const char* key : {"radix", "levels", "oversubscription", "placement", "hop_latency"})
+        if (e.has(key))
+          e.child(key).fail("a star fabric has no switches to shape; set topology: fat_tree");
+    if (e.has("radix"))
+      f.radix = static_cast<int>(e.child("radix").integer(2, 4096));
+    if (e.has("levels"))
+      f.levels = static_cast<int>(e.child("levels").integer(1, 4));
+    if (e.has("oversubscription"))
+      f.oversubscription = e.child("oversubscription").number(1.0, 1024.0);
+    if (e.has("placement"))
+      f.placement =
+          e.child("placement")
+              .choice<hw::FabricSpec::Placement>({{"rail", hw::FabricSpec::Placement::rail},
+                                                  {"node", hw::FabricSpec::Placement::node}});
+    if (e.has("hop_latency"))
+      f.hop_latency_s = e.child("hop_latency").quantity(hw::parse_time_s, /*allow_zero=*/true);
+  }
+  if (f.topology == hw::FabricSpec::Topology::fat_tree) {
+    if (c.sites.size() > 1)
+      e.fail("a fat tree joins the nodes of one site; with sites, leave the fabric a star");
+    if (c.collectives == CollectiveFidelity::steps)
+      e.fail("collectives: steps runs on the star fabric only; use nccl or fused on a fat tree");
+    try {
+      hw::build_fat_tree(f, c.nodes, c.nics_per_node);
+    } catch (const std::invalid_argument& err) {
+      e.fail(err.what());
+    }
+  }
+  return f;
+}
+} // namespace
+
 ClusterSpec read_cluster(const Entry& e) {
   e.expect_map({"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
                 "nics_per_node", "stragglers", "jitter", "network_model", "collectives",
-                "collective_algorithm", "nccl_protocol", "rank_classes", "sites", "wan",
+                "collective_algorithm", "nccl_protocol", "rank_classes", "sites", "wan", "fabric",
                 "calibration"});
   ClusterSpec c;
   c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
@@ -259,6 +307,8 @@ ClusterSpec read_cluster(const Entry& e) {
   } else if (e.has("wan")) {
     e.child("wan").fail("a WAN link needs 'sites' saying which nodes sit on each side");
   }
+  if (e.has("fabric"))
+    c.fabric = read_fabric(e.child("fabric"), c);
   return c;
 }
 

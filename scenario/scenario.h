@@ -3,6 +3,7 @@
 // reads it.
 #pragma once
 
+#include "hw/fat_tree.h"
 #include "hw/model.h"
 #include "hw/presets.h"
 #include "scenario/calibration.h"
@@ -72,6 +73,7 @@ struct ClusterSpec {
   RankClassesChoice rank_classes = RankClassesChoice::automatic;
   std::vector<Site> sites; // empty: one site, no WAN
   hw::LinkSpec wan;
+  hw::FabricSpec fabric;   // the switches between nodes (hw/fat_tree.h)
   std::string calibration; // calibration profile whose fitted links replaced the given ones
   // By nccl-tests op name ("reduce_scatter", "all_gather"): from a calibration profile's per-op
   // fits; an op not listed runs with its own bytes.

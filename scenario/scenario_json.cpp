@@ -68,6 +68,14 @@ nlohmann::json to_json(const Scenario& s) {
       {"rank_classes", to_string(c.rank_classes)},
       {"calibration", c.calibration},
   };
+  if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree)
+    cluster["fabric"] = {
+        {"topology", "fat_tree"},
+        {"radix", c.fabric.radix},
+        {"levels", c.fabric.levels},
+        {"oversubscription", c.fabric.oversubscription},
+        {"placement", c.fabric.placement == hw::FabricSpec::Placement::rail ? "rail" : "node"},
+        {"hop_latency_s", c.fabric.hop_latency_s}};
   if (!c.sites.empty()) {
     cluster["sites"] = sites;
     cluster["wan"] = link(c.wan);

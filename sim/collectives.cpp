@@ -79,13 +79,23 @@ double Network::latency(int src, int dst) {
       (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
   auto it = routes_.find(key);
   if (it == routes_.end()) {
-    std::vector<sg4::Link*> links;
-    double lat = 0;
-    const auto [from, to] = platform_.route_ends(src, dst);
-    from->route_to(to, links, &lat);
-    double bw = std::numeric_limits<double>::infinity();
-    for (auto* l : links)
-      bw = std::min(bw, l->get_bandwidth());
+    // Between nodes of a fat tree, over every rail (what NCCL's channels between two nodes reach,
+    // as the star's pooled NICs give): the slowest one's latency, their narrowest links'
+    // bandwidths summed.
+    const bool rails = platform_.on_rail(src, dst, 0).from != nullptr;
+    double lat = 0, bw = 0;
+    for (int k = 0; k < (rails ? platform_.nics_per_node : 1); ++k) {
+      std::vector<sg4::Link*> links;
+      double lane_latency = 0;
+      const Platform::Lane lane =
+          rails ? platform_.on_rail(src, dst, k) : platform_.lane(src, dst, 0);
+      lane.from->route_to(lane.to, links, &lane_latency);
+      double narrowest = std::numeric_limits<double>::infinity();
+      for (auto* l : links)
+        narrowest = std::min(narrowest, l->get_bandwidth());
+      lat = std::max(lat, lane_latency);
+      bw += narrowest;
+    }
     it = routes_.emplace(key, std::pair{lat, bw}).first;
   }
   return it->second.first;
@@ -199,17 +209,23 @@ void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
   for (const auto& [src, dst, bytes] : flows) {
     if (!classes.simulated(src))
       continue;
-    const auto [from, to] = platform_.route_ends(src, dst);
-    auto comm = sg4::Comm::sendto_init(from, to);
-    comm->set_payload_size(static_cast<std::uint64_t>(bytes));
-    comm->start();
-    comms.push_back(std::move(comm));
+    start_flow(src, dst, bytes, comms);
   }
   sg4::Comm::wait_all(comms);
   for (const int r : members)
     interference_.end(r);
   for (std::size_t i = 1; i < members.size(); ++i)
     instance->done->release();
+}
+
+void Network::start_flow(int src, int dst, double bytes, std::vector<sg4::CommPtr>& comms) {
+  for (int k = 0; k < platform_.lanes(src, dst); ++k) {
+    const Platform::Lane lane = platform_.lane(src, dst, k);
+    auto comm = sg4::Comm::sendto_init(lane.from, lane.to);
+    comm->set_payload_size(static_cast<std::uint64_t>(bytes * lane.share));
+    comm->start();
+    comms.push_back(std::move(comm));
+  }
 }
 
 const std::vector<int>& Network::simulated_members(const Group& g) {
@@ -240,11 +256,9 @@ void Network::point_to_point(const Scope& s, int self, int src, int dst, double 
   messages_.erase(key);
   interference_.begin(src);
   interference_.begin(dst);
-  const auto [from, to] = platform_.route_ends(src, dst);
-  auto comm = sg4::Comm::sendto_init(from, to);
-  comm->set_payload_size(static_cast<std::uint64_t>(instance->bytes));
-  comm->start();
-  comm->wait();
+  std::vector<sg4::CommPtr> comms;
+  start_flow(src, dst, instance->bytes, comms);
+  sg4::Comm::wait_all(comms);
   interference_.end(src);
   interference_.end(dst);
   instance->done->release();
@@ -697,6 +711,18 @@ CollectiveOutcome Network::site_hierarchical_half_op(int rank, const Scope& s, d
 CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
   const Group& g = s.group;
   const int n = g.size();
+  if (!platform_.nics.empty()) {
+    // A fat tree routes between NICs, not GPUs (Platform::lane): every pair's flow at once.
+    fused(s, 0, [&] {
+      std::vector<Flow> flows;
+      for (int a : g.ranks)
+        for (int b : g.ranks)
+          if (a != b)
+            flows.push_back({a, b, bytes / n});
+      return flows;
+    });
+    return {bytes * (n - 1) / n, "direct"};
+  }
   std::vector<sg4::CommPtr> comms;
   for (int peer : g.ranks) {
     if (peer == rank)

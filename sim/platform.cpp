@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace overlapsim::sim {
 
 namespace sg4 = simgrid::s4u;
@@ -42,6 +44,32 @@ std::pair<sg4::Host*, sg4::Host*> Platform::route_ends(int src, int dst) const {
   // The same-position GPU of another node, as seen from the sender's (running) node.
   return {gpus[static_cast<std::size_t>(from)],
           remote[static_cast<std::size_t>(from / per_node * per_node + dst % per_node)]};
+}
+
+int Platform::lanes(int src, int dst) const {
+  if (nics.empty() || src / gpus_per_node == dst / gpus_per_node)
+    return 1;
+  return nic_of(src) == nic_of(dst) ? 1 : nics_per_node;
+}
+
+Platform::Lane Platform::lane(int src, int dst, int k) const {
+  if (nics.empty() || src / gpus_per_node == dst / gpus_per_node) {
+    const auto [from, to] = route_ends(src, dst);
+    return {from, to, 1.0};
+  }
+  const int n = lanes(src, dst);
+  Lane l = on_rail(src, dst, n == 1 ? nic_of(src) : k);
+  l.share = 1.0 / n;
+  return l;
+}
+
+Platform::Lane Platform::on_rail(int src, int dst, int rail) const {
+  if (nics.empty() || src / gpus_per_node == dst / gpus_per_node)
+    return {};
+  const auto at = [&](int rank) {
+    return static_cast<std::size_t>(rank / gpus_per_node * nics_per_node + rail);
+  };
+  return {nics[at(src)], nics[at(dst)], 1.0};
 }
 
 namespace {
@@ -96,6 +124,48 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
   zone->seal();
 }
 
+// The fat tree of `c.fabric` (see platform.h): a host per NIC at its leaf port.
+void build_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* root) {
+  const hw::FatTree tree = hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node);
+  std::vector<int> nic_at(static_cast<std::size_t>(tree.slots), -1); // port -> node x R + nic
+  for (int n = 0; n < c.nodes; ++n)
+    for (int r = 0; r < c.nics_per_node; ++r)
+      nic_at[static_cast<std::size_t>(tree.slot_of(n, r))] = n * c.nics_per_node + r;
+  p.nics.assign(static_cast<std::size_t>(c.nodes * c.nics_per_node), nullptr);
+  const double hop = c.fabric.hop_latency_s;
+  const double endpoint_latency = std::max(0.0, (c.inter_node.latency_s - 2 * hop) / 2);
+  // Each leaf port holds a zone of one NIC host behind a latency-only link: SimGrid 3.32's
+  // FatTreeZone puts a limiter link on the route but not its latency, so the NIC's share of
+  // inter.latency sits in a zone of its own (as SimGrid's clusters-multicpu example builds leaves).
+  const sg4::ClusterCallbacks callbacks(
+      [&](sg4::NetZone* fabric, const std::vector<unsigned long>&, unsigned long port)
+          -> std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> {
+        const int nic = nic_at[port];
+        const std::string name =
+            nic < 0 ? fmt::format("fabric-port{}", port)
+                    : fmt::format("nic{}.{}", nic / c.nics_per_node, nic % c.nics_per_node);
+        auto* zone = sg4::create_star_zone(name);
+        zone->set_parent(fabric);
+        sg4::Host* host = zone->create_host(name, 1.0);
+        auto* gateway = zone->create_router(name + "-gw");
+        auto* endpoint = zone->create_link(name + "-endpoint", 1e15)
+                             ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                             ->set_latency(endpoint_latency);
+        zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                        {sg4::LinkInRoute(endpoint)}, true);
+        zone->seal();
+        if (nic >= 0)
+          p.nics[static_cast<std::size_t>(nic)] = host;
+        return {zone->get_netpoint(), gateway};
+      });
+  auto* zone = sg4::create_fatTree_zone(
+      "fabric", root,
+      sg4::FatTreeParams(static_cast<unsigned>(tree.levels), tree.down, tree.up,
+                         std::vector<unsigned>(static_cast<std::size_t>(tree.levels), 1)),
+      callbacks, c.inter_node.bandwidth_Bps, hop, sg4::Link::SharingPolicy::SPLITDUPLEX);
+  zone->seal();
+}
+
 } // namespace
 
 Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& classes) {
@@ -104,6 +174,9 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
   p.nominal_speed = speed;
   p.classes = classes;
   p.interference_pstate = c.gpu.comm_interference > 0;
+  p.gpus_per_node = c.gpus_per_node;
+  p.nics_per_node = c.nics_per_node;
+  const bool fat_tree = c.fabric.topology == hw::FabricSpec::Topology::fat_tree && c.nodes > 1;
 
   const bool multi_gpu = c.gpus_per_node > 1;
   const double gpu_link_latency = multi_gpu ? c.intra_node.latency_s / 2 : 0.0;
@@ -163,6 +236,10 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
                       {{link, sg4::LinkInRoute::Direction::UP}}, true);
       p.gpus[static_cast<std::size_t>(rank)] = host;
     }
+    if (fat_tree) { // its NICs are the fabric's hosts
+      node->seal();
+      continue;
+    }
     auto* gw = node->create_router(fmt::format("node{}-gw", n));
     // A single node never uses its NIC; give it a bandwidth SimGrid accepts.
     const double nic_bandwidth =
@@ -175,6 +252,8 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
   }
   for (auto* zone : sites)
     zone->seal();
+  if (fat_tree)
+    build_fat_tree(p, c, root);
   root->seal();
   return p;
 }

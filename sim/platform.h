@@ -16,6 +16,14 @@
 // Inter-node flows also pass through the two GPUs' NVLink-like links: their bandwidth is far above
 // a NIC's, so they only matter when those links are saturated by intra-node traffic.
 //
+// Fat tree (cluster.fabric, hw/fat_tree.h): the node zones keep their GPUs and NVLink links but
+// have no NIC link; beside them, SimGrid's FatTreeZone holds a host per NIC (`nics`) at its leaf
+// port, cables at the NIC's rate and `hop_latency` each, and at every NIC a latency-only link
+// of (inter.latency - 2 hop) / 2, so NICs under one leaf switch are inter.latency apart and each
+// level further up adds two hops. A flow between nodes runs NIC to NIC (Platform::lane): inside
+// the nodes its data crosses NVLink, far faster than a NIC, which the star's routes model and
+// this one leaves out.
+//
 // Folded (rank classes, sim/rank_classes.h): one zone holds the representative node's GPU hosts,
 // their links and the node's NIC, plus a `remote` host per GPU position standing for that GPU of
 // every other node. A route to remote p leaves through the NIC and comes back in through the
@@ -43,9 +51,30 @@ struct Platform {
   // their data moves (sim/comm_interference.h); false when comm_interference is 0.
   bool interference_pstate = false;
 
+  // Fat tree: the host of NIC r of node n at [n x nics_per_node + r]; empty on a star.
+  std::vector<simgrid::s4u::Host*> nics;
+  int gpus_per_node = 1, nics_per_node = 1;
+
   // The host a flow from rank `src` to rank `dst` starts at and goes to: their own, or folded,
   // src's representative and dst's (in the same node) or remote host (in another node).
   std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> route_ends(int src, int dst) const;
+
+  // The ways a flow from `src` to `dst` takes, each with its share of the bytes. One, but between
+  // nodes of a fat tree where the two GPUs use NICs of different rails: one per rail, NIC r to
+  // NIC r with an equal share (NCCL spreads a collective's channels over every NIC of a node, and
+  // its rings and trees cross between same-rail NICs).
+  struct Lane {
+    simgrid::s4u::Host* from = nullptr;
+    simgrid::s4u::Host* to = nullptr;
+    double share = 1;
+  };
+  int lanes(int src, int dst) const;
+  Lane lane(int src, int dst, int k) const;
+  // Between nodes of a fat tree, the way over rail r whatever the GPUs' own NICs; null ends
+  // elsewhere. What a collective's channels reach between two nodes is summed over all rails.
+  Lane on_rail(int src, int dst, int rail) const;
+  // The NIC that GPU `rank` sends through: GPUs share a node's NICs in equal consecutive groups.
+  int nic_of(int rank) const { return rank % gpus_per_node * nics_per_node / gpus_per_node; }
 };
 
 // Sets the network model (must run before any zone exists) and builds the platform.

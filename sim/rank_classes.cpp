@@ -39,6 +39,10 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "WAN sites";
   if (c.collectives == scenario::CollectiveFidelity::steps)
     return "collectives: steps";
+  if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree)
+    // Which switch a node hangs from, and which cables SimGrid's d-mod-k routing gives its
+    // flows, tell nodes apart.
+    return "a fat-tree fabric";
   return "";
 }
 

@@ -124,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"ddp_tcp", "ddp", {}, ", network_model: tcp"},
         Case{"ddp_ring", "ddp", {}, ", collective_algorithm: ring"},
         Case{"zero1_hierarchical", "zero1", {}, ", collective_algorithm: hierarchical"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& case_info) { return std::string(case_info.param.name); });
 
 // A straggler's node runs as itself beside the representative of the others: GPUs 4 and 5 (node
 // 2) and 2 and 3 (node 1, the busiest in NCCL's trees) run; nodes 0 and 3 are node 1's.
@@ -174,7 +174,7 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, StragglerFoldedEqualsFull,
                                                 "streaming-diloco",
                                                 {{"H", "2"}, {"fragments", "2"}}},
                                            Case{"flexdemo", "flexdemo", {{"replicator", "demo"}}}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& case_info) { return std::string(case_info.param.name); });
 
 TEST(RankClasses, TracesDrawTheAskedGpusFromTheirClass) {
   const auto s = testing::scenario_from(cluster_yaml());
