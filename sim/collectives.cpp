@@ -55,7 +55,8 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
       algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes),
       nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
-      nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)), interference_(platform) {
+      nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)),
+      nic_Bps_(cluster.inter_node.bandwidth_Bps), interference_(platform) {
   if (cluster.sites.size() > 1) {
     site_of_node_.assign(static_cast<std::size_t>(cluster.nodes), 0);
     for (std::size_t s = 0; s < cluster.sites.size(); ++s)
@@ -79,16 +80,13 @@ double Network::latency(int src, int dst) {
       (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
   auto it = routes_.find(key);
   if (it == routes_.end()) {
-    // Between nodes of a fat tree, over every rail (what NCCL's channels between two nodes reach,
-    // as the star's pooled NICs give): the slowest one's latency, their narrowest links'
+    // Over the flow's lanes (Platform::lane): the slowest one's latency, their narrowest links'
     // bandwidths summed.
-    const bool rails = platform_.on_rail(src, dst, 0).from != nullptr;
     double lat = 0, bw = 0;
-    for (int k = 0; k < (rails ? platform_.nics_per_node : 1); ++k) {
+    for (int k = 0; k < platform_.lanes(src, dst); ++k) {
       std::vector<sg4::Link*> links;
       double lane_latency = 0;
-      const Platform::Lane lane =
-          rails ? platform_.on_rail(src, dst, k) : platform_.lane(src, dst, 0);
+      const Platform::Lane lane = platform_.lane(src, dst, k);
       lane.from->route_to(lane.to, links, &lane_latency);
       double narrowest = std::numeric_limits<double>::infinity();
       for (auto* l : links)
@@ -179,7 +177,44 @@ const Network::Split* Network::make_split(const Group& g, bool by_site,
 
 void Network::fused(const Scope& s, double wait,
                     const std::function<std::vector<Flow>()>& make_flows) {
-  fused_plan(s, [&] { return Plan{wait, make_flows()}; });
+  fused_plan(s, [&] {
+    Plan p{wait, make_flows()};
+    if (const double uplinks = uplink_time(p.flows); uplinks > 0) {
+      // Alpha-beta flows run at link speed: held to the uplinks' time where that is longer.
+      double alone = 0;
+      for (const auto& f : p.flows)
+        alone = std::max(alone, f.bytes / bandwidth(f.src, f.dst));
+      p.wait += std::max(0.0, uplinks - alone);
+    }
+    return p;
+  });
+}
+
+double Network::uplink_time(const std::vector<Flow>& flows) const {
+  const auto& tree = platform_.fat_tree;
+  if (!platform_.classes.folded || !tree || tree->oversubscription() <= 1)
+    return 0;
+  const int per_node = platform_.gpus_per_node;
+  std::unordered_map<long long, double> up, down; // bytes per leaf switch
+  for (const auto& f : flows) {
+    const int lanes = platform_.lanes(f.src, f.dst);
+    if (f.src / per_node == f.dst / per_node)
+      continue;
+    for (int k = 0; k < lanes; ++k) {
+      const int rail = lanes == 1 ? platform_.nic_of(f.src) : k;
+      const long long a = tree->slot_of(f.src / per_node, rail);
+      const long long b = tree->slot_of(f.dst / per_node, rail);
+      if (tree->common_level(a, b) > 1) {
+        up[a / tree->leaf_down] += f.bytes / lanes;
+        down[b / tree->leaf_down] += f.bytes / lanes;
+      }
+    }
+  }
+  double busiest = 0;
+  for (const auto* leaves : {&up, &down})
+    for (const auto& [leaf, bytes] : *leaves)
+      busiest = std::max(busiest, bytes);
+  return busiest / (tree->leaf_up * nic_Bps_);
 }
 
 void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
@@ -438,8 +473,15 @@ const NcclShape& Network::nccl_shape(const Group& g) {
     shape.intra_Bps = ring_min_bandwidth(intra);
     shape.intra_latency_s = ring_max_latency(intra);
     // The route between two nodes' GPUs: its narrowest link is the node's pooled NICs (or a
-    // WAN), shared by the node's rings or trees, so it is the node's network bandwidth.
+    // WAN), shared by the node's rings or trees, so it is the node's network bandwidth. On a fat
+    // tree it is one rail's: NCCL spreads the channels over the NICs the node's members use.
     shape.net_Bps = ring_min_bandwidth(cross);
+    if (!platform_.nics.empty()) {
+      std::unordered_set<int> nics;
+      for (const int r : intra.ranks)
+        nics.insert(platform_.nic_of(r));
+      shape.net_Bps *= static_cast<double>(nics.size());
+    }
     shape.net_latency_s = ring_max_latency(cross);
   } else if (shape.nodes == 1) {
     shape.per_node = g.size();
@@ -538,6 +580,7 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollect
         if (shape.nodes > 1)
           u = std::max(u, nccl_tree_nic_load(shape.nodes) / shape.net_Bps);
       }
+      shape_of_flows.uplink_s_per_byte = uplink_time(flows);
       // Only the flows that run: all, or the representative node's (sim/rank_classes.h).
       std::erase_if(flows, [&](const Flow& f) { return !platform_.classes.simulated(f.src); });
       shape_of_flows.flows = std::move(flows);
@@ -546,8 +589,11 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollect
     for (auto& f : flows)
       f.bytes *= bytes;
     const double unpaced = shape_of_flows.unpaced_s_per_byte * bytes;
+    // Folded on an oversubscribed fat tree: no shorter than the busiest leaf's uplinks allow.
+    const double uplinks = shape_of_flows.uplink_s_per_byte * bytes;
     return Plan{std::max(0.0, cost.latency_s - shape_of_flows.route_s) +
-                    std::max(0.0, transfer - unpaced),
+                    std::max(0.0, transfer - unpaced) +
+                    std::max(0.0, uplinks - std::max(transfer, unpaced)),
                 std::move(flows)};
   });
   return {sent, nccl_label(cost.algorithm, cost.protocol, shape.nodes > 1)};

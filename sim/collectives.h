@@ -126,7 +126,12 @@ private:
     std::vector<Flow> flows;
     double route_s = 0;
     double unpaced_s_per_byte = 0;
+    double uplink_s_per_byte = 0; // folded fat tree: uplink_time for 1 byte
   };
+  // Folded on an oversubscribed fat tree, the least time `flows` (every node's, not only the
+  // running ones') take on the cables above their leaves: the busiest leaf's bytes up or down over
+  // its uplinks' capacity, spread evenly. 0 elsewhere (the platform carries those cables).
+  double uplink_time(const std::vector<Flow>& flows) const;
   void exchange(const Scope& s, int self, int dst, double send_bytes, int src);
   // A message from `src` to `dst`: the k-th send between them on this group and tag meets the
   // k-th receive; the last of the two to arrive moves `bytes` (given by the sender) between their
@@ -186,6 +191,7 @@ private:
   std::vector<int> site_of_node_; // empty without WAN sites
   const NcclGeneration nccl_generation_;
   std::optional<NcclProtocol> nccl_protocol_; // the scenario's NCCL_PROTO; none: the tuner picks
+  double nic_Bps_ = 0;                        // a fat tree's cables run at the NIC's rate
   std::map<int, NcclShape> nccl_shapes_;
   // Per (group, NVLS inside nodes): each member's tree all-reduce bytes by link class, as shares.
   std::map<std::pair<int, bool>, std::vector<std::array<double, 3>>> tree_shares_;

@@ -69,7 +69,16 @@ Platform::Lane Platform::on_rail(int src, int dst, int rail) const {
   const auto at = [&](int rank) {
     return static_cast<std::size_t>(rank / gpus_per_node * nics_per_node + rail);
   };
-  return {nics[at(src)], nics[at(dst)], 1.0};
+  if (!classes.folded)
+    return {nics[at(src)], nics[at(dst)], 1.0};
+  // Folded: from the representative's NIC to the image of dst's at the level the two meet.
+  const int level = fat_tree->common_level(fat_tree->slot_of(src / gpus_per_node, rail),
+                                           fat_tree->slot_of(dst / gpus_per_node, rail));
+  const std::size_t from = at(classes.representative(src));
+  return {nics[from],
+          remote_nics[from * static_cast<std::size_t>(fat_tree->levels) +
+                      static_cast<std::size_t>(level - 1)],
+          1.0};
 }
 
 namespace {
@@ -83,12 +92,52 @@ std::vector<double> gpu_speeds(const scenario::ClusterSpec& c, const Platform& p
 
 // The running nodes alone (see platform.h): per node, hosts for its GPUs and for the same GPUs of
 // every other node, routes written out in one full zone (none between running nodes).
+// The running nodes' NICs on a folded fat tree (see platform.h).
+void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone) {
+  using Dir = sg4::LinkInRoute::Direction;
+  const hw::FatTree& tree = *p.fat_tree;
+  const int rails = c.nics_per_node, levels = tree.levels;
+  const double rate = c.inter_node.bandwidth_Bps;
+  p.nics.assign(static_cast<std::size_t>(c.nodes * rails), nullptr);
+  p.remote_nics.assign(p.nics.size() * static_cast<std::size_t>(levels), nullptr);
+  // Climbing to level l and back: 2 (l - 1) switch hops, latency only.
+  std::vector<sg4::Link*> climb(static_cast<std::size_t>(levels) + 1, nullptr);
+  for (int l = 2; l <= levels; ++l)
+    climb[static_cast<std::size_t>(l)] = zone->create_link(fmt::format("climb{}", l), 1e15)
+                                             ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                                             ->set_latency(2 * (l - 1) * c.fabric.hop_latency_s)
+                                             ->seal();
+  for (const int node : p.classes.simulated_nodes())
+    for (int r = 0; r < rails; ++r) {
+      const auto at = static_cast<std::size_t>(node * rails + r);
+      const std::string name = fmt::format("nic{}.{}", node, r);
+      p.nics[at] = zone->create_host(name, 1.0);
+      auto* cable = zone->create_split_duplex_link(name + "-cable", rate)
+                        ->set_latency(c.inter_node.latency_s / 2);
+      for (int l = 1; l <= levels; ++l) {
+        auto* remote = zone->create_host(fmt::format("{}-remote-level{}", name, l), 1.0);
+        p.remote_nics[at * static_cast<std::size_t>(levels) + static_cast<std::size_t>(l - 1)] =
+            remote;
+        std::vector<sg4::LinkInRoute> route{{cable, Dir::UP}};
+        if (l > 1)
+          route.emplace_back(climb[static_cast<std::size_t>(l)]);
+        route.emplace_back(cable, Dir::DOWN);
+        zone->add_route(p.nics[at]->get_netpoint(), remote->get_netpoint(), nullptr, nullptr, route,
+                        false);
+        zone->add_route(remote->get_netpoint(), p.nics[at]->get_netpoint(), nullptr, nullptr, route,
+                        false);
+      }
+    }
+}
+
 void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_latency,
                   double gpu_link_bandwidth, double nic_latency) {
   const int per_node = c.gpus_per_node;
   auto* zone = sg4::create_full_zone("folded");
   p.remote.resize(static_cast<std::size_t>(c.world_size()));
   using Dir = sg4::LinkInRoute::Direction;
+  if (p.fat_tree)
+    build_folded_fat_tree(p, c, zone);
   for (const int node : p.classes.simulated_nodes()) {
     auto* nic = zone->create_split_duplex_link(fmt::format("nic{}", node),
                                                c.inter_node.bandwidth_Bps * c.nics_per_node)
@@ -108,11 +157,13 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
       for (int b = 0; b < per_node; ++b) {
         auto* up = links[static_cast<std::size_t>(a)];
         auto* down = links[static_cast<std::size_t>(b)];
-        const std::vector<sg4::LinkInRoute> folded{
-            {up, Dir::UP}, {nic, Dir::UP}, {nic, Dir::DOWN}, {down, Dir::DOWN}};
         if (a != b)
           zone->add_route(p.gpus[at(a)]->get_netpoint(), p.gpus[at(b)]->get_netpoint(), nullptr,
                           nullptr, {{up, Dir::UP}, {down, Dir::DOWN}}, false);
+        if (p.fat_tree)
+          continue; // other nodes are reached NIC to NIC (Platform::lane)
+        const std::vector<sg4::LinkInRoute> folded{
+            {up, Dir::UP}, {nic, Dir::UP}, {nic, Dir::DOWN}, {down, Dir::DOWN}};
         zone->add_route(p.gpus[at(a)]->get_netpoint(), p.remote[at(b)]->get_netpoint(), nullptr,
                         nullptr, folded, false);
         // The way back, which the tcp model's reverse-path traffic takes: GPU a of another node
@@ -126,7 +177,7 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
 
 // The fat tree of `c.fabric` (see platform.h): a host per NIC at its leaf port.
 void build_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* root) {
-  const hw::FatTree tree = hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node);
+  const hw::FatTree& tree = *p.fat_tree;
   std::vector<int> nic_at(static_cast<std::size_t>(tree.slots), -1); // port -> node x R + nic
   for (int n = 0; n < c.nodes; ++n)
     for (int r = 0; r < c.nics_per_node; ++r)
@@ -177,6 +228,8 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
   p.gpus_per_node = c.gpus_per_node;
   p.nics_per_node = c.nics_per_node;
   const bool fat_tree = c.fabric.topology == hw::FabricSpec::Topology::fat_tree && c.nodes > 1;
+  if (fat_tree)
+    p.fat_tree = hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node);
 
   const bool multi_gpu = c.gpus_per_node > 1;
   const double gpu_link_latency = multi_gpu ? c.intra_node.latency_s / 2 : 0.0;

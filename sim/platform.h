@@ -24,6 +24,15 @@
 // the nodes its data crosses NVLink, far faster than a NIC, which the star's routes model and
 // this one leaves out.
 //
+// Folded fat tree: the running nodes' GPUs and NVLink links as above, and per NIC a host and its
+// cable (split duplex, the NIC's rate, inter.latency / 2 each way). `remote_nics` stand for NIC r
+// of the nodes that meet this one's at level l: the route goes up the cable, through 2 (l - 1) hops
+// of latency, and back down the same cable. The cables above the leaves are not on it: a
+// collective's flows are held instead to the time their bytes need on the busiest leaf's uplinks,
+// counted over every node's flows (Network::uplink_time), as if spread evenly over them. An
+// approximation where the full tree's d-mod-k routes load those cables unevenly (the summary says
+// so).
+//
 // Folded (rank classes, sim/rank_classes.h): one zone holds the representative node's GPU hosts,
 // their links and the node's NIC, plus a `remote` host per GPU position standing for that GPU of
 // every other node. A route to remote p leaves through the NIC and comes back in through the
@@ -34,6 +43,7 @@
 #include "scenario/scenario.h"
 #include "sim/rank_classes.h"
 
+#include <optional>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
@@ -51,8 +61,13 @@ struct Platform {
   // their data moves (sim/comm_interference.h); false when comm_interference is 0.
   bool interference_pstate = false;
 
-  // Fat tree: the host of NIC r of node n at [n x nics_per_node + r]; empty on a star.
+  // Fat tree: the host of NIC r of node n at [n x nics_per_node + r] (folded: the running nodes'
+  // only); empty on a star.
   std::vector<simgrid::s4u::Host*> nics;
+  std::optional<hw::FatTree> fat_tree;
+  // Folded fat tree: at [(n x nics_per_node + r) x levels + l - 1], NIC r of any node whose NIC r
+  // meets node n's at level l, as seen from running node n.
+  std::vector<simgrid::s4u::Host*> remote_nics;
   int gpus_per_node = 1, nics_per_node = 1;
 
   // The host a flow from rank `src` to rank `dst` starts at and goes to: their own, or folded,
@@ -71,7 +86,7 @@ struct Platform {
   int lanes(int src, int dst) const;
   Lane lane(int src, int dst, int k) const;
   // Between nodes of a fat tree, the way over rail r whatever the GPUs' own NICs; null ends
-  // elsewhere. What a collective's channels reach between two nodes is summed over all rails.
+  // elsewhere.
   Lane on_rail(int src, int dst, int rail) const;
   // The NIC that GPU `rank` sends through: GPUs share a node's NICs in equal consecutive groups.
   int nic_of(int rank) const { return rank % gpus_per_node * nics_per_node / gpus_per_node; }

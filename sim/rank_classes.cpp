@@ -21,7 +21,8 @@ std::vector<int> RankClasses::simulated_nodes() const {
 
 std::string RankClasses::describe() const {
   if (folded)
-    return fmt::format("classes ({} of {} GPUs simulated)", simulated_ranks(), world);
+    return fmt::format("classes ({} of {} GPUs simulated{}{})", simulated_ranks(), world,
+                       approximation.empty() ? "" : "; ", approximation);
   return fmt::format("full ({})", why_full);
 }
 
@@ -39,10 +40,15 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "WAN sites";
   if (c.collectives == scenario::CollectiveFidelity::steps)
     return "collectives: steps";
-  if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree)
-    // Which switch a node hangs from, and which cables SimGrid's d-mod-k routing gives its
-    // flows, tell nodes apart.
-    return "a fat-tree fabric";
+  if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree) {
+    // Folded, a collective's flows are held to the uplink time of its own bytes
+    // (Network::uplink_time); concurrent collectives over other groups meet there unseen unless
+    // each GPU position has a rail, and so leaf switches, of its own.
+    const hw::FatTree tree = hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node);
+    if (tree.levels > 1 && tree.oversubscription() > 1 &&
+        (tree.placement == hw::FabricSpec::Placement::node || c.nics_per_node != c.gpus_per_node))
+      return "an oversubscribed fat tree whose leaves hold several GPU positions' NICs";
+  }
   return "";
 }
 
@@ -81,7 +87,24 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   for (const auto& st : s.cluster.stragglers)
     if (st.slowdown != 1.0)
       alike[static_cast<std::size_t>(st.gpu / rc.gpus_per_node)] = 0;
-  rc.node = busiest_tree_node(s.cluster.nodes, alike);
+  int representative = -1;
+  if (s.cluster.fabric.topology == hw::FabricSpec::Topology::fat_tree) {
+    // Which cables d-mod-k routing gives a node's flows tells nodes apart; folded, each NIC gets
+    // its even share of the cables above its leaf (sim/platform.h). A representative whose ring
+    // neighbours share its leaf switches keeps a ring's hops off that share, as most nodes' are.
+    const hw::FatTree tree =
+        hw::build_fat_tree(s.cluster.fabric, s.cluster.nodes, s.cluster.nics_per_node);
+    rc.approximation = "fat tree: leaf uplinks loaded evenly";
+    const int m = s.cluster.nodes;
+    std::vector<char> interior = alike;
+    for (int n = 0; n < m; ++n)
+      for (int r = 0; r < s.cluster.nics_per_node; ++r)
+        for (const int peer : {(n + 1) % m, (n + m - 1) % m})
+          if (tree.common_level(tree.slot_of(n, r), tree.slot_of(peer, r)) > 1)
+            interior[static_cast<std::size_t>(n)] = 0;
+    representative = busiest_tree_node(m, interior);
+  }
+  rc.node = representative >= 0 ? representative : busiest_tree_node(s.cluster.nodes, alike);
   if (rc.node < 0) {
     rc.why_full = "a straggler on every node";
     return rc;

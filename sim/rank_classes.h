@@ -36,6 +36,8 @@ struct RankClasses {
   // (its GPUs are classes of their own).
   std::vector<char> runs;
   std::string why_full; // full: what told the nodes apart
+  // Folded where sharing is approximated, and how (a fat tree: "" elsewhere).
+  std::string approximation;
 
   bool simulated(int rank) const {
     return !folded || runs[static_cast<std::size_t>(rank / gpus_per_node)];

@@ -63,6 +63,15 @@ TEST(RankClasses, EveryRankRunsWhereSomethingTellsThemApart) {
   EXPECT_EQ(classes_of("", "cdp-v2").why_full, "cdp-v2 sends point to point");
   // ZeroRedundancyOptimizer broadcasts from every rank in turn.
   EXPECT_FALSE(classes_of("", "ddp", {{"zero_redundancy", "true"}}).folded);
+  // A fat tree folds, saying how; not where concurrent groups would meet on a leaf's uplinks.
+  EXPECT_EQ(classes_of(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, "
+                       "oversubscription: 3}")
+                .describe(),
+            "classes (2 of 8 GPUs simulated; fat tree: leaf uplinks loaded evenly)");
+  EXPECT_EQ(classes_of(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, "
+                       "oversubscription: 3, placement: node}")
+                .why_full,
+            "an oversubscribed fat tree whose leaves hold several GPU positions' NICs");
 }
 
 // The summary fields a user compares, folded against full: within 0.1% (the bar), time
@@ -123,7 +132,21 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"flexdemo", "flexdemo", {{"replicator", "demo"}}},
         Case{"ddp_tcp", "ddp", {}, ", network_model: tcp"},
         Case{"ddp_ring", "ddp", {}, ", collective_algorithm: ring"},
-        Case{"zero1_hierarchical", "zero1", {}, ", collective_algorithm: hierarchical"}),
+        Case{"zero1_hierarchical", "zero1", {}, ", collective_algorithm: hierarchical"},
+        // Fat trees (sim/platform.h): 2 rails, 1:1 leaves of 2 nodes, and 3:1 leaves of 3 nodes
+        // (each collective held to its busiest leaf's uplinks; measured within 0.03%).
+        Case{"ddp_fat_tree",
+             "ddp",
+             {},
+             ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, levels: 2}"},
+        Case{"zero1_oversubscribed_fat_tree",
+             "zero1",
+             {},
+             ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, oversubscription: 3}"},
+        Case{"hsdp_oversubscribed_fat_tree",
+             "fsdp",
+             {{"sharding", "hybrid"}},
+             ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, oversubscription: 3}"}),
     [](const auto& case_info) { return std::string(case_info.param.name); });
 
 // A straggler's node runs as itself beside the representative of the others: GPUs 4 and 5 (node
