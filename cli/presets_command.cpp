@@ -1,5 +1,6 @@
 #include "cli/presets_command.h"
 
+#include "hw/fat_tree.h"
 #include "hw/model.h"
 #include "hw/presets.h"
 #include "hw/system_presets.h"
@@ -88,7 +89,25 @@ nlohmann::ordered_json presets_json() {
                        {"nics_per_node", sys.nics_per_node},
                        {"node_bandwidth_Bps", sys.nics_per_node * nic.bandwidth_Bps}});
   }
-  return {{"gpus", gpus}, {"links", links}, {"systems", systems}, {"models", models}};
+  nlohmann::ordered_json fabrics = nlohmann::ordered_json::array();
+  for (const auto& name : hw::fabric_preset_names()) {
+    const auto f = *hw::find_fabric_preset(name);
+    const bool tree = f.topology == hw::FabricSpec::Topology::fat_tree;
+    fabrics.push_back(
+        {{"name", name},
+         {"topology", tree ? "fat_tree" : "star"},
+         {"radix", tree ? nlohmann::ordered_json(f.radix) : nlohmann::ordered_json()},
+         {"levels", tree ? nlohmann::ordered_json(f.levels) : nlohmann::ordered_json()},
+         {"oversubscription", f.oversubscription},
+         {"placement", f.placement == hw::FabricSpec::Placement::rail ? "rail" : "node"},
+         {"hop_latency_s",
+          tree ? nlohmann::ordered_json(f.hop_latency_s) : nlohmann::ordered_json()}});
+  }
+  return {{"gpus", gpus},
+          {"links", links},
+          {"systems", systems},
+          {"fabrics", fabrics},
+          {"models", models}};
 }
 
 } // namespace
@@ -134,6 +153,22 @@ std::string presets_text() {
                        sys["gpus_per_node"].get<int>(), sys["intra_node"].get<std::string>(),
                        sys["inter_node"].get<std::string>(), sys["nics_per_node"].get<int>(),
                        sys["node_bandwidth_Bps"].get<double>() / 1e9);
+  out += "\nFabric presets (cluster.fabric; a map {preset: NAME, ...} overrides its keys)\n";
+  out += fmt::format("  {:<16} {:<9} {:>6} {:>7} {:>9} {:<10} {:>9}\n", "name", "topology", "radix",
+                     "levels", "oversub.", "placement", "hop (ns)");
+  for (const auto& f : p["fabrics"]) {
+    const bool tree = f["topology"] == "fat_tree";
+    const auto levels = tree ? f["levels"].get<int>() : 0;
+    out += fmt::format("  {:<16} {:<9} {:>6} {:>7} {:>9} {:<10} {:>9}\n",
+                       f["name"].get<std::string>(), f["topology"].get<std::string>(),
+                       tree ? std::to_string(f["radix"].get<int>()) : "-",
+                       !tree         ? "-"
+                       : levels == 0 ? "auto"
+                                     : std::to_string(levels),
+                       tree ? fmt::format("{:g}:1", f["oversubscription"].get<double>()) : "-",
+                       tree ? f["placement"].get<std::string>() : "-",
+                       tree ? fmt::format("{:g}", f["hop_latency_s"].get<double>() * 1e9) : "-");
+  }
   out += "\nModel presets (model.preset)\n";
   out += fmt::format("  {:<14} {:>9} {:>7} {:>7} {:>6} {:>6} {:>7} {:>7} {:>9}  {}\n", "name",
                      "params", "layers", "d_model", "heads", "kv", "d_ff", "vocab", "positions",

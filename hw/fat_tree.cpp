@@ -26,6 +26,35 @@ long long capacity(int levels, int r, int d) {
 }
 } // namespace
 
+namespace {
+std::vector<std::pair<std::string, FabricSpec>> fabric_presets() {
+  FabricSpec superpod;
+  superpod.topology = FabricSpec::Topology::fat_tree;
+  FabricSpec leaf_spine = superpod;
+  leaf_spine.levels = 2;
+  leaf_spine.oversubscription = 2;
+  leaf_spine.placement = FabricSpec::Placement::node;
+  return {{"star", FabricSpec{}},
+          {"fat_tree", superpod},
+          {"dgx-superpod", superpod},
+          {"leaf-spine-2to1", leaf_spine}};
+}
+} // namespace
+
+std::optional<FabricSpec> find_fabric_preset(std::string_view name) {
+  for (const auto& [n, spec] : fabric_presets())
+    if (n == name)
+      return spec;
+  return std::nullopt;
+}
+
+std::vector<std::string> fabric_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [n, spec] : fabric_presets())
+    names.push_back(n);
+  return names;
+}
+
 long long FatTree::slot_of(int node, int nic) const {
   if (placement == FabricSpec::Placement::node || levels == 1)
     return static_cast<long long>(node) * nics_per_node + nic;

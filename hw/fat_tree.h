@@ -8,7 +8,9 @@
 // the NIC's rate (as in an InfiniBand or RoCE fabric of one generation).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace overlapsim::hw {
@@ -28,6 +30,13 @@ struct FabricSpec {
   // One switch traversal. Quantum-2's port-to-port latency is under 150 ns (NVIDIA's figure).
   double hop_latency_s = 150e-9;
 };
+
+// Named fabrics (cluster.fabric: NAME, or {preset: NAME, ...overrides}): `star`; `fat_tree` and
+// `dgx-superpod` (NVIDIA's DGX SuperPOD reference architecture: a rail-optimised, non-blocking fat
+// tree of 64-port Quantum-2 switches); `leaf-spine-2to1` (two levels of 64-port switches, 2:1 at
+// the leaves, each node's NICs on one leaf: the cost-reduced Clos of many clusters).
+std::optional<FabricSpec> find_fabric_preset(std::string_view name);
+std::vector<std::string> fabric_preset_names();
 
 // The fat tree of a FabricSpec over `nodes` x `nics_per_node` NICs, as an XGFT(h; m; w) (Ohring et
 // al., "On generalized fat trees", IPPS 1995): level l's switches have m[l] children and each

@@ -102,18 +102,30 @@ hw::SystemSpec read_system(const Entry& e) {
 }
 
 namespace {
-// cluster.fabric: `star`, `fat_tree`, or a map of a fat tree's shape (hw/fat_tree.h).
+// cluster.fabric: a preset's name (hw/fat_tree.h), or a map of a fat tree's shape, from a preset
+// or the defaults.
 hw::FabricSpec read_fabric(const Entry& e, const ClusterSpec& c) {
   const auto topology = [](const Entry& t) {
     return t.choice<hw::FabricSpec::Topology>({{"star", hw::FabricSpec::Topology::star},
                                                {"fat_tree", hw::FabricSpec::Topology::fat_tree}});
   };
+  const auto preset = [](const Entry& p) {
+    if (auto found = hw::find_fabric_preset(p.text()))
+      return *found;
+    p.fail(fmt::format("unknown fabric '{}'; expected one of: {} (or a map with topology, radix, "
+                       "levels, oversubscription, placement, hop_latency)",
+                       p.text(), fmt::join(hw::fabric_preset_names(), ", ")));
+  };
   hw::FabricSpec f;
   if (e.is_scalar()) {
-    f.topology = topology(e);
+    f = preset(e);
   } else {
-    e.expect_map({"topology", "radix", "levels", "oversubscription", "placement", "hop_latency"});
-    f.topology = topology(e.child("topology"));
+    e.expect_map(
+        {"preset", "topology", "radix", "levels", "oversubscription", "placement", "hop_latency"});
+    if (e.has("preset"))
+      f = preset(e.child("preset"));
+    if (e.has("topology") || !e.has("preset"))
+      f.topology = topology(e.child("topology"));
     if (f.topology == hw::FabricSpec::Topology::star)
       for (const char* key : {"radix", "levels", "oversubscription", "placement", "hop_latency"})
         if (e.has(key))

@@ -184,7 +184,7 @@ std::vector<std::string> ineffective_keys(const Entry& top, const Scenario& s) {
   }
   const auto& c = s.cluster;
   if (c.nodes == 1)
-    for (const std::string key : {"inter_node", "nics_per_node"})
+    for (const std::string key : {"inter_node", "nics_per_node", "fabric"})
       if (cluster.has(key))
         note(cluster.child(key), key, "one node (cluster.nodes: 1) sends nothing between nodes");
   if (c.gpus_per_node == 1 && cluster.has("intra_node"))

@@ -252,6 +252,21 @@ TEST(FabricScenario, EchoedAndCheckedWithFileLineAndKey) {
               HasSubstr("a star fabric has no switches to shape"));
   EXPECT_THAT(error_of(cluster_yaml(2, 1, 1, "{topology: ring}")),
               HasSubstr("expected one of star, fat_tree"));
+  EXPECT_THAT(error_of(cluster_yaml(2, 1, 1, "torus")),
+              HasSubstr("unknown fabric 'torus'; expected one of: star, fat_tree, dgx-superpod, "
+                        "leaf-spine-2to1"));
+  // Presets, and a preset's keys overridden.
+  const auto superpod = scenario_from(cluster_yaml(32, 8, 8, "dgx-superpod")).cluster.fabric;
+  EXPECT_EQ(superpod.topology, hw::FabricSpec::Topology::fat_tree);
+  EXPECT_EQ(superpod.radix, 64);
+  EXPECT_EQ(superpod.placement, hw::FabricSpec::Placement::rail);
+  EXPECT_EQ(superpod.oversubscription, 1.0);
+  const auto cheaper =
+      scenario_from(cluster_yaml(32, 8, 8, "{preset: leaf-spine-2to1, oversubscription: 3}"))
+          .cluster.fabric;
+  EXPECT_EQ(cheaper.oversubscription, 3.0);
+  EXPECT_EQ(cheaper.levels, 2);
+  EXPECT_EQ(cheaper.placement, hw::FabricSpec::Placement::node);
   auto steps = cluster_yaml(2, 1, 1, "fat_tree");
   steps.replace(steps.find("collectives: fused"), 18, "collectives: steps");
   EXPECT_THAT(error_of(steps), HasSubstr("collectives: steps runs on the star fabric only"));

@@ -43,12 +43,14 @@ TEST(IneffectiveKeys, GpuEfficiencyUnderTheRooflineWarnsAndChangesNothing) {
 }
 
 TEST(IneffectiveKeys, LinksWithNothingToCarryWarn) {
-  const auto one_node = scenario_from(round_cluster(1, 1, "  nics_per_node: 4\n") + kFourBlocks +
-                                      "name: x\ntraining: {micro_batch: 1}\nalgorithms: [ddp]\n");
+  const auto one_node =
+      scenario_from(round_cluster(1, 1, "  nics_per_node: 4\n  fabric: fat_tree\n") + kFourBlocks +
+                    "name: x\ntraining: {micro_batch: 1}\nalgorithms: [ddp]\n");
   EXPECT_THAT(one_node.warnings,
               ElementsAre(HasSubstr("test.yaml:6: key 'cluster.inter_node' has no effect: one "
                                     "node (cluster.nodes: 1) sends nothing between nodes"),
                           HasSubstr("test.yaml:8: key 'cluster.nics_per_node' has no effect"),
+                          HasSubstr("test.yaml:9: key 'cluster.fabric' has no effect"),
                           HasSubstr("test.yaml:5: key 'cluster.intra_node' has no effect: one GPU "
                                     "per node (cluster.gpus_per_node: 1) sends nothing inside a "
                                     "node")));
