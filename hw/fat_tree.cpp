@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -120,15 +121,23 @@ FatTree build_fat_tree(const FabricSpec& spec, int nodes, int nics_per_node) {
     t.leaf_down = static_cast<int>(needed);
     t.leaf_up = 0;
   } else {
-    t.down.assign(static_cast<std::size_t>(t.levels), static_cast<unsigned>(r / 2));
-    t.up.assign(static_cast<std::size_t>(t.levels), static_cast<unsigned>(r / 2));
+    // Each level holds as few children as the NICs need (a tree given more levels than it needs
+    // stays the size of the cluster); a switch above the leaves has as many parents as children
+    // (non-blocking), a leaf switch leaf_up, a NIC its one leaf switch.
+    t.down.assign(static_cast<std::size_t>(t.levels), 1);
+    t.up.assign(static_cast<std::size_t>(t.levels), 1);
     t.down.front() = static_cast<unsigned>(t.leaf_down);
-    t.up.front() = 1; // a NIC has one leaf switch
     t.up[1] = static_cast<unsigned>(t.leaf_up);
     long long below = t.leaf_down;
-    for (int l = 2; l < t.levels; ++l)
-      below *= r / 2;
-    t.down.back() = static_cast<unsigned>(ceil_div(needed, below)); // the top: as few as needed
+    for (int l = 1; l < t.levels; ++l) {
+      const long long wanted = ceil_div(needed, below);
+      const auto i = static_cast<std::size_t>(l);
+      t.down[i] =
+          static_cast<unsigned>(l + 1 == t.levels ? wanted : std::min<long long>(r / 2, wanted));
+      if (l >= 2)
+        t.up[i] = t.down[i - 1];
+      below *= t.down[i];
+    }
   }
   t.slots = 1;
   for (unsigned d : t.down)

@@ -131,7 +131,7 @@ hw::FabricSpec read_fabric(const Entry& e, const ClusterSpec& c) {
         if (e.has(key))
           e.child(key).fail("a star fabric has no switches to shape; set topology: fat_tree");
     if (e.has("radix"))
-      f.radix = static_cast<int>(e.child("radix").integer(2, 4096));
+      f.radix = static_cast<int>(e.child("radix").integer(2, 1024));
     if (e.has("levels"))
       f.levels = static_cast<int>(e.child("levels").integer(1, 4));
     if (e.has("oversubscription"))

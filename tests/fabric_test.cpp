@@ -81,6 +81,13 @@ TEST(FatTreeShape, LevelsGrowWithTheClusterAndOversubscriptionSplitsTheLeaf) {
                                     "8-port switches hold at most 8"));
   }
   EXPECT_THROW(hw::build_fat_tree(fat_tree(4, 10), 4, 1), std::invalid_argument); // 0 ports up
+  // More levels than needed build no more than the cluster needs: 2 nodes on 4 levels of
+  // 1024-port switches use one leaf and one switch a level above it per leaf uplink.
+  const auto tall = hw::build_fat_tree(fat_tree(1024, 1, 4), 2, 1);
+  EXPECT_EQ(tall.down, (std::vector<unsigned>{512, 1, 1, 1}));
+  EXPECT_EQ(tall.up, (std::vector<unsigned>{1, 512, 1, 1}));
+  EXPECT_EQ(tall.slots, 512);
+  EXPECT_EQ(tall.switches, (std::vector<long long>{1, 512, 512, 512}));
 }
 
 std::string cluster_yaml(int nodes, int gpus, int nics, const std::string& fabric) {
