@@ -204,11 +204,15 @@ TEST(FatTreeCollectives, OneNonBlockingSwitchRunsCollectivesAsTheStarDoes) {
     EXPECT_EQ(a.algorithm, b.algorithm) << size;
     EXPECT_NEAR(b.time_s / a.time_s, 1.0, 0.01) << size;
   }
-  // NCCL's tree (LL128 at 32 MiB): the star's routes between nodes also cross the GPUs' NVLink
+  // NCCL's tree (LL128, 32 MiB): the star's routes between nodes also cross the GPUs' NVLink
   // links, which the trees' chains load; a fat tree's run NIC to NIC (GPU, PCIe, NIC, as NCCL's
   // do), so its trees are faster, never slower.
-  const auto a = sim::time_collective(star, CollectiveOp::all_reduce, 32 << 20);
-  const auto b = sim::time_collective(tree, CollectiveOp::all_reduce, 32 << 20);
+  const std::vector<std::string> tree_ll128{"cluster.collective_algorithm=tree",
+                                            "cluster.nccl_protocol=LL128"};
+  const auto a = sim::time_collective(scenario_from(base + rest, tree_ll128),
+                                      CollectiveOp::all_reduce, 32 << 20);
+  const auto b = sim::time_collective(scenario_from(base + ", fabric: fat_tree" + rest, tree_ll128),
+                                      CollectiveOp::all_reduce, 32 << 20);
   EXPECT_EQ(b.algorithm, "tree/LL128");
   EXPECT_LT(b.time_s, a.time_s);
   EXPECT_GT(b.time_s, 0.85 * a.time_s);
