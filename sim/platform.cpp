@@ -90,8 +90,6 @@ std::vector<double> gpu_speeds(const scenario::ClusterSpec& c, const Platform& p
   return {speed, speed * (1 - c.gpu.comm_interference)};
 }
 
-// The running nodes alone (see platform.h): per node, hosts for its GPUs and for the same GPUs of
-// every other node, routes written out in one full zone (none between running nodes).
 // The running nodes' NICs on a folded fat tree (see platform.h).
 void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone) {
   using Dir = sg4::LinkInRoute::Direction;
@@ -130,6 +128,8 @@ void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::Net
     }
 }
 
+// The running nodes alone (see platform.h): per node, hosts for its GPUs and for the same GPUs of
+// every other node, routes written out in one full zone (none between running nodes).
 void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_latency,
                   double gpu_link_bandwidth, double nic_latency) {
   const int per_node = c.gpus_per_node;
@@ -139,9 +139,12 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
   if (p.fat_tree)
     build_folded_fat_tree(p, c, zone);
   for (const int node : p.classes.simulated_nodes()) {
-    auto* nic = zone->create_split_duplex_link(fmt::format("nic{}", node),
-                                               c.inter_node.bandwidth_Bps * c.nics_per_node)
-                    ->set_latency(nic_latency);
+    // The node's pooled NICs (a fat tree's NICs are build_folded_fat_tree's).
+    sg4::Link* nic = nullptr;
+    if (!p.fat_tree)
+      nic = zone->create_split_duplex_link(fmt::format("nic{}", node),
+                                           c.inter_node.bandwidth_Bps * c.nics_per_node)
+                ->set_latency(nic_latency);
     std::vector<sg4::Link*> links;
     const auto at = [&](int g) { return static_cast<std::size_t>(node * per_node + g); };
     for (int g = 0; g < per_node; ++g) {
