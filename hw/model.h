@@ -44,6 +44,13 @@ struct ModelSpec {
   std::vector<std::pair<double, double>> optimizer_points;
   // Measured: DiLoCo's outer step per parameter; replaces the memory-bandwidth estimate when > 0.
   double outer_step_time_per_param_s = 0;
+  // Measured element-wise ops by name ("copy", "accumulate", "fill"): a fixed cost per call and a
+  // cost per byte moved (issue 30.3); an op not listed is priced at the memory bandwidth.
+  struct MemoryOpPrice {
+    double fixed_s = 0;
+    double per_byte_s = 0;
+  };
+  std::map<std::string, MemoryOpPrice> memory_ops;
   // The layers came from a per-layer time table: collectives over the model's parameters or
   // gradients take the table's comm_time_s, not the network model's time (docs/MODEL.md).
   bool comm_times_from_table = false;

@@ -108,6 +108,22 @@ Calibration read_calibration(const std::string& path) {
     }
     if (m.contains("memory_bandwidth_Bps"))
       c.memory_bandwidth_Bps = positive(m, "memory_bandwidth_Bps", where, false);
+    if (m.contains("memory_ops")) {
+      const json& ops = m.at("memory_ops");
+      const std::string ow = where + ".memory_ops";
+      if (!ops.is_object())
+        throw std::runtime_error(fmt::format("{}: expected a map of op name to its price", ow));
+      for (const auto& [name, price] : ops.items()) {
+        if (name != "copy" && name != "accumulate" && name != "fill")
+          throw std::runtime_error(
+              fmt::format("{}.{}: unknown op; expected copy, accumulate or fill", ow, name));
+        if (!price.is_object())
+          throw std::runtime_error(
+              fmt::format("{}.{}: expected {{\"fixed_s\": ..., \"per_byte_s\": ...}}", ow, name));
+        c.memory_ops[name] = {positive(price, "fixed_s", ow + "." + name, true),
+                              positive(price, "per_byte_s", ow + "." + name, true)};
+      }
+    }
     if (m.contains("comm_interference")) {
       const double f = positive(m, "comm_interference", where, true);
       if (f > 0.9)
@@ -173,6 +189,8 @@ std::string calibration_json(const Calibration& c) {
     }
     if (c.memory_bandwidth_Bps > 0)
       model["memory_bandwidth_Bps"] = c.memory_bandwidth_Bps;
+    for (const auto& [name, price] : c.memory_ops)
+      model["memory_ops"][name] = {{"fixed_s", price.fixed_s}, {"per_byte_s", price.per_byte_s}};
     if (c.comm_interference)
       model["comm_interference"] = *c.comm_interference;
     out["model"] = model;

@@ -5,6 +5,9 @@
 // logs, so that users can calibrate links from the tables they already have.
 #pragma once
 
+#include "hw/model.h"
+
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +57,9 @@ struct Calibration {
   // bandwidth of a copy it was 12x short on a CPU, where it runs many element-wise passes.
   double outer_step_time_per_param_s = 0;
   double memory_bandwidth_Bps = 0; // element-wise copies (the simulator's HBM bandwidth)
+  // Each element-wise op's own price (issue 30.3: accumulate and fill borrowed the copy's
+  // bandwidth): by op name, a fixed cost per call and a cost per byte.
+  std::map<std::string, hw::ModelSpec::MemoryOpPrice> memory_ops;
   // Fraction of compute speed lost while a collective runs on the same device (hw::GpuSpec).
   std::optional<double> comm_interference;
   std::optional<LinkFit> intra_node;

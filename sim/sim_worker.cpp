@@ -235,7 +235,11 @@ void SimWorker::reload_master(Slice params, Slice) {
 }
 
 void SimWorker::memory_op(MemoryOp op, double bytes) {
-  const double seconds = bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
+  // Its own measured price where the profile has one, else the memory bandwidth.
+  const auto& measured = ctx_.scenario.model.spec.memory_ops;
+  const auto it = measured.find(op_label(op).name);
+  const double seconds = it != measured.end() ? it->second.fixed_s + it->second.per_byte_s * bytes
+                                              : bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
   compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{-1, -1});
 }
 

@@ -421,5 +421,53 @@ algorithms: [{name: diloco, H: 2}]
   EXPECT_GE(outer, 2);
 }
 
+// Issue 30.3: an element-wise op the profile measured is priced by its own fixed cost and cost per
+// byte, not the memory bandwidth. ACCO on 2 one-GPU nodes accumulates the kept gradients into its
+// shard on the comm stream each correction round; priced by 5 GB/s its few KB take a microsecond.
+// Measured at 1 ms a call, it takes 1 ms alone and up to 2 ms where the compute stream runs beside
+// it (two activities share the GPU's host: sim/sim_worker.h).
+TEST(Calibration, EachMeasuredMemoryOpHasItsOwnPrice) {
+  const testing::ScratchDir dir;
+  auto profile = mlp_profile();
+  const auto write = [&](const Calibration& c) {
+    std::ofstream(dir / "profile.json") << calibration_json(c);
+  };
+  const auto scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << R"(name: cal
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, inter_node: ethernet-10g}
+model: {preset: mlp, width: 16, depth: 2, profile: profile.json}
+training: {micro_batch: 8, steps: 3}
+algorithms: [acco]
+)";
+  const auto accumulate_time = [&] {
+    const auto r = overlapsim::testing::simulate(load_scenario(scenario), "acco");
+    for (const auto& e : r.trace.events)
+      if (r.trace.name_of(e.name) == "accumulate")
+        return e.end - e.start;
+    ADD_FAILURE() << "no accumulate";
+    return 0.0;
+  };
+  write(profile);
+  EXPECT_LT(accumulate_time(), 2e-6);
+  profile.memory_ops["accumulate"] = {1e-3, 1e-10};
+  write(profile);
+  // The JSON keeps it, and the simulation prices by it.
+  const auto read = read_calibration((dir / "profile.json").string());
+  EXPECT_DOUBLE_EQ(read.memory_ops.at("accumulate").fixed_s, 1e-3);
+  EXPECT_DOUBLE_EQ(read.memory_ops.at("accumulate").per_byte_s, 1e-10);
+  const double measured_price = accumulate_time();
+  EXPECT_GE(measured_price, 1e-3);
+  EXPECT_LE(measured_price, 2 * (1e-3 + 1e-6));
+  // An op it does not know is an error naming it.
+  std::ofstream(dir / "bad.json")
+      << R"({"schema": "overlapsim-calibration/1", "model": {"layers": [], "memory_ops": {"transpose": {"fixed_s": 0, "per_byte_s": 0}}}})";
+  try {
+    read_calibration((dir / "bad.json").string());
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("memory_ops.transpose: unknown op"));
+  }
+}
+
 } // namespace
 } // namespace overlapsim::scenario

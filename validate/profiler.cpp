@@ -368,6 +368,40 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     cal.optimizer_points.emplace_back(static_cast<double>(n), expected_time(d[optimizer_step]));
   cal.memory_bandwidth_Bps =
       2.0 * 4 * static_cast<double>(n) / expected_time(d[op_label(MemoryOp::copy).name]);
+  // Each element-wise op its own price (issue 30.3): accumulate and fill borrowed the copy's
+  // bandwidth (ACCO's accumulate was priced 3.5x its measured time on a CPU, a fill of DPU's few
+  // counts at nothing against its dispatch cost). Each timed over one element and over the model,
+  // after a step as in a run: a fixed cost per call and a cost per byte (the bytes SimWorker
+  // counts: copy reads and writes, accumulate reads two and writes one, fill writes).
+  {
+    const auto time_ops = [&](std::int64_t count) {
+      const std::size_t from = repeat_timed(w, o, [&](int r) {
+        const MicroBatch mb{r, 0};
+        for (int l = 0; l < layers; ++l)
+          w.forward({l, l + 1}, mb, params);
+        for (int l = layers - 1; l >= 0; --l)
+          w.backward({l, l + 1}, mb, params, grads);
+        w.copy(Slice{grads, 0, count}, Slice{state, 0, count});
+        w.accumulate(Slice{grads, 0, count}, Slice{state, 0, count});
+        w.fill(Slice{state, 0, count}, 0);
+      });
+      return durations(w.trace(), from);
+    };
+    const auto one = time_ops(1);
+    const auto all = time_ops(n);
+    for (const auto& [op, bytes_per_element] :
+         {std::pair{MemoryOp::copy, 8.0}, {MemoryOp::accumulate, 12.0}, {MemoryOp::fill, 4.0}}) {
+      const std::string name = op_label(op).name;
+      const auto small = one.find(name), large = all.find(name);
+      if (small == one.end() || large == all.end())
+        continue;
+      const double fixed = expected_time(small->second);
+      const double bytes = bytes_per_element * static_cast<double>(n - 1);
+      const double per_byte =
+          bytes > 0 ? std::max(0.0, expected_time(large->second) - fixed) / bytes : 0.0;
+      cal.memory_ops[name] = {fixed, per_byte};
+    }
+  }
   // DiLoCo's outer step over the whole model, after a period's last inner step as in a run
   // (issue 30.3): on a CPU it makes several element-wise passes and reloads the inner optimizer's
   // master copy, which a copy's bandwidth prices 12x short (gpt-tiny, 2 workers: 3.5 vs 41.6 ms).
