@@ -55,7 +55,7 @@ rendezvous and copy per message), whose per-message costs NCCL's tuning model do
 the latencies above are fits: p5's 25 us is read off its 8 B row; p4de's 60 us straddles its
 small and mid sizes (its 8 B row alone gives 13 us under Simple, which leaves 1 MiB-16 MiB up to
 1.7x too fast). The bandwidths are the instances' line rates. With a hardware model only, p4de's
-mid sizes stay 1.2-1.4x too fast and p5's 16-64 MiB 1.2-1.3x: SRD's per-message cost, not NCCL's,
+mid sizes stay 1.2-1.4x too fast and p5's 16-64 MiB 1.2-1.4x: SRD's per-message cost, not NCCL's,
 sets them."""
 
 MIB = 1 << 20

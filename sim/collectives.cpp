@@ -476,11 +476,13 @@ const NcclShape& Network::nccl_shape(const Group& g) {
     // WAN), shared by the node's rings or trees, so it is the node's network bandwidth. On a fat
     // tree it is one rail's: NCCL spreads the channels over the NICs the node's members use.
     shape.net_Bps = ring_min_bandwidth(cross);
+    shape.net_heads = std::min(shape.per_node, platform_.nics_per_node);
     if (!platform_.nics.empty()) {
       std::unordered_set<int> nics;
       for (const int r : intra.ranks)
         nics.insert(platform_.nic_of(r));
       shape.net_Bps *= static_cast<double>(nics.size());
+      shape.net_heads = static_cast<int>(nics.size());
     }
     shape.net_latency_s = ring_max_latency(cross);
   } else if (shape.nodes == 1) {

@@ -26,8 +26,11 @@ constexpr int LL = 0, LL128 = 1, SIMPLE = 2;
 //  - LL's share: 0.21 (its 256 KiB - 2 MiB slope: 48 GB/s of 234);
 //  - NVLS: 480 GB/s bus bandwidth on 8 x H100/H200 (sjeaugey, NVIDIA/nccl-tests issue #212;
 //    477 GB/s measured on 8 x H200 with NCCL 2.19.3, tests/data/nccl-tests/azure-h200-1x8.log);
-//  - NVLSTree's network hop: the tree's Simple one (14 us; NCCL 2.2x's own NVLSTree entry, 20.9 us,
-//    puts the 2-node H100 table's 0.5-2 MiB floor of ~70 us at 85 us).
+//  - NVLSTree's network hop (a fit): 7 us a tree level on top of the network's latency, read off
+//  the
+//    1 MiB rows of the 2-, 4- and 8-node H100 InfiniBand tables (93, 82 and 116 us in all; 7-12 us
+//    a level once the chunks' own transfer is counted, which NCCL's per-hop figures, 14 us for the
+//    tree's Simple and 20.9 us for NVLSTree in NCCL 2.2x, fold in).
 const NcclGeneration kAmpere{
     "ampere",
     12 * us,
@@ -51,6 +54,9 @@ const NcclGeneration kHopper{
     0.5,
     480e9,
     25 * us,
+    16,
+    131072,
+    7 * us,
 };
 // Other GPUs (Volta, Turing, PCIe cards): NCCL's model as is, no NVLS.
 const NcclGeneration kGeneric{
@@ -140,6 +146,38 @@ double nccl_tree_nic_load(int m) {
   return 0.5 * *std::max_element(edges.begin(), edges.end());
 }
 
+int nccl_tree_depth(int m) {
+  int deepest = 0;
+  for (int tree : {0, 1})
+    for (int i = 0; i < m; ++i) {
+      int levels = 0;
+      for (int j = i; (j = nccl_tree_parent(j, tree, m)) >= 0;)
+        ++levels;
+      deepest = std::max(deepest, levels);
+    }
+  return deepest;
+}
+
+double nccl_tree_fill_load(int m) {
+  std::vector<int> children(static_cast<std::size_t>(std::max(m, 0)), 0);
+  for (int tree : {0, 1})
+    for (int i = 0; i < m; ++i)
+      if (const int p = nccl_tree_parent(i, tree, m); p >= 0)
+        ++children[static_cast<std::size_t>(p)];
+  return m < 2 ? 0 : 0.5 * *std::max_element(children.begin(), children.end());
+}
+
+double nccl_nvls_tree_chunk(const NcclGeneration& gen, const NcclShape& s, double bytes) {
+  const double ops =
+      gen.nvls_channels * static_cast<double>(std::clamp(s.net_heads, 1, s.per_node));
+  double chunk = s.nodes >= 4 ? std::min(gen.nvls_chunk_bytes, 65536.0) : gen.nvls_chunk_bytes;
+  for (const auto& [times, size] :
+       {std::pair{32.0, 262144.0}, {16.0, 131072.0}, {4.0, 65536.0}, {1.0, 32768.0}})
+    if (bytes < times * ops * chunk && chunk > size)
+      chunk = size;
+  return chunk;
+}
+
 double nccl_tree_correction(NcclProtocol protocol, double bytes) {
   // NCCL 2.1x's table (src/graph/tuning.cc): rows LL, LL128, Simple; column k holds sizes with
   // floor(log2(bytes / 64)) = k, so 64-127 B is column 0 and 128-256 MiB column 21.
@@ -159,7 +197,7 @@ double nccl_tree_correction(NcclProtocol protocol, double bytes) {
 
 NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
                               NcclCollective collective, NcclAlgorithm algorithm,
-                              NcclProtocol protocol, double bytes) {
+                              NcclProtocol protocol, double bytes, NcclView view) {
   const auto p = static_cast<std::size_t>(protocol);
   NcclCost c{algorithm, protocol, 0, 0, std::numeric_limits<double>::infinity()};
   const int n = s.ranks;
@@ -219,12 +257,27 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
       c.algbw_Bps = intra;
       break;
     }
-    // NVLSTree (tuning.cc): one NVLS step inside the node, the trees' levels up and down.
-    const double depth = std::log2(static_cast<double>(s.nodes));
-    c.latency_s = gen.launch_s + gen.nvls_latency_s + 2 * depth * hop_net;
-    // Mid sizes: NCCL's tree correction, which tuning.cc applies to NVLSTree on Blackwell; the
-    // Hopper tables in tests/data/nccl-tests dip the same way (a fit to them, not NCCL's model).
-    c.algbw_Bps = std::min(intra, nccl_tree_net_Bps(s)) * nccl_tree_correction(protocol, bytes);
+    // NVLSTree: NVLS reduces inside the node, the trees reduce up and broadcast down between
+    // nodes, NVLS broadcasts inside. A pipeline of chunks (enqueue.cc): a loop moves one chunk
+    // per channel and head, and each tree level forwards a chunk only once it has all of it, so
+    // the first loop pays every stage (2 NVLS steps, 2 x depth levels, each with the reduce
+    // phase's load on the NICs: nccl_tree_fill_load) and each later one only the slowest stage
+    // (the NICs with the trees' whole load, nccl_tree_nic_load, or NVLS).
+    const int depth = nccl_tree_depth(s.nodes);
+    if (view == NcclView::tuner) { // tuning.cc: a network hop per level, then the bandwidth
+      c.latency_s = gen.launch_s + gen.nvls_latency_s + 2 * depth * hop_net;
+      c.algbw_Bps = std::min(intra, nccl_tree_net_Bps(s));
+      break;
+    }
+    const double hop = gen.nvls_tree_hop_s + s.net_latency_s;
+    c.latency_s = gen.launch_s + gen.nvls_latency_s + 2 * depth * hop;
+    const double heads = std::clamp(s.net_heads, 1, s.per_node);
+    const double loop =
+        std::min(bytes, gen.nvls_channels * heads * nccl_nvls_tree_chunk(gen, s, bytes));
+    const double net = s.net_Bps * 0.92; // NCCL's tree factor
+    const double first = loop * (2 * depth * nccl_tree_fill_load(s.nodes) / net + 2 / intra);
+    const double next = (bytes - loop) * std::max(nccl_tree_nic_load(s.nodes) / net, 1 / intra);
+    c.algbw_Bps = bytes > 0 ? bytes / (first + next) : std::min(intra, nccl_tree_net_Bps(s));
     break;
   }
   }
@@ -251,12 +304,15 @@ NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
     for (const auto protocol : kNcclProtocols) {
       if (only_protocol && *only_protocol != protocol)
         continue;
-      const auto c = nccl_collective_cost(enabled, shape, collective, algorithm, protocol, bytes);
+      const auto c = nccl_collective_cost(enabled, shape, collective, algorithm, protocol, bytes,
+                                          NcclView::tuner);
       if (c.time_s < best.time_s)
         best = c;
     }
   }
-  return best;
+  if (!std::isfinite(best.time_s))
+    return best;
+  return nccl_collective_cost(enabled, shape, collective, best.algorithm, best.protocol, bytes);
 }
 
 } // namespace overlapsim::sim

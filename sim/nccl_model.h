@@ -51,6 +51,12 @@ struct NcclGeneration {
   double tree_intra_share = 0.5; // a node's chain carries S up and S down: algbw <= B x this
   double nvls_busbw_Bps = 0;     // NVLink SHARP's bus bandwidth on 8 GPUs; 0: no NVLS
   double nvls_latency_s = 0;
+  // NVLSTree's pipeline (enqueue.cc): the array is cut over channels x heads (a head: a GPU with a
+  // NIC) into chunks that cross each tree level whole, as NCCL_NVLS_NCHANNELS (16 on Hopper) and
+  // NCCL_NVLS_CHUNKSIZE (128 KiB) set them.
+  int nvls_channels = 16;
+  double nvls_chunk_bytes = 131072;
+  double nvls_tree_hop_s = 0; // per tree level a chunk crosses, on top of the network's latency
   // NCCL enables LL128 by default only where it is tested safe: NVLink between a node's GPUs (or
   // one GPU a node) on sm_70, sm_80 and sm_90 (tuning.cc, protoEnable); elsewhere (A6000 sm_86,
   // RTX 2080 Ti sm_75, L40S, PCIe cards) the tuner never picks it.
@@ -71,6 +77,7 @@ struct NcclShape {
   double intra_latency_s = 0; // one-way intra-node latency
   double net_Bps = 0;         // a node's pooled NIC bandwidth (nodes > 1)
   double net_latency_s = 0;   // one-way GPU-to-GPU latency across nodes
+  int net_heads = 1;          // NICs the node's ranks use (NVLSTree's heads), at most per_node
   bool even = true;           // every node holds per_node ranks (tree and NVLS need it)
 };
 
@@ -86,12 +93,17 @@ struct NcclCost {
 // nccl-tests sizes it (all-gather's output, reduce-scatter's input). Rings of reduce-scatter and
 // all-gather take n-1 steps (nodes-1 of them across the network) and move (n-1)/n S per
 // rank; broadcast is a pipelined chain of n-1 hops moving S.
+// `view`: how long the pair runs (`run`), or what NCCL's tuner believes it costs (`tuner`), which
+// is what NCCL picks by. They differ for NVLSTree only: the tuner sees a latency per tree level
+// (its network hop) and the bandwidth, where the run pays its chunk pipeline's fill.
+enum class NcclView { run, tuner };
 NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& shape,
                               NcclCollective collective, NcclAlgorithm algorithm,
-                              NcclProtocol protocol, double bytes);
+                              NcclProtocol protocol, double bytes, NcclView view = NcclView::run);
 
-// The cheapest pair, as NCCL's tuner picks it; `only` restricts the algorithm (a scenario's ring or
-// tree), `only_protocol` the protocol (NCCL_PROTO); what is left is still chosen.
+// The pair NCCL's tuner picks (the cheapest in its view), priced as it runs; `only` restricts the
+// algorithm (a scenario's ring or tree), `only_protocol` the protocol (NCCL_PROTO); what is left is
+// still chosen.
 NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
                               NcclCollective collective, double bytes,
                               std::optional<NcclAlgorithm> only = std::nullopt,
@@ -99,8 +111,10 @@ NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
 
 // All-reduce, the collective most callers price.
 inline NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& shape,
-                                NcclAlgorithm algorithm, NcclProtocol protocol, double bytes) {
-  return nccl_collective_cost(gen, shape, NcclCollective::all_reduce, algorithm, protocol, bytes);
+                                NcclAlgorithm algorithm, NcclProtocol protocol, double bytes,
+                                NcclView view = NcclView::run) {
+  return nccl_collective_cost(gen, shape, NcclCollective::all_reduce, algorithm, protocol, bytes,
+                              view);
 }
 inline NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape& shape,
                                      double bytes,
@@ -127,6 +141,20 @@ int nccl_tree_parent(int i, int tree, int m);
 // tree edge carries half the array each way (up while reducing, down while broadcasting), so S/2
 // per edge at the node, summed over both trees. 1 for 2 nodes, 2 from 4 nodes on.
 double nccl_tree_nic_load(int m);
+
+// Levels from the deepest node to the root in the deeper of NCCL's two trees over m nodes: 1 for
+// 2 nodes, 2 for 4, 3 for 8 (about log2 m).
+int nccl_tree_depth(int m);
+
+// The most chunks a node's NICs receive in one step of a tree's reduce phase, in units of one
+// channel's chunk over all channels (half of them on each tree): the children a node has in both
+// trees, halved. 0.5 for 2 nodes (one child, in one tree), 1 from 4 nodes on.
+double nccl_tree_fill_load(int m);
+
+// NVLSTree's chunk size for an all-reduce of `bytes` (enqueue.cc): NCCL_NVLS_CHUNKSIZE, at most
+// 64 KiB from 4 nodes, then cut to 256, 128, 64 and 32 KiB while the array is smaller than 32, 16,
+// 4 and 1 x channels x heads x chunk.
+double nccl_nvls_tree_chunk(const NcclGeneration& gen, const NcclShape& shape, double bytes);
 
 // NCCL's tree correction (tuning.cc, treeCorrectionFactor): its trees reach only 40-100% of their
 // modelled bandwidth between 64 B and 256 MiB, by protocol and power-of-two size; 1 above.

@@ -147,6 +147,15 @@ TEST(NcclModel, DoubleBinaryTreeIsNcclsAndItsNicLoad) {
   EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(3), 1.5);
   EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(4), 2.0);
   EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(64), 2.0);
+  // Depth: 2 nodes one level; 4 nodes 1 - 2 - 0 two; 14 nodes 1 - 2 - 4 - 8 - 0 four. The reduce
+  // phase's NIC load: 2 nodes one child (in one tree), from 4 on two children in one tree.
+  EXPECT_EQ(sim::nccl_tree_depth(2), 1);
+  EXPECT_EQ(sim::nccl_tree_depth(4), 2);
+  EXPECT_EQ(sim::nccl_tree_depth(8), 3);
+  EXPECT_EQ(sim::nccl_tree_depth(14), 4);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_fill_load(2), 0.5);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_fill_load(4), 1.0);
+  EXPECT_DOUBLE_EQ(sim::nccl_tree_fill_load(64), 1.0);
 }
 
 TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
@@ -155,27 +164,49 @@ TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
   sim::NcclShape s = one_node(8, 450e9);
   s.net_Bps = 400e9;
   s.net_latency_s = 3e-6;
+  s.net_heads = 8; // a NIC a GPU
   s.ranks = 16;
   s.nodes = 2;
-  // 2 nodes: 12 launch + 25 NVLS + 2 x log2(2) x (14 + 3) = 71 us; the NICs carry S each way:
-  // min(274.3, 0.92 x 400 = 368) GB/s: NVLS bounds it.
+  const double nvls = 480e9 * 8 / 14, net = 0.92 * 400e9, MiB = 1048576;
+  // Chunks (enqueue.cc): 128 KiB on 2 nodes, cut to 32 KiB for 1 MiB (< 4 and 1 x 16 channels x
+  // 8 heads x the chunk); 64 KiB from 4 nodes on.
+  EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 8 * GiB), 131072);
+  EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 64 * MiB), 131072);
+  EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 1 * MiB), 32768);
+  // 2 nodes: 12 launch + 25 NVLS + 2 x 1 level x (7 + 3) us = 57 us. A loop moves 16 x 8 x
+  // 128 KiB = 16 MiB; the first pays both NVLS steps and the two levels at half the NICs (one
+  // child a node), the rest the slowest stage: NVLS (274.3 GB/s) before the NICs (368 GB/s, S
+  // each way).
   const auto two =
       sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, 8 * GiB);
-  EXPECT_NEAR(two.latency_s, 71e-6, 1e-9);
-  EXPECT_NEAR(two.algbw_Bps, 480e9 * 8 / 14, 1);
-  // 4 nodes: 12 + 25 + 2 x 2 x 17 = 105 us; the NICs carry 2S: 0.92 x 400 / 2 = 184 GB/s, busbw
-  // 184 x 62/32 = 356.5 GB/s (published 365 on 8 x 400 Gb/s HGX H100s, nccl-tests issue #309).
+  EXPECT_NEAR(two.latency_s, 57e-6, 1e-9);
+  EXPECT_NEAR(two.time_s - two.latency_s,
+              16 * MiB * (2 * 0.5 / net + 2 / nvls) + (8 * GiB - 16 * MiB) / nvls, 1e-9);
+  // 4 nodes: 12 + 25 + 2 x 2 x 10 = 77 us; 64 KiB chunks, 8 MiB loops; the NICs carry 2S over
+  // the whole run: 184 GB/s in the end, busbw 184 x 62/32 = 356.5 GB/s (published 365 on
+  // 8 x 400 Gb/s HGX H100s, nccl-tests issue #309).
   s.ranks = 32;
   s.nodes = 4;
+  EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 8 * GiB), 65536);
   const auto four =
       sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, 8 * GiB);
-  EXPECT_NEAR(four.latency_s, 105e-6, 1e-9);
-  EXPECT_NEAR(four.algbw_Bps, 184e9, 1);
-  // Mid sizes take NCCL's tree correction (Simple, 16 MiB: 0.6). LL and LL128: not NVLS.
-  const double mib16 = 16 * 1048576.0;
+  EXPECT_NEAR(four.latency_s, 77e-6, 1e-9);
+  EXPECT_NEAR(four.algbw_Bps, 184e9, 0.01 * 184e9);
+  // 16 MiB: two loops; the first crosses 2 x 2 levels at the NICs' full rate (two children a
+  // node) and both NVLS steps: 77 + 152.3 + 45.6 = 274.9 us.
+  const double mib16 = 16 * MiB;
   const auto mid =
       sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, mib16);
-  EXPECT_NEAR(mid.time_s, 105e-6 + mib16 / (184e9 * 0.6), 1e-9);
+  EXPECT_NEAR(mid.time_s, 77e-6 + 8 * MiB * (4 / net + 2 / nvls) + 8 * MiB * 2 / net, 1e-9);
+  EXPECT_NEAR(mid.time_s, 274.9e-6, 0.1e-6);
+  // NCCL's tuner sees a network hop per level (14 + 3 us) and the bandwidth only: it ranks pairs
+  // by that (105 us + 16 MiB / 184 GB/s), and the pair it picks is priced as it runs.
+  const auto tuned = sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple,
+                                          mib16, sim::NcclView::tuner);
+  EXPECT_NEAR(tuned.time_s, 105e-6 + mib16 / 184e9, 1e-9);
+  const auto picked = sim::nccl_best_all_reduce(hopper, s, mib16);
+  EXPECT_EQ(picked.algorithm, NcclAlgorithm::nvls);
+  EXPECT_NEAR(picked.time_s, mid.time_s, 1e-12);
   EXPECT_FALSE(std::isfinite(
       sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::ll128, mib16).time_s));
   // The classic tree on the same nodes chains inside them: min(450 / 2, 184) GB/s.
@@ -283,8 +314,11 @@ TEST(NcclModel, SimulatedNvlsTreeOnFourNodesTakesTheModelsTime) {
                                   "nics_per_node: 8, collective_algorithm: auto}");
   const auto t = sim::time_collective(four, CollectiveOp::all_reduce, GiB);
   EXPECT_EQ(t.algorithm, "nvlstree/Simple");
-  // 12 + 25 + 4 x (14 + 3 us network latency) = 105 us, then 184 GB/s (NvlsTreeAcrossNodes...).
-  EXPECT_NEAR(t.time_s, 105e-6 + GiB / 184e9, 0.02 * t.time_s);
+  // 12 + 25 + 4 x (7 + 3 us network latency) = 77 us, the first 8 MiB loop through every stage
+  // (NvlsTreeAcrossNodes...), the rest at 184 GB/s.
+  const double MiB = 1048576, loop = 8 * MiB;
+  EXPECT_NEAR(t.time_s, 77e-6 + loop * (4 / 368e9 + 2 / (480e9 * 8 / 14)) + (GiB - loop) / 184e9,
+              0.02 * t.time_s);
 }
 
 TEST(NcclModel, SimulatedReduceScatterAllGatherBroadcastFollowTheModel) {
