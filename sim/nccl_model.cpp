@@ -26,11 +26,13 @@ constexpr int LL = 0, LL128 = 1, SIMPLE = 2;
 //  - LL's share: 0.21 (its 256 KiB - 2 MiB slope: 48 GB/s of 234);
 //  - NVLS: 480 GB/s bus bandwidth on 8 x H100/H200 (sjeaugey, NVIDIA/nccl-tests issue #212;
 //    477 GB/s measured on 8 x H200 with NCCL 2.19.3, tests/data/nccl-tests/azure-h200-1x8.log);
-//  - NVLSTree's network hop (a fit): 7 us a tree level on top of the network's latency, read off
-//  the
-//    1 MiB rows of the 2-, 4- and 8-node H100 InfiniBand tables (93, 82 and 116 us in all; 7-12 us
-//    a level once the chunks' own transfer is counted, which NCCL's per-hop figures, 14 us for the
-//    tree's Simple and 20.9 us for NVLSTree in NCCL 2.2x, fold in).
+//  - NVLSTree's network hop (a fit): 10 us a tree level, read off the 1 MiB rows of the 2-, 4- and
+//    8-node H100 InfiniBand tables (93, 82 and 116 us in all; 10-15 us a level once the chunks' own
+//    transfer is counted, which NCCL's per-hop figures, 14 us for the tree's Simple and 20.9 us for
+//    NVLSTree in NCCL 2.2x, fold in).
+// A network hop holds a fabric's few microseconds of latency (NCCL's figures are measured on
+// InfiniBand); a longer network latency (a WAN, a slow fabric) replaces it: hop = max(NCCL's hop,
+// the network's latency), as inside a node.
 const NcclGeneration kAmpere{
     "ampere",
     12 * us,
@@ -56,7 +58,7 @@ const NcclGeneration kHopper{
     25 * us,
     16,
     131072,
-    7 * us,
+    10 * us,
 };
 // Other GPUs (Volta, Turing, PCIe cards): NCCL's model as is, no NVLS.
 const NcclGeneration kGeneric{
@@ -210,7 +212,7 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     return c; // NCCL's tuner: the other collectives run rings
   const bool multi = s.nodes > 1;
   const double hop_intra = std::max(gen.hop_intra_s[p], s.intra_latency_s);
-  const double hop_net = gen.hop_net_s[p] + s.net_latency_s;
+  const double hop_net = std::max(gen.hop_net_s[p], s.net_latency_s);
   const double share = gen.bandwidth_share[p];
   switch (algorithm) {
   case NcclAlgorithm::ring: {
@@ -241,7 +243,9 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     // Inside a node the chain; across nodes Simple reaches 92% of the NICs' share (NCCL's tree
     // factor); LL and LL128 their share; mid sizes NCCL's own tree correction.
     const double intra = s.intra_Bps * gen.tree_intra_share;
-    c.algbw_Bps = (multi ? std::min(intra, nccl_tree_net_Bps(s)) : intra) * share *
+    // LL on a tree: NCCL's own 1/3.8 of the bus bandwidth (tuning.cc), not the ring's fitted share.
+    const double tree_share = protocol == NcclProtocol::ll ? 1 / 3.8 : share;
+    c.algbw_Bps = (multi ? std::min(intra, nccl_tree_net_Bps(s)) : intra) * tree_share *
                   nccl_tree_correction(protocol, bytes);
     break;
   }
@@ -269,7 +273,7 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
       c.algbw_Bps = std::min(intra, nccl_tree_net_Bps(s));
       break;
     }
-    const double hop = gen.nvls_tree_hop_s + s.net_latency_s;
+    const double hop = std::max(gen.nvls_tree_hop_s, s.net_latency_s);
     c.latency_s = gen.launch_s + gen.nvls_latency_s + 2 * depth * hop;
     const double heads = std::clamp(s.net_heads, 1, s.per_node);
     const double loop =

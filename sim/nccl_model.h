@@ -46,7 +46,7 @@ struct NcclGeneration {
   double launch_s = 0;                 // per-call cost nccl-tests sees beyond NCCL's own latency
   std::array<double, 3> base_s{};      // per (protocol): fixed latency of ring and tree
   std::array<double, 3> hop_intra_s{}; // per step inside a node (at least the link's latency)
-  std::array<double, 3> hop_net_s{};   // per step across nodes, on top of the network's latency
+  std::array<double, 3> hop_net_s{};   // per step across nodes (at least the network's latency)
   std::array<double, 3> bandwidth_share{}; // of the link's collective bandwidth, per protocol
   double tree_intra_share = 0.5; // a node's chain carries S up and S down: algbw <= B x this
   double nvls_busbw_Bps = 0;     // NVLink SHARP's bus bandwidth on 8 GPUs; 0: no NVLS
@@ -56,7 +56,7 @@ struct NcclGeneration {
   // NCCL_NVLS_CHUNKSIZE (128 KiB) set them.
   int nvls_channels = 16;
   double nvls_chunk_bytes = 131072;
-  double nvls_tree_hop_s = 0; // per tree level a chunk crosses, on top of the network's latency
+  double nvls_tree_hop_s = 0; // per tree level a chunk crosses (at least the network's latency)
   // NCCL enables LL128 by default only where it is tested safe: NVLink between a node's GPUs (or
   // one GPU a node) on sm_70, sm_80 and sm_90 (tuning.cc, protoEnable); elsewhere (A6000 sm_86,
   // RTX 2080 Ti sm_75, L40S, PCIe cards) the tuner never picks it.

@@ -149,20 +149,20 @@ TEST_F(FormatsCli, CollectivePrintsTheChosenAlgorithmAndProtocolPerSize) {
   EXPECT_THAT(r.second, HasSubstr("collectives: nccl algorithm: auto protocol: auto"));
   const auto rows = rows_of(r.second);
   ASSERT_EQ(rows.size(), 21u);
-  // 1 KiB: ring/LL, 12 + 6.6 + 2 x (5 + 5) = 38.6 us, then 1024 B at 21% of 1.25 GB/s.
+  // 1 KiB: ring/LL, 12 + 6.6 + 2 x max(5, 5) = 28.6 us, then 1024 B at 21% of 1.25 GB/s.
   EXPECT_EQ(rows.front().back(), "ring/LL");
-  EXPECT_NEAR(std::stod(rows.front()[5]), 38.6 + 1024 / (0.21 * 1.25e9) * 1e6, 0.01);
-  // 1 GiB: ring/Simple, 1.9 x (12 + 8.4 + 2 x (14 + 5)) = 110.96 us (NCCL's ring plateau), then
+  EXPECT_NEAR(std::stod(rows.front()[5]), 28.6 + 1024 / (0.21 * 1.25e9) * 1e6, 0.01);
+  // 1 GiB: ring/Simple, 1.9 x (12 + 8.4 + 2 x max(14, 5)) = 91.96 us (NCCL's ring plateau), then
   // the link's 1.25 GB/s (the tree's chain would halve it).
   EXPECT_EQ(rows.back().back(), "ring/Simple");
-  EXPECT_NEAR(std::stod(rows.back()[5]), 110.96 + 1073741824 / 1.25e9 * 1e6, 0.1);
-  // NCCL_PROTO pinned: 1 KiB with LL128, 12 + 14 + 2 x (8.5 + 5) = 53 us + 1024 B at 92%.
+  EXPECT_NEAR(std::stod(rows.back()[5]), 91.96 + 1073741824 / 1.25e9 * 1e6, 0.1);
+  // NCCL_PROTO pinned: 1 KiB with LL128, 12 + 14 + 2 x max(8.5, 5) = 43 us + 1024 B at 92%.
   const auto pinned = run("collective " + scenario_ +
                           " --op all-reduce --size 1KB --set cluster.nccl_protocol=LL128");
   ASSERT_EQ(pinned.first, 0) << pinned.second;
   EXPECT_THAT(pinned.second, HasSubstr("protocol: LL128"));
   EXPECT_EQ(rows_of(pinned.second).at(0).back(), "ring/LL128");
-  EXPECT_NEAR(std::stod(rows_of(pinned.second).at(0)[5]), 53 + 1024 / (0.92 * 1.25e9) * 1e6, 0.01);
+  EXPECT_NEAR(std::stod(rows_of(pinned.second).at(0)[5]), 43 + 1024 / (0.92 * 1.25e9) * 1e6, 0.01);
 }
 
 TEST_F(FormatsCli, CollectiveJsonIsAlwaysAList) {

@@ -120,10 +120,18 @@ TEST(NcclModel, TreeAcrossNodesHandNumber) {
   s.nodes = 2;
   s.net_Bps = 200e9;
   s.net_latency_s = 2e-6;
-  // 12 + 8.4 + 2 x (7 x 6.4 + log2(2) x (14 + 2)) = 142 us; algbw min(234/2, 0.92 x 200).
+  // A network hop: NCCL's (14 us, Simple), which holds a fabric's few us of latency; a slower
+  // network's latency where it is longer (2 us here: 14). 12 + 8.4 + 2 x (7 x 6.4 + log2(2) x 14)
+  // = 138 us; algbw min(234/2, 0.92 x 200).
   const auto tree = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
-  EXPECT_NEAR(tree.latency_s, 142e-6, 1e-9);
-  EXPECT_NEAR(tree.time_s, 142e-6 + GiB / 117e9, 1e-9);
+  EXPECT_NEAR(tree.latency_s, 138e-6, 1e-9);
+  EXPECT_NEAR(tree.time_s, 138e-6 + GiB / 117e9, 1e-9);
+  // A 40 us network (a WAN, or EFA's libfabric path) sets the hop: 12 + 8.4 + 2 x (44.8 + 40).
+  s.net_latency_s = 40e-6;
+  EXPECT_NEAR(
+      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB).latency_s,
+      190e-6, 1e-9);
+  s.net_latency_s = 2e-6;
   // The ring crosses the NICs with 2(n-1)/n S: its bus bandwidth is the NICs' 200 GB/s at most.
   const auto ring = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
   EXPECT_NEAR(ring.algbw_Bps, 200e9 * 16 / 30, 1);
@@ -173,7 +181,7 @@ TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
   EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 8 * GiB), 131072);
   EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 64 * MiB), 131072);
   EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 1 * MiB), 32768);
-  // 2 nodes: 12 launch + 25 NVLS + 2 x 1 level x (7 + 3) us = 57 us. A loop moves 16 x 8 x
+  // 2 nodes: 12 launch + 25 NVLS + 2 x 1 level x max(10, 3) us = 57 us. A loop moves 16 x 8 x
   // 128 KiB = 16 MiB; the first pays both NVLS steps and the two levels at half the NICs (one
   // child a node), the rest the slowest stage: NVLS (274.3 GB/s) before the NICs (368 GB/s, S
   // each way).
@@ -199,11 +207,12 @@ TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
       sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, mib16);
   EXPECT_NEAR(mid.time_s, 77e-6 + 8 * MiB * (4 / net + 2 / nvls) + 8 * MiB * 2 / net, 1e-9);
   EXPECT_NEAR(mid.time_s, 274.9e-6, 0.1e-6);
-  // NCCL's tuner sees a network hop per level (14 + 3 us) and the bandwidth only: it ranks pairs
-  // by that (105 us + 16 MiB / 184 GB/s), and the pair it picks is priced as it runs.
+  // NCCL's tuner sees a network hop per level (14 us: NCCL's Simple hop, longer than the 3 us
+  // network) and the bandwidth only: it ranks pairs by that (12 + 25 + 4 x 14 = 93 us + 16 MiB /
+  // 184 GB/s), and the pair it picks is priced as it runs.
   const auto tuned = sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple,
                                           mib16, sim::NcclView::tuner);
-  EXPECT_NEAR(tuned.time_s, 105e-6 + mib16 / 184e9, 1e-9);
+  EXPECT_NEAR(tuned.time_s, 93e-6 + mib16 / 184e9, 1e-9);
   const auto picked = sim::nccl_best_all_reduce(hopper, s, mib16);
   EXPECT_EQ(picked.algorithm, NcclAlgorithm::nvls);
   EXPECT_NEAR(picked.time_s, mid.time_s, 1e-12);
@@ -228,18 +237,24 @@ TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
   s.nodes = 2;
   s.net_Bps = 200e9;
   s.net_latency_s = 2e-6;
-  // The tree of TreeAcrossNodesHandNumber at 16 MiB: 142 us, then algbw 117 GB/s x 0.6.
+  // The tree of TreeAcrossNodesHandNumber at 16 MiB: 138 us, then algbw 117 GB/s x 0.6.
   const double mib16 = 16 * 1048576.0;
   const auto tree =
       sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, mib16);
-  EXPECT_NEAR(tree.time_s, 142e-6 + mib16 / (117e9 * 0.6), 1e-9);
+  EXPECT_NEAR(tree.time_s, 138e-6 + mib16 / (117e9 * 0.6), 1e-9);
+  // LL on a tree: NCCL's 1/3.8 of the bandwidth (the ring's LL keeps its fitted 0.21), and the
+  // LL row of the correction (16 MiB: 0.9). LL's hops: 12 + 6.6 + 2 x (7 x max(0.6, 1) + 5) = 42.6
+  // us.
+  const auto tree_ll =
+      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::ll, mib16);
+  EXPECT_NEAR(tree_ll.time_s, 42.6e-6 + mib16 / (117e9 / 3.8 * 0.9), 1e-9);
   // The ring across 2 nodes, Simple, from 16/16 x 64 KiB on: 1.9 x (12 + 8.4 + 28 x 6.4 + 2 x
-  // (14 + 2)) us = 1.9 x 231.6 us = 440.04 us.
+  // 14) us = 1.9 x 227.6 us = 432.44 us.
   const auto ring = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
-  EXPECT_NEAR(ring.latency_s, 440.04e-6, 1e-9);
+  EXPECT_NEAR(ring.latency_s, 432.44e-6, 1e-9);
   const auto small =
       sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, 32768);
-  EXPECT_NEAR(small.latency_s, 231.6e-6, 1e-9);
+  EXPECT_NEAR(small.latency_s, 227.6e-6, 1e-9);
 }
 
 TEST(NcclModel, ReduceScatterAllGatherBroadcastRingHandNumbers) {
@@ -260,8 +275,8 @@ TEST(NcclModel, ReduceScatterAllGatherBroadcastRingHandNumbers) {
   const auto b = sim::nccl_collective_cost(ampere, s, NcclCollective::broadcast,
                                            NcclAlgorithm::ring, NcclProtocol::simple, GiB);
   EXPECT_NEAR(b.time_s, 65.2e-6 + GiB / 234e9, 1e-9);
-  // Across 2 nodes a reduce-scatter ring crosses the network once: 12 + 8.4 + 14 x 6.4 + (14 + 2)
-  // = 126 us; bus bandwidth min(234, 200): algbw 200 x 16/15.
+  // Across 2 nodes a reduce-scatter ring crosses the network once: 12 + 8.4 + 14 x 6.4 + 14
+  // = 124 us; bus bandwidth min(234, 200): algbw 200 x 16/15.
   sim::NcclShape two = s;
   two.ranks = 16;
   two.nodes = 2;
@@ -269,7 +284,7 @@ TEST(NcclModel, ReduceScatterAllGatherBroadcastRingHandNumbers) {
   two.net_latency_s = 2e-6;
   const auto rs2 = sim::nccl_collective_cost(ampere, two, NcclCollective::reduce_scatter,
                                              NcclAlgorithm::ring, NcclProtocol::simple, GiB);
-  EXPECT_NEAR(rs2.latency_s, 126e-6, 1e-9);
+  EXPECT_NEAR(rs2.latency_s, 124e-6, 1e-9);
   EXPECT_NEAR(rs2.algbw_Bps, 200e9 * 16 / 15, 1);
 }
 
@@ -314,7 +329,7 @@ TEST(NcclModel, SimulatedNvlsTreeOnFourNodesTakesTheModelsTime) {
                                   "nics_per_node: 8, collective_algorithm: auto}");
   const auto t = sim::time_collective(four, CollectiveOp::all_reduce, GiB);
   EXPECT_EQ(t.algorithm, "nvlstree/Simple");
-  // 12 + 25 + 4 x (7 + 3 us network latency) = 77 us, the first 8 MiB loop through every stage
+  // 12 + 25 + 4 x max(10, 3 us network latency) = 77 us, the first 8 MiB loop through every stage
   // (NvlsTreeAcrossNodes...), the rest at 184 GB/s.
   const double MiB = 1048576, loop = 8 * MiB;
   EXPECT_NEAR(t.time_s, 77e-6 + loop * (4 / 368e9 + 2 / (480e9 * 8 / 14)) + (GiB - loop) / 184e9,
