@@ -39,7 +39,7 @@ TEST(Comparison, MetricsOpsAndAWarningPastFifteenPercent) {
       t->events.push_back(e);
     }
   const auto c = compare_predicted_measured(predicted, measured, {&p}, {&m});
-  ASSERT_EQ(c.rows.size(), 6u); // six metrics
+  ASSERT_EQ(c.rows.size(), 7u); // six metrics and forward + backward per step
   EXPECT_EQ(c.rows[0]["metric"], "iteration_time_s");
   EXPECT_NEAR(c.rows[0]["relative_error"].get<double>(), -1.0 / 6, 1e-12);
   EXPECT_NEAR(c.rows[0]["absolute_error"].get<double>(), -0.02, 1e-12);
@@ -53,9 +53,49 @@ TEST(Comparison, MetricsOpsAndAWarningPastFifteenPercent) {
   EXPECT_NEAR(c.ops[0]["median_error"].get<double>(), -0.2, 1e-12); // 40 vs 50 ms
   EXPECT_THAT(c.csv, HasSubstr("ddp,op:forward:median_s,0.04,0.05,-0.200000,"));
   EXPECT_THAT(c.op_table, HasSubstr("forward"));
+  // Forward and backward per step: 40 ms predicted, 50 ms measured, -20%; one algorithm alone is
+  // no sign of the machine changing.
+  EXPECT_EQ(c.rows[6]["metric"], "forward_backward_s");
+  EXPECT_NEAR(c.rows[6]["predicted"].get<double>(), 0.04, 1e-12);
+  EXPECT_NEAR(c.rows[6]["measured"].get<double>(), 0.05, 1e-12);
+  EXPECT_NEAR(c.rows[6]["relative_error"].get<double>(), -0.2, 1e-12);
   // Both zero: no error; only the measurement zero: no relative error (null).
   EXPECT_EQ(relative_error(0, 0), 0);
   EXPECT_TRUE(std::isnan(relative_error(1, 0)));
+}
+
+Trace forwards(double seconds) {
+  Trace t;
+  t.workers = 1;
+  for (int step = 0; step < 2; ++step) {
+    TraceEvent e;
+    e.category = OpCategory::forward;
+    e.name = t.intern("fwd a..b");
+    e.start = step * 0.1;
+    e.end = e.start + seconds;
+    t.events.push_back(e);
+  }
+  return t;
+}
+
+TEST(Comparison, ComputeOffTheSameWayInEveryAlgorithmIsTheMachine) {
+  // Both algorithms' iteration times are within 15%, but their forwards ran 30% and 25% longer
+  // than the profile priced them: one warning names the range and the machine.
+  const std::vector<SummaryRow> predicted = {row("ddp", 0.10, 32), row("acco", 0.10, 32)};
+  const std::vector<SummaryRow> measured = {row("ddp", 0.11, 32), row("acco", 0.11, 32)};
+  const Trace p = forwards(0.040), m_ddp = forwards(0.052), m_acco = forwards(0.050);
+  const auto slow = compare_predicted_measured(predicted, measured, {&p, &p}, {&m_ddp, &m_acco});
+  ASSERT_EQ(slow.warnings.size(), 1u);
+  EXPECT_THAT(slow.warnings[0], HasSubstr("ran slower in every algorithm's run than the profile "
+                                          "priced them (priced -23% to -20%)"));
+  // One algorithm 30% off and the other 5% off: the model, not the machine; no warning.
+  const Trace m_close = forwards(0.042);
+  EXPECT_TRUE(compare_predicted_measured(predicted, measured, {&p, &p}, {&m_ddp, &m_close})
+                  .warnings.empty());
+  // Opposite signs: no common drift.
+  const Trace m_fast = forwards(0.030);
+  EXPECT_TRUE(compare_predicted_measured(predicted, measured, {&p, &p}, {&m_ddp, &m_fast})
+                  .warnings.empty());
 }
 
 } // namespace

@@ -19,6 +19,19 @@ nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
+// Forward and backward per worker per step on one side; nullopt when that side ran neither.
+std::optional<double> forward_backward_per_step(const std::vector<OpComparison>& joined,
+                                                std::optional<OpCost> OpComparison::*side) {
+  double total = 0;
+  bool any = false;
+  for (const auto& c : joined) {
+    const auto& cost = c.*side;
+    if (cost && (cost->category == OpCategory::forward || cost->category == OpCategory::backward))
+      total += cost->per_step_s, any = true;
+  }
+  return any ? std::optional(total) : std::nullopt;
+}
+
 } // namespace
 
 double relative_error(double predicted, double measured) {
@@ -41,9 +54,23 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
   auto& table = out.table;
   table = fmt::format("{:<10} {:<22} {:>12} {:>12} {:>9}\n", "algorithm", "metric", "predicted",
                       "measured", "error");
+  // Op costs first: the metrics hold forward and backward per step, the ops table each op.
+  std::vector<std::vector<OpComparison>> joined_ops(measured_rows.size());
+  for (std::size_t i = 0; i < measured_rows.size() && i < predicted_traces.size(); ++i) {
+    if (!predicted_rows[i].error.empty())
+      continue;
+    const auto& pm = predicted_rows[i].metrics;
+    const auto& mm = measured_rows[i].metrics;
+    joined_ops[i] = compare_op_costs(
+        op_costs(*predicted_traces[i], pm.window_start_s, pm.window_end_s, pm.steps),
+        op_costs(*measured_traces[i], mm.window_start_s, mm.window_end_s, mm.steps));
+  }
+  std::vector<double> compute_errors; // forward + backward per step, per algorithm that ran them
   for (std::size_t i = 0; i < measured_rows.size(); ++i) {
     const auto& m = measured_rows[i].metrics;
     const auto& p = predicted_rows[i].metrics;
+    const auto fb_predicted = forward_backward_per_step(joined_ops[i], &OpComparison::predicted);
+    const auto fb_measured = forward_backward_per_step(joined_ops[i], &OpComparison::measured);
     const std::pair<const char*, std::pair<double, double>> metrics[] = {
         {"iteration_time_s", {p.iteration_time_s, m.iteration_time_s}},
         {"throughput_samples_s", {p.throughput_samples_s, m.throughput_samples_s}},
@@ -54,8 +81,14 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
         {"samples_per_step",
          {p.steps > 0 ? p.samples / p.steps : 0.0, m.steps > 0 ? m.samples / m.steps : 0.0}},
         {"speedup_vs_ddp", {predicted_rows[i].speedup_vs_ddp, measured_rows[i].speedup_vs_ddp}},
+        // Compute per worker per step: the profile's price against what the run took. Off by the
+        // same sign in every algorithm, the machine's speed changed between profile and run.
+        {"forward_backward_s",
+         {fb_predicted.value_or(std::nan("")), fb_measured.value_or(std::nan(""))}},
     };
     for (const auto& [metric, values] : metrics) {
+      if (std::string_view(metric) == "forward_backward_s" && !(fb_predicted && fb_measured))
+        continue; // no op table (a failed prediction) or no compute ops
       const double err = relative_error(values.first, values.second);
       nlohmann::ordered_json row;
       row["algorithm"] = measured_rows[i].algorithm;
@@ -90,6 +123,8 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
         warnings.push_back(
             fmt::format("{}: {}", measured_rows[i].algorithm, row["warning"].get<std::string>()));
       }
+      if (std::string_view(metric) == "forward_backward_s" && std::isfinite(err))
+        compute_errors.push_back(err);
       rows.push_back(row);
       csv += fmt::format("{},{},{:.9g},{:.9g},{},{:.9g}\n", measured_rows[i].algorithm, metric,
                          values.first, values.second,
@@ -98,6 +133,24 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
       table += fmt::format("{:<10} {:<22} {:>12.6g} {:>12.6g} {:>8}\n", measured_rows[i].algorithm,
                            metric, values.first, values.second,
                            std::isfinite(err) ? fmt::format("{:+.1f}%", 100 * err) : "n/a");
+    }
+  }
+  // Every algorithm's compute off the same way, past what validate aims under: not the model's
+  // algorithms but the machine (a VM whose neighbours slowed it 35-44% between the profile and
+  // the runs, invisible in its load).
+  if (compute_errors.size() >= 2) {
+    const auto [lo, hi] = std::minmax_element(compute_errors.begin(), compute_errors.end());
+    const double nearest = *lo > 0 ? *lo : *hi < 0 ? *hi : 0.0;
+    if (std::abs(nearest) > kWarnAbove) {
+      const std::string range =
+          fmt::format("{:+.0f}%", 100 * *lo) == fmt::format("{:+.0f}%", 100 * *hi)
+              ? fmt::format("{:+.0f}%", 100 * *lo)
+              : fmt::format("{:+.0f}% to {:+.0f}%", 100 * *lo, 100 * *hi);
+      warnings.push_back(fmt::format(
+          "forward and backward ran {} in every algorithm's run than the profile priced them "
+          "(priced {}): the machine's speed changed between the profile and the runs (re-run "
+          "validate, or profile and run on a quieter machine)",
+          nearest < 0 ? "slower" : "faster", range));
     }
   }
   // Per op (issue 30.4): where an iteration-time error comes from.
@@ -109,11 +162,7 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
   for (std::size_t i = 0; i < measured_rows.size() && i < predicted_traces.size(); ++i) {
     if (!predicted_rows[i].error.empty())
       continue;
-    const auto& pm = predicted_rows[i].metrics;
-    const auto& mm = measured_rows[i].metrics;
-    const auto joined = compare_op_costs(
-        op_costs(*predicted_traces[i], pm.window_start_s, pm.window_end_s, pm.steps),
-        op_costs(*measured_traces[i], mm.window_start_s, mm.window_end_s, mm.steps));
+    const auto& joined = joined_ops[i];
     const auto& algorithm = measured_rows[i].algorithm;
     for (const auto& c : joined) {
       const auto side = [](const std::optional<OpCost>& cost) {

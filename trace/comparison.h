@@ -17,7 +17,7 @@ namespace overlapsim {
 struct Comparison {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array(); // comparison.json "rows"
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();  // comparison.json "ops"
-  std::vector<std::string> warnings; // iteration times more than 15% off
+  std::vector<std::string> warnings; // iteration times more than 15% off; compute off in all
   std::string csv;                   // comparison.csv
   std::string table;                 // the metrics, as validate prints them
   std::string step_lines;            // each algorithm's measured steps (min / median / max)

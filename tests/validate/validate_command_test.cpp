@@ -382,7 +382,7 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   std::ifstream in(dir / "comparison.json");
   const auto j = nlohmann::json::parse(in);
-  EXPECT_EQ(j["rows"].size(), 3u * 6u); // 3 algorithms x 6 metrics
+  EXPECT_EQ(j["rows"].size(), 3u * 7u); // 3 algorithms x 7 metrics (forward_backward_s too)
   EXPECT_EQ(j["cpu_bind"], "cores");    // the default: each worker on its own cores
   // Per op (issue 30.4): forward and backward of every algorithm, predicted and measured; DDP's
   // forward runs twice a step per worker (grad_accum 2) in both.
@@ -770,7 +770,7 @@ algorithms: [ddp, acco]
   std::ifstream in(dir / "comparison.json");
   const auto j = nlohmann::json::parse(in);
   EXPECT_DOUBLE_EQ(j["emulated_link_Bps"].get<double>(), 12.5e6);
-  EXPECT_EQ(j["rows"].size(), 2u * 6u); // 2 algorithms x 6 metrics
+  EXPECT_EQ(j["rows"].size(), 2u * 7u); // 2 algorithms x 7 metrics (forward_backward_s too)
   std::ifstream summary(dir / "summary.json");
   for (const auto& row : nlohmann::json::parse(summary)["results"]) {
     if (row["measured"].get<bool>() && row["algorithm"] == "ddp") {
