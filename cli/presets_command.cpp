@@ -39,6 +39,7 @@ nlohmann::ordered_json presets_json() {
                     {"hbm_bandwidth_Bps", g.hbm_bandwidth_Bps},
                     {"efficiency", g.efficiency},
                     {"comm_interference", g.comm_interference},
+                    {"compute_interference", g.compute_interference},
                     {"sms", g.sms}});
   }
   nlohmann::ordered_json links = nlohmann::ordered_json::array();

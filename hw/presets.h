@@ -22,6 +22,12 @@ struct GpuSpec {
   double comm_interference = 0;
   // Streaming multiprocessors (compute units): the roofline's wave quantisation of GEMM tiles.
   int sms = 0;
+  // Fraction of a collective's speed this GPU's computation takes while it runs beside it (the
+  // reverse: compute kernels hold SMs and HBM bandwidth NCCL's kernels need; a CPU worker's compute
+  // thread holds the core Gloo's threads need). `overlapsim profile` measures it; scenarios set it
+  // as cluster.gpu.compute_interference. No preset sets it: no published measurement we checked
+  // separates it.
+  double compute_interference = 0;
 };
 
 struct LinkSpec {

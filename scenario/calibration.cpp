@@ -124,12 +124,14 @@ Calibration read_calibration(const std::string& path) {
                               positive(price, "per_byte_s", ow + "." + name, true)};
       }
     }
-    if (m.contains("comm_interference")) {
-      const double f = positive(m, "comm_interference", where, true);
+    for (const auto& [key, share] : {std::pair{"comm_interference", &c.comm_interference},
+                                     std::pair{"compute_interference", &c.compute_interference}}) {
+      if (!m.contains(key))
+        continue;
+      const double f = positive(m, key, where, true);
       if (f > 0.9)
-        throw std::runtime_error(
-            fmt::format("{}: comm_interference is {}, expected 0 to 0.9", where, f));
-      c.comm_interference = f;
+        throw std::runtime_error(fmt::format("{}: {} is {}, expected 0 to 0.9", where, key, f));
+      *share = f;
     }
   }
   if (j.contains("links")) {
@@ -193,6 +195,8 @@ std::string calibration_json(const Calibration& c) {
       model["memory_ops"][name] = {{"fixed_s", price.fixed_s}, {"per_byte_s", price.per_byte_s}};
     if (c.comm_interference)
       model["comm_interference"] = *c.comm_interference;
+    if (c.compute_interference)
+      model["compute_interference"] = *c.compute_interference;
     out["model"] = model;
   }
   out["links"] = links;

@@ -62,6 +62,8 @@ struct Calibration {
   std::map<std::string, hw::ModelSpec::MemoryOpPrice> memory_ops;
   // Fraction of compute speed lost while a collective runs on the same device (hw::GpuSpec).
   std::optional<double> comm_interference;
+  // Fraction of communication speed lost while the same device computes (hw::GpuSpec).
+  std::optional<double> compute_interference;
   std::optional<LinkFit> intra_node;
   std::optional<LinkFit> inter_node;
   // Fits of the other collectives the algorithms use, on the same links (profile measures them

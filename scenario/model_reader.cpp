@@ -93,6 +93,8 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
     cluster.gpu.hbm_bandwidth_Bps = cal.memory_bandwidth_Bps;
   if (cal.comm_interference)
     cluster.gpu.comm_interference = *cal.comm_interference;
+  if (cal.compute_interference)
+    cluster.gpu.compute_interference = *cal.compute_interference;
 }
 
 ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const hw::GpuSpec& gpu);

@@ -56,7 +56,8 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
       algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes),
       nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
       nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)),
-      nic_Bps_(cluster.inter_node.bandwidth_Bps), interference_(platform) {
+      nic_Bps_(cluster.inter_node.bandwidth_Bps), interference_(platform),
+      compute_interference_(platform, cluster.gpu.compute_interference) {
   if (cluster.sites.size() > 1) {
     site_of_node_.assign(static_cast<std::size_t>(cluster.nodes), 0);
     for (std::size_t s = 0; s < cluster.sites.size(); ++s)
@@ -233,6 +234,7 @@ void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
   // Every rank is in: data moves from now on, on every member's GPU.
   for (const int r : members)
     interference_.begin(r);
+  const auto computed = compute_interference_.snapshot(members);
   // The latencies of every step but the last (which each flow pays itself), then one flow per
   // sender with all its steps' bytes, between the ranks' own hosts. Folded, the flows the
   // representative node sends stand for every node's (sim/rank_classes.h).
@@ -247,6 +249,7 @@ void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
     start_flow(src, dst, bytes, comms);
   }
   sg4::Comm::wait_all(comms);
+  compute_interference_.make_up(members, computed);
   for (const int r : members)
     interference_.end(r);
   for (std::size_t i = 1; i < members.size(); ++i)
@@ -291,9 +294,12 @@ void Network::point_to_point(const Scope& s, int self, int src, int dst, double 
   messages_.erase(key);
   interference_.begin(src);
   interference_.begin(dst);
+  const std::vector<int> ends{src, dst};
+  const auto computed = compute_interference_.snapshot(ends);
   std::vector<sg4::CommPtr> comms;
   start_flow(src, dst, instance->bytes, comms);
   sg4::Comm::wait_all(comms);
+  compute_interference_.make_up(ends, computed);
   interference_.end(src);
   interference_.end(dst);
   instance->done->release();
@@ -303,6 +309,8 @@ void Network::exchange(const Scope& s, int self, int dst, double send_bytes, int
   // A ring step of the `steps` fidelity: its GPU counts as moving data for the whole step (the
   // wait for the neighbour's message included; the fused default tells the two apart).
   interference_.begin(self);
+  const std::vector<int> me{self};
+  const auto computed = compute_interference_.snapshot(me);
   sg4::CommPtr send, recv;
   if (dst >= 0) {
     send = mailbox(s, self, dst)->put_async(&payload_token, static_cast<std::uint64_t>(send_bytes));
@@ -313,6 +321,7 @@ void Network::exchange(const Scope& s, int self, int dst, double send_bytes, int
     send->wait();
   if (recv)
     recv->wait();
+  compute_interference_.make_up(me, computed);
   interference_.end(self);
 }
 

@@ -24,6 +24,7 @@
 #include "runtime/runtime.h"
 #include "runtime/topology.h"
 #include "sim/comm_interference.h"
+#include "sim/compute_interference.h"
 #include "sim/nccl_model.h"
 #include "sim/platform.h"
 
@@ -77,6 +78,9 @@ public:
   // One-way latency and bottleneck bandwidth of the route between two ranks.
   double latency(int src, int dst);
   double bandwidth(int src, int dst);
+
+  // Where workers report their compute, which slows their transfers (sim/compute_interference.h).
+  ComputeInterference& compute_interference() { return compute_interference_; }
 
   // The NCCL model's choice and cost for an all-reduce of `bytes` on `group` (no simulation).
   NcclCost nccl_cost(const Group& group, double bytes,
@@ -201,6 +205,7 @@ private:
   std::map<PairKey, std::int64_t> sends_posted_, recvs_posted_;
   std::map<std::tuple<int, int, int, int, std::int64_t>, std::shared_ptr<Instance>> messages_;
   CommInterference interference_;
+  ComputeInterference compute_interference_;
 };
 
 } // namespace overlapsim::sim

@@ -90,6 +90,15 @@ std::vector<double> gpu_speeds(const scenario::ClusterSpec& c, const Platform& p
   return {speed, speed * (1 - c.gpu.comm_interference)};
 }
 
+// Rank `rank`'s progress host (see platform.h), in the zone of its GPU.
+void add_progress_host(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone, int rank) {
+  if (c.gpu.compute_interference <= 0)
+    return;
+  p.progress.resize(p.gpus.size(), nullptr);
+  p.progress[static_cast<std::size_t>(rank)] = zone->create_host(
+      fmt::format("progress{}", rank), std::vector<double>{1.0, 1.0 - c.gpu.compute_interference});
+}
+
 // The running nodes' NICs on a folded fat tree (see platform.h).
 void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone) {
   using Dir = sg4::LinkInRoute::Direction;
@@ -152,6 +161,7 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
       p.gpus[at(g)] = zone->create_host(fmt::format("gpu{}", rank),
                                         gpu_speeds(c, p, p.nominal_speed / c.slowdown_of(rank)));
       p.remote[at(g)] = zone->create_host(fmt::format("node{}-remote{}", node, g), 1.0);
+      add_progress_host(p, c, zone, rank);
       links.push_back(
           zone->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
               ->set_latency(gpu_link_latency));
@@ -291,6 +301,7 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
       node->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {{link, sg4::LinkInRoute::Direction::UP}}, true);
       p.gpus[static_cast<std::size_t>(rank)] = host;
+      add_progress_host(p, c, node, rank);
     }
     if (fat_tree) { // its NICs are the fabric's hosts
       node->seal();

@@ -132,8 +132,12 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
 void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb) {
   const double flops = amount * jitter();
   const double start = sg4::Engine::get_clock();
-  if (flops > 0)
+  if (flops > 0) {
+    auto& slows_comm = ctx_.network.compute_interference();
+    slows_comm.compute_begin(rank_);
     sg4::this_actor::execute(flops);
+    slows_comm.compute_end(rank_);
+  }
   TraceEvent e;
   e.start = start;
   e.end = sg4::Engine::get_clock();

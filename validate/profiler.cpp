@@ -193,16 +193,25 @@ scenario::LinkFit robust_fit(const std::string& op, int ranks,
   }
 }
 
-// The share of compute speed a running all-reduce takes from this worker (hw::GpuSpec's
-// comm_interference): the model's forward + backward alone, then again while the comm stream
-// all-reduces a gradient-sized buffer over and over; 1 - alone / beside, over the repeats that
-// ran entirely beside communication. On a CPU, Gloo's threads and the kernel's TCP stack take
-// cores from the compute thread; on a GPU, NCCL's kernels take SMs and memory bandwidth.
-std::optional<double> measure_interference(RealWorker& w, const Topology& topo, BufferId params,
-                                           BufferId grads, BufferId scratch, std::int64_t n,
-                                           int layers, const ProfileOptions& o) {
+// How compute and communication slow each other on this worker, both ways (hw::GpuSpec's
+// comm_interference and compute_interference).
+struct Interference {
+  std::optional<double> comm_slows_compute;
+  std::optional<double> compute_slows_comm;
+};
+
+// The model's forward + backward alone, then again while the comm stream all-reduces a
+// gradient-sized buffer over and over: 1 - alone / beside, over the repeats that ran entirely
+// beside communication, is the share of compute speed a running all-reduce takes; the same ratio
+// of the all-reduces, alone and those that ran entirely beside compute, is the share of
+// communication speed compute takes (issue 30: on a CPU, Gloo's threads share the cores with the
+// compute thread, and FSDP's all-gather prefetched beside a forward took 2.5x its profiled time).
+// On a GPU, NCCL's kernels and the compute kernels share SMs and memory bandwidth both ways.
+Interference measure_interference(RealWorker& w, const Topology& topo, BufferId params,
+                                  BufferId grads, BufferId scratch, std::int64_t n, int layers,
+                                  const ProfileOptions& o) {
   if (topo.world_size() < 2)
-    return std::nullopt;
+    return {};
   // Steps 1000 + r alone, 2000 + r beside the all-reduces; read from the trace once both threads
   // are done (on a GPU, event times resolve only then).
   auto fwd_bwd = [&](int step) {
@@ -228,17 +237,24 @@ std::optional<double> measure_interference(RealWorker& w, const Topology& topo, 
     if (step != 1000) // repeat_timed's untimed first call
       alone.push_back(ab.second - ab.first);
 
-  // Enough all-reduces to cover twice the repeats at the all-reduce's own time (one timed first),
-  // the same count on every rank (rank 0's, broadcast): ranks must issue the same collectives.
+  // The all-reduce alone, back to back as beside compute below (the first, which meets the peer,
+  // untimed), the same count on every rank: ranks must issue the same collectives.
   CollectiveCall ar;
   ar.op = CollectiveOp::all_reduce;
   ar.group = &topo.world();
-  ar.name = "interference";
+  ar.name = "interference alone";
   ar.data = Slice{scratch, 0, n};
+  const std::size_t first_alone = w.trace().events.size();
+  for (int r = 0; r <= std::max(o.repeats, 3); ++r)
+    w.run(ar);
+  std::vector<double> comm_alone;
+  for (std::size_t i = first_alone + 1; i < w.trace().events.size(); ++i)
+    comm_alone.push_back(w.trace().events[i].end - w.trace().events[i].start);
+  // Enough all-reduces to cover twice the compute repeats at the all-reduce's own time, the same
+  // count on every rank (rank 0's, broadcast).
+  ar.name = "interference";
   const std::size_t timed = w.trace().events.size();
-  w.run(ar);
-  const auto& once = w.trace().events[timed];
-  const double one = std::max(1e-6, once.end - once.start);
+  const double one = std::max(1e-6, median(comm_alone));
   w.fill(Slice{scratch, 0, 1},
          std::ceil(2.0 * static_cast<double>(alone.size()) * median(alone) / one) + 2);
   CollectiveCall count;
@@ -272,18 +288,33 @@ std::optional<double> measure_interference(RealWorker& w, const Topology& topo, 
 
   double first_comm = 1e300, last_comm = -1;
   const auto& t = w.trace();
-  for (std::size_t i = timed + 1; i < t.events.size(); ++i)
+  for (std::size_t i = timed; i < t.events.size(); ++i)
     if (t.name_of(t.events[i].name) == "interference") {
       first_comm = std::min(first_comm, t.events[i].start);
       last_comm = std::max(last_comm, t.events[i].end);
     }
+  const auto computing = spans(2000);
   std::vector<double> during;
-  for (const auto& [step, ab] : spans(2000))
+  double first_compute = 1e300, last_compute = -1;
+  for (const auto& [step, ab] : computing) {
     if (ab.first >= first_comm && ab.second <= last_comm)
       during.push_back(ab.second - ab.first);
-  if (during.empty() || alone.empty())
-    return std::nullopt;
-  return std::clamp(1.0 - expected_time(alone) / expected_time(during), 0.0, 0.9);
+    first_compute = std::min(first_compute, ab.first);
+    last_compute = std::max(last_compute, ab.second);
+  }
+  // The loop computes back to back, so an all-reduce inside its first and last repeat ran beside
+  // compute all along.
+  std::vector<double> comm_beside;
+  for (std::size_t i = timed; i < t.events.size(); ++i)
+    if (t.name_of(t.events[i].name) == "interference" && t.events[i].start >= first_compute &&
+        t.events[i].end <= last_compute)
+      comm_beside.push_back(t.events[i].end - t.events[i].start);
+  const auto share = [](const std::vector<double>& a, const std::vector<double>& b) {
+    return a.empty() || b.empty()
+               ? std::nullopt
+               : std::optional(std::clamp(1.0 - expected_time(a) / expected_time(b), 0.0, 0.9));
+  };
+  return {share(alone, during), share(comm_alone, comm_beside)};
 }
 
 } // namespace
@@ -476,7 +507,9 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     cal.intra_node = robust_fit("all_reduce", topo.gpus_per_node(), points);
   }
   w.enter(StreamKind::compute);
-  cal.comm_interference = measure_interference(w, topo, params, grads, scratch, n, layers, o);
+  const auto interference = measure_interference(w, topo, params, grads, scratch, n, layers, o);
+  cal.comm_interference = interference.comm_slows_compute;
+  cal.compute_interference = interference.compute_slows_comm;
   return cal;
 }
 
