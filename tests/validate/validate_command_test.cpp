@@ -380,6 +380,19 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
        {"comparison.json", "comparison.csv", "loss.csv", "profile.json", "summary.json",
         "summary.csv", "trace-acco-measured.json", "trace-acco.json"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
+  // The profile measured interference both ways (compute slowed beside communication and the
+  // reverse), and the prediction ran with them.
+  std::ifstream profile_in(dir / "profile.json");
+  const auto profile = nlohmann::json::parse(profile_in);
+  std::ifstream summary_in(dir / "summary.json");
+  const auto predicted_gpu = nlohmann::json::parse(summary_in)["scenario"]["cluster"]["gpu"];
+  for (const char* k : {"comm_interference", "compute_interference"}) {
+    ASSERT_TRUE(profile["model"].contains(k)) << k;
+    const double share = profile["model"][k];
+    EXPECT_GE(share, 0.0) << k;
+    EXPECT_LE(share, 0.9) << k;
+    EXPECT_DOUBLE_EQ(predicted_gpu[k].get<double>(), share) << k;
+  }
   std::ifstream in(dir / "comparison.json");
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["rows"].size(), 3u * 7u); // 3 algorithms x 7 metrics (forward_backward_s too)
