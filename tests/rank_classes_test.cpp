@@ -149,6 +149,27 @@ INSTANTIATE_TEST_SUITE_P(
              ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, oversubscription: 3}"}),
     [](const auto& case_info) { return std::string(case_info.param.name); });
 
+// Compute slowing communication (sim/compute_interference.h) folds too: the progress hosts of the
+// representative node's GPUs stand for every node's, and the summary is the full simulation's.
+TEST(RankClasses, ComputeInterferenceFoldedEqualsFull) {
+  for (const char* algorithm : {"ddp", "fsdp", "acco"}) {
+    auto with_share = [](std::string text) {
+      text.replace(text.find("gpu: a100-80gb"), 14,
+                   "gpu: {preset: a100-80gb, compute_interference: 0.3}");
+      return text;
+    };
+    const auto folded =
+        testing::simulate(testing::scenario_from(with_share(cluster_yaml())), algorithm, {});
+    const auto full = testing::simulate(
+        testing::scenario_from(with_share(cluster_yaml(", rank_classes: off"))), algorithm, {});
+    const auto free = testing::simulate(testing::scenario_from(cluster_yaml()), algorithm, {});
+    EXPECT_EQ(folded.trace.workers, 2) << algorithm;
+    expect_same_summary(folded.metrics, full.metrics);
+    // And it slows something: every algorithm here overlaps a collective with compute.
+    EXPECT_GT(full.metrics.comm_s_per_step, free.metrics.comm_s_per_step * 1.001) << algorithm;
+  }
+}
+
 // A straggler's node runs as itself beside the representative of the others: GPUs 4 and 5 (node
 // 2) and 2 and 3 (node 1, the busiest in NCCL's trees) run; nodes 0 and 3 are node 1's.
 TEST(RankClasses, AStragglersNodeRunsBesideTheRepresentative) {
