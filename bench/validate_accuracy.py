@@ -8,7 +8,9 @@ machine's speed changing between the profile and the runs, not the model), the w
 error (forward, backward, optimizer, each collective counted
 from its last member's start, copies; ops run less than once a step are left out) and, per model
 and link, the median |error| over the algorithms. Issue 30's targets: every algorithm within 10%,
-the median within 5%, per-op medians within 10%. Load-dependent: no pass/fail, numbers only.
+the median within 5%, per-op medians within 10%. Per model and link it also prints each repeat's
+profiled interference shares (comm_interference, compute_interference). Load-dependent: no
+pass/fail, numbers only.
 
     python3 bench/validate_accuracy.py [--repeats 3] [--workers 2] [--links loopback,100Mbit/s]
         [--models gpt-tiny,gpt-wide,mlp | --scenario FILE] [--algorithms a,b,...]
@@ -77,7 +79,11 @@ def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
         if p and m and m["count_per_step"] >= 1 and m["median_s"] > 0:
             ops.setdefault(o["algorithm"], []).append(
                 (o["op"], (p["median_s"] - m["median_s"]) / m["median_s"]))
-    return times, ops, compute
+    # The profile's interference shares, both ways (docs/MODEL.md).
+    with open(os.path.join(out, "profile.json")) as f:
+        model = json.load(f).get("model", {})
+    interference = (model.get("comm_interference"), model.get("compute_interference"))
+    return times, ops, compute, interference
 
 
 def main():
@@ -114,19 +120,19 @@ def main():
                         for i in range(a.repeats)]
                 errors = []
                 for algo in a.algorithms.split(","):
-                    if any(algo not in times for times, _, _ in runs):
+                    if any(algo not in times for times, *_ in runs):
                         print(f"{label:<10} {link:<11} {algo:<9} (no row)")
                         continue
-                    pred = statistics.median(times[algo][0] for times, _, _ in runs)
-                    meas = [times[algo][1] for times, _, _ in runs]
-                    comp = [c[algo] for _, _, c in runs if algo in c]
+                    pred = statistics.median(times[algo][0] for times, *_ in runs)
+                    meas = [times[algo][1] for times, *_ in runs]
+                    comp = [c[algo] for _, _, c, _ in runs if algo in c]
                     comp_text = f"{100 * statistics.median(comp):+7.1f}%" if comp else "       -"
                     med = statistics.median(meas)
                     err = (pred - med) / med
                     errors.append(abs(err))
                     spread = (max(meas) - min(meas)) / med
                     per_op = {}
-                    for _, ops, _ in runs:
+                    for _, ops, *_ in runs:
                         for op, e in ops.get(algo, []):
                             per_op.setdefault(op, []).append(e)
                     worst = max(((abs(statistics.median(es)), op, statistics.median(es))
@@ -137,6 +143,11 @@ def main():
                 if errors:
                     print(f"{label:<10} {link:<11} median |error| "
                           f"{100 * statistics.median(errors):.1f}%")
+
+                def shares(k):
+                    return "/".join("-" if r[3][k] is None else f"{r[3][k]:.2f}" for r in runs)
+                print(f"{label:<10} {link:<11} profiled interference per repeat: compute slowed "
+                      f"beside comm {shares(0)}, comm slowed beside compute {shares(1)}")
     return 0
 
 
