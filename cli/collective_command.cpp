@@ -1,6 +1,7 @@
 #include "cli/collective_command.h"
 
 #include "cli/run_command.h"
+#include "runtime/collective_size.h"
 #include "scenario/loader.h"
 #include "sim/collective_timing.h"
 
@@ -30,13 +31,6 @@ CollectiveOp parse_op(std::string op) {
   throw std::invalid_argument(fmt::format(
       "--op '{}': expected all-reduce, reduce-scatter, all-gather, broadcast, reduce or all-to-all",
       op));
-}
-
-// nccl-tests' name of an op (all_reduce_perf prints "all_reduce"), used in the header.
-std::string nccl_name(CollectiveOp op) {
-  std::string name = to_string(op);
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
 }
 
 // nccl-tests' redop and root columns: reductions print "sum", the others "none"; only broadcast and
@@ -142,8 +136,8 @@ int collective_command(const CollectiveOptions& o) {
       std::printf("# overlapsim collective %s: nRanks %d minBytes %.0f maxBytes %.0f step: "
                   "2(factor) collectives: %s algorithm: %s protocol: %s network: %s\n#\n"
                   "# Using devices\n",
-                  nccl_name(op).c_str(), cluster.world_size(), sizes.front(), sizes.back(),
-                  scenario::to_string(cluster.collectives).c_str(),
+                  calibration_op_name(op).c_str(), cluster.world_size(), sizes.front(),
+                  sizes.back(), scenario::to_string(cluster.collectives).c_str(),
                   scenario::to_string(cluster.collective_algorithm).c_str(),
                   scenario::to_string(cluster.nccl_protocol).c_str(),
                   scenario::to_string(cluster.network_model).c_str());

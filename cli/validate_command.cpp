@@ -3,6 +3,7 @@
 #include "algorithms/registry.h"
 #include "algorithms/sync_period.h"
 #include "cli/plots.h"
+#include "cli/profile_sizes.h"
 #include "cli/progress_bar.h"
 #include "cli/run_command.h"
 #include "cli/time_to_target.h"
@@ -302,6 +303,8 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   wo.backend = o.backend;
   wo.profile = s.model.profile.empty();
   wo.profile_time_s = o.profile_time_s;
+  if (wo.profile)
+    wo.profile_sizes = issued_collective_sizes(s);
   // Rank 0 shares the launcher's terminal: the bar shows there, and nowhere when it is no terminal.
   auto bar = std::make_unique<ProgressBar>("validate", s.algorithms.size() + (wo.profile ? 1 : 0),
                                            "parts (profile, then algorithms)");
@@ -436,8 +439,9 @@ int profile_command(const ProfileOptions& o) {
     if (externally_launched()) {
       const auto env = real::job_env_from_environment();
       auto s = real_scenario(o.scenario, o.overrides, {}, env->world);
-      s.algorithms.clear();
       real::WorkerOptions wo;
+      wo.profile_sizes = issued_collective_sizes(s); // the scenario's algorithms'
+      s.algorithms.clear();
       wo.timeout_s = o.timeout_s;
       wo.backend = o.backend;
       wo.profile_time_s = o.profile_time_s;

@@ -1,5 +1,7 @@
 #include "sim/collectives.h"
 
+#include "runtime/collective_size.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -832,7 +834,8 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
   case CollectiveOp::send: {
     // A calibrated message runs with the bytes that give its measured time (as below).
     double on_wire = bytes;
-    if (const auto it = collective_bytes_.find("send_recv"); it != collective_bytes_.end())
+    if (const auto it = collective_bytes_.find(calibration_op_name(call.op));
+        it != collective_bytes_.end())
       on_wire = it->second.bytes_for(bytes, g.size());
     point_to_point(Scope{g, seq, -1 - call.tag}, rank, rank, call.peer, on_wire);
     return {bytes, "p2p"};
@@ -850,9 +853,8 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
   // reports as sent stays the op's real volume.
   if (collective_bytes_.empty())
     return run_uncalibrated(rank, call, bytes, seq);
-  std::string op_name = to_string(call.op);
-  std::replace(op_name.begin(), op_name.end(), '-', '_');
-  if (const auto it = collective_bytes_.find(op_name); it != collective_bytes_.end()) {
+  if (const auto it = collective_bytes_.find(calibration_op_name(call.op));
+      it != collective_bytes_.end()) {
     const double per_array = call.op == CollectiveOp::all_gather ? g.size() : 1.0;
     const double mapped = it->second.bytes_for(bytes * per_array, g.size()) / per_array;
     auto outcome = run_uncalibrated(rank, call, mapped, seq);

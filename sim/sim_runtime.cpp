@@ -17,6 +17,28 @@ namespace sg4 = simgrid::s4u;
 
 namespace {
 
+// The child's reply: plain values and length-prefixed strings, in the order written (one binary,
+// so one layout).
+template <class T> void put(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+void put_string(std::string& out, const std::string& s) {
+  put(out, static_cast<std::uint32_t>(s.size()));
+  out += s;
+}
+template <class T> T take(std::string_view& in) {
+  T value{};
+  std::memcpy(&value, in.data(), sizeof value);
+  in.remove_prefix(sizeof value);
+  return value;
+}
+std::string take_string(std::string_view& in) {
+  const auto len = take<std::uint32_t>(in);
+  std::string s(in.substr(0, len));
+  in.remove_prefix(len);
+  return s;
+}
+
 // A folded run's trace as classes (trace/trace.h): the running GPUs become workers 0, 1, ... in
 // rank order; each stands for itself, and the representative node's GPU p for GPU p of every node
 // that did not run.
@@ -69,7 +91,8 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
   Trace& trace = result.trace;
   trace.workers = topology.world_size();
   trace.gpus_per_node = topology.gpus_per_node();
-  SimContext context{scenario, topology, platform, network, trace, progress};
+  SimContext context{
+      scenario, topology, platform, network, trace, progress, result.collective_calls};
 
   std::vector<int> ranks; // the simulated ones: all, or the representative node's
   for (int r = 0; r < topology.world_size(); ++r)
@@ -136,16 +159,17 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
   ChildProcess child([&] {
     auto result = simulate_in_process(scenario, algorithm, progress);
     std::string body;
-    const auto count = static_cast<std::uint32_t>(result.warnings.size());
-    body.append(reinterpret_cast<const char*>(&count), sizeof count);
-    for (const auto& w : result.warnings) {
-      const auto len = static_cast<std::uint32_t>(w.size());
-      body.append(reinterpret_cast<const char*>(&len), sizeof len);
-      body += w;
+    put(body, static_cast<std::uint32_t>(result.warnings.size()));
+    for (const auto& w : result.warnings)
+      put_string(body, w);
+    put_string(body, result.simulation);
+    put(body, static_cast<std::uint32_t>(result.collective_calls.size()));
+    for (const auto& [size, calls] : result.collective_calls) {
+      put_string(body, size.op);
+      put(body, static_cast<std::int32_t>(size.ranks));
+      put(body, size.bytes);
+      put(body, calls);
     }
-    const auto len = static_cast<std::uint32_t>(result.simulation.size());
-    body.append(reinterpret_cast<const char*>(&len), sizeof len);
-    body += result.simulation;
     return body + result.trace.serialize();
   });
   std::string reply;
@@ -157,21 +181,16 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
   }
   std::string_view body(reply);
   SimulationResult result;
-  std::uint32_t count = 0;
-  std::memcpy(&count, body.data(), sizeof count);
-  body.remove_prefix(sizeof count);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    std::uint32_t len = 0;
-    std::memcpy(&len, body.data(), sizeof len);
-    body.remove_prefix(sizeof len);
-    result.warnings.emplace_back(body.substr(0, len));
-    body.remove_prefix(len);
+  for (auto n = take<std::uint32_t>(body); n > 0; --n)
+    result.warnings.push_back(take_string(body));
+  result.simulation = take_string(body);
+  for (auto n = take<std::uint32_t>(body); n > 0; --n) {
+    CollectiveSize size;
+    size.op = take_string(body);
+    size.ranks = take<std::int32_t>(body);
+    size.bytes = take<double>(body);
+    result.collective_calls[size] = take<std::int64_t>(body);
   }
-  std::uint32_t len = 0;
-  std::memcpy(&len, body.data(), sizeof len);
-  body.remove_prefix(sizeof len);
-  result.simulation = std::string(body.substr(0, len));
-  body.remove_prefix(len);
   result.trace = Trace::deserialize(body);
   return result;
 }

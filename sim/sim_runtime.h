@@ -4,9 +4,11 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
+#include "runtime/collective_size.h"
 #include "trace/trace.h"
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,8 @@ struct SimulationResult {
   std::vector<std::string> warnings;
   // Which ranks ran (sim/rank_classes.h): "classes (8 of 16384 GPUs simulated)" or "full (...)".
   std::string simulation;
+  // How many times the simulated ranks issued each collective size (runtime/collective_size.h).
+  std::map<CollectiveSize, std::int64_t> collective_calls;
 };
 
 // Called by worker 0 after each of its optimizer steps: (steps done, steps in all).

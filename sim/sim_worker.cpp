@@ -304,6 +304,8 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
   e.group_size = call.group->size();
   e.peer = call.peer;
   ctx_.trace.events.push_back(e);
+  if (const auto size = profiled_size(call, bytes))
+    ++ctx_.collective_calls[*size];
 }
 
 double SimWorker::bytes_of(const CollectiveCall& call) const {

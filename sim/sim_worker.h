@@ -1,6 +1,7 @@
 // One simulated GPU: the Worker interface of algorithms/runtime.h on SimGrid.
 #pragma once
 
+#include "runtime/collective_size.h"
 #include "runtime/op_label.h"
 #include "runtime/runtime.h"
 #include "sim/activation_checkpoints.h"
@@ -30,6 +31,9 @@ struct SimContext {
   Network& network;
   Trace& trace;
   std::function<void(int, int)> progress; // from worker 0
+  // Calls per collective size over the simulated ranks (what `profile` measures, runtime/
+  // collective_size.h).
+  std::map<CollectiveSize, std::int64_t>& collective_calls;
 };
 
 class SimWorker final : public Worker {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace overlapsim::real {
 
@@ -14,6 +15,36 @@ double expected_time(std::vector<double> seconds) {
   for (const double s : seconds)
     total += s;
   return total / static_cast<double>(seconds.size());
+}
+
+std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes, std::string_view op,
+                                int ranks) {
+  const int sizes = std::max(2, o.sizes);
+  std::vector<double> bytes{0};
+  for (int i = 0; i < sizes; ++i)
+    bytes.push_back(o.min_bytes * std::pow(max_bytes / o.min_bytes, i / (sizes - 1.0)));
+  std::vector<std::pair<std::int64_t, double>> issued; // (calls, bytes)
+  for (const auto& [size, calls] : o.issued)
+    if (size.op == op && size.ranks == ranks && size.bytes > 0)
+      issued.emplace_back(calls, size.bytes);
+  // The most called first; of as many calls, the larger (it costs a run more).
+  std::sort(issued.begin(), issued.end(), std::greater<>());
+  // What the 0 measures: one element (4 bytes) per rank, one element for a message.
+  const double smallest = 4.0 * (op == "send_recv" ? 1 : ranks);
+  int added = 0;
+  for (const auto& [calls, b] : issued) {
+    if (added == kMaxIssuedSizes)
+      break;
+    const bool near = std::any_of(bytes.begin(), bytes.end(), [&](double x) {
+      return std::abs(std::max(x, smallest) - b) <= 0.02 * b;
+    });
+    if (!near) {
+      bytes.push_back(b);
+      ++added;
+    }
+  }
+  std::sort(bytes.begin(), bytes.end());
+  return bytes;
 }
 
 int repeats_for(const ProfileOptions& o, double one) {

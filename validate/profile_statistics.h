@@ -2,6 +2,11 @@
 // repeats it takes. No LibTorch: the profiler (profiler.cpp) and its tests share it.
 #pragma once
 
+#include "runtime/collective_size.h"
+
+#include <cstdint>
+#include <map>
+#include <string_view>
 #include <vector>
 
 namespace overlapsim::real {
@@ -16,7 +21,22 @@ struct ProfileOptions {
   double max_bytes = 0; // largest collective size; 0: the model's gradients
   double min_bytes = 4096;
   int sizes = 7; // geometric steps from min_bytes to max_bytes
+  // The sizes the algorithms issue, with their calls (cli/profile_sizes.h): measured too, so that
+  // an op is priced at its own size, not interpolated across a knee of the curve.
+  std::map<CollectiveSize, std::int64_t> issued;
 };
+
+// At most this many of the issued sizes per op and group size, the most called first: FSDP's units
+// and DDP's buckets have a handful of sizes; each costs the profile about min_time_s.
+inline constexpr int kMaxIssuedSizes = 8;
+
+// The message sizes a sweep of `op` (the calibration's name) on `ranks` ranks measures, ascending:
+// first 0, the smallest message (one element per rank: the counts and flags that ACCO and DPU
+// all-reduce every round ran in 0.4-0.9 ms on loopback Gloo, where 4 kB took 3.3-3.9 ms); o.sizes
+// (at least 2) geometric steps from o.min_bytes to max_bytes; the issued sizes of `op` on `ranks`
+// ranks (kMaxIssuedSizes, the most called first), each unless within 2% of a size already there.
+std::vector<double> sweep_sizes(const ProfileOptions& options, double max_bytes,
+                                std::string_view op, int ranks);
 
 // What an op costs a run on average: the mean of its repeats without the slowest 5% (rounded
 // down), so that a one-off page fault or preemption in a short profile does not weigh as much as

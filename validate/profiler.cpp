@@ -74,24 +74,13 @@ int agreed_repeats(RealWorker& w, const Group& group, const ProfileOptions& o, d
   return static_cast<int>(w.tensor(slot).item<double>());
 }
 
-// The message sizes of a sweep: o.sizes (at least 2) geometric steps from o.min_bytes to max_bytes.
-std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes) {
-  const int sizes = std::max(2, o.sizes);
-  // First the smallest message, one element per rank: the counts and flags that ACCO and DPU
-  // all-reduce every round ran in 0.4-0.9 ms on loopback Gloo, where 4 kB took 3.3-3.9 ms.
-  std::vector<double> bytes{0};
-  for (int i = 0; i < sizes; ++i)
-    bytes.push_back(o.min_bytes * std::pow(max_bytes / o.min_bytes, i / (sizes - 1.0)));
-  return bytes;
-}
-
-// Times a collective over `group` at sizes min..max (geometric), rank-synchronised by a barrier
+// Times a collective over `group` at the sizes of sweep_sizes, rank-synchronised by a barrier
 // before every repeat; returns the expected time per size as this rank saw it.
 std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferId buffer,
                                       BufferId out, const ProfileOptions& o, double max_bytes,
                                       CollectiveOp op) {
   std::vector<scenario::SizeTime> points;
-  for (const double bytes : sweep_sizes(o, max_bytes)) {
+  for (const double bytes : sweep_sizes(o, max_bytes, calibration_op_name(op), group.size())) {
     const auto elements = std::max<std::int64_t>(group.size(), std::llround(bytes / 4));
     const int me = group.index_of(w.rank());
     std::vector<double> times;
@@ -130,7 +119,7 @@ std::vector<scenario::SizeTime> ping_pong(RealWorker& w, const Group& group, Buf
                                           const ProfileOptions& o, double max_bytes) {
   std::vector<scenario::SizeTime> points;
   const int me = group.index_of(w.rank());
-  for (const double bytes : sweep_sizes(o, max_bytes)) {
+  for (const double bytes : sweep_sizes(o, max_bytes, "send_recv", 2)) {
     const auto elements = std::max<std::int64_t>(1, std::llround(bytes / 4));
     std::vector<double> times;
     int repeats = 0;
@@ -486,11 +475,14 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   // Up to the gradients' size, and at least 4 MiB: below that, loopback times are mostly noise.
   const double max_bytes =
       o.max_bytes > 0 ? o.max_bytes : std::max({4.0 * n, 4.0 * 1024 * 1024, 2 * o.min_bytes});
+  double largest = max_bytes; // and any size the algorithms issue
+  for (const auto& [size, calls] : o.issued)
+    largest = std::max(largest, size.bytes);
   w.enter(StreamKind::comm);
   const BufferId scratch =
-      w.declare({"profile_buffer", MemoryCategory::buffers, std::llround(max_bytes / 4) + 1, 4});
+      w.declare({"profile_buffer", MemoryCategory::buffers, std::llround(largest / 4) + 1, 4});
   const BufferId scratch_out =
-      w.declare({"profile_output", MemoryCategory::buffers, std::llround(max_bytes / 4) + 1, 4});
+      w.declare({"profile_output", MemoryCategory::buffers, std::llround(largest / 4) + 1, 4});
   // Every collective the algorithms use, each fitted on its own: the link's fit is the
   // all-reduce's, and on a CPU Gloo's reduce-scatter (an all-to-all here) and all-gather cost
   // what they cost, not what the all-reduce implies (scenario::collective_bytes_map).
@@ -498,8 +490,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
                      std::vector<scenario::LinkFit>& ops) {
     for (const auto op :
          {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
-      std::string name = to_string(op);
-      std::replace(name.begin(), name.end(), '-', '_');
+      const std::string name = calibration_op_name(op);
       auto fit =
           robust_fit(name, group.size(), sweep(w, group, scratch, scratch_out, o, max_bytes, op));
       if (op == CollectiveOp::all_reduce)

@@ -300,6 +300,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
     result.calibration = profile_costs(ctx, e.rank, [&] {
       ProfileOptions p;
       p.min_time_s = o.profile_time_s;
+      p.issued = o.profile_sizes;
       return p;
     }());
     part_done();

@@ -4,12 +4,14 @@
 // to rank 0, which returns the merged, measured traces and the loss curves.
 #pragma once
 
+#include "runtime/collective_size.h"
 #include "scenario/calibration.h"
 #include "scenario/scenario.h"
 #include "trace/trace.h"
 
 #include <exception>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +53,8 @@ struct WorkerOptions {
   bool profile = true;          // measure per-layer and link costs first
   double profile_time_s = 0.25; // ProfileOptions::min_time_s
   std::string backend = "gloo";
+  // The collective sizes the algorithms issue, measured by the profile (ProfileOptions::issued).
+  std::map<CollectiveSize, std::int64_t> profile_sizes;
   // Called on rank 0 as the job's parts (the profile, then each algorithm) end: parts done, all.
   std::function<void(int, int)> progress;
 };

@@ -33,5 +33,39 @@ TEST(ProfileStatistics, RepeatsCoverTheTimeBudgetWithinBounds) {
   EXPECT_EQ(repeats_for(o, 0.001), 20);
 }
 
+TEST(ProfileStatistics, SweepMeasuresTheSizesTheAlgorithmsIssue) {
+  ProfileOptions o;
+  o.min_bytes = 1000;
+  o.sizes = 3; // 0, then 1 kB, 10 kB, 100 kB
+  o.issued = {
+      {{"all_reduce", 2, 50e3}, 3},    // measured
+      {{"all_reduce", 2, 10.1e3}, 40}, // within 2% of the 10 kB step: that one prices it
+      {{"all_reduce", 2, 8}, 40},      // one element per rank: what the 0 measures
+      {{"all_reduce", 4, 30e3}, 9},    // another group size
+      {{"all_gather", 2, 20e3}, 9},    // another op
+      {{"all_reduce", 2, 200e3}, 1},   // beyond the sweep's top: measured too
+  };
+  const std::vector<double> want{0, 1e3, 1e4, 5e4, 1e5, 2e5};
+  const auto got = sweep_sizes(o, 1e5, "all_reduce", 2);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-6 * want[i]) << i;
+  // A message's 0 is one 4-byte element.
+  o.issued = {{{"send_recv", 2, 4}, 5}, {{"send_recv", 2, 64}, 5}};
+  EXPECT_EQ(sweep_sizes(o, 1e5, "send_recv", 2).size(), 5u); // 0, three steps, 64 B
+}
+
+TEST(ProfileStatistics, SweepTakesTheMostCalledIssuedSizes) {
+  ProfileOptions o;
+  o.min_bytes = 1e3;
+  o.sizes = 2;                                  // 0, 1 kB, 1 MB
+  for (int i = 0; i < kMaxIssuedSizes + 3; ++i) // 2 kB called 1 time, 3 kB 2 times, ...
+    o.issued[{"reduce_scatter", 2, 2e3 + 1e3 * i}] = i + 1;
+  const auto got = sweep_sizes(o, 1e6, "reduce_scatter", 2);
+  ASSERT_EQ(got.size(), 3u + kMaxIssuedSizes);
+  EXPECT_DOUBLE_EQ(got[2], 5e3); // 2, 3 and 4 kB, the least called, are left out
+  EXPECT_DOUBLE_EQ(got[got.size() - 2], 2e3 + 1e3 * (kMaxIssuedSizes + 2));
+}
+
 } // namespace
 } // namespace overlapsim::real

@@ -1,0 +1,59 @@
+// A collective's size as `profile` measures it (runtime/collective_size.h), and the sizes a
+// simulated run lists for the profile to measure.
+#include "runtime/collective_size.h"
+#include "runtime/topology.h"
+#include "scenario/loader.h"
+#include "sim/sim_runtime.h"
+
+#include <gtest/gtest.h>
+
+namespace overlapsim {
+namespace {
+
+TEST(CollectiveSize, CountsTheArrayAsNcclTestsDo) {
+  const Group four(0, {0, 1, 2, 3});
+  CollectiveCall call;
+  call.group = &four;
+  call.op = CollectiveOp::all_gather; // the data is the shard; the array is 4 of them
+  EXPECT_EQ(profiled_size(call, 1000), (CollectiveSize{"all_gather", 4, 4000}));
+  call.op = CollectiveOp::reduce_scatter; // the data is the array
+  EXPECT_EQ(profiled_size(call, 1000), (CollectiveSize{"reduce_scatter", 4, 1000}));
+  call.op = CollectiveOp::all_reduce;
+  EXPECT_EQ(profiled_size(call, 1000), (CollectiveSize{"all_reduce", 4, 1000}));
+  call.op = CollectiveOp::send; // a message between two ranks, whatever the group
+  EXPECT_EQ(profiled_size(call, 1000), (CollectiveSize{"send_recv", 2, 1000}));
+  call.op = CollectiveOp::recv; // its send counts it
+  EXPECT_FALSE(profiled_size(call, 1000));
+  call.op = CollectiveOp::barrier;
+  EXPECT_FALSE(profiled_size(call, 0));
+  EXPECT_EQ(calibration_op_name(CollectiveOp::all_to_all), "all_to_all");
+}
+
+TEST(CollectiveSize, SimulationListsTheSizesItsCollectivesUsed) {
+  // 4 layers of 256 x 256 + 256 parameters, fp32 gradients: 263168 x 4 bytes, one DDP bucket
+  // (25 MiB cap), all-reduced once per step (the last micro-batch of 2). Calls count over the GPUs
+  // the simulation ran: rank classes run one of these two.
+  const auto s = scenario::load_scenario_text(R"(name: sizes
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, inter_node: ethernet-10g}
+model: {preset: mlp, width: 256, depth: 4, dtype: fp32}
+training: {micro_batch: 64, seq_len: 1, grad_accum: 2, steps: 3, warmup_steps: 1}
+algorithms: [ddp, fsdp]
+)",
+                                              "sizes.yaml");
+  const auto ddp = sim::simulate(s, s.algorithms[0]).collective_calls;
+  ASSERT_EQ(ddp.size(), 1u);
+  EXPECT_EQ(ddp.begin()->first, (CollectiveSize{"all_reduce", 2, 263168.0 * 4}));
+  EXPECT_EQ(ddp.begin()->second, 4); // 4 steps
+  // FSDP: each layer a unit, gathered for the forward and the backward of each micro-batch, its
+  // gradient reduced once a step.
+  const auto fsdp = sim::simulate(s, s.algorithms[1]).collective_calls;
+  const CollectiveSize unit_gather{"all_gather", 2, 65792.0 * 4};
+  const CollectiveSize unit_reduce{"reduce_scatter", 2, 65792.0 * 4};
+  ASSERT_TRUE(fsdp.contains(unit_gather));
+  ASSERT_TRUE(fsdp.contains(unit_reduce));
+  EXPECT_EQ(fsdp.at(unit_gather), 4 * 2 * 2 * 4); // steps x micro-batches x passes x units
+  EXPECT_EQ(fsdp.at(unit_reduce), 4 * 4);
+}
+
+} // namespace
+} // namespace overlapsim
