@@ -9,7 +9,7 @@ error (forward, backward, optimizer, each collective counted
 from its last member's start, copies; ops run less than once a step are left out) and, per model
 and link, the median |error| over the algorithms. Issue 30's targets: every algorithm within 10%,
 the median within 5%, per-op medians within 10%. Per model and link it also prints each repeat's
-profiled interference shares (comm_interference, compute_interference). Load-dependent: no
+profiled interference shares (comm_interference, compute_interference, comm_stream_share). Load-dependent: no
 pass/fail, numbers only.
 
     python3 bench/validate_accuracy.py [--repeats 3] [--workers 2] [--links loopback,100Mbit/s]
@@ -82,7 +82,8 @@ def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
     # The profile's interference shares, both ways (docs/MODEL.md).
     with open(os.path.join(out, "profile.json")) as f:
         model = json.load(f).get("model", {})
-    interference = (model.get("comm_interference"), model.get("compute_interference"))
+    interference = (model.get("comm_interference"), model.get("compute_interference"),
+                    model.get("comm_stream_share"))
     return times, ops, compute, interference
 
 
@@ -147,7 +148,8 @@ def main():
                 def shares(k):
                     return "/".join("-" if r[3][k] is None else f"{r[3][k]:.2f}" for r in runs)
                 print(f"{label:<10} {link:<11} profiled interference per repeat: compute slowed "
-                      f"beside comm {shares(0)}, comm slowed beside compute {shares(1)}")
+                      f"beside comm {shares(0)}, comm slowed beside compute {shares(1)}, "
+                      f"comm stream's share {shares(2)}")
     return 0
 
 

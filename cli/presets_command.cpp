@@ -40,6 +40,7 @@ nlohmann::ordered_json presets_json() {
                     {"efficiency", g.efficiency},
                     {"comm_interference", g.comm_interference},
                     {"compute_interference", g.compute_interference},
+                    {"comm_stream_share", g.comm_stream_share},
                     {"sms", g.sms}});
   }
   nlohmann::ordered_json links = nlohmann::ordered_json::array();

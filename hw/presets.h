@@ -28,6 +28,11 @@ struct GpuSpec {
   // as cluster.gpu.compute_interference. No preset sets it: no published measurement we checked
   // separates it.
   double compute_interference = 0;
+  // Share of the GPU's compute speed the communication stream's own compute (ACCO's and DPU's
+  // update beside the next forward, CDP's sums) gets while the compute stream computes too: 0.5,
+  // an even split (a CUDA stream priority, or on a CPU worker the compute thread's lower
+  // priority, tilts it). `overlapsim profile` measures it; cluster.gpu.comm_stream_share.
+  double comm_stream_share = 0.5;
 };
 
 struct LinkSpec {

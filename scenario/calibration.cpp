@@ -133,6 +133,13 @@ Calibration read_calibration(const std::string& path) {
         throw std::runtime_error(fmt::format("{}: {} is {}, expected 0 to 0.9", where, key, f));
       *share = f;
     }
+    if (m.contains("comm_stream_share")) {
+      const double f = positive(m, "comm_stream_share", where, false);
+      if (f < 0.05 || f > 0.95)
+        throw std::runtime_error(
+            fmt::format("{}: comm_stream_share is {}, expected 0.05 to 0.95", where, f));
+      c.comm_stream_share = f;
+    }
   }
   if (j.contains("links")) {
     const json& l = j.at("links");
@@ -197,6 +204,8 @@ std::string calibration_json(const Calibration& c) {
       model["comm_interference"] = *c.comm_interference;
     if (c.compute_interference)
       model["compute_interference"] = *c.compute_interference;
+    if (c.comm_stream_share)
+      model["comm_stream_share"] = *c.comm_stream_share;
     out["model"] = model;
   }
   out["links"] = links;

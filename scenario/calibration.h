@@ -64,6 +64,8 @@ struct Calibration {
   std::optional<double> comm_interference;
   // Fraction of communication speed lost while the same device computes (hw::GpuSpec).
   std::optional<double> compute_interference;
+  // Share of compute speed the communication stream's compute gets beside the compute stream's.
+  std::optional<double> comm_stream_share;
   std::optional<LinkFit> intra_node;
   std::optional<LinkFit> inter_node;
   // Fits of the other collectives the algorithms use, on the same links (profile measures them

@@ -28,7 +28,7 @@ hw::GpuSpec read_gpu(const Entry& e) {
                        e.text(), names));
   }
   e.expect_map({"preset", "name", "peak_tflops", "memory", "efficiency", "hbm_bandwidth",
-                "comm_interference", "compute_interference"});
+                "comm_interference", "compute_interference", "comm_stream_share"});
   hw::GpuSpec gpu;
   if (e.has("preset"))
     gpu = read_gpu(e.child("preset"));
@@ -55,6 +55,8 @@ hw::GpuSpec read_gpu(const Entry& e) {
     gpu.comm_interference = e.child("comm_interference").number(0.0, 0.9);
   if (e.has("compute_interference"))
     gpu.compute_interference = e.child("compute_interference").number(0.0, 0.9);
+  if (e.has("comm_stream_share"))
+    gpu.comm_stream_share = e.child("comm_stream_share").number(0.05, 0.95);
   if (gpu.peak_flops_fp32 <= 0)
     gpu.peak_flops_fp32 = gpu.peak_flops_bf16;
   return gpu;

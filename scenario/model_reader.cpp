@@ -95,6 +95,8 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
     cluster.gpu.comm_interference = *cal.comm_interference;
   if (cal.compute_interference)
     cluster.gpu.compute_interference = *cal.compute_interference;
+  if (cal.comm_stream_share)
+    cluster.gpu.comm_stream_share = *cal.comm_stream_share;
 }
 
 ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const hw::GpuSpec& gpu);

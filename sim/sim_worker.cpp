@@ -132,17 +132,25 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
 void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb) {
   const double flops = amount * jitter();
   const double start = sg4::Engine::get_clock();
+  const StreamKind stream =
+      sg4::this_actor::get_name()[0] == 'c' ? StreamKind::compute : StreamKind::comm;
   if (flops > 0) {
     auto& slows_comm = ctx_.network.compute_interference();
     slows_comm.compute_begin(rank_);
-    sg4::this_actor::execute(flops);
+    // Both streams computing share the GPU: the communication stream gets comm_stream_share of it
+    // (SimGrid shares a host's speed by the executions' priorities, 1 for the compute stream).
+    const double share = ctx_.scenario.cluster.gpu.comm_stream_share;
+    if (stream == StreamKind::comm && share != 0.5)
+      sg4::this_actor::execute(flops, share / (1 - share));
+    else
+      sg4::this_actor::execute(flops);
     slows_comm.compute_end(rank_);
   }
   TraceEvent e;
   e.start = start;
   e.end = sg4::Engine::get_clock();
   e.worker = rank_;
-  e.stream = sg4::this_actor::get_name()[0] == 'c' ? StreamKind::compute : StreamKind::comm;
+  e.stream = stream;
   e.category = label.category;
   e.name = ctx_.trace.intern(label.name);
   e.step = mb.step;

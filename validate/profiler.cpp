@@ -322,6 +322,80 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   return {share(alone, during), share(comm_alone, comm_beside)};
 }
 
+// The communication stream's share of the device while both streams compute (hw::GpuSpec's
+// comm_stream_share): the whole model's optimizer step on this thread, as the communication stream
+// (ACCO's and DPU's update runs there beside the next forward), over buffers of its own, while a
+// thread computing as the run's compute thread does (lower_compute_thread_priority) runs forward +
+// backward. The steps that ran entirely beside compute took `step_alone` (the price the simulator
+// gives the step) / share each. On a CPU the compute thread's lower priority gives the update most
+// of the core (ACCO's step beside a forward: 7.6 ms for a 6.1 ms step, where an even split
+// predicted 12.2 ms); on a GPU, how the two streams' kernels share the SMs.
+std::optional<double> measure_comm_stream_share(RealWorker& w, BufferId params, BufferId grads,
+                                                std::int64_t n, int layers, const ProfileOptions& o,
+                                                double step_alone) {
+  if (step_alone <= 0)
+    return std::nullopt;
+  const BufferId step_params = w.declare({"profile_step_params", MemoryCategory::buffers, n, 4});
+  const BufferId step_grads = w.declare({"profile_step_grads", MemoryCategory::buffers, n, 4});
+  const BufferId step_state =
+      w.declare({"profile_step_state", MemoryCategory::optimizer_state, n, 4});
+  auto step = [&](int r) {
+    w.optimizer_step(OptimizerStep{.params = Slice{step_params, 0, n},
+                                   .grads = Slice{step_grads, 0, n},
+                                   .state = Slice{step_state, 0, n},
+                                   .grad_scale = 1e-6,
+                                   .step = r});
+  };
+  w.enter(StreamKind::comm);
+  step(3000); // first touches: the state's allocation
+  std::atomic<bool> computing{false}, stop{false};
+  std::exception_ptr failure;
+  std::thread compute([&] {
+    try {
+      lower_compute_thread_priority();
+      w.enter(StreamKind::compute);
+      for (int r = 0; !stop.load() && r < 100000; ++r) {
+        w.forward({0, layers}, {4000 + r, 0}, params);
+        computing = true;
+        w.backward({0, layers}, {4000 + r, 0}, params, grads);
+      }
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    computing = true;
+  });
+  while (!computing.load())
+    std::this_thread::yield();
+  const std::size_t from = w.trace().events.size();
+  const int steps =
+      repeats_for(o, step_alone) + 2; // the first and last may straddle compute's ends
+  for (int r = 1; r <= steps; ++r)
+    step(3000 + r);
+  stop = true;
+  compute.join();
+  w.enter(StreamKind::compute);
+  if (failure)
+    std::rethrow_exception(failure);
+  const auto& t = w.trace();
+  double first_compute = 1e300, last_compute = -1;
+  for (const auto& e : t.events)
+    if ((e.category == OpCategory::forward || e.category == OpCategory::backward) &&
+        e.step >= 4000) {
+      first_compute = std::min(first_compute, e.start);
+      last_compute = std::max(last_compute, e.end);
+    }
+  std::vector<double> beside;
+  for (std::size_t i = from; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if (e.category == OpCategory::optimizer && e.step > 3000 && e.start >= first_compute &&
+        e.end <= last_compute)
+      beside.push_back(e.end - e.start);
+  }
+  if (beside.empty())
+    return std::nullopt;
+  return std::clamp(step_alone / expected_time(beside), 0.05, 0.95);
+}
+
 } // namespace
 
 scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions& o) {
@@ -517,6 +591,8 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   const auto interference = measure_interference(w, topo, params, grads, scratch, n, layers, o);
   cal.comm_interference = interference.comm_slows_compute;
   cal.compute_interference = interference.compute_slows_comm;
+  cal.comm_stream_share =
+      measure_comm_stream_share(w, params, grads, n, layers, o, expected_time(d[optimizer_step]));
   return cal;
 }
 

@@ -11,7 +11,6 @@
 #include <map>
 #include <mutex>
 #include <sstream>
-#include <sys/resource.h>
 #include <thread>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -25,8 +24,6 @@
 namespace overlapsim::real {
 
 namespace {
-
-constexpr int kComputeNice = 19;
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -340,10 +337,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
     });
     std::thread compute([&] {
       worker.enter(StreamKind::compute);
-      // The compute thread yields the CPU to the communication thread (and to the kernel's
-      // network processing) whenever that needs it: on a GPU, NCCL runs on SMs of its own and a
-      // busy compute stream does not starve it. Linux applies nice per thread.
-      ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kComputeNice);
+      lower_compute_thread_priority();
       try {
         program->run_compute();
       } catch (...) {

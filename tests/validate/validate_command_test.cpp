@@ -393,6 +393,12 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
     EXPECT_LE(share, 0.9) << k;
     EXPECT_DOUBLE_EQ(predicted_gpu[k].get<double>(), share) << k;
   }
+  // And the communication stream's share of the device while both compute.
+  ASSERT_TRUE(profile["model"].contains("comm_stream_share"));
+  const double stream_share = profile["model"]["comm_stream_share"];
+  EXPECT_GE(stream_share, 0.05);
+  EXPECT_LE(stream_share, 0.95);
+  EXPECT_DOUBLE_EQ(predicted_gpu["comm_stream_share"].get<double>(), stream_share);
   // It measured the sizes the algorithms issue too (runtime/collective_size.h): DDP's one bucket
   // and ACCO's reduce-scatter of the gradients, 4 layers x 256 x 257 fp32 values, which no step of
   // the geometric sweep (4 kB to 4 MiB, x 3.17) comes within 2% of.
