@@ -14,7 +14,7 @@ pass/fail, numbers only.
 
     python3 bench/validate_accuracy.py [--repeats 3] [--workers 2] [--links loopback,100Mbit/s]
         [--models gpt-tiny,gpt-wide,mlp | --scenario FILE] [--algorithms a,b,...]
-        [--cpu-bind cores|none] [--profile-time S]
+        [--cpu-bind cores|none] [--profile-time S] [--binary build/overlapsim]
 """
 import argparse
 import json
@@ -54,8 +54,11 @@ def scenario_text(name, algorithms):
             f"algorithms: [{', '.join(entries)}]\n")
 
 
+BINARY = os.path.join(ROOT, "build", "overlapsim")
+
+
 def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
-    cmd = [os.path.join(ROOT, "build", "overlapsim"), "validate", scenario, "--workers",
+    cmd = [BINARY, "validate", scenario, "--workers",
            str(workers), "--algorithms", algorithms, "--cpu-bind", cpu_bind, "--no-plots",
            "--no-progress", "--out", out]
     if profile_time is not None:
@@ -88,6 +91,7 @@ def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
 
 
 def main():
+    global BINARY
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
@@ -98,7 +102,10 @@ def main():
     ap.add_argument("--cpu-bind", default="cores", choices=["cores", "none"])
     ap.add_argument("--profile-time", type=float, default=None,
                     help="validate's --profile-time (its default when left out)")
+    ap.add_argument("--binary", default=BINARY,
+                    help="the overlapsim to run (another build, e.g. the GPU machine's build-gpu)")
     a = ap.parse_args()
+    BINARY = os.path.abspath(a.binary)
     links = [l for l in a.links.split(",") if l == "loopback" or os.geteuid() == 0]
     models = [a.scenario] if a.scenario else a.models.split(",")
     load = os.getloadavg()[0]
