@@ -24,4 +24,12 @@ std::optional<CollectiveSize> profiled_size(const CollectiveCall& call, double d
   return CollectiveSize{calibration_op_name(call.op), ranks, data_bytes * per_array};
 }
 
+bool in_place(const CollectiveCall& call) {
+  const Slice& d = call.data;
+  const Slice& o = call.out;
+  if (o.buffer < 0)
+    return true;
+  return o.buffer == d.buffer && o.offset < d.offset + d.count && d.offset < o.offset + o.count;
+}
+
 } // namespace overlapsim

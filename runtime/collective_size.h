@@ -29,4 +29,11 @@ std::string calibration_op_name(CollectiveOp op);
 // message) and a barrier (it moves nothing).
 std::optional<CollectiveSize> profiled_size(const CollectiveCall& call, double data_bytes);
 
+// Whether `call` writes its result over its input: no output slice, or one that overlaps the data
+// in the same buffer (DDP's bucket all-reduce, ZeRO-1's reduce-scatter into its shard of the
+// gradients and all-gather of its shard into the parameters). Over one rank that is all the
+// difference: NCCL then only launches (17-30 us on an H100), where out of place it copies or
+// averages (0.5-1.2 ms for 22-537 MB).
+bool in_place(const CollectiveCall& call);
+
 } // namespace overlapsim

@@ -20,12 +20,15 @@ json link_json(const LinkFit& f) {
   json points = json::array();
   for (const auto& p : f.points)
     points.push_back({{"bytes", p.bytes}, {"seconds", p.seconds}});
-  return json{{"op", f.op},
-              {"ranks", f.ranks},
-              {"latency_s", f.latency_s},
-              {"bandwidth_Bps", f.bandwidth_Bps},
-              {"max_relative_residual", f.max_relative_residual},
-              {"points", points}};
+  json out{{"op", f.op},
+           {"ranks", f.ranks},
+           {"latency_s", f.latency_s},
+           {"bandwidth_Bps", f.bandwidth_Bps},
+           {"max_relative_residual", f.max_relative_residual},
+           {"points", points}};
+  if (f.in_place)
+    out["in_place"] = true;
+  return out;
 }
 
 // json::at with the file and key in the message.
@@ -50,6 +53,7 @@ LinkFit read_link(const json& j, const std::string& where) {
   f.latency_s = positive(j, "latency_s", where, true);
   f.bandwidth_Bps = positive(j, "bandwidth_Bps", where, false);
   f.max_relative_residual = j.value("max_relative_residual", 0.0);
+  f.in_place = j.value("in_place", false);
   if (j.contains("points"))
     for (const auto& p : j.at("points"))
       f.points.push_back(SizeTime{p.value("bytes", 0.0), p.value("seconds", 0.0)});
@@ -147,8 +151,9 @@ Calibration read_calibration(const std::string& path) {
       c.intra_node = read_link(l.at("intra_node"), path + ": links.intra_node");
     if (l.contains("inter_node"))
       c.inter_node = read_link(l.at("inter_node"), path + ": links.inter_node");
-    for (const auto& [key, ops] : {std::pair{"intra_node_ops", &c.intra_node_ops},
-                                   std::pair{"inter_node_ops", &c.inter_node_ops}})
+    for (const auto& [key, ops] :
+         {std::pair{"intra_node_ops", &c.intra_node_ops},
+          std::pair{"inter_node_ops", &c.inter_node_ops}, std::pair{"local_ops", &c.local_ops}})
       if (l.contains(key))
         for (const auto& f : l.at(key)) {
           const std::string where = fmt::format("{}: links.{}[{}]", path, key, ops->size());
@@ -158,6 +163,10 @@ Calibration read_calibration(const std::string& path) {
           } catch (const std::exception& e) {
             throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
           }
+          if (ops == &c.local_ops && ops->back().ranks != 1)
+            throw std::runtime_error(
+                fmt::format("{}: 'ranks' is {}, expected 1 (a collective over one rank)", where,
+                            ops->back().ranks));
         }
   }
   return c;
@@ -177,8 +186,9 @@ std::string calibration_json(const Calibration& c) {
     links["intra_node"] = link_json(*c.intra_node);
   if (c.inter_node)
     links["inter_node"] = link_json(*c.inter_node);
-  for (const auto& [key, ops] : {std::pair{"intra_node_ops", &c.intra_node_ops},
-                                 std::pair{"inter_node_ops", &c.inter_node_ops}})
+  for (const auto& [key, ops] :
+       {std::pair{"intra_node_ops", &c.intra_node_ops},
+        std::pair{"inter_node_ops", &c.inter_node_ops}, std::pair{"local_ops", &c.local_ops}})
     if (!ops->empty()) {
       links[key] = json::array();
       for (const auto& f : *ops)
@@ -213,8 +223,12 @@ std::string calibration_json(const Calibration& c) {
 }
 
 CollectiveShape ring_shape(std::string_view op, int ranks) {
-  if (ranks < 2)
-    throw std::runtime_error(fmt::format("a collective fit needs at least 2 ranks, got {}", ranks));
+  if (ranks < 1)
+    throw std::runtime_error(fmt::format("a collective fit needs at least 1 rank, got {}", ranks));
+  if (ranks == 1) {
+    ring_shape(op, 2); // a known op
+    return {1.0, 1.0};
+  }
   const double n = ranks;
   if (op == "all_reduce" || op == "allreduce")
     return {2 * (n - 1), 2 * (n - 1) / n};
@@ -354,6 +368,28 @@ double latency_floor(const LinkFit& link, const std::vector<LinkFit>& ops) {
         floor = std::min(floor, p.seconds / shape.latency_steps);
   }
   return floor;
+}
+
+double LinkFit::local_seconds_for(double bytes) const {
+  const double per_byte = bandwidth_Bps > 0 ? 1.0 / bandwidth_Bps : 0.0;
+  if (points.empty())
+    return latency_s + bytes * per_byte;
+  // Ascending by size, as the profile sweeps them (a file written by hand may not be).
+  const auto by_size = [](const SizeTime& a, const SizeTime& b) { return a.bytes < b.bytes; };
+  std::vector<SizeTime> sorted;
+  if (!std::is_sorted(points.begin(), points.end(), by_size)) {
+    sorted = points;
+    std::sort(sorted.begin(), sorted.end(), by_size);
+  }
+  const std::vector<SizeTime>& p = sorted.empty() ? points : sorted;
+  if (bytes <= p.front().bytes)
+    return std::max(latency_s, p.front().seconds - per_byte * (p.front().bytes - bytes));
+  if (bytes >= p.back().bytes)
+    return p.back().seconds + per_byte * (bytes - p.back().bytes);
+  const auto hi = std::lower_bound(p.begin(), p.end(), bytes,
+                                   [](const SizeTime& q, double s) { return q.bytes < s; });
+  const auto lo = std::prev(hi);
+  return lo->seconds + (bytes - lo->bytes) / (hi->bytes - lo->bytes) * (hi->seconds - lo->seconds);
 }
 
 double BytesMap::bytes_for(double array_bytes, int group_size) const {

@@ -1,8 +1,9 @@
 // Calibration profiles: what `overlapsim profile` measured on real hardware (per-layer forward and
 // backward times, the optimizer's cost, memory bandwidth, and alpha-beta fits of the links), in a
 // JSON file that scenarios reference with `model.profile` and `cluster.calibration`. The schema is
-// documented in docs/CALIBRATION.md. Also the alpha-beta fit itself and the import of nccl-tests
-// logs, so that users can calibrate links from the tables they already have.
+// documented in docs/VALIDATE.md ("Profile and calibration"). Also the alpha-beta fit itself and
+// the import of nccl-tests logs, so that users can calibrate links from the tables they already
+// have.
 #pragma once
 
 #include "hw/model.h"
@@ -38,6 +39,12 @@ struct LinkFit {
   double bandwidth_Bps = 0;
   double max_relative_residual = 0; // worst |fit - measured| / measured over the points
   std::vector<SizeTime> points;
+  bool in_place = false; // a local op (ranks 1) whose output overwrote its input
+
+  // The time of one op of `bytes` over a group of one rank (`ranks` 1, the fit one pass over the
+  // array): the measured points, interpolated; beyond them the fit's slope from the nearest
+  // point, never below the fixed cost (latency_s).
+  double local_seconds_for(double bytes) const;
 };
 
 struct Calibration {
@@ -72,6 +79,11 @@ struct Calibration {
   // where they differ: a CPU's Gloo implements each its own way).
   std::vector<LinkFit> intra_node_ops;
   std::vector<LinkFit> inter_node_ops;
+  // Collectives over a group of one rank (one worker), by op and whether in place: NCCL and Gloo
+  // still launch, copy or average what a larger group would (ZeRO-1's one-rank reduce-scatter
+  // and all-gather took 2.4-2.7 ms a bucket with Gloo, 17-30 us with NCCL on an H100, where an
+  // out-of-place one of the same 22 MB took 0.8 ms), which a network of no links prices at nothing.
+  std::vector<LinkFit> local_ops;
 };
 
 // The byte mapping that makes `link`'s alpha-beta model give `op`'s measured time (both of
@@ -107,7 +119,8 @@ std::string calibration_json(const Calibration& calibration);
 // Latency steps and bytes factor of a ring collective on `ranks` ranks, as functions of the array
 // size S that nccl-tests reports: all_reduce 2(n-1) steps and 2(n-1)/n S bytes; reduce_scatter and
 // all_gather (n-1) and (n-1)/n S; broadcast/reduce (n-1) and S (pipelined ring); send_recv, one
-// message between two ranks, 1 and S. Throws on an unknown op.
+// message between two ranks, 1 and S. A group of one rank (local_ops): 1 and S for every op, a
+// fixed cost and one pass over the array. Throws on an unknown op.
 struct CollectiveShape {
   double latency_steps;
   double bytes_factor;

@@ -229,6 +229,8 @@ ClusterSpec read_cluster(const Entry& e) {
       for (const auto& f : ops)
         c.collective_bytes[f.op] = collective_bytes_map(carrier, f);
     }
+    for (const auto& f : calibration->local_ops)
+      c.local_collectives[{f.op, f.in_place}] = f;
   }
   if (e.has("nics_per_node"))
     c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));

@@ -78,6 +78,10 @@ struct ClusterSpec {
   // By nccl-tests op name ("reduce_scatter", "all_gather"): from a calibration profile's per-op
   // fits; an op not listed runs with its own bytes.
   std::map<std::string, CollectiveBytesMap> collective_bytes;
+  // By nccl-tests op name and whether in place: a calibration profile's measured collectives over
+  // a group of one rank (Calibration::local_ops); an op measured in one form only prices both, an
+  // op not listed costs nothing over one rank.
+  std::map<std::pair<std::string, bool>, LinkFit> local_collectives;
 
   int world_size() const { return nodes * gpus_per_node; }
   double slowdown_of(int rank) const;

@@ -56,6 +56,7 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
                  const Topology& topology)
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
       algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes),
+      local_collectives_(cluster.local_collectives),
       nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
       nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)),
       nic_Bps_(cluster.inter_node.bandwidth_Bps), interference_(platform),
@@ -846,8 +847,18 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
   default:
     break;
   }
-  if (g.size() == 1)
+  if (g.size() == 1) {
+    // Nothing crosses a link, but the library still launches, copies or averages (measured, in
+    // the form the call has; the other form where only that one was measured).
+    const std::string name = calibration_op_name(call.op);
+    auto it = local_collectives_.find({name, in_place(call)});
+    if (it == local_collectives_.end())
+      it = local_collectives_.find({name, !in_place(call)});
+    if (it != local_collectives_.end())
+      fused(Scope{g, seq, 0}, it->second.local_seconds_for(bytes),
+            [] { return std::vector<Flow>{}; });
     return {0, "local"};
+  }
   // A calibrated op runs with the bytes that make the link's model give its own measured time
   // (scenario::CollectiveBytesMap; S is the full array, all-gather's data is the shard); what it
   // reports as sent stays the op's real volume.

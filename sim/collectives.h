@@ -184,7 +184,8 @@ private:
   const Topology& topology_;
   scenario::CollectiveFidelity fidelity_;
   scenario::CollectiveAlgorithm algorithm_;
-  std::map<std::string, scenario::CollectiveBytesMap> collective_bytes_; // calibrated ops
+  std::map<std::string, scenario::CollectiveBytesMap> collective_bytes_;        // calibrated ops
+  std::map<std::pair<std::string, bool>, scenario::LinkFit> local_collectives_; // op, in place
   std::unordered_map<std::string, simgrid::s4u::Mailbox*> mailboxes_;
   std::unordered_map<std::uint64_t, std::pair<double, double>> routes_; // latency, bandwidth
   std::unordered_map<int, double> ring_latency_;

@@ -42,7 +42,7 @@ TEST(Calibration, FitRejectsUnusableMeasurements) {
   EXPECT_THROW(fit_alpha_beta("all_reduce", 2, {{1e6, 1e-3}}), std::runtime_error);
   EXPECT_THROW(fit_alpha_beta("all_reduce", 2, {{1e3, 2e-3}, {1e6, 1e-3}}), std::runtime_error);
   EXPECT_THROW(fit_alpha_beta("gather", 2, ring_points(1e-6, 1e9)), std::runtime_error);
-  EXPECT_THROW(fit_alpha_beta("all_reduce", 1, ring_points(1e-6, 1e9)), std::runtime_error);
+  EXPECT_THROW(fit_alpha_beta("all_reduce", 0, ring_points(1e-6, 1e9)), std::runtime_error);
 }
 
 const char* kNcclTestsLog = R"(# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor)
@@ -312,6 +312,86 @@ algorithms: [ddp]
 // A point-to-point message measured at 3 ms + S / 25 MB/s (send_recv: one step, all of S) runs
 // with S' = S x 1e7 / 2.5e7 + (3 - 1) ms x 1e7 = 0.4 S + 20 kB, so one hop of the link (1 ms,
 // 10 MB/s) takes its own fitted time; the bytes reported as sent stay S.
+// Over one rank an op costs its measured points, interpolated; past them the fit's slope carries
+// on from the nearest point, never below the fixed cost. Points in any order.
+TEST(Calibration, OneRankOpsInterpolateTheirMeasuredPoints) {
+  LinkFit f;
+  f.op = "reduce_scatter";
+  f.ranks = 1;
+  f.latency_s = 5e-5;
+  f.bandwidth_Bps = 4e9;
+  f.points = {{4e6, 1.2e-3}, {1e3, 1e-4}, {1e6, 3e-4}};
+  EXPECT_NEAR(f.local_seconds_for(2.5e6), 3e-4 + 0.5 * 0.9e-3, 1e-15);
+  EXPECT_NEAR(f.local_seconds_for(8e6), 1.2e-3 + 4e6 / 4e9, 1e-15);
+  EXPECT_NEAR(f.local_seconds_for(0), 1e-4 - 1e3 / 4e9, 1e-15);
+  f.latency_s = 1e-4 - 1e3 / 8e9; // the floor, above the line's value at 0
+  EXPECT_NEAR(f.local_seconds_for(0), f.latency_s, 1e-15);
+  EXPECT_EQ(ring_shape("all_gather", 1).latency_steps, 1.0);
+  EXPECT_EQ(ring_shape("all_reduce", 1).bytes_factor, 1.0);
+  EXPECT_THROW(ring_shape("gather", 1), std::runtime_error);
+}
+
+// One GPU: ZeRO-1's one-bucket reduce-scatter of the mlp's 2,099,200 fp32 gradients (8,396,800 B)
+// writes its shard over its input, so it takes the in-place one-rank reduce-scatter's measured
+// 20 us + S / 1 TB/s = 28.3968 us, not the out-of-place one's 0.1 ms + S / 1 GB/s; the
+// all-gather, which the profile did not measure over one rank, costs nothing. With only the
+// out-of-place form measured, that prices it: 8.4968 ms. The calibration round-trips its local
+// ops, and refuses one measured on more ranks.
+TEST(Calibration, CollectivesOverOneRankTakeTheirMeasuredTime) {
+  auto c = mlp_profile();
+  c.inter_node.reset();
+  c.local_ops = {
+      fit_alpha_beta("reduce_scatter", 1, {{1e3, 1e-4 + 1e3 / 1e9}, {1e8, 1e-4 + 0.1}}),
+      fit_alpha_beta("reduce_scatter", 1, {{1e3, 2e-5 + 1e3 / 1e12}, {1e8, 2e-5 + 1e-4}})};
+  c.local_ops[1].in_place = true;
+  EXPECT_NEAR(c.local_ops[0].latency_s, 1e-4, 1e-12);
+  EXPECT_NEAR(c.local_ops[0].bandwidth_Bps, 1e9, 1);
+  const testing::ScratchDir dir;
+  std::ofstream(dir / "profile.json") << calibration_json(c);
+  const auto read = read_calibration((dir / "profile.json").string());
+  ASSERT_EQ(read.local_ops.size(), 2u);
+  EXPECT_FALSE(read.local_ops[0].in_place);
+  EXPECT_TRUE(read.local_ops[1].in_place);
+  std::ofstream(dir / "s.yaml") << R"(name: cal
+cluster: {nodes: 1, gpus_per_node: 1, gpu: a100-80gb, calibration: profile.json}
+model: {preset: mlp, width: 1024, depth: 2, dtype: fp32}
+training: {micro_batch: 8, steps: 2}
+algorithms: [ddp]
+)";
+  auto expect_zero1 = [&](double reduce_scatter_s) {
+    const auto r = overlapsim::testing::simulate(load_scenario((dir / "s.yaml").string()), "zero1",
+                                                 {{"bucket_cap", "1GB"}});
+    int reduce_scatters = 0, all_gathers = 0;
+    for (const auto& e : r.trace.events) {
+      const std::string name{r.trace.name_of(e.name)};
+      if (e.category != OpCategory::comm)
+        continue;
+      if (name.starts_with("reduce-scatter")) {
+        EXPECT_NEAR(e.end - e.start, reduce_scatter_s, 1e-9);
+        ++reduce_scatters;
+      } else if (name.starts_with("all-gather")) {
+        EXPECT_EQ(e.end - e.start, 0.0);
+        ++all_gathers;
+      }
+    }
+    EXPECT_GE(reduce_scatters, 2); // one a step
+    EXPECT_EQ(all_gathers, reduce_scatters);
+  };
+  expect_zero1(2e-5 + 8396800 / 1e12);
+  c.local_ops.pop_back();
+  std::ofstream(dir / "profile.json") << calibration_json(c);
+  expect_zero1(1e-4 + 8396800 / 1e9);
+
+  c.local_ops[0].ranks = 2;
+  std::ofstream(dir / "profile.json") << calibration_json(c);
+  try {
+    read_calibration((dir / "profile.json").string());
+    FAIL() << "a local op measured on 2 ranks was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("links.local_ops[0]: 'ranks' is 2, expected 1"));
+  }
+}
+
 TEST(Calibration, PointToPointMessagesRunAtTheirOwnFittedTime) {
   auto c = mlp_profile();
   c.inter_node_ops = {

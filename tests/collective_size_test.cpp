@@ -29,6 +29,21 @@ TEST(CollectiveSize, CountsTheArrayAsNcclTestsDo) {
   EXPECT_EQ(calibration_op_name(CollectiveOp::all_to_all), "all_to_all");
 }
 
+// In place: no output, or one overlapping the data in the same buffer (ZeRO-1's shards).
+TEST(CollectiveSize, InPlaceIsAnOutputOverTheInput) {
+  CollectiveCall call;
+  call.data = Slice{3, 100, 400};
+  EXPECT_TRUE(in_place(call));   // DDP's bucket all-reduce: no output slice
+  call.out = Slice{3, 200, 100}; // a reduce-scatter into the shard inside its input
+  EXPECT_TRUE(in_place(call));
+  call.out = Slice{3, 0, 1000}; // an all-gather of the shard into the whole
+  EXPECT_TRUE(in_place(call));
+  call.out = Slice{3, 500, 100}; // the same buffer, past the data
+  EXPECT_FALSE(in_place(call));
+  call.out = Slice{4, 100, 400}; // another buffer (FSDP's gradient shards)
+  EXPECT_FALSE(in_place(call));
+}
+
 TEST(CollectiveSize, SimulationListsTheSizesItsCollectivesUsed) {
   // 4 layers of 256 x 256 + 256 parameters, fp32 gradients: 263168 x 4 bytes, one DDP bucket
   // (25 MiB cap), all-reduced once per step (the last micro-batch of 2). Calls count over the GPUs

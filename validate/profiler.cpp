@@ -75,10 +75,13 @@ int agreed_repeats(RealWorker& w, const Group& group, const ProfileOptions& o, d
 }
 
 // Times a collective over `group` at the sizes of sweep_sizes, rank-synchronised by a barrier
-// before every repeat; returns the expected time per size as this rank saw it.
+// before every repeat; returns the expected time per size as this rank saw it. A group of one
+// has nobody to wait for: its repeats run back to back, as a run issues one bucket's after the
+// last. `in_place`: reduce-scatter and all-gather write into `buffer` itself (the shard at the
+// rank's place), as ZeRO-1 does; else into `out`.
 std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferId buffer,
                                       BufferId out, const ProfileOptions& o, double max_bytes,
-                                      CollectiveOp op) {
+                                      CollectiveOp op, bool in_place = false) {
   std::vector<scenario::SizeTime> points;
   for (const double bytes : sweep_sizes(o, max_bytes, calibration_op_name(op), group.size())) {
     const auto elements = std::max<std::int64_t>(group.size(), std::llround(bytes / 4));
@@ -86,7 +89,8 @@ std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferI
     std::vector<double> times;
     int repeats = 0;
     for (int r = -1; r < repeats; ++r) { // one untimed warm-up, which sets the count
-      barrier(w, group);
+      if (group.size() > 1)
+        barrier(w, group);
       CollectiveCall ar;
       ar.op = op;
       ar.group = &group;
@@ -95,9 +99,9 @@ std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferI
       const Slice mine = shard(buffer, elements, me, group.size());
       ar.data = op == CollectiveOp::all_gather ? mine : Slice{buffer, 0, elements};
       if (op == CollectiveOp::all_gather)
-        ar.out = Slice{out, 0, elements};
+        ar.out = Slice{in_place ? buffer : out, 0, elements};
       if (op == CollectiveOp::reduce_scatter)
-        ar.out = Slice{out, 0, mine.count};
+        ar.out = in_place ? mine : Slice{out, 0, mine.count};
       const std::size_t before = w.trace().events.size();
       w.run(ar);
       const auto& e = w.trace().events[before];
@@ -176,8 +180,9 @@ scenario::LinkFit robust_fit(const std::string& op, int ranks,
           f.max_relative_residual,
           std::abs(shape.bytes_factor * p.bytes / f.bandwidth_Bps - p.seconds) / p.seconds);
     f.points = points;
-    fmt::print(stderr, "overlapsim profile: {}; using the largest size's bandwidth instead\n",
-               e.what());
+    if (ranks > 1) // over one rank a flat time is expected (an in-place all-reduce does nothing)
+      fmt::print(stderr, "overlapsim profile: {}; using the largest size's bandwidth instead\n",
+                 e.what());
     return f;
   }
 }
@@ -581,6 +586,20 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
       measure(topo.world(), cal.inter_node, cal.inter_node_ops);
     else
       measure(topo.world(), cal.intra_node, cal.intra_node_ops);
+  } else {
+    // One worker: no link, but each collective still costs what the library does over one rank
+    // (Calibration::local_ops), in place (the all-reduce always) and out of place.
+    for (const auto op :
+         {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather})
+      for (const bool in_place : {true, false}) {
+        if (op == CollectiveOp::all_reduce && !in_place)
+          continue;
+        auto fit =
+            robust_fit(calibration_op_name(op), 1,
+                       sweep(w, topo.world(), scratch, scratch_out, o, max_bytes, op, in_place));
+        fit.in_place = in_place;
+        cal.local_ops.push_back(std::move(fit));
+      }
   }
   if (topo.nodes() > 1 && topo.gpus_per_node() > 1 && topo.node_of(rank) == 0) {
     const auto points =

@@ -149,6 +149,35 @@ TEST(Validate, DdpOnTwoWorkersEqualsOneWorkerOnTheSameGlobalBatch) {
     EXPECT_NEAR(a[i].second, b[i].second, 1e-5 * b[i].second) << "step " << i;
   }
   EXPECT_LT(a.back().second, 0.9 * a.front().second); // it trains
+  // One worker has no link, but its collectives still cost what Gloo takes over one rank: the
+  // profile measured each (the all-reduce in place, reduce-scatter and all-gather in both forms),
+  // and the prediction prices DDP's bucket all-reduce with it (a group of one cost nothing).
+  std::ifstream profile_in(dir / "one" / "profile.json");
+  const auto local = nlohmann::json::parse(profile_in)["links"]["local_ops"];
+  ASSERT_EQ(local.size(), 5u) << local.dump();
+  std::set<std::pair<std::string, bool>> forms;
+  for (const auto& f : local) {
+    EXPECT_EQ(f["ranks"], 1);
+    EXPECT_GE(f["points"].size(), 2u) << f["op"];
+    forms.emplace(f["op"].get<std::string>(), f.value("in_place", false));
+  }
+  EXPECT_EQ(forms, (std::set<std::pair<std::string, bool>>{{"all_reduce", true},
+                                                           {"reduce_scatter", true},
+                                                           {"reduce_scatter", false},
+                                                           {"all_gather", true},
+                                                           {"all_gather", false}}));
+  std::ifstream comparison_in(dir / "one" / "comparison.json");
+  const auto comparison = nlohmann::json::parse(comparison_in);
+  int priced = 0;
+  for (const auto& o : comparison["ops"])
+    if (o["op"] == "all-reduce bucket") {
+      const double predicted = o["predicted"]["median_s"], measured = o["measured"]["median_s"];
+      EXPECT_GT(predicted, 0.0);
+      EXPECT_LT(predicted, 10 * measured); // the same op, priced from its own measurement
+      EXPECT_GT(predicted, 0.1 * measured);
+      ++priced;
+    }
+  EXPECT_EQ(priced, 1);
 }
 
 // comparison.json: algorithm -> metric -> (predicted, measured).
