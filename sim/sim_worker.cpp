@@ -216,6 +216,7 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
       s.model.spec.measured_optimizer_seconds(static_cast<double>(op.params.count));
   const double seconds = measured > 0 ? measured : bytes / s.cluster.gpu.hbm_bandwidth_Bps;
   compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
+  ++ctx_.collective_calls[CollectiveSize{kOptimizerStep, 1, static_cast<double>(op.params.count)}];
 }
 
 void SimWorker::outer_step(const OuterStep& op) {

@@ -56,9 +56,10 @@ algorithms: [ddp, fsdp]
 )",
                                               "sizes.yaml");
   const auto ddp = sim::simulate(s, s.algorithms[0]).collective_calls;
-  ASSERT_EQ(ddp.size(), 1u);
-  EXPECT_EQ(ddp.begin()->first, (CollectiveSize{"all_reduce", 2, 263168.0 * 4}));
-  EXPECT_EQ(ddp.begin()->second, 4); // 4 steps
+  ASSERT_EQ(ddp.size(), 2u);
+  EXPECT_EQ(ddp.at(CollectiveSize{"all_reduce", 2, 263168.0 * 4}), 4); // 4 steps
+  // Its optimizer steps too, by the parameters each updates: the whole model once a step.
+  EXPECT_EQ(ddp.at(CollectiveSize{kOptimizerStep, 1, 263168.0}), 4);
   // FSDP: each layer a unit, gathered for the forward and the backward of each micro-batch, its
   // gradient reduced once a step.
   const auto fsdp = sim::simulate(s, s.algorithms[1]).collective_calls;
@@ -68,6 +69,8 @@ algorithms: [ddp, fsdp]
   ASSERT_TRUE(fsdp.contains(unit_reduce));
   EXPECT_EQ(fsdp.at(unit_gather), 4 * 2 * 2 * 4); // steps x micro-batches x passes x units
   EXPECT_EQ(fsdp.at(unit_reduce), 4 * 4);
+  // Each unit's shard stepped once a step: half of 65,792 parameters.
+  EXPECT_EQ(fsdp.at(CollectiveSize{kOptimizerStep, 1, 65792.0 / 2}), 4 * 4);
 }
 
 } // namespace

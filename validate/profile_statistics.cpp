@@ -47,6 +47,32 @@ std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes, std::
   return bytes;
 }
 
+std::vector<std::int64_t> optimizer_step_sizes(const ProfileOptions& o, std::int64_t n,
+                                               std::vector<std::int64_t> shards) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> issued; // (calls, parameters)
+  for (const auto& [size, calls] : o.issued)
+    if (size.op == kOptimizerStep && size.bytes >= 1)
+      issued.emplace_back(calls, std::llround(size.bytes));
+  std::sort(issued.begin(), issued.end(), std::greater<>());
+  const auto near = [&](std::int64_t p) {
+    return std::abs(static_cast<double>(n - p)) <= 0.02 * static_cast<double>(p) ||
+           std::any_of(shards.begin(), shards.end(), [&](std::int64_t s) {
+             return std::abs(static_cast<double>(s - p)) <= 0.02 * static_cast<double>(p);
+           });
+  };
+  int added = 0;
+  for (const auto& [calls, p] : issued) {
+    if (added == kMaxIssuedSizes)
+      break;
+    if (p < n && !near(p)) {
+      shards.push_back(p);
+      ++added;
+    }
+  }
+  std::sort(shards.begin(), shards.end());
+  return shards;
+}
+
 int repeats_for(const ProfileOptions& o, double one) {
   const double wanted = std::ceil(o.min_time_s / std::max(one, 1e-9));
   return static_cast<int>(

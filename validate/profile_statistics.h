@@ -38,6 +38,13 @@ inline constexpr int kMaxIssuedSizes = 8;
 std::vector<double> sweep_sizes(const ProfileOptions& options, double max_bytes,
                                 std::string_view op, int ranks);
 
+// The parameter counts profile times an optimizer step over, ascending: `shards` (the shards the
+// algorithms step) and the counts they issue (o.issued's kOptimizerStep sizes, the most called
+// first, kMaxIssuedSizes of them), each below `n` (the full step, measured anyway) and not within
+// 2% of a count already there.
+std::vector<std::int64_t> optimizer_step_sizes(const ProfileOptions& options, std::int64_t n,
+                                               std::vector<std::int64_t> shards);
+
 // What an op costs a run on average: the mean of its repeats without the slowest 5% (rounded
 // down), so that a one-off page fault or preemption in a short profile does not weigh as much as
 // hundreds of repeats. Not the median: an iteration's time is the sum of its ops' times, and on a

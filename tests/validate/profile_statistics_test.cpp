@@ -1,5 +1,6 @@
 #include "validate/profile_statistics.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 namespace overlapsim::real {
@@ -65,6 +66,25 @@ TEST(ProfileStatistics, SweepTakesTheMostCalledIssuedSizes) {
   ASSERT_EQ(got.size(), 3u + kMaxIssuedSizes);
   EXPECT_DOUBLE_EQ(got[2], 5e3); // 2, 3 and 4 kB, the least called, are left out
   EXPECT_DOUBLE_EQ(got[got.size() - 2], 2e3 + 1e3 * (kMaxIssuedSizes + 2));
+}
+
+// The optimizer steps a run issues join the shards: the most called first, none at or past the
+// full model (measured anyway) nor within 2% of a count already there; collectives do not count.
+TEST(ProfileStatistics, OptimizerStepsTakeTheParameterCountsTheAlgorithmsStep) {
+  ProfileOptions o;
+  o.issued[{kOptimizerStep, 1, 316}] = 40;    // CDP's one-tensor stage
+  o.issued[{kOptimizerStep, 1, 50500}] = 30;  // within 2% of the shard 50,000
+  o.issued[{kOptimizerStep, 1, 100000}] = 20; // the full model
+  o.issued[{kOptimizerStep, 1, 12000}] = 10;  // FSDP's unit shard
+  o.issued[{"all_reduce", 2, 4096}] = 100;    // not a step
+  EXPECT_EQ(optimizer_step_sizes(o, 100000, {50000}),
+            (std::vector<std::int64_t>{316, 12000, 50000}));
+  for (int i = 0; i < kMaxIssuedSizes + 2; ++i) // 1,000 called once, 2,000 twice, ...
+    o.issued[{kOptimizerStep, 1, 1000.0 * (i + 1)}] = i + 1;
+  const auto got = optimizer_step_sizes(o, 100000, {});
+  EXPECT_EQ(got.size(), static_cast<std::size_t>(kMaxIssuedSizes));
+  EXPECT_EQ(got.front(), 316);                                       // the most called
+  EXPECT_TRUE(std::find(got.begin(), got.end(), 1000) == got.end()); // the least
 }
 
 } // namespace
