@@ -42,6 +42,9 @@ struct ModelSpec {
   // Measured steps over flat slices, (parameters, seconds) ascending: interpolated where given
   // (optimizer_step_time).
   std::vector<std::pair<double, double>> optimizer_points;
+  // Measured: ACCO's estimate (Algorithm 1 line 27: the step's result written to another buffer,
+  // master and moments kept) over a committed step of the same shard; 1: the same price.
+  double optimizer_estimate_ratio = 1;
   // Measured: DiLoCo's outer step per parameter; replaces the memory-bandwidth estimate when > 0.
   double outer_step_time_per_param_s = 0;
   // Measured element-wise ops by name ("copy", "accumulate", "fill"): a fixed cost per call and a

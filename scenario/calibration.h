@@ -59,6 +59,10 @@ struct Calibration {
   // state fits a cache (a CPU's L3: a 2-worker ZeRO-1 shard stepped 4.7x faster than the full
   // step, not 2x); the simulator interpolates between them.
   std::vector<std::pair<double, double>> optimizer_points;
+  // ACCO's estimate over a committed step of the same shard, both measured after a forward and
+  // backward (issue 30.3: priced as a step, the estimate was 13-19% short on a CPU, where it
+  // reads the master and moments without writing them and writes another buffer); 0: not measured.
+  double optimizer_estimate_ratio = 0;
   // DiLoCo's outer step (outer Nesterov from the anchor, momentum, the inner optimizer's state
   // reloaded), measured over the whole model, per parameter (issue 30.3): priced by the memory
   // bandwidth of a copy it was 12x short on a CPU, where it runs many element-wise passes.

@@ -88,6 +88,8 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
   m.spec.optimizer_time_per_param_s = cal.optimizer_time_per_param_s;
   m.spec.optimizer_points = cal.optimizer_points;
   m.spec.outer_step_time_per_param_s = cal.outer_step_time_per_param_s;
+  if (cal.optimizer_estimate_ratio > 0)
+    m.spec.optimizer_estimate_ratio = cal.optimizer_estimate_ratio;
   m.spec.memory_ops = cal.memory_ops;
   if (cal.memory_bandwidth_Bps > 0)
     cluster.gpu.hbm_bandwidth_Bps = cal.memory_bandwidth_Bps;

@@ -214,7 +214,9 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
                        optimizer_bytes_touched_per_param(s.training.optimizer, s.model.dtype);
   const double measured =
       s.model.spec.measured_optimizer_seconds(static_cast<double>(op.params.count));
-  const double seconds = measured > 0 ? measured : bytes / s.cluster.gpu.hbm_bandwidth_Bps;
+  // An estimate (ACCO's, uncommitted) at its own measured share of a step.
+  const double seconds = (measured > 0 ? measured : bytes / s.cluster.gpu.hbm_bandwidth_Bps) *
+                         (op.commit ? 1.0 : s.model.spec.optimizer_estimate_ratio);
   compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
   ++ctx_.collective_calls[CollectiveSize{kOptimizerStep, 1, static_cast<double>(op.params.count)}];
 }

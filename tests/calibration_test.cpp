@@ -431,6 +431,33 @@ algorithms: [cdp-v2]
 
 // Issue 30.1: optimizer steps measured over shards are priced on their own points, not as a share
 // of the full step: between two points on their line, beyond them in proportion.
+// ACCO's estimate (uncommitted) costs its measured share of a committed step of the same shard:
+// 1.25 of it here, by the work each executes.
+TEST(Calibration, AccosEstimateTakesItsMeasuredShareOfAStep) {
+  const testing::ScratchDir dir;
+  auto profile = mlp_profile();
+  profile.optimizer_estimate_ratio = 1.25;
+  std::ofstream(dir / "profile.json") << calibration_json(profile);
+  EXPECT_DOUBLE_EQ(read_calibration((dir / "profile.json").string()).optimizer_estimate_ratio,
+                   1.25);
+  const auto path = (dir / "s.yaml").string();
+  std::ofstream(path) << R"(name: cal
+cluster: {nodes: 1, gpus_per_node: 2, gpu: a100-80gb, intra_node: {bandwidth: 1TB/s, latency: 0us}}
+model: {preset: mlp, width: 16, depth: 2, profile: profile.json, dtype: fp32}
+training: {micro_batch: 8, steps: 3}
+algorithms: [acco]
+)";
+  const auto r = overlapsim::testing::simulate(load_scenario(path), "acco");
+  std::vector<double> steps, estimates;
+  for (const auto& e : r.trace.events)
+    if (e.worker == 0 && e.category == OpCategory::optimizer)
+      (r.trace.name_of(e.name) == "optimizer estimate" ? estimates : steps).push_back(e.flops);
+  ASSERT_FALSE(steps.empty());
+  ASSERT_FALSE(estimates.empty());
+  for (const double f : estimates)
+    EXPECT_NEAR(f, 1.25 * steps.front(), 1e-9 * f);
+}
+
 TEST(Calibration, OptimizerStepsInterpolateBetweenMeasuredShards) {
   hw::ModelSpec m;
   m.optimizer_time_per_param_s = 1e-9;

@@ -488,6 +488,36 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
                                       expected_time(durations(w.trace(), from)[optimizer_step]));
   }
   std::sort(cal.optimizer_points.begin(), cal.optimizer_points.end());
+  // ACCO's estimate over its shard (the whole model on one worker), against the committed step
+  // measured just the same: its own price, not the step's (issue 30.3).
+  {
+    const std::int64_t shard = n / ctx.topology.world_size();
+    const BufferId estimate = w.declare(
+        {"profile_estimate", MemoryCategory::buffers, std::max<std::int64_t>(1, shard), 4});
+    const auto timed = [&](bool commit) {
+      const std::size_t from = repeat_timed(w, o, [&](int r) {
+        const MicroBatch mb{r, 0};
+        for (int l = 0; l < layers; ++l)
+          w.forward({l, l + 1}, mb, params);
+        for (int l = layers - 1; l >= 0; --l)
+          w.backward({l, l + 1}, mb, params, grads);
+        w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
+                                       .grads = Slice{grads, 0, shard},
+                                       .state = Slice{state, 0, shard},
+                                       .grad_scale = 1e-6,
+                                       .step = r,
+                                       .out = commit ? Slice{} : Slice{estimate, 0, shard},
+                                       .commit = commit});
+      });
+      return expected_time(
+          durations(w.trace(), from)[op_label(OptimizerStep{.commit = commit}).name]);
+    };
+    if (shard > 0) {
+      const double committed = timed(true);
+      if (committed > 0)
+        cal.optimizer_estimate_ratio = timed(false) / committed;
+    }
+  }
   if (!shards.empty())
     cal.optimizer_points.emplace_back(static_cast<double>(n), expected_time(d[optimizer_step]));
   cal.memory_bandwidth_Bps =
