@@ -413,6 +413,15 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   const BufferId grads = w.declare({"grads", MemoryCategory::grads, n, 4});
   const BufferId state = w.declare({"optimizer_state", MemoryCategory::optimizer_state, n, 4});
   const int layers = static_cast<int>(s.model.spec.layers.size());
+  // Forward and backward layer by layer as a run computes them (repeat r): every op below is
+  // timed after them, in the state a run leaves the caches in.
+  const auto layer_by_layer = [&](int r) {
+    const MicroBatch mb{r, 0};
+    for (int l = 0; l < layers; ++l)
+      w.forward({l, l + 1}, mb, params);
+    for (int l = layers - 1; l >= 0; --l)
+      w.backward({l, l + 1}, mb, params, grads);
+  };
 
   scenario::Calibration cal;
   cal.source = "overlapsim profile";
@@ -429,11 +438,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   // the step they agree within a few percent (mlp, 1 worker: forward 2.02 vs 2.10 ms, backward
   // 3.49 vs 3.62 ms, optimizer 2.38 vs 2.62 ms; before: 1.83, 3.17 and 1.99 ms).
   const std::size_t first_timed = repeat_timed(w, o, [&](int r) {
-    const MicroBatch mb{r, 0};
-    for (int l = 0; l < layers; ++l)
-      w.forward({l, l + 1}, mb, params);
-    for (int l = layers - 1; l >= 0; --l)
-      w.backward({l, l + 1}, mb, params, grads);
+    layer_by_layer(r);
     w.optimizer_step(OptimizerStep{.params = Slice{params, 0, n},
                                    .grads = Slice{grads, 0, n},
                                    .state = Slice{state, 0, n},
@@ -473,11 +478,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
       shards.push_back(p);
   for (const std::int64_t shard : shards) {
     const std::size_t from = repeat_timed(w, o, [&](int r) {
-      const MicroBatch mb{r, 0};
-      for (int l = 0; l < layers; ++l)
-        w.forward({l, l + 1}, mb, params);
-      for (int l = layers - 1; l >= 0; --l)
-        w.backward({l, l + 1}, mb, params, grads);
+      layer_by_layer(r);
       w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
                                      .grads = Slice{grads, 0, shard},
                                      .state = Slice{state, 0, shard},
@@ -496,11 +497,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         {"profile_estimate", MemoryCategory::buffers, std::max<std::int64_t>(1, shard), 4});
     const auto timed = [&](bool commit) {
       const std::size_t from = repeat_timed(w, o, [&](int r) {
-        const MicroBatch mb{r, 0};
-        for (int l = 0; l < layers; ++l)
-          w.forward({l, l + 1}, mb, params);
-        for (int l = layers - 1; l >= 0; --l)
-          w.backward({l, l + 1}, mb, params, grads);
+        layer_by_layer(r);
         w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
                                        .grads = Slice{grads, 0, shard},
                                        .state = Slice{state, 0, shard},
@@ -530,11 +527,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   {
     const auto time_ops = [&](std::int64_t count) {
       const std::size_t from = repeat_timed(w, o, [&](int r) {
-        const MicroBatch mb{r, 0};
-        for (int l = 0; l < layers; ++l)
-          w.forward({l, l + 1}, mb, params);
-        for (int l = layers - 1; l >= 0; --l)
-          w.backward({l, l + 1}, mb, params, grads);
+        layer_by_layer(r);
         w.copy(Slice{grads, 0, count}, Slice{state, 0, count});
         w.accumulate(Slice{grads, 0, count}, Slice{state, 0, count});
         w.fill(Slice{state, 0, count}, 0);
@@ -567,11 +560,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     w.copy(Slice{params, 0, n}, Slice{anchor, 0, n});
     w.fill(Slice{momentum, 0, n}, 0);
     const std::size_t from = repeat_timed(w, o, [&](int r) {
-      const MicroBatch mb{r, 0};
-      for (int l = 0; l < layers; ++l)
-        w.forward({l, l + 1}, mb, params);
-      for (int l = layers - 1; l >= 0; --l)
-        w.backward({l, l + 1}, mb, params, grads);
+      layer_by_layer(r);
       w.optimizer_step(OptimizerStep{.params = Slice{params, 0, n},
                                      .grads = Slice{grads, 0, n},
                                      .state = Slice{state, 0, n},
