@@ -26,6 +26,9 @@ struct CollectiveSize {
 // parameters a step updates: CDP-v2's step of a 316-parameter stage cost 9 us by the full
 // step's rate and 125-168 us on a CPU, a call's own cost.
 inline constexpr const char* kOptimizerStep = "optimizer_step";
+// And ACCO's estimates (uncommitted steps) under their own name: profile times an estimate only
+// where an algorithm makes one, at the parameters it updates.
+inline constexpr const char* kOptimizerEstimate = "optimizer_estimate";
 
 // The calibration's name of `op`: "all-reduce" spelt all_reduce; a send is send_recv (profile
 // measures messages as a ping-pong).

@@ -218,7 +218,8 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
   const double seconds = (measured > 0 ? measured : bytes / s.cluster.gpu.hbm_bandwidth_Bps) *
                          (op.commit ? 1.0 : s.model.spec.optimizer_estimate_ratio);
   compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
-  ++ctx_.collective_calls[CollectiveSize{kOptimizerStep, 1, static_cast<double>(op.params.count)}];
+  ++ctx_.collective_calls[CollectiveSize{op.commit ? kOptimizerStep : kOptimizerEstimate, 1,
+                                         static_cast<double>(op.params.count)}];
 }
 
 void SimWorker::outer_step(const OuterStep& op) {

@@ -5,6 +5,7 @@
 #include "scenario/loader.h"
 #include "sim/sim_runtime.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 namespace overlapsim {
@@ -52,7 +53,7 @@ TEST(CollectiveSize, SimulationListsTheSizesItsCollectivesUsed) {
 cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, inter_node: ethernet-10g}
 model: {preset: mlp, width: 256, depth: 4, dtype: fp32}
 training: {micro_batch: 64, seq_len: 1, grad_accum: 2, steps: 3, warmup_steps: 1}
-algorithms: [ddp, fsdp]
+algorithms: [ddp, fsdp, acco]
 )",
                                               "sizes.yaml");
   const auto ddp = sim::simulate(s, s.algorithms[0]).collective_calls;
@@ -71,6 +72,11 @@ algorithms: [ddp, fsdp]
   EXPECT_EQ(fsdp.at(unit_reduce), 4 * 4);
   // Each unit's shard stepped once a step: half of 65,792 parameters.
   EXPECT_EQ(fsdp.at(CollectiveSize{kOptimizerStep, 1, 65792.0 / 2}), 4 * 4);
+  // Neither makes an estimate; ACCO does, of its shard (half of 263,168), under its own name.
+  EXPECT_FALSE(std::any_of(fsdp.begin(), fsdp.end(),
+                           [](const auto& c) { return c.first.op == kOptimizerEstimate; }));
+  const auto acco = sim::simulate(s, s.algorithms[2]).collective_calls;
+  EXPECT_TRUE(acco.contains(CollectiveSize{kOptimizerEstimate, 1, 263168.0 / 2}));
 }
 
 } // namespace

@@ -489,10 +489,17 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
                                       expected_time(durations(w.trace(), from)[optimizer_step]));
   }
   std::sort(cal.optimizer_points.begin(), cal.optimizer_points.end());
-  // ACCO's estimate over its shard (the whole model on one worker), against the committed step
-  // measured just the same: its own price, not the step's (issue 30.3).
-  {
-    const std::int64_t shard = n / ctx.topology.world_size();
+  // ACCO's estimate at the parameters it updates (the most called count), where an algorithm
+  // makes one, against the committed step measured just the same: its own price, not the step's
+  // (issue 30.3).
+  std::int64_t estimated = 0, most_calls = 0;
+  for (const auto& [size, calls] : o.issued)
+    if (size.op == kOptimizerEstimate && calls > most_calls && size.bytes >= 1 && size.bytes <= n) {
+      estimated = std::llround(size.bytes);
+      most_calls = calls;
+    }
+  if (estimated > 0) {
+    const std::int64_t shard = estimated;
     const BufferId estimate = w.declare(
         {"profile_estimate", MemoryCategory::buffers, std::max<std::int64_t>(1, shard), 4});
     const auto timed = [&](bool commit) {
@@ -509,11 +516,9 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
       return expected_time(
           durations(w.trace(), from)[op_label(OptimizerStep{.commit = commit}).name]);
     };
-    if (shard > 0) {
-      const double committed = timed(true);
-      if (committed > 0)
-        cal.optimizer_estimate_ratio = timed(false) / committed;
-    }
+    const double committed = timed(true);
+    if (committed > 0)
+      cal.optimizer_estimate_ratio = timed(false) / committed;
   }
   if (!shards.empty())
     cal.optimizer_points.emplace_back(static_cast<double>(n), expected_time(d[optimizer_step]));
