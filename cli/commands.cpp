@@ -124,6 +124,12 @@ void add_commands(CLI::App& app) {
       ->check(CLI::IsMember({"cores", "none"}))
       ->capture_default_str();
   validate
+      ->add_option("--gloo-piece", val->gloo_piece_bytes,
+                   "Bytes per piece of Gloo's reduce-scatter and all-gather (0: what the link "
+                   "moves in 20 ms, measured at the start, within 256 KiB-4 MiB)")
+      ->check(CLI::Range(0LL, 1LL << 30))
+      ->capture_default_str();
+  validate
       ->add_option("--algorithms", val->algorithms,
                    "Comma-separated algorithms to run, in this order: the scenario's entries by "
                    "label, or any "
@@ -153,6 +159,9 @@ void add_commands(CLI::App& app) {
       ->capture_default_str();
   profile->add_option("--cpu-bind", prof->cpu_bind, "As for validate")
       ->check(CLI::IsMember({"cores", "none"}))
+      ->capture_default_str();
+  profile->add_option("--gloo-piece", prof->gloo_piece_bytes, "As for validate")
+      ->check(CLI::Range(0LL, 1LL << 30))
       ->capture_default_str();
   profile->add_option("--set", prof->overrides, "Override a scenario key: key.path=value");
   profile->add_option("--import-nccl-tests", prof->nccl_tests_log,

@@ -230,6 +230,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                                         ? nlohmann::ordered_json(nullptr)
                                         : nlohmann::ordered_json(parse_rate(o.emulate_link));
   comparison["cpu_bind"] = o.cpu_bind;
+  comparison["gloo_piece_bytes"] = result.gloo_piece_bytes;
   comparison["rows"] = rows;
   comparison["ops"] = ops;
   comparison["warnings"] = warnings;
@@ -262,6 +263,9 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
               o.emulate_link.empty() ? "" : fmt::format(", links {}", o.emulate_link).c_str(),
               table.c_str());
   std::printf("%s", step_lines.c_str());
+  if (result.gloo_piece_bytes > 0)
+    std::printf("Gloo's reduce-scatters and all-gathers ran in pieces of %s\n",
+                hw::format_bytes(static_cast<double>(result.gloo_piece_bytes)).c_str());
   std::printf("\nper op, predicted vs measured (median of one op; time per step per worker)\n%s",
               op_table.c_str());
   for (const auto& w : warnings)
@@ -276,7 +280,8 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
 // The command line each worker process of a local launch gets (the options both commands share).
 std::vector<std::string> worker_argv(const char* command, const std::string& scenario,
                                      double timeout_s, const std::string& backend,
-                                     double profile_time_s, const std::string& cpu_bind) {
+                                     double profile_time_s, const std::string& cpu_bind,
+                                     long long gloo_piece_bytes) {
   return {"overlapsim",
           command,
           scenario,
@@ -287,7 +292,9 @@ std::vector<std::string> worker_argv(const char* command, const std::string& sce
           "--profile-time",
           fmt::format("{}", profile_time_s),
           "--cpu-bind",
-          cpu_bind};
+          cpu_bind,
+          "--gloo-piece",
+          fmt::format("{}", gloo_piece_bytes)};
 }
 
 // This process is one worker of the job.
@@ -303,6 +310,7 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   wo.backend = o.backend;
   wo.profile = s.model.profile.empty();
   wo.profile_time_s = o.profile_time_s;
+  wo.gloo_piece_bytes = o.gloo_piece_bytes;
   if (wo.profile)
     wo.profile_sizes = issued_collective_sizes(s);
   // Rank 0 shares the launcher's terminal: the bar shows there, and nowhere when it is no terminal.
@@ -357,8 +365,8 @@ int validate_command(const ValidateOptions& o) {
     remove_stale_temp_dirs();
     real::LocalLaunch launch;
     launch.workers = o.workers;
-    launch.argv =
-        worker_argv("validate", o.scenario, o.timeout_s, o.backend, o.profile_time_s, o.cpu_bind);
+    launch.argv = worker_argv("validate", o.scenario, o.timeout_s, o.backend, o.profile_time_s,
+                              o.cpu_bind, o.gloo_piece_bytes);
     launch.bind_cores = o.cpu_bind == "cores";
     if (!o.out.empty())
       launch.argv.insert(launch.argv.end(), {"--out", o.out});
@@ -445,6 +453,7 @@ int profile_command(const ProfileOptions& o) {
       wo.timeout_s = o.timeout_s;
       wo.backend = o.backend;
       wo.profile_time_s = o.profile_time_s;
+      wo.gloo_piece_bytes = o.gloo_piece_bytes;
       const auto result = real::run_worker(s, *env, wo);
       if (!result.root)
         return 0;
@@ -454,6 +463,9 @@ int profile_command(const ProfileOptions& o) {
       std::printf("%s: %zu layers, optimizer %s/param, copies %s\n", s.name.c_str(),
                   c.layers.size(), hw::format_time(c.optimizer_time_per_param_s).c_str(),
                   hw::format_bandwidth(c.memory_bandwidth_Bps).c_str());
+      if (result.gloo_piece_bytes > 0)
+        std::printf("  Gloo's reduce-scatters and all-gathers in pieces of %s\n",
+                    hw::format_bytes(static_cast<double>(result.gloo_piece_bytes)).c_str());
       for (const auto* link : {&c.intra_node, &c.inter_node})
         if (*link)
           std::printf("  %s link: latency %s, bandwidth %s (worst residual %.1f%%)\n",
@@ -469,8 +481,8 @@ int profile_command(const ProfileOptions& o) {
     remove_stale_temp_dirs();
     real::LocalLaunch launch;
     launch.workers = o.workers;
-    launch.argv =
-        worker_argv("profile", o.scenario, o.timeout_s, o.backend, o.profile_time_s, o.cpu_bind);
+    launch.argv = worker_argv("profile", o.scenario, o.timeout_s, o.backend, o.profile_time_s,
+                              o.cpu_bind, o.gloo_piece_bytes);
     launch.bind_cores = o.cpu_bind == "cores";
     if (!o.out.empty())
       launch.argv.insert(launch.argv.end(), {"--out", std::filesystem::absolute(o.out).string()});

@@ -19,6 +19,7 @@ struct ValidateOptions {
   double timeout_s = 120;
   double profile_time_s = 0.25;   // timed repeats per profiled quantity (real::ProfileOptions)
   std::string cpu_bind = "cores"; // cores: each local worker on its own cores; none: unbound
+  long long gloo_piece_bytes = 0; // real::WorkerOptions::gloo_piece_bytes (0: measured)
   bool plots = true;
   bool progress = true; // a bar on stderr when it is a terminal
 };
@@ -34,6 +35,7 @@ struct ProfileOptions {
   double timeout_s = 120;
   double profile_time_s = 0.25;
   std::string cpu_bind = "cores";
+  long long gloo_piece_bytes = 0;
   // Import instead of measuring:
   std::string nccl_tests_log;
   std::string op = "all_reduce";

@@ -273,8 +273,18 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
   job.group(topology.world(), StreamKind::compute);
   job.group(topology.world(), StreamKind::comm);
 
+  // Every rank cuts Gloo's reduce-scatters and all-gathers into the same pieces.
+  std::int64_t piece_elements = kMaxPieceBytes / 4;
+  if (o.gloo_piece_bytes > 0)
+    piece_elements = std::max<std::int64_t>(1, o.gloo_piece_bytes / 4);
+  else if (o.backend == "gloo" && e.world > 1)
+    piece_elements =
+        agreed_piece_elements(*job.group(topology.world(), StreamKind::compute), e.world, timeout);
+
   WorkerResult result;
   result.root = e.rank == 0;
+  if (o.backend == "gloo")
+    result.gloo_piece_bytes = 4 * piece_elements;
   const int parts = static_cast<int>(s.algorithms.size()) + (o.profile ? 1 : 0);
   int parts_done = 0;
   const auto part_done = [&] {
@@ -293,7 +303,8 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
                     std::chrono::steady_clock::now(),
                     timeout,
                     &aborted,
-                    device};
+                    device,
+                    piece_elements};
     result.calibration = profile_costs(ctx, e.rank, [&] {
       ProfileOptions p;
       p.min_time_s = o.profile_time_s;
@@ -318,7 +329,8 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
                     std::chrono::steady_clock::now(),
                     timeout,
                     &aborted,
-                    device};
+                    device,
+                    piece_elements};
     RealWorker worker(ctx, e.rank);
     auto program = algorithm->program(worker);
     // The first failure is the cause; the other stream then stops with "the other stream failed".

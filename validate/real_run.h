@@ -53,6 +53,9 @@ struct WorkerOptions {
   bool profile = true;          // measure per-layer and link costs first
   double profile_time_s = 0.25; // ProfileOptions::min_time_s
   std::string backend = "gloo";
+  // Gloo's reduce-scatter/all-gather pieces (RealContext::gloo_piece_elements); 0: what the link
+  // moves in about 20 ms, measured at the start (validate/collective_pieces.h).
+  std::int64_t gloo_piece_bytes = 0;
   // The collective sizes the algorithms issue, measured by the profile (ProfileOptions::issued).
   std::map<CollectiveSize, std::int64_t> profile_sizes;
   // Called on rank 0 as the job's parts (the profile, then each algorithm) end: parts done, all.
@@ -62,6 +65,7 @@ struct WorkerOptions {
 struct WorkerResult {
   bool root = false; // rank 0 holds the rest
   std::optional<scenario::Calibration> calibration;
+  std::int64_t gloo_piece_bytes = 0; // the pieces every collective ran in; 0 on NCCL
   std::vector<MeasuredRun> runs;
 };
 

@@ -15,9 +15,6 @@ namespace overlapsim::real {
 namespace {
 thread_local StreamKind current_stream = StreamKind::compute;
 
-// Reduce-scatter and all-gather run in pieces of this many elements per shard (256 KiB of fp32).
-constexpr std::int64_t kPieceElements = 64 * 1024;
-
 // Bytes a rank sends in the ring form of each collective (Gloo's algorithms for these sizes).
 double bytes_sent(CollectiveOp op, int n, double bytes) {
   if (n <= 1)
@@ -449,21 +446,22 @@ CommHandle RealWorker::start(const CollectiveCall& call) {
     }
     // Gloo in LibTorch 1.13 has no reduce-scatter: an all-to-all moves exactly its volume (each
     // rank receives every peer's copy of its shard), then the copies are summed here. It runs in
-    // pieces, one after the other on the group's thread, as NCCL's ring runs in chunks: one
-    // large exchange lets one TCP direction starve the other on a shaped link (measured: 2x).
+    // pieces, one after the other on the group's thread, as NCCL's ring runs in chunks, each what
+    // the link moves in about 20 ms (validate/collective_pieces.h).
     auto out = tensor(call.out);
     const std::int64_t mine = shard(0, data.numel(), me, n).count;
     if (out.numel() != mine)
       throw std::logic_error(fmt::format("worker {}: '{}' writes {} elements, its shard has {}",
                                          rank_, call.name, out.numel(), mine));
     const std::int64_t largest = shard(0, data.numel(), 0, n).count;
+    const std::int64_t piece = ctx_.gloo_piece_elements;
     std::vector<std::function<void()>> finishers;
-    for (std::int64_t a = 0; a < largest; a += kPieceElements) {
+    for (std::int64_t a = 0; a < largest; a += piece) {
       std::vector<std::int64_t> in_split, out_split;
       std::vector<torch::Tensor> parts;
       for (int j = 0; j < n; ++j) {
         const Slice sj = shard(0, data.numel(), j, n);
-        const std::int64_t len = std::clamp<std::int64_t>(sj.count - a, 0, kPieceElements);
+        const std::int64_t len = std::clamp<std::int64_t>(sj.count - a, 0, piece);
         in_split.push_back(len);
         parts.push_back(data.narrow(0, sj.offset + std::min(a, sj.count), len));
       }
@@ -498,8 +496,8 @@ CommHandle RealWorker::start(const CollectiveCall& call) {
       throw std::logic_error(fmt::format("worker {}: '{}' gathers {} elements as shard {} of {}",
                                          rank_, call.name, data.numel(), me, out.numel()));
     std::vector<std::function<void()>> finishers;
-    for (std::int64_t a = 0; a < largest; a += kPieceElements) {
-      const std::int64_t piece = std::min(kPieceElements, largest - a);
+    for (std::int64_t a = 0; a < largest; a += ctx_.gloo_piece_elements) {
+      const std::int64_t piece = std::min(ctx_.gloo_piece_elements, largest - a);
       auto padded = torch::zeros({piece}, options());
       const std::int64_t have = std::clamp<std::int64_t>(data.numel() - a, 0, piece);
       if (have > 0)

@@ -13,6 +13,7 @@
 #include "validate/real_optimizer.h"
 
 #include "validate/c10d_compat.h"
+#include "validate/collective_pieces.h"
 #include "validate/device_streams.h"
 #include "validate/optimizer_store.h"
 #include <array>
@@ -49,6 +50,9 @@ struct RealContext {
   std::chrono::milliseconds timeout{60000};    // for one collective
   std::atomic<bool>* aborted = nullptr;        // set when either stream failed
   torch::Device device = torch::kCPU;          // cuda:<local rank> with the NCCL backend
+  // Gloo's reduce-scatter and all-gather run in pieces of this many elements per shard, the same
+  // on every rank (validate/collective_pieces.h).
+  std::int64_t gloo_piece_elements = kMinPieceBytes / 4;
 };
 
 class RealWorker final : public Worker {

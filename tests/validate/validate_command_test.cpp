@@ -262,7 +262,8 @@ TEST(Validate, LocalSgdUnderAdamWContinuesFromTheAverage) {
 
 // The ACCO authors' DDP baseline (every micro-batch averaged over the workers, torch's
 // ZeroRedundancyOptimizer: each rank steps its shard and the shards are gathered) is the same
-// update as DDP's, in another order of sums: the losses agree to SGD's rounding.
+// update as DDP's, in another order of sums: the losses agree to SGD's rounding. The shards are
+// gathered in Gloo pieces of 10,000 elements: 131,584 per shard, 14 pieces, the last short.
 TEST(Validate, DdpWithoutNoSyncAndZeroRedundancyEqualsDdp) {
   const auto dir = temp_dir("ddp-paper");
   std::string text = kMlp;
@@ -271,9 +272,11 @@ TEST(Validate, DdpWithoutNoSyncAndZeroRedundancyEqualsDdp) {
                "zero_redundancy: true}]");
   const auto r =
       overlapsim(fmt::format("validate {} --workers 2 --no-plots --set training.optimizer=sgd "
-                             "--set training.learning_rate=0.05 --out {}",
+                             "--set training.learning_rate=0.05 --gloo-piece 40000 --out {}",
                              write_scenario(dir, text).string(), dir.string()));
   ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream comparison(dir / "comparison.json");
+  EXPECT_EQ(nlohmann::json::parse(comparison)["gloo_piece_bytes"], 40000);
   const auto loss = read_loss(dir / "loss.csv");
   const auto& ddp = loss.at("ddp");
   const auto& paper = loss.at("ddp-paper");
@@ -287,7 +290,7 @@ TEST(Validate, DdpWithoutNoSyncAndZeroRedundancyEqualsDdp) {
 // is DDP with the gradient reduced in pieces, so under SGD its losses are DDP's. DeMo with every
 // DCT coefficient sent (top_k = 64^2), no sign and no momentum carried over (what is sent leaves
 // it: m = 0 + g each step, the orthonormal DCT losing nothing) is plain SGD on the averaged
-// gradient.
+// gradient. Gloo pieces of 4,096 elements: a layer of 65,792 is 16,448 per rank, 5 pieces.
 TEST(Validate, FsdpAndDemoSendingEverythingEqualDdpUnderSgd) {
   const auto dir = temp_dir("fsdp-demo");
   std::string text = kMlp;
@@ -298,7 +301,8 @@ TEST(Validate, FsdpAndDemoSendingEverythingEqualDdpUnderSgd) {
                "label: hsdp-every}, {name: demo, chunk: 64, top_k: 4096, sign: false}]");
   const auto r =
       overlapsim(fmt::format("validate {} --workers 4 --no-plots --set training.optimizer=sgd "
-                             "--set training.learning_rate=0.05 --set training.steps=15 --out {}",
+                             "--set training.learning_rate=0.05 --set training.steps=15 "
+                             "--gloo-piece 16384 --out {}",
                              write_scenario(dir, text).string(), dir.string()));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto loss = read_loss(dir / "loss.csv");
@@ -449,6 +453,9 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["rows"].size(), 3u * 7u); // 3 algorithms x 7 metrics (forward_backward_s too)
   EXPECT_EQ(j["cpu_bind"], "cores");    // the default: each worker on its own cores
+  // Gloo's pieces, measured: what the link moves in 20 ms, within 256 KiB-4 MiB.
+  EXPECT_GE(j["gloo_piece_bytes"].get<double>(), 256.0 * 1024);
+  EXPECT_LE(j["gloo_piece_bytes"].get<double>(), 4.0 * 1024 * 1024);
   // Per op (issue 30.4): forward and backward of every algorithm, predicted and measured; DDP's
   // forward runs twice a step per worker (grad_accum 2) in both.
   std::map<std::string, std::set<std::string>> both;
