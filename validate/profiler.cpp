@@ -280,23 +280,43 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   // (lower_compute_thread_priority), the collectives on this one. At equal priority a CPU
   // worker's compute took half the core from Gloo's threads (0.42, gpt-wide) where a run's
   // compute thread yields it (ACCO's reduce-scatter beside backward: 31 ms, 29 ms alone).
+  // Yielding, the compute may finish few repeats in `rounds` all-reduces (a clean-clone test run
+  // measured none, and no comm_interference): after every `rounds` the ranks agree (a one-element
+  // all-reduce of "done") to go on until each has finished kBeside repeats since the all-reduces
+  // began (the first may straddle their start), at most kMaxBatches times.
+  constexpr int kBeside = 4, kMaxBatches = 10;
   std::atomic<bool> comm_done{false};
+  std::atomic<int> computed{0};
   std::exception_ptr failure;
   std::thread compute([&] {
     try {
       lower_compute_thread_priority();
       w.enter(StreamKind::compute);
-      for (int r = 0; !comm_done.load() && r < 10 * static_cast<int>(alone.size()); ++r)
+      for (int r = 0; !comm_done.load() && r < 100 * static_cast<int>(alone.size()); ++r) {
         fwd_bwd(2000 + r);
+        ++computed;
+      }
     } catch (...) {
       failure = std::current_exception();
     }
   });
+  CollectiveCall done;
+  done.op = CollectiveOp::all_reduce;
+  done.group = &topo.world();
+  done.name = "interference agreement";
+  done.data = Slice{scratch, n, 1}; // past the all-reduce's `cut` elements
   std::exception_ptr comm_failure;
   try {
     w.enter(StreamKind::comm);
-    for (int r = 0; r < rounds; ++r)
-      w.run(ar);
+    const int before = computed.load();
+    for (int batch = 0; batch < kMaxBatches; ++batch) {
+      for (int r = 0; r < rounds; ++r)
+        w.run(ar);
+      w.fill(done.data, computed.load() - before > kBeside ? 1.0 : 0.0);
+      w.run(done);
+      if (w.tensor(done.data).item<double>() >= topo.world_size())
+        break;
+    }
   } catch (...) {
     comm_failure = std::current_exception();
     w.abort();
