@@ -6,17 +6,20 @@
 
 namespace overlapsim::cli {
 
-std::map<CollectiveSize, std::int64_t> issued_collective_sizes(const scenario::Scenario& s) {
-  std::map<CollectiveSize, std::int64_t> calls;
+IssuedOps issued_ops(const scenario::Scenario& s) {
+  IssuedOps issued;
   for (const auto& a : s.algorithms) {
     try {
-      for (const auto& [size, n] : sim::simulate(s, a).collective_calls)
-        calls[size] += n;
+      const auto result = sim::simulate(s, a);
+      for (const auto& [size, n] : result.collective_calls)
+        issued.collectives[size] += n;
+      for (const auto& [size, n] : result.replicator_calls)
+        issued.replicator_phases[size] += n;
     } catch (const std::exception&) {
       // The algorithm's own run or prediction names what is wrong; the profile goes on without it.
     }
   }
-  return calls;
+  return issued;
 }
 
 } // namespace overlapsim::cli

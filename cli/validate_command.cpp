@@ -311,8 +311,11 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   wo.profile = s.model.profile.empty();
   wo.profile_time_s = o.profile_time_s;
   wo.gloo_piece_bytes = o.gloo_piece_bytes;
-  if (wo.profile)
-    wo.profile_sizes = issued_collective_sizes(s);
+  if (wo.profile) {
+    auto issued = issued_ops(s);
+    wo.profile_sizes = std::move(issued.collectives);
+    wo.profile_replicator_phases = std::move(issued.replicator_phases);
+  }
   // Rank 0 shares the launcher's terminal: the bar shows there, and nowhere when it is no terminal.
   auto bar = std::make_unique<ProgressBar>("validate", s.algorithms.size() + (wo.profile ? 1 : 0),
                                            "parts (profile, then algorithms)");
@@ -448,7 +451,9 @@ int profile_command(const ProfileOptions& o) {
       const auto env = real::job_env_from_environment();
       auto s = real_scenario(o.scenario, o.overrides, {}, env->world);
       real::WorkerOptions wo;
-      wo.profile_sizes = issued_collective_sizes(s); // the scenario's algorithms'
+      auto issued = issued_ops(s); // the scenario's algorithms'
+      wo.profile_sizes = std::move(issued.collectives);
+      wo.profile_replicator_phases = std::move(issued.replicator_phases);
       s.algorithms.clear();
       wo.timeout_s = o.timeout_s;
       wo.backend = o.backend;

@@ -54,6 +54,14 @@ struct ModelSpec {
     double per_byte_s = 0;
   };
   std::map<std::string, MemoryOpPrice> memory_ops;
+  // Measured replicator phases (DeMo, FlexDeMo) by runtime/replicator_use.h's price_name: a fixed
+  // cost per call and a cost per element of the piece (issue 30.3); a phase not listed runs its
+  // memory-bound kernels (algorithms/replicator_cost.h).
+  struct PhasePrice {
+    double fixed_s = 0;
+    double per_element_s = 0;
+  };
+  std::map<std::string, PhasePrice> replicator_phases;
   // The layers came from a per-layer time table: collectives over the model's parameters or
   // gradients take the table's comm_time_s, not the network model's time (docs/MODEL.md).
   bool comm_times_from_table = false;

@@ -43,4 +43,11 @@ OpLabel op_label(const CollectiveCall& call) {
   return {OpCategory::comm, call.name.empty() ? to_string(call.op) : call.name};
 }
 
+OpLabel op_label(const ReplicatorPhase& op) {
+  const bool encode = op.phase == ReplicatorPhase::Kind::encode;
+  return {encode ? OpCategory::compress : OpCategory::optimizer,
+          fmt::format("{} {} piece {}", to_string(op.config.kind),
+                      encode ? "encode" : "decode + update", op.piece)};
+}
+
 } // namespace overlapsim

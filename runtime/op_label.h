@@ -33,4 +33,9 @@ OpLabel op_label(MemoryOp op);
 // The collective's own name, or its op's ("all-reduce") when it has none; category comm.
 OpLabel op_label(const CollectiveCall& call);
 
+// A replicator phase as one op: "demo encode piece 0" (category compress), "demo decode + update
+// piece 0" (category optimizer). The simulator names a phase so where the profile priced it as a
+// whole (runtime/replicator_use.h); otherwise it runs the phase's kernels under their own names.
+OpLabel op_label(const ReplicatorPhase& op);
+
 } // namespace overlapsim

@@ -4,6 +4,7 @@
 // runtimes that run its phases (runtime.h, ReplicatorPhase).
 #pragma once
 
+#include <compare>
 #include <cstdint>
 
 namespace overlapsim {
@@ -32,6 +33,8 @@ struct ReplicatorConfig {
   std::int64_t selected(std::int64_t elements) const;
   // Whether step `step` (0-based) exchanges anything (diloco: every n-th step only).
   bool exchanges(int step) const;
+
+  friend auto operator<=>(const ReplicatorConfig&, const ReplicatorConfig&) = default;
 };
 
 } // namespace overlapsim

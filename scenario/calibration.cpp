@@ -130,6 +130,19 @@ Calibration read_calibration(const std::string& path) {
                               positive(price, "per_byte_s", ow + "." + name, true)};
       }
     }
+    if (m.contains("replicator_phases")) {
+      const json& phases = m.at("replicator_phases");
+      const std::string pw = where + ".replicator_phases";
+      if (!phases.is_object())
+        throw std::runtime_error(fmt::format("{}: expected a map of phase name to its price", pw));
+      for (const auto& [name, price] : phases.items()) {
+        if (!price.is_object())
+          throw std::runtime_error(fmt::format(
+              "{}.{}: expected {{\"fixed_s\": ..., \"per_element_s\": ...}}", pw, name));
+        c.replicator_phases[name] = {positive(price, "fixed_s", pw + "." + name, true),
+                                     positive(price, "per_element_s", pw + "." + name, true)};
+      }
+    }
     for (const auto& [key, share] : {std::pair{"comm_interference", &c.comm_interference},
                                      std::pair{"compute_interference", &c.compute_interference}}) {
       if (!m.contains(key))
@@ -214,6 +227,9 @@ std::string calibration_json(const Calibration& c) {
       model["memory_bandwidth_Bps"] = c.memory_bandwidth_Bps;
     for (const auto& [name, price] : c.memory_ops)
       model["memory_ops"][name] = {{"fixed_s", price.fixed_s}, {"per_byte_s", price.per_byte_s}};
+    for (const auto& [name, price] : c.replicator_phases)
+      model["replicator_phases"][name] = {{"fixed_s", price.fixed_s},
+                                          {"per_element_s", price.per_element_s}};
     if (c.comm_interference)
       model["comm_interference"] = *c.comm_interference;
     if (c.compute_interference)

@@ -71,6 +71,11 @@ struct Calibration {
   // Each element-wise op's own price (issue 30.3: accumulate and fill borrowed the copy's
   // bandwidth): by op name, a fixed cost per call and a cost per byte.
   std::map<std::string, hw::ModelSpec::MemoryOpPrice> memory_ops;
+  // Each replicator phase the scenario's algorithms run (DeMo's and FlexDeMo's encode, decode +
+  // update), by runtime/replicator_use.h's price_name: a fixed cost per call and a cost per element
+  // of the piece (priced_elements: DeMo counts its whole blocks; issue 30.3: on a CPU DeMo's
+  // encode cost 7x what its memory-bound kernels imply).
+  std::map<std::string, hw::ModelSpec::PhasePrice> replicator_phases;
   // Fraction of compute speed lost while a collective runs on the same device (hw::GpuSpec).
   std::optional<double> comm_interference;
   // Fraction of communication speed lost while the same device computes (hw::GpuSpec).

@@ -91,6 +91,7 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
   if (cal.optimizer_estimate_ratio > 0)
     m.spec.optimizer_estimate_ratio = cal.optimizer_estimate_ratio;
   m.spec.memory_ops = cal.memory_ops;
+  m.spec.replicator_phases = cal.replicator_phases;
   if (cal.memory_bandwidth_Bps > 0)
     cluster.gpu.hbm_bandwidth_Bps = cal.memory_bandwidth_Bps;
   if (cal.comm_interference)

@@ -91,8 +91,14 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
   Trace& trace = result.trace;
   trace.workers = topology.world_size();
   trace.gpus_per_node = topology.gpus_per_node();
-  SimContext context{
-      scenario, topology, platform, network, trace, progress, result.collective_calls};
+  SimContext context{scenario,
+                     topology,
+                     platform,
+                     network,
+                     trace,
+                     progress,
+                     result.collective_calls,
+                     result.replicator_calls};
 
   std::vector<int> ranks; // the simulated ones: all, or the representative node's
   for (int r = 0; r < topology.world_size(); ++r)
@@ -170,6 +176,23 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
       put(body, size.bytes);
       put(body, calls);
     }
+    put(body, static_cast<std::uint32_t>(result.replicator_calls.size()));
+    for (const auto& [size, calls] : result.replicator_calls) {
+      const auto& c = size.use.config;
+      put(body, static_cast<std::uint8_t>(c.kind));
+      put(body, static_cast<std::int32_t>(c.chunk));
+      put(body, static_cast<std::int32_t>(c.top_k));
+      put(body, c.compression);
+      put(body, c.decay);
+      put(body, static_cast<std::uint8_t>(c.sign));
+      put(body, c.value_bytes);
+      put(body, c.seed);
+      put(body, static_cast<std::uint8_t>(size.use.phase));
+      put(body, static_cast<std::uint8_t>(size.use.exchanged));
+      put(body, static_cast<std::int32_t>(size.use.group_size));
+      put(body, size.elements);
+      put(body, calls);
+    }
     return body + result.trace.serialize();
   });
   std::string reply;
@@ -190,6 +213,23 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
     size.ranks = take<std::int32_t>(body);
     size.bytes = take<double>(body);
     result.collective_calls[size] = take<std::int64_t>(body);
+  }
+  for (auto n = take<std::uint32_t>(body); n > 0; --n) {
+    ReplicatorSize size;
+    auto& c = size.use.config;
+    c.kind = static_cast<ReplicatorKind>(take<std::uint8_t>(body));
+    c.chunk = take<std::int32_t>(body);
+    c.top_k = take<std::int32_t>(body);
+    c.compression = take<double>(body);
+    c.decay = take<double>(body);
+    c.sign = take<std::uint8_t>(body) != 0;
+    c.value_bytes = take<double>(body);
+    c.seed = take<std::uint64_t>(body);
+    size.use.phase = static_cast<ReplicatorPhase::Kind>(take<std::uint8_t>(body));
+    size.use.exchanged = take<std::uint8_t>(body) != 0;
+    size.use.group_size = take<std::int32_t>(body);
+    size.elements = take<std::int64_t>(body);
+    result.replicator_calls[size] = take<std::int64_t>(body);
   }
   result.trace = Trace::deserialize(body);
   return result;

@@ -5,6 +5,7 @@
 
 #include "algorithms/algorithm.h"
 #include "runtime/collective_size.h"
+#include "runtime/replicator_use.h"
 #include "trace/trace.h"
 
 #include <functional>
@@ -21,6 +22,8 @@ struct SimulationResult {
   std::string simulation;
   // How many times the simulated ranks issued each collective size (runtime/collective_size.h).
   std::map<CollectiveSize, std::int64_t> collective_calls;
+  // And each replicator phase with its piece size (runtime/replicator_use.h).
+  std::map<ReplicatorSize, std::int64_t> replicator_calls;
 };
 
 // Called by worker 0 after each of its optimizer steps: (steps done, steps in all).

@@ -277,6 +277,19 @@ void SimWorker::fill(Slice to, double) {
 }
 
 void SimWorker::replicator_phase(const ReplicatorPhase& op) {
+  const auto use = replicator_use(op);
+  ++ctx_.replicator_calls[{use, op.params.count}];
+  // Measured as a whole where the profile timed this use (issue 30.3), under the real runtime's
+  // name for it.
+  const auto& measured = ctx_.scenario.model.spec.replicator_phases;
+  if (const auto it = measured.find(price_name(use)); it != measured.end()) {
+    compute(op_label(op),
+            (it->second.fixed_s +
+             it->second.per_element_s * priced_elements(op.config, op.params.count)) *
+                ctx_.platform.nominal_speed,
+            MicroBatch{op.step, -1});
+    return;
+  }
   const double p = scenario::dtype_bytes(ctx_.scenario.model.dtype);
   const auto category = [&](const hw::KernelOp& k) {
     return k.name == "decoupled momentum" || k.name == "demo-sgd update" ? OpCategory::optimizer

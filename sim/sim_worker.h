@@ -3,6 +3,7 @@
 
 #include "runtime/collective_size.h"
 #include "runtime/op_label.h"
+#include "runtime/replicator_use.h"
 #include "runtime/runtime.h"
 #include "sim/activation_checkpoints.h"
 #include "sim/collectives.h"
@@ -34,6 +35,7 @@ struct SimContext {
   // Calls per collective size over the simulated ranks (what `profile` measures, runtime/
   // collective_size.h).
   std::map<CollectiveSize, std::int64_t>& collective_calls;
+  std::map<ReplicatorSize, std::int64_t>& replicator_calls; // the same for replicator phases
 };
 
 class SimWorker final : public Worker {

@@ -576,5 +576,82 @@ algorithms: [acco]
   }
 }
 
+// Issue 30.3: a replicator phase the profile measured is priced as a whole, by its fixed cost and
+// cost per element, under the real runtime's name; the simulation lists the uses it ran (what the
+// profile then measures). DeMo on 2 one-GPU nodes runs an encode and a decode + update over the
+// whole model (mlp 16 x 2: 2 x (16 x 16 + 16) = 544 parameters) each step; without a price both
+// are the memory-bound kernels of algorithms/replicator_cost.h.
+TEST(Calibration, MeasuredReplicatorPhasesArePricedAsAWhole) {
+  const testing::ScratchDir dir;
+  auto profile = mlp_profile();
+  const auto scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << R"(name: cal
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, inter_node: ethernet-10g}
+model: {preset: mlp, width: 16, depth: 2, profile: profile.json}
+training: {micro_batch: 8, steps: 3, warmup_steps: 1}
+algorithms: [{name: demo, chunk: 16, top_k: 4}]
+)";
+  const auto run = [&] {
+    std::ofstream(dir / "profile.json") << calibration_json(profile);
+    AlgorithmSpec a;
+    a.name = a.label = "demo";
+    a.where = "test";
+    a.options["chunk"] = AlgorithmOption{"16", "test"};
+    a.options["top_k"] = AlgorithmOption{"4", "test"};
+    return sim::simulate(load_scenario(scenario), a);
+  };
+  const auto durations = [](const sim::SimulationResult& r, const std::string& name) {
+    std::vector<double> out;
+    for (const auto& e : r.trace.events)
+      if (r.trace.name_of(e.name) == name)
+        out.push_back(e.end - e.start);
+    return out;
+  };
+  const auto unpriced = run();
+  EXPECT_TRUE(durations(unpriced, "demo encode piece 0").empty());
+  EXPECT_FALSE(durations(unpriced, "dct encode").empty());
+  // Both phases, exchanged over both workers, on the whole model, once per step (4 with the
+  // warm-up) on the one rank simulated (the two are alike: sim/rank_classes.h).
+  EXPECT_THAT(unpriced.simulation, HasSubstr("1 of 2"));
+  ASSERT_EQ(unpriced.replicator_calls.size(), 2u);
+  for (const auto& [size, calls] : unpriced.replicator_calls) {
+    EXPECT_EQ(size.elements, 544);
+    EXPECT_EQ(calls, 4);
+    EXPECT_TRUE(size.use.exchanged);
+    EXPECT_EQ(size.use.group_size, 2);
+    EXPECT_EQ(size.use.config.chunk, 16);
+    EXPECT_EQ(size.use.config.top_k, 4);
+  }
+  profile.replicator_phases["demo encode (chunk 16, top-k 4, fp32 values, 2 ranks)"] = {1e-3, 1e-6};
+  profile.replicator_phases["demo decode + update (chunk 16, top-k 4, fp32 values, 2 ranks)"] = {
+      2e-3, 0};
+  const auto priced = run();
+  const auto read = read_calibration((dir / "profile.json").string());
+  EXPECT_DOUBLE_EQ(
+      read.replicator_phases.at("demo encode (chunk 16, top-k 4, fp32 values, 2 ranks)")
+          .per_element_s,
+      1e-6);
+  EXPECT_TRUE(durations(priced, "dct encode").empty());
+  const auto encode = durations(priced, "demo encode piece 0");
+  const auto decode = durations(priced, "demo decode + update piece 0");
+  ASSERT_EQ(encode.size(), 4u);
+  ASSERT_EQ(decode.size(), 4u);
+  for (const double d : encode)
+    // 544 elements in 3 blocks of 16 x 16: 768 transformed, 1 ms + 768 us; nothing runs beside it.
+    EXPECT_NEAR(d, 1e-3 + 768 * 1e-6, 1e-9);
+  for (const double d : decode)
+    EXPECT_NEAR(d, 2e-3, 1e-9);
+  // A price that is not a map of numbers is an error naming it.
+  std::ofstream(dir / "bad.json")
+      << R"j({"schema": "overlapsim-calibration/1", "model": {"layers": [], "replicator_phases": {"demo encode (no exchange)": {"fixed_s": -1, "per_element_s": 0}}}})j";
+  try {
+    read_calibration((dir / "bad.json").string());
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("replicator_phases.demo encode (no exchange)"));
+    EXPECT_THAT(e.what(), HasSubstr("'fixed_s' must be a non-negative number"));
+  }
+}
+
 } // namespace
 } // namespace overlapsim::scenario

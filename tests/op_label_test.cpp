@@ -1,6 +1,7 @@
 // The trace label of each op (runtime/op_label.h), which both runtimes record and validate joins
 // a prediction and a measurement by.
 #include "runtime/op_label.h"
+#include "runtime/replicator_use.h"
 
 #include <gtest/gtest.h>
 
@@ -46,6 +47,51 @@ TEST(OpLabel, StepsCopiesAndCollectives) {
   EXPECT_EQ(op_label(call).category, OpCategory::comm);
   call.name = "reduce-scatter bucket 2";
   EXPECT_EQ(op_label(call).name, "reduce-scatter bucket 2");
+}
+
+// Both runtimes name a replicator phase alike (the simulator where the profile priced it as a
+// whole), and its price is found by what the cost depends on, not by the piece.
+TEST(OpLabel, ReplicatorPhasesAndTheirPriceNames) {
+  ReplicatorPhase op;
+  op.config.kind = ReplicatorKind::demo;
+  op.config.chunk = 16;
+  op.config.top_k = 8;
+  op.group_size = 4;
+  op.piece = 3;
+  EXPECT_EQ(op_label(op).name, "demo encode piece 3");
+  EXPECT_EQ(op_label(op).category, OpCategory::compress);
+  EXPECT_EQ(price_name(replicator_use(op)),
+            "demo encode (chunk 16, top-k 8, fp32 values, 4 ranks)");
+  op.phase = ReplicatorPhase::Kind::decode;
+  EXPECT_EQ(op_label(op).name, "demo decode + update piece 3");
+  EXPECT_EQ(op_label(op).category, OpCategory::optimizer);
+  op.config.value_bytes = 2;
+  op.config.sign = false;
+  EXPECT_EQ(price_name(replicator_use(op)),
+            "demo decode + update (chunk 16, top-k 8, 16-bit values, 4 ranks, no sign)");
+  op.config.kind = ReplicatorKind::random;
+  op.config.compression = 0.125;
+  op.config.value_bytes = 4;
+  op.config.sign = true;
+  EXPECT_EQ(price_name(replicator_use(op)),
+            "random decode + update (compression 0.125, fp32 values, 4 ranks)");
+  op.config.kind = ReplicatorKind::diloco;
+  EXPECT_EQ(price_name(replicator_use(op)), "diloco decode + update (4 ranks)");
+  op.exchanged = false; // the selection's knobs no longer matter
+  op.config.kind = ReplicatorKind::demo;
+  op.config.chunk = 64;
+  EXPECT_EQ(price_name(replicator_use(op)), "demo decode + update (no exchange)");
+  // DeMo's price counts whole blocks (the last zero-padded), the others their elements.
+  EXPECT_EQ(priced_elements(op.config, 4097), 8192); // chunk 64: blocks of 4,096
+  EXPECT_EQ(priced_elements(op.config, 4096), 4096);
+  ReplicatorConfig random;
+  random.kind = ReplicatorKind::random;
+  EXPECT_EQ(priced_elements(random, 4097), 4097);
+  // The piece and the step are not part of a use.
+  ReplicatorPhase other = op;
+  other.piece = 0;
+  other.step = 7;
+  EXPECT_EQ(replicator_use(other), replicator_use(op));
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/collective_size.h"
+#include "runtime/replicator_use.h"
 
 #include <cstdint>
 #include <map>
@@ -24,6 +25,9 @@ struct ProfileOptions {
   // The sizes the algorithms issue, with their calls (cli/profile_sizes.h): measured too, so that
   // an op is priced at its own size, not interpolated across a knee of the curve.
   std::map<CollectiveSize, std::int64_t> issued;
+  // The replicator phases the algorithms run, with their piece sizes and calls
+  // (runtime/replicator_use.h): each use timed at the smallest and largest piece.
+  std::map<ReplicatorSize, std::int64_t> issued_replicator_phases;
 };
 
 // At most this many of the issued sizes per op and group size, the most called first: FSDP's units

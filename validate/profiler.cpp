@@ -1,15 +1,18 @@
 #include "validate/profiler.h"
 
 #include "algorithms/model_state.h"
+#include "algorithms/replicator.h"
 #include "runtime/op_label.h"
 #include "validate/profile_statistics.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 namespace overlapsim::real {
@@ -434,6 +437,115 @@ std::optional<double> measure_comm_stream_share(RealWorker& w, BufferId params, 
   return std::clamp(step_alone / expected_time(beside), 0.05, 0.95);
 }
 
+// Each replicator phase the algorithms run (o.issued_replicator_phases; DeMo's and FlexDeMo's
+// encode and decode + update), timed as a step runs them: a Replicator over one piece of buffers of
+// its own encodes, exchanges over the world group where the use's group is the world (the same
+// collectives on every rank; elsewhere nothing is exchanged and the other workers' blocks stay
+// empty), and decodes and updates; at the smallest and largest piece issued (a quarter of it where
+// there is one size). A fixed cost per call and a cost per element, by price_name
+// (runtime/replicator_use.h).
+std::map<std::string, hw::ModelSpec::PhasePrice>
+measure_replicator_phases(RealWorker& w, const Topology& topo, const ProfileOptions& o,
+                          Slice model_params, Slice model_grads) {
+  // Both phases of a use are timed together: keyed by the encode's use.
+  struct Sizes {
+    std::int64_t smallest = 0, largest = 0;
+    std::set<ReplicatorPhase::Kind> phases;
+  };
+  std::map<ReplicatorUse, Sizes> sizes;
+  for (const auto& [size, calls] : o.issued_replicator_phases) {
+    ReplicatorUse both = size.use;
+    both.phase = ReplicatorPhase::Kind::encode;
+    auto [it, fresh] = sizes.try_emplace(both, Sizes{size.elements, size.elements, {}});
+    it->second.smallest = std::min(it->second.smallest, size.elements);
+    it->second.largest = std::max(it->second.largest, size.elements);
+    it->second.phases.insert(size.use.phase);
+  }
+  std::map<std::string, hw::ModelSpec::PhasePrice> prices;
+  for (const auto& [use, issued] : sizes) {
+    const std::int64_t largest = issued.largest;
+    if (largest < 1)
+      continue;
+    const std::int64_t small =
+        issued.smallest < largest ? issued.smallest : std::max<std::int64_t>(1, largest / 4);
+    // The steps a run calls it on: ones that exchange, or (diloco's kind) ones that do not.
+    std::vector<int> steps;
+    for (int s = 0; steps.size() < 1000 && s < 1000000; ++s)
+      if (use.config.exchanges(s) == use.exchanged || use.group_size == 1)
+        steps.push_back(s);
+    if (steps.empty())
+      continue;
+    const bool exchange = use.exchanged && use.group_size == topo.world_size();
+    // Without an exchange the group only sizes the exchange region and says whether there was one.
+    std::vector<int> members;
+    for (int i = 0; i < std::max(1, use.group_size); ++i)
+      members.push_back(w.rank() + i);
+    const Group alone(1 << 20, members);
+    const Group& group = exchange ? topo.world() : alone;
+    const BufferId slot = w.declare({"profile_replicator_count", MemoryCategory::buffers, 1, 4});
+    std::map<ReplicatorPhase::Kind, std::array<double, 2>> at; // expected time at small, largest
+    for (const auto& [i, elements] : {std::pair{0, small}, {1, largest}}) {
+      const BufferId params =
+          w.declare({"profile_replicator_params", MemoryCategory::buffers, elements, 4});
+      const BufferId grads =
+          w.declare({"profile_replicator_grads", MemoryCategory::buffers, elements, 4});
+      const BufferId momentum =
+          w.declare({"profile_replicator_momentum", MemoryCategory::optimizer_state, elements, 4});
+      // The model's own parameters and gradients (a backward ran), as a run's replicator has them.
+      if (elements <= model_grads.count) {
+        w.copy(Slice{model_params.buffer, model_params.offset, elements},
+               Slice{params, 0, elements});
+        w.copy(Slice{model_grads.buffer, model_grads.offset, elements}, Slice{grads, 0, elements});
+      } else {
+        w.fill(Slice{grads, 0, elements}, 1e-3);
+      }
+      Replicator replicator(
+          w, use.config, group,
+          {{Slice{grads, 0, elements}, Slice{params, 0, elements}, Slice{momentum, 0, elements}}},
+          1.0);
+      const auto once = [&](int r) {
+        const int step = steps[static_cast<std::size_t>(r) % steps.size()];
+        replicator.encode(step);
+        if (exchange)
+          replicator.exchange(step);
+        replicator.decode_and_update(step);
+      };
+      once(0); // first touches
+      const std::size_t from = w.trace().events.size();
+      const auto started = std::chrono::steady_clock::now();
+      for (int r = 1; r <= o.repeats; ++r)
+        once(r);
+      const double one =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() /
+          std::max(1, o.repeats);
+      // Every rank exchanges as often: rank 0's count.
+      const int total =
+          exchange ? agreed_repeats(w, group, o, one, Slice{slot, 0, 1}) : repeats_for(o, one);
+      for (int r = o.repeats + 1; r <= total; ++r)
+        once(r);
+      const auto timed = durations(w.trace(), from);
+      for (const auto phase : issued.phases) {
+        ReplicatorPhase label;
+        label.config = use.config;
+        label.phase = phase;
+        const auto it = timed.find(op_label(label).name);
+        at[phase][static_cast<std::size_t>(i)] =
+            it == timed.end() ? 0.0 : expected_time(it->second);
+      }
+    }
+    // Per element that the phase transforms (priced_elements: DeMo's whole blocks).
+    const double x0 = priced_elements(use.config, small);
+    const double x1 = priced_elements(use.config, largest);
+    for (const auto& [phase, t] : at) {
+      const double per_element = x1 > x0 ? std::max(0.0, (t[1] - t[0]) / (x1 - x0)) : 0.0;
+      ReplicatorUse priced = use;
+      priced.phase = phase;
+      prices[price_name(priced)] = {std::max(0.0, t[1] - per_element * x1), per_element};
+    }
+  }
+  return prices;
+}
+
 } // namespace
 
 scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions& o) {
@@ -587,6 +699,8 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
       cal.memory_ops[name] = {fixed, per_byte};
     }
   }
+  cal.replicator_phases =
+      measure_replicator_phases(w, ctx.topology, o, Slice{params, 0, n}, Slice{grads, 0, n});
   // DiLoCo's outer step over the whole model, after a period's last inner step as in a run
   // (issue 30.3): on a CPU it makes several element-wise passes and reloads the inner optimizer's
   // master copy, which a copy's bandwidth prices 12x short (gpt-tiny, 2 workers: 3.5 vs 41.6 ms).

@@ -309,6 +309,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
       ProfileOptions p;
       p.min_time_s = o.profile_time_s;
       p.issued = o.profile_sizes;
+      p.issued_replicator_phases = o.profile_replicator_phases;
       return p;
     }());
     part_done();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/collective_size.h"
+#include "runtime/replicator_use.h"
 #include "scenario/calibration.h"
 #include "scenario/scenario.h"
 #include "trace/trace.h"
@@ -58,6 +59,8 @@ struct WorkerOptions {
   std::int64_t gloo_piece_bytes = 0;
   // The collective sizes the algorithms issue, measured by the profile (ProfileOptions::issued).
   std::map<CollectiveSize, std::int64_t> profile_sizes;
+  // And the replicator phases they run (ProfileOptions::issued_replicator_phases).
+  std::map<ReplicatorSize, std::int64_t> profile_replicator_phases;
   // Called on rank 0 as the job's parts (the profile, then each algorithm) end: parts done, all.
   std::function<void(int, int)> progress;
 };

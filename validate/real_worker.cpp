@@ -332,12 +332,7 @@ void RealWorker::replicator_phase(const ReplicatorPhase& op) {
   auto view = [&](Slice sl) { return sl.buffer >= 0 ? tensor(sl) : torch::Tensor(); };
   const auto digest = run_replicator_phase(
       op, {view(op.grads), view(op.params), view(op.momentum), view(op.values), view(op.indices)});
-  const bool encode = op.phase == ReplicatorPhase::Kind::encode;
-  record(current_stream,
-         OpLabel{encode ? OpCategory::compress : OpCategory::optimizer,
-                 fmt::format("{} {} piece {}", to_string(op.config.kind),
-                             encode ? "encode" : "decode + update", op.piece)},
-         start, finish_op(start), {op.step, -1}, 0,
+  record(current_stream, op_label(op), start, finish_op(start), {op.step, -1}, 0,
          digest ? fmt::format("indices {:016x}", *digest) : std::string());
 }
 

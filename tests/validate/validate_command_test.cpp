@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -351,6 +352,36 @@ algorithms:
     ASSERT_EQ(l.size(), 12u) << a;
     EXPECT_LT(l.back().second, 0.985 * l.front().second) << a;
   }
+  // Issue 30.3: every replicator phase the algorithms ran has its own measured price, named by
+  // what its cost depends on (runtime/replicator_use.h): DeMo's over the world's 4 workers,
+  // FlexDeMo's over the 2 replicas of a shard (no exchange in the profile, the same phases), and
+  // the diloco kind's steps that exchange nothing. The prediction prices the phases by them, under
+  // the real runtime's names, so the per-op table compares them.
+  std::ifstream profile_in(dir / "profile.json");
+  const auto phases = nlohmann::json::parse(profile_in)["model"]["replicator_phases"];
+  for (const char* name : {"demo encode (chunk 16, top-k 32, fp32 values, 4 ranks)",
+                           "demo decode + update (chunk 16, top-k 32, fp32 values, 4 ranks)",
+                           "demo encode (chunk 16, top-k 32, fp32 values, 2 ranks)",
+                           "random encode (compression 0.125, fp32 values, 2 ranks)",
+                           "striding decode + update (compression 0.125, fp32 values, 2 ranks)",
+                           "diloco decode + update (no exchange)"}) {
+    ASSERT_TRUE(phases.contains(name)) << name << " in " << phases.dump();
+    EXPECT_GT(phases[name]["fixed_s"].get<double>() + phases[name]["per_element_s"].get<double>(),
+              0)
+        << name;
+  }
+  EXPECT_GT(phases["demo encode (chunk 16, top-k 32, fp32 values, 4 ranks)"]["per_element_s"]
+                .get<double>(),
+            0);
+  std::ifstream comparison_in(dir / "comparison.json");
+  std::set<std::string> compared;
+  const auto comparison = nlohmann::json::parse(comparison_in);
+  for (const auto& op : comparison["ops"])
+    if (op["algorithm"] == "demo" && op["predicted"].is_object() && op["measured"].is_object())
+      compared.insert(op["op"].get<std::string>());
+  EXPECT_TRUE(compared.contains("demo encode piece"))
+      << fmt::format("{}", fmt::join(compared, ", "));
+  EXPECT_TRUE(compared.contains("demo decode + update piece"));
   // Random and Striding send no indices: every replica must select the same ones from the seed.
   // Each encode in the measured trace carries the digest of the indices that worker sent; the
   // two GPUs holding the same shard (local rank g on node 0 and node 1) must agree at every step
