@@ -3,9 +3,9 @@
 // On a CPU, DeMo's encode is a batched chunk x chunk matrix multiply and a top-k per block, well
 // above the memory-bound kernels the roofline prices on a GPU: DeMo's encode of a 0.43 M-parameter
 // gpt-tiny was predicted at 1.8 ms against 12.7 ms measured, DeMo's and FlexDeMo's iterations
-// 51-52% short. The simulator lists
-// the uses an algorithm issues, with their piece sizes; the profile times each use at the sizes
-// issued and records a fixed cost per call and a cost per element under price_name(use).
+// 51-52% short. The simulator lists the uses an algorithm issues, with their piece sizes; the
+// profile times each use at the sizes issued and records a fixed cost per call and a cost per
+// element under price_name(use).
 #pragma once
 
 #include "runtime/runtime.h"
