@@ -388,6 +388,13 @@ private:
           sends.push_back(w_.start(token));
         }
       }
+      // The next worker has waited for the token since it started: its send is done by now.
+      // Waited here, not after the last step: Gloo's send has no completion time of its own, and
+      // waited at the end the real runtime timed it from the last relay on its group to the wait
+      // (a 1-6 ms "start token" inside the measured window, which no prediction has).
+      for (auto& h : sends)
+        w_.wait(h);
+      sends.clear();
       for (int j = n_ - 1; j >= 0; --j) {
         // At most kRecvSlots receives posted: the oldest is passed on before a slot is reused.
         while (static_cast<int>(partials.size()) >= kRecvSlots)
