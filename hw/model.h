@@ -47,8 +47,9 @@ struct ModelSpec {
   double optimizer_estimate_ratio = 1;
   // Measured: DiLoCo's outer step per parameter; replaces the memory-bandwidth estimate when > 0.
   double outer_step_time_per_param_s = 0;
-  // Measured element-wise ops by name ("copy", "accumulate", "fill"): a fixed cost per call and a
-  // cost per byte moved (issue 30.3); an op not listed is priced at the memory bandwidth.
+  // Measured element-wise ops by name ("copy", "accumulate", "fill", "reload master"): a fixed
+  // cost per call and a cost per byte moved (issue 30.3); an op not listed is priced at the memory
+  // bandwidth.
   struct MemoryOpPrice {
     double fixed_s = 0;
     double per_byte_s = 0;

@@ -120,9 +120,9 @@ Calibration read_calibration(const std::string& path) {
       if (!ops.is_object())
         throw std::runtime_error(fmt::format("{}: expected a map of op name to its price", ow));
       for (const auto& [name, price] : ops.items()) {
-        if (name != "copy" && name != "accumulate" && name != "fill")
-          throw std::runtime_error(
-              fmt::format("{}.{}: unknown op; expected copy, accumulate or fill", ow, name));
+        if (name != "copy" && name != "accumulate" && name != "fill" && name != "reload master")
+          throw std::runtime_error(fmt::format(
+              "{}.{}: unknown op; expected copy, accumulate, fill or reload master", ow, name));
         if (!price.is_object())
           throw std::runtime_error(
               fmt::format("{}.{}: expected {{\"fixed_s\": ..., \"per_byte_s\": ...}}", ow, name));

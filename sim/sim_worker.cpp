@@ -242,9 +242,12 @@ void SimWorker::outer_step(const OuterStep& op) {
 
 void SimWorker::reload_master(Slice params, Slice) {
   // The 16-bit parameters read, the fp32 master written; fp32 training has no master copy
-  // (model_state.h: K counts it only for 16-bit models).
+  // (model_state.h: K counts it only for 16-bit models), except where the profile measured one:
+  // the real runtime's optimizer keeps an fp32 master of fp32 parameters too and copies into it
+  // (issue 30.3: every op the real runtime executes priced; 7-60 us a layer on a CPU).
   const auto dtype = ctx_.scenario.model.dtype;
-  if (dtype == scenario::Dtype::fp32)
+  if (dtype == scenario::Dtype::fp32 &&
+      !ctx_.scenario.model.spec.memory_ops.contains(op_label(MemoryOp::reload_master).name))
     return;
   memory_op(MemoryOp::reload_master,
             static_cast<double>(params.count) * (scenario::dtype_bytes(dtype) + 4.0));

@@ -576,6 +576,41 @@ algorithms: [acco]
   }
 }
 
+// Issue 30.3: local SGD reloads the optimizer's master copy from each averaged layer. A GPU's fp32
+// training has none (nothing to price), but the real runtime's optimizer keeps one for fp32 too;
+// measured, the reload is priced for fp32 models as well. mlp 16 x 2 (272 parameters a layer,
+// 8 bytes each), local SGD with H = 2: every second step averages both layers.
+TEST(Calibration, AMeasuredMasterReloadIsPricedForFp32ModelsToo) {
+  const testing::ScratchDir dir;
+  auto profile = mlp_profile();
+  const auto scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << R"(name: cal
+cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, inter_node: ethernet-10g}
+model: {preset: mlp, width: 16, depth: 2, dtype: fp32, profile: profile.json}
+training: {micro_batch: 8, steps: 4, warmup_steps: 0}
+algorithms: [{name: local-sgd, H: 2}]
+)";
+  const auto reloads = [&] {
+    std::ofstream(dir / "profile.json") << calibration_json(profile);
+    const auto r =
+        overlapsim::testing::simulate(load_scenario(scenario), "local-sgd", {{"H", "2"}});
+    std::vector<double> out;
+    for (const auto& e : r.trace.events)
+      if (r.trace.name_of(e.name) == "reload master")
+        out.push_back(e.end - e.start);
+    return out;
+  };
+  EXPECT_TRUE(reloads().empty());
+  profile.memory_ops["reload master"] = {1e-3, 1e-6};
+  const auto priced = reloads();
+  EXPECT_EQ(
+      read_calibration((dir / "profile.json").string()).memory_ops.at("reload master").per_byte_s,
+      1e-6);
+  ASSERT_EQ(priced.size(), 4u); // 2 layers at steps 1 and 3, on the one rank simulated
+  for (const double d : priced)
+    EXPECT_NEAR(d, 1e-3 + 272 * 8 * 1e-6, 1e-9); // 3.176 ms on the comm stream, alone
+}
+
 // Issue 30.3: a replicator phase the profile measured is priced as a whole, by its fixed cost and
 // cost per element, under the real runtime's name; the simulation lists the uses it ran (what the
 // profile then measures). DeMo on 2 one-GPU nodes runs an encode and a decode + update over the

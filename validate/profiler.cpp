@@ -673,7 +673,8 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   // bandwidth (ACCO's accumulate was priced 3.5x its measured time on a CPU, a fill of DPU's few
   // counts at nothing against its dispatch cost). Each timed over one element and over the model,
   // after a step as in a run: a fixed cost per call and a cost per byte (the bytes SimWorker
-  // counts: copy reads and writes, accumulate reads two and writes one, fill writes).
+  // counts: copy reads and writes, accumulate reads two and writes one, fill writes, a master's
+  // reload reads the parameters and writes the master).
   {
     const auto time_ops = [&](std::int64_t count) {
       const std::size_t from = repeat_timed(w, o, [&](int r) {
@@ -681,13 +682,16 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         w.copy(Slice{grads, 0, count}, Slice{state, 0, count});
         w.accumulate(Slice{grads, 0, count}, Slice{state, 0, count});
         w.fill(Slice{state, 0, count}, 0);
+        w.reload_master(Slice{params, 0, count}, Slice{state, 0, count});
       });
       return durations(w.trace(), from);
     };
     const auto one = time_ops(1);
     const auto all = time_ops(n);
-    for (const auto& [op, bytes_per_element] :
-         {std::pair{MemoryOp::copy, 8.0}, {MemoryOp::accumulate, 12.0}, {MemoryOp::fill, 4.0}}) {
+    for (const auto& [op, bytes_per_element] : {std::pair{MemoryOp::copy, 8.0},
+                                                {MemoryOp::accumulate, 12.0},
+                                                {MemoryOp::fill, 4.0},
+                                                {MemoryOp::reload_master, 8.0}}) {
       const std::string name = op_label(op).name;
       const auto small = one.find(name), large = all.find(name);
       if (small == one.end() || large == all.end())

@@ -457,6 +457,15 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
     EXPECT_LE(share, 0.9) << k;
     EXPECT_DOUBLE_EQ(predicted_gpu[k].get<double>(), share) << k;
   }
+  // Every element-wise op the runtime runs has a measured price, the master's reload included
+  // (the local-SGD family's; its optimizer keeps an fp32 master of fp32 parameters).
+  for (const char* op : {"copy", "accumulate", "fill", "reload master"}) {
+    ASSERT_TRUE(profile["model"]["memory_ops"].contains(op)) << op;
+    EXPECT_GT(profile["model"]["memory_ops"][op]["fixed_s"].get<double>() +
+                  profile["model"]["memory_ops"][op]["per_byte_s"].get<double>(),
+              0)
+        << op;
+  }
   // And the communication stream's share of the device while both compute.
   ASSERT_TRUE(profile["model"].contains("comm_stream_share"));
   const double stream_share = profile["model"]["comm_stream_share"];
