@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 #include <stdexcept>
-#include <sys/resource.h>
-#include <unistd.h>
 
 // LibTorch's CUDA builds define USE_C10D_NCCL (NCCL needs CUDA); Debian's CPU LibTorch does not.
 #ifdef USE_C10D_NCCL
@@ -15,10 +13,6 @@
 #endif
 
 namespace overlapsim::real {
-
-void lower_compute_thread_priority() {
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
-}
 
 #ifdef USE_C10D_NCCL
 struct DeviceStreams::Cuda {

@@ -26,13 +26,6 @@ struct StreamMark {
   int event = -1; // index of the CUDA event; -1: the host time is the time
 };
 
-// Makes the calling thread a compute thread as a run has it: on a CPU it yields the core to the
-// communication threads (and to the kernel's network processing) whenever they need it, as on a
-// GPU NCCL runs on SMs of its own and a busy compute stream does not starve it (nice 19; Linux
-// applies nice per thread). The run's compute thread and the profile's, where it measures both
-// streams at once, call it. Lowering a priority needs no privilege; it lasts the thread's life.
-void lower_compute_thread_priority();
-
 class DeviceStreams {
 public:
   DeviceStreams(const torch::Device& device, std::chrono::steady_clock::time_point origin);

@@ -4,6 +4,7 @@
 #include "algorithms/replicator.h"
 #include "runtime/op_label.h"
 #include "validate/profile_statistics.h"
+#include "validate/thread_policy.h"
 
 #include <algorithm>
 #include <array>
@@ -293,7 +294,7 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   std::exception_ptr failure;
   std::thread compute([&] {
     try {
-      lower_compute_thread_priority();
+      lower_compute_thread_priority(w.on_cpu());
       w.enter(StreamKind::compute);
       for (int r = 0; !comm_done.load() && r < 100 * static_cast<int>(alone.size()); ++r) {
         fwd_bwd(2000 + r);
@@ -393,7 +394,7 @@ std::optional<double> measure_comm_stream_share(RealWorker& w, BufferId params, 
   std::exception_ptr failure;
   std::thread compute([&] {
     try {
-      lower_compute_thread_priority();
+      lower_compute_thread_priority(w.on_cpu());
       w.enter(StreamKind::compute);
       for (int r = 0; !stop.load() && r < 100000; ++r) {
         w.forward({0, layers}, {4000 + r, 0}, params);

@@ -5,6 +5,7 @@
 #include "validate/heartbeat.h"
 #include "validate/profiler.h"
 #include "validate/real_worker.h"
+#include "validate/thread_policy.h"
 
 #include <cstdlib>
 #include <fmt/format.h>
@@ -69,10 +70,13 @@ public:
     store_->setTimeout(timeout);
     check_backend(o.backend);
     if (o.backend == "gloo") {
-      device_ = e.gloo_iface.empty()
-                    ? c10d::ProcessGroupGloo::createDeviceForHostname(
-                          e.bind_addr.empty() ? e.master_addr : e.bind_addr)
-                    : c10d::ProcessGroupGloo::createDeviceForInterface(e.gloo_iface);
+      // The device starts Gloo's event loop: a batch thread (validate/thread_policy.h).
+      start_batch_threads([&] {
+        device_ = e.gloo_iface.empty()
+                      ? c10d::ProcessGroupGloo::createDeviceForHostname(
+                            e.bind_addr.empty() ? e.master_addr : e.bind_addr)
+                      : c10d::ProcessGroupGloo::createDeviceForInterface(e.gloo_iface);
+      });
     }
   }
 
@@ -350,7 +354,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
     });
     std::thread compute([&] {
       worker.enter(StreamKind::compute);
-      lower_compute_thread_priority();
+      lower_compute_thread_priority(worker.on_cpu());
       try {
         program->run_compute();
       } catch (...) {

@@ -70,6 +70,15 @@ RealWorker::RealWorker(RealContext& context, int rank)
   trace_.workers = ctx_.topology.world_size();
   trace_.gpus_per_node = ctx_.topology.gpus_per_node();
   trace_.measured = true;
+  if (!ctx_.device.is_cuda())
+    p2p_issuer_ = std::make_unique<NormalThread>();
+}
+
+void RealWorker::issue_p2p(const std::function<void()>& start) {
+  if (p2p_issuer_ && on_idle_thread())
+    p2p_issuer_->run(start);
+  else
+    start();
 }
 
 BufferId RealWorker::declare(const BufferDecl& decl) {
@@ -533,13 +542,13 @@ CommHandle RealWorker::start(const CollectiveCall& call) {
   }
   case CollectiveOp::send:
     s->inputs = {data};
-    s->works.push_back(s->group->send(s->inputs, peer_index(), call.tag));
+    issue_p2p([&] { s->works.push_back(s->group->send(s->inputs, peer_index(), call.tag)); });
     break;
   case CollectiveOp::recv:
     s->inputs = {data};
     s->received = s->bytes;
     s->bytes = 0;
-    s->works.push_back(s->group->recv(s->inputs, peer_index(), call.tag));
+    issue_p2p([&] { s->works.push_back(s->group->recv(s->inputs, peer_index(), call.tag)); });
     break;
   case CollectiveOp::barrier:
     s->works.push_back(s->group->barrier());

@@ -16,6 +16,7 @@
 #include "validate/collective_pieces.h"
 #include "validate/device_streams.h"
 #include "validate/optimizer_store.h"
+#include "validate/thread_policy.h"
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -65,6 +67,7 @@ public:
   int rank() const override { return rank_; }
   const Topology& topology() const override { return ctx_.topology; }
   const scenario::Scenario& scenario() const override { return ctx_.scenario; }
+  bool on_cpu() const { return !ctx_.device.is_cuda(); }
 
   BufferId declare(const BufferDecl& decl) override;
   const BufferDecl& buffer(BufferId id) const override;
@@ -121,6 +124,8 @@ private:
   void start_nccl_all_gather(State& s, torch::Tensor data, torch::Tensor out, int me, int n);
   torch::TensorOptions options() const { return torch::TensorOptions().device(ctx_.device); }
   void memory_changed();
+  // Runs a point-to-point send's or receive's start: on p2p_issuer_ from an idle thread.
+  void issue_p2p(const std::function<void()>& start);
 
   RealContext& ctx_;
   int rank_;
@@ -141,6 +146,9 @@ private:
   Trace trace_;
   std::vector<LossRecord> losses_;
   DeviceStreams streams_;
+  // On a CPU: issues the compute thread's point-to-point sends and receives (an idle thread must
+  // not hold Gloo's pair lock: validate/thread_policy.h). Made here, on a thread of normal policy.
+  std::unique_ptr<NormalThread> p2p_issuer_;
   struct PendingTiming {
     std::size_t event;
     StreamMark start, end;
