@@ -33,6 +33,11 @@ struct GpuSpec {
   // an even split (a CUDA stream priority, or on a CPU worker the compute thread's lower
   // priority, tilts it). `overlapsim profile` measures it; cluster.gpu.comm_stream_share.
   double comm_stream_share = 0.5;
+  // Seconds the first collective (or message) a stream issues after it had to wait for the other
+  // stream's signal takes longer (on one H100, ZeRO-1's first reduce-scatter of each layer's
+  // buckets took 0.18-1.08 ms, the two issued right after it 20-90 us). 0: none.
+  // `overlapsim profile` measures it; cluster.gpu.collective_handoff_wait.
+  double collective_handoff_wait_s = 0;
 };
 
 struct LinkSpec {

@@ -159,6 +159,13 @@ Calibration read_calibration(const std::string& path) {
             fmt::format("{}: comm_stream_share is {}, expected 0.05 to 0.95", where, f));
       c.comm_stream_share = f;
     }
+    if (m.contains("collective_handoff_wait_s")) {
+      const double s = positive(m, "collective_handoff_wait_s", where, true);
+      if (s > 1)
+        throw std::runtime_error(
+            fmt::format("{}: collective_handoff_wait_s is {}, expected 0 to 1", where, s));
+      c.collective_handoff_wait_s = s;
+    }
   }
   if (j.contains("links")) {
     const json& l = j.at("links");
@@ -236,6 +243,8 @@ std::string calibration_json(const Calibration& c) {
       model["compute_interference"] = *c.compute_interference;
     if (c.comm_stream_share)
       model["comm_stream_share"] = *c.comm_stream_share;
+    if (c.collective_handoff_wait_s)
+      model["collective_handoff_wait_s"] = *c.collective_handoff_wait_s;
     out["model"] = model;
   }
   out["links"] = links;

@@ -82,6 +82,8 @@ struct Calibration {
   std::optional<double> compute_interference;
   // Share of compute speed the communication stream's compute gets beside the compute stream's.
   std::optional<double> comm_stream_share;
+  // Seconds a collective issued beside compute waits to start (hw::GpuSpec).
+  std::optional<double> collective_handoff_wait_s;
   std::optional<LinkFit> intra_node;
   std::optional<LinkFit> inter_node;
   // Fits of the other collectives the algorithms use, on the same links (profile measures them

@@ -28,7 +28,8 @@ hw::GpuSpec read_gpu(const Entry& e) {
                        e.text(), names));
   }
   e.expect_map({"preset", "name", "peak_tflops", "memory", "efficiency", "hbm_bandwidth",
-                "comm_interference", "compute_interference", "comm_stream_share"});
+                "comm_interference", "compute_interference", "comm_stream_share",
+                "collective_handoff_wait"});
   hw::GpuSpec gpu;
   if (e.has("preset"))
     gpu = read_gpu(e.child("preset"));
@@ -57,6 +58,12 @@ hw::GpuSpec read_gpu(const Entry& e) {
     gpu.compute_interference = e.child("compute_interference").number(0.0, 0.9);
   if (e.has("comm_stream_share"))
     gpu.comm_stream_share = e.child("comm_stream_share").number(0.05, 0.95);
+  if (e.has("collective_handoff_wait")) {
+    const Entry wait = e.child("collective_handoff_wait");
+    gpu.collective_handoff_wait_s = wait.quantity(hw::parse_time_s, /*allow_zero=*/true);
+    if (gpu.collective_handoff_wait_s > 1)
+      wait.fail("collective_handoff_wait is over 1 s; expected a launch's wait (e.g. 200us)");
+  }
   if (gpu.peak_flops_fp32 <= 0)
     gpu.peak_flops_fp32 = gpu.peak_flops_bf16;
   return gpu;

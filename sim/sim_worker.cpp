@@ -304,8 +304,13 @@ void SimWorker::replicator_phase(const ReplicatorPhase& op) {
             MicroBatch{op.step, -1});
 }
 
-void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::int64_t seq) {
+void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::int64_t seq,
+                               bool after_handoff) {
   const double start = sg4::Engine::get_clock();
+  // The first collective after waiting for the other stream's signal starts later (hw::GpuSpec's
+  // collective_handoff_wait_s); its peers wait for it like for any late member.
+  if (after_handoff && ctx_.scenario.cluster.gpu.collective_handoff_wait_s > 0)
+    sg4::this_actor::sleep_for(ctx_.scenario.cluster.gpu.collective_handoff_wait_s);
   // The network slows this GPU's compute while the call moves its data (sim/comm_interference.h).
   const auto table = call.data.buffer < 0
                          ? std::nullopt
@@ -372,12 +377,14 @@ CommHandle SimWorker::start(const CollectiveCall& call) {
   }
   // Collectives on one group run in the order they were started, as on one NCCL communicator; a
   // helper actor waits for the previous one so that the caller returns at once.
-  sg4::Actor::create(fmt::format("x{}", rank_), host_, [this, call, bytes, seq, previous, state] {
-    if (previous)
-      previous->wait();
-    run_collective(call, bytes, seq);
-    state->finish();
-  });
+  const bool after_handoff = take_handoff();
+  sg4::Actor::create(fmt::format("x{}", rank_), host_,
+                     [this, call, bytes, seq, previous, state, after_handoff] {
+                       if (previous)
+                         previous->wait();
+                       run_collective(call, bytes, seq, after_handoff);
+                       state->finish();
+                     });
   return CommHandle{state};
 }
 
@@ -392,7 +399,7 @@ void SimWorker::run(const CollectiveCall& call) {
       last.reset();
     }
   }
-  run_collective(call, bytes, seq); // on the calling actor: no helper needed
+  run_collective(call, bytes, seq, take_handoff()); // on the calling actor: no helper needed
 }
 
 void SimWorker::wait(CommHandle& handle) {
@@ -418,8 +425,16 @@ void SimWorker::notify(int signal, std::int64_t value) {
   c.ready->release();
 }
 
+bool SimWorker::take_handoff() {
+  return std::exchange(handed_off_[sg4::this_actor::get_name()[0] == 'c' ? 0 : 1], false);
+}
+
 std::int64_t SimWorker::await(int signal) {
   auto& c = channel(signal);
+  // A stream that had to wait for the other one's signal starts its next collective late
+  // (hw::GpuSpec's collective_handoff_wait_s); one whose signal was there already does not.
+  if (c.values.empty())
+    handed_off_[sg4::this_actor::get_name()[0] == 'c' ? 0 : 1] = true;
   c.ready->acquire();
   const auto v = c.values.front();
   c.values.pop_front();

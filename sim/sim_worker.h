@@ -11,6 +11,7 @@
 #include "sim/table_comm_time.h"
 #include "trace/trace.h"
 
+#include <array>
 #include <deque>
 #include <functional>
 #include <map>
@@ -92,7 +93,11 @@ private:
   void change_activations(double delta);
   // An element-wise op that moves `bytes` through HBM, on the calling stream.
   void memory_op(MemoryOp op, double bytes);
-  void run_collective(const CollectiveCall& call, double bytes, std::int64_t seq);
+  // `after_handoff`: the calling stream's first collective since it waited for the other's signal.
+  void run_collective(const CollectiveCall& call, double bytes, std::int64_t seq,
+                      bool after_handoff);
+  // Whether the calling stream had to wait for a signal since its last collective (and forgets).
+  bool take_handoff();
   double bytes_of(const CollectiveCall& call) const;
   std::int64_t next_seq(const CollectiveCall& call);
   static std::tuple<int, int, int> send_key(const CollectiveCall& call);
@@ -108,6 +113,7 @@ private:
   double activations_ = 0;
   double peak_activations_ = 0;
   ActivationCheckpoints checkpoints_; // used when model.activation_checkpointing is set
+  std::array<bool, 2> handed_off_{};  // per stream (compute, comm): see take_handoff()
   std::map<int, Channel> channels_;
   std::unordered_map<int, std::int64_t> seq_;               // per group
   std::unordered_map<int, std::shared_ptr<State>> last_op_; // per group, NCCL stream order

@@ -1,11 +1,14 @@
 // cluster.gpu.compute_interference: while a GPU computes, a transfer of its data moves at
-// (1 - share) of its speed (sim/compute_interference.h; issue 30). Pinned by hand.
+// (1 - share) of its speed (sim/compute_interference.h; issue 30); and
+// cluster.gpu.collective_handoff_wait: the first collective a stream issues after it had to wait
+// for the other stream's signal starts that much later (sim/sim_worker.cpp). Pinned by hand.
 #include "scenario/calibration.h"
 #include "sim/child_process.h"
 #include "sim/compute_interference.h"
 #include "sim/platform.h"
 #include "test_util.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -120,6 +123,58 @@ TEST(ComputeInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
   auto with_profile = scenario_text("");
   with_profile.replace(with_profile.find("training:"), 0, "  profile: " + path.string() + "\n");
   EXPECT_EQ(scenario_from(with_profile).cluster.gpu.compute_interference, 0.375);
+}
+
+// GPU 0's all-reduces of step 1, in the order they started: {start, end}.
+std::vector<std::pair<double, double>> step_one_all_reduces(const Trace& t) {
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& e : t.events)
+    if (e.worker == 0 && e.step == 1 && e.stream == StreamKind::comm)
+      spans.emplace_back(e.start, e.end);
+  std::sort(spans.begin(), spans.end());
+  return spans;
+}
+
+// The communication stream waits for l1's bucket while l1's backward computes: its all-reduce
+// starts 300 us late, then takes its 20.02 ms. l0's bucket was released while that all-reduce ran:
+// no wait for its signal, so it takes what it took without the hand-off wait. Both GPUs wait alike:
+// the step, which ends after l1's bucket, takes 300 us longer, so step 1 starts 300 us later.
+TEST(CollectiveHandoffWait, OnlyTheFirstCollectiveAfterWaitingForASignalWaits) {
+  const std::map<std::string, std::string> options = {{"bucket_cap", "200MB"}};
+  const auto free = simulate(scenario_from(scenario_text("")), "ddp", options);
+  const auto waited =
+      simulate(scenario_from(scenario_text(", collective_handoff_wait: 300us")), "ddp", options);
+  const auto before = step_one_all_reduces(free.trace);
+  const auto after = step_one_all_reduces(waited.trace);
+  ASSERT_EQ(before.size(), 2U);
+  ASSERT_EQ(after.size(), 2U);
+  EXPECT_NEAR(before[0].second - before[0].first, 0.02002, 1e-6);
+  EXPECT_NEAR(after[0].second - after[0].first, 0.02002 + 0.0003, 1e-6);
+  EXPECT_NEAR(after[0].first - before[0].first, 0.0003, 1e-9);
+  EXPECT_NEAR(after[1].second - after[1].first, before[1].second - before[1].first, 1e-9);
+}
+
+TEST(CollectiveHandoffWait, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
+  EXPECT_EQ(scenario_from(scenario_text("")).cluster.gpu.collective_handoff_wait_s, 0.0);
+  EXPECT_DOUBLE_EQ(scenario_from(scenario_text(", collective_handoff_wait: 250us"))
+                       .cluster.gpu.collective_handoff_wait_s,
+                   250e-6);
+  EXPECT_THROW(scenario_from(scenario_text(", collective_handoff_wait: 2s")), std::runtime_error);
+  EXPECT_THROW(scenario_from(scenario_text(", collective_handoff_wait: -1us")), std::runtime_error);
+  scenario::Calibration c;
+  c.model = "compute-interference";
+  c.layers = {{"l0", 0.01, 0.02}, {"l1", 0.001, 0.002}};
+  c.collective_handoff_wait_s = 4.5e-4;
+  const testing::ScratchDir dir;
+  const auto path = dir / "launch-wait.json";
+  std::ofstream(path) << scenario::calibration_json(c);
+  EXPECT_EQ(scenario::read_calibration(path.string()).collective_handoff_wait_s, 4.5e-4);
+  auto with_profile = scenario_text("");
+  with_profile.replace(with_profile.find("training:"), 0, "  profile: " + path.string() + "\n");
+  EXPECT_EQ(scenario_from(with_profile).cluster.gpu.collective_handoff_wait_s, 4.5e-4);
+  c.collective_handoff_wait_s = 3;
+  std::ofstream(path) << scenario::calibration_json(c);
+  EXPECT_THROW(scenario::read_calibration(path.string()), std::runtime_error);
 }
 
 } // namespace

@@ -364,6 +364,77 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   return {share(alone, during), share(comm_alone, comm_beside)};
 }
 
+// How much longer the first collective a stream issues after waiting for the other stream's
+// signal takes than the ones issued right after it (hw::GpuSpec's collective_handoff_wait_s). The
+// run's shape: a thread computing as a run's compute thread does runs forward and then backward
+// layer by layer, signalling after each layer as DDP's buckets are; this thread waits for each
+// signal and all-reduces one element three times, as a layer's buckets are. On one H100 the
+// first reduce-scatter of each layer's buckets took 0.18-1.08 ms, the two after it 20-90 us,
+// where one-element all-reduces back to back beside compute waited 1 us more than alone; this
+// measured 470-492 us first, 31-63 us next (one CPU worker: 13.3 and 5.5 us).
+std::optional<double> measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId params,
+                                           BufferId grads, BufferId scratch, int layers) {
+  // With peers, the first all-reduce after a signal also waits for the slowest rank's backward
+  // (2 CPU workers: 1.47 ms on one rank, 0.12 ms on the other, 85 us for the next ones): skew,
+  // not the hand-off. Measured where it is alone: one worker.
+  if (topo.world_size() != 1)
+    return std::nullopt;
+  constexpr int kRepeats = 8, kPerSignal = 3, kSignal = 9001;
+  CollectiveCall probe;
+  probe.op = CollectiveOp::all_reduce;
+  probe.group = &topo.world();
+  probe.data = Slice{scratch, 0, 1};
+  std::exception_ptr failure;
+  std::thread compute([&] {
+    try {
+      lower_compute_thread_priority(w.on_cpu());
+      w.enter(StreamKind::compute);
+      for (int r = 0; r < kRepeats; ++r) {
+        w.forward({0, layers}, {6000 + r, 0}, params);
+        for (int l = layers - 1; l >= 0; --l) {
+          w.backward({l, l + 1}, {6000 + r, 0}, params, grads);
+          w.notify(kSignal, l);
+        }
+      }
+    } catch (...) {
+      failure = std::current_exception();
+      w.abort();
+    }
+  });
+  std::exception_ptr comm_failure;
+  const std::size_t from = w.trace().events.size();
+  try {
+    w.enter(StreamKind::comm);
+    for (int i = 0; i < kRepeats * layers; ++i) {
+      w.await(kSignal);
+      for (int k = 0; k < kPerSignal; ++k) {
+        probe.name = k == 0 ? "hand-off probe first" : "hand-off probe next";
+        w.run(probe);
+      }
+    }
+  } catch (...) {
+    comm_failure = std::current_exception();
+    w.abort();
+  }
+  compute.join();
+  w.enter(StreamKind::compute);
+  if (failure)
+    std::rethrow_exception(failure);
+  if (comm_failure)
+    std::rethrow_exception(comm_failure);
+  std::vector<double> first, next;
+  const Trace& t = w.trace(); // on a GPU this waits for the probes: their times are then known
+  for (std::size_t i = from; i < t.events.size(); ++i) {
+    const auto name = t.name_of(t.events[i].name);
+    if (name == "hand-off probe first" || name == "hand-off probe next")
+      (name == "hand-off probe first" ? first : next)
+          .push_back(t.events[i].end - t.events[i].start);
+  }
+  if (first.empty() || next.empty())
+    return std::nullopt;
+  return std::max(0.0, expected_time(first) - expected_time(next));
+}
+
 // The communication stream's share of the device while both streams compute (hw::GpuSpec's
 // comm_stream_share): the whole model's optimizer step on this thread, as the communication stream
 // (ACCO's and DPU's update runs there beside the next forward), over buffers of its own, while a
@@ -795,6 +866,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   const auto interference = measure_interference(w, topo, params, grads, scratch, n, layers, o);
   cal.comm_interference = interference.comm_slows_compute;
   cal.compute_interference = interference.compute_slows_comm;
+  cal.collective_handoff_wait_s = measure_handoff_wait(w, topo, params, grads, scratch, layers);
   cal.comm_stream_share =
       measure_comm_stream_share(w, params, grads, n, layers, o, expected_time(d[optimizer_step]));
   return cal;

@@ -154,7 +154,16 @@ TEST(Validate, DdpOnTwoWorkersEqualsOneWorkerOnTheSameGlobalBatch) {
   // profile measured each (the all-reduce in place, reduce-scatter and all-gather in both forms),
   // and the prediction prices DDP's bucket all-reduce with it (a group of one cost nothing).
   std::ifstream profile_in(dir / "one" / "profile.json");
-  const auto local = nlohmann::json::parse(profile_in)["links"]["local_ops"];
+  const auto one_profile = nlohmann::json::parse(profile_in);
+  const auto local = one_profile["links"]["local_ops"];
+  // The first collective after a wait for the other stream's signal, measured on one worker
+  // only (with peers it holds their skew): a launch's cost, well under a millisecond on a CPU.
+  ASSERT_TRUE(one_profile["model"].contains("collective_handoff_wait_s")) << one_profile.dump();
+  EXPECT_GE(one_profile["model"]["collective_handoff_wait_s"].get<double>(), 0.0);
+  EXPECT_LT(one_profile["model"]["collective_handoff_wait_s"].get<double>(), 0.05);
+  std::ifstream two_profile_in(dir / "two" / "profile.json");
+  EXPECT_FALSE(
+      nlohmann::json::parse(two_profile_in)["model"].contains("collective_handoff_wait_s"));
   ASSERT_EQ(local.size(), 5u) << local.dump();
   std::set<std::pair<std::string, bool>> forms;
   for (const auto& f : local) {
