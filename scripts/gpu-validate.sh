@@ -57,7 +57,14 @@ if [ "$bench_s" -gt 30 ]; then
 fi
 left=$((budget - 20 - (SECONDS - start)))
 if [ "$left" -gt 60 ] && [ "${GPU_TESTS:-ON}" = ON ]; then
-  (cd build-gpu && timeout "$left" ctest -j8 --timeout 200 --output-on-failure -E EmulatedLink \
-     > "$work/ctest.txt" 2>&1; echo "ctest rc=$?" >> "$work/ctest.txt")
+  # That machine has neither matplotlib nor clang-format (2026-11-26): the tests that draw plots
+  # (merge draws by default) and `format` fail there for want of them, not of overlapsim.
+  skip=EmulatedLink
+  python3 -c 'import matplotlib' 2>/dev/null ||
+    skip="$skip|DrawsPlots|PlotRedraws|MemoryOverflowIsFlaggedEverywhere|Sweep\.(Merge|Shards)|slurm_sweep|plots_selftest"
+  command -v clang-format > /dev/null || skip="$skip|^format\$"
+  echo "ctest -E '$skip'" > "$work/ctest.txt"
+  (cd build-gpu && timeout "$left" ctest -j8 --timeout 200 --output-on-failure -E "$skip" \
+     >> "$work/ctest.txt" 2>&1; echo "ctest rc=$?" >> "$work/ctest.txt")
   tail -25 "$work/ctest.txt"
 fi
