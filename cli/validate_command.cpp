@@ -231,6 +231,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
                                         : nlohmann::ordered_json(parse_rate(o.emulate_link));
   comparison["cpu_bind"] = o.cpu_bind;
   comparison["gloo_piece_bytes"] = result.gloo_piece_bytes;
+  comparison["clock_uncertainty_s"] = result.clock_uncertainty_s;
   comparison["rows"] = rows;
   comparison["ops"] = ops;
   comparison["warnings"] = warnings;
@@ -266,6 +267,10 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   if (result.gloo_piece_bytes > 0)
     std::printf("Gloo's reduce-scatters and all-gathers ran in pieces of %s\n",
                 hw::format_bytes(static_cast<double>(result.gloo_piece_bytes)).c_str());
+  if (result.clock_uncertainty_s > 0)
+    std::printf("the ranks on other hosts than rank 0's: their clocks aligned to rank 0's within "
+                "%s (the traces' times, the steps' ends)\n",
+                hw::format_time(result.clock_uncertainty_s).c_str());
   std::printf("\nper op, predicted vs measured (median of one op; time per step per worker)\n%s",
               op_table.c_str());
   for (const auto& w : warnings)

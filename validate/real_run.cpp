@@ -2,6 +2,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/sync_period.h"
+#include "validate/clock_origin.h"
 #include "validate/heartbeat.h"
 #include "validate/profiler.h"
 #include "validate/real_worker.h"
@@ -109,6 +110,18 @@ public:
   }
 
   c10d::Store& store() { return *store_; }
+
+  // Time 0 of the traces that follow, one instant on every rank (validate/clock_origin.h);
+  // collective. Raises `uncertainty_s` to this alignment's bound where it is larger.
+  std::chrono::steady_clock::time_point agree_on_origin(const std::string& name,
+                                                        double& uncertainty_s) {
+    const ClockOrigin o = real::agree_on_origin(*store_, "clock/" + name, env_.rank, env_.world,
+                                                host_clock_id(), steady_now_s);
+    uncertainty_s = std::max(uncertainty_s, o.uncertainty_s);
+    return std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(o.origin_s)));
+  }
 
   // Every rank arrives before any leaves (a store counter: works before any group exists).
   void barrier(const std::string& name) {
@@ -304,7 +317,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
                     data,
                     OptimizerConfig::from(s.training),
                     group_fn,
-                    std::chrono::steady_clock::now(),
+                    job.agree_on_origin("profile", result.clock_uncertainty_s),
                     timeout,
                     &aborted,
                     device,
@@ -331,7 +344,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
                     data,
                     OptimizerConfig::from(s.training),
                     group_fn,
-                    std::chrono::steady_clock::now(),
+                    job.agree_on_origin("run/" + a.label, result.clock_uncertainty_s),
                     timeout,
                     &aborted,
                     device,

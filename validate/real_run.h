@@ -69,6 +69,9 @@ struct WorkerResult {
   bool root = false; // rank 0 holds the rest
   std::optional<scenario::Calibration> calibration;
   std::int64_t gloo_piece_bytes = 0; // the pieces every collective ran in; 0 on NCCL
+  // How far apart the ranks' time 0 may be (validate/clock_origin.h): 0 with every rank on rank
+  // 0's host, else the bound of the worst rank's estimate.
+  double clock_uncertainty_s = 0;
   std::vector<MeasuredRun> runs;
 };
 

@@ -48,7 +48,8 @@ struct RealContext {
   const Dataset& data;
   OptimizerConfig optimizer;
   GroupFn group;
-  std::chrono::steady_clock::time_point start; // time 0 of the trace, the same on every rank
+  std::chrono::steady_clock::time_point start; // time 0 of the trace, one instant on every rank
+                                               // (validate/clock_origin.h)
   std::chrono::milliseconds timeout{60000};    // for one collective
   std::atomic<bool>* aborted = nullptr;        // set when either stream failed
   torch::Device device = torch::kCPU;          // cuda:<local rank> with the NCCL backend
