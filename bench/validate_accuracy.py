@@ -77,11 +77,17 @@ def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
     compute = {r["algorithm"]: r["relative_error"] for r in doc["rows"]
                if r["metric"] == "forward_backward_s" and r["relative_error"] is not None}
     ops = {}
+    kinds = {}  # (algorithm, op) -> the streams that run it: CDP steps optimizers on both
+    for o in doc.get("ops", []):
+        kinds.setdefault((o["algorithm"], o["op"]), set()).add(o["stream"])
     for o in doc.get("ops", []):
         p, m = o["predicted"], o["measured"]
         if p and m and m["count_per_step"] >= 1 and m["median_s"] > 0:
+            name = o["op"]
+            if len(kinds[(o["algorithm"], name)]) > 1:
+                name += f" ({o['stream']})"
             ops.setdefault(o["algorithm"], []).append(
-                (o["op"], (p["median_s"] - m["median_s"]) / m["median_s"]))
+                (name, (p["median_s"] - m["median_s"]) / m["median_s"]))
     # The profile's interference shares, both ways (docs/MODEL.md).
     with open(os.path.join(out, "profile.json")) as f:
         model = json.load(f).get("model", {})

@@ -8,6 +8,7 @@ namespace overlapsim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 SummaryRow row(const std::string& algorithm, double iteration, double samples) {
   SummaryRow r;
@@ -62,6 +63,47 @@ TEST(Comparison, MetricsOpsAndAWarningPastFifteenPercent) {
   // Both zero: no error; only the measurement zero: no relative error (null).
   EXPECT_EQ(relative_error(0, 0), 0);
   EXPECT_TRUE(std::isnan(relative_error(1, 0)));
+}
+
+TEST(Comparison, AnOpKindBothStreamsRunIsTwoOpsNamedByTheirStream) {
+  // CDP steps a stage's optimizer on the compute stream and its neighbour's on the communication
+  // stream: 30 ms and 0.2 ms predicted, 31 ms and 0.1 ms measured. One row each, named apart in
+  // the table and the csv; a kind only one stream runs (forward) keeps its name.
+  const std::vector<SummaryRow> predicted = {row("cdp-v2", 0.10, 32)};
+  const std::vector<SummaryRow> measured = {row("cdp-v2", 0.10, 32)};
+  Trace p, m;
+  p.workers = m.workers = 1;
+  for (auto* t : {&p, &m})
+    for (int step = 0; step < 2; ++step) {
+      const auto add = [&](StreamKind stream, OpCategory category, const char* name, double s) {
+        TraceEvent e;
+        e.stream = stream;
+        e.category = category;
+        e.name = t->intern(name);
+        e.step = step;
+        e.start = step * 0.1;
+        e.end = e.start + s;
+        t->events.push_back(e);
+      };
+      add(StreamKind::compute, OpCategory::forward, "fwd a..b", 0.01);
+      add(StreamKind::compute, OpCategory::optimizer, "optimizer step", t == &p ? 0.030 : 0.031);
+      add(StreamKind::comm, OpCategory::optimizer, "optimizer step", t == &p ? 0.0002 : 0.0001);
+    }
+  const auto c = compare_predicted_measured(predicted, measured, {&p}, {&m});
+  ASSERT_EQ(c.ops.size(), 3u);
+  int steps = 0;
+  for (const auto& op : c.ops)
+    if (op["op"] == "optimizer step") {
+      ++steps;
+      const bool comm = op["stream"] == "comm";
+      EXPECT_NEAR(op["median_error"].get<double>(), comm ? 1.0 : -1.0 / 31, 1e-9) << op.dump();
+    }
+  EXPECT_EQ(steps, 2);
+  EXPECT_THAT(c.op_table, HasSubstr("optimizer step (compute)"));
+  EXPECT_THAT(c.op_table, HasSubstr("optimizer step (comm)"));
+  EXPECT_THAT(c.csv, HasSubstr("cdp-v2,op:optimizer step (comm):median_s,0.0002,0.0001,1.000000,"));
+  EXPECT_THAT(c.csv, HasSubstr("cdp-v2,op:forward:median_s,"));
+  EXPECT_THAT(c.op_table, Not(HasSubstr("forward (")));
 }
 
 Trace forwards(double seconds) {

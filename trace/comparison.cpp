@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <utility>
 
@@ -164,6 +165,15 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
       continue;
     const auto& joined = joined_ops[i];
     const auto& algorithm = measured_rows[i].algorithm;
+    // A kind both streams run (CDP's optimizer steps: a stage's on the compute stream, the
+    // neighbour's on the communication stream) is two ops: the table and the csv name the stream.
+    std::set<std::string> compute_kinds, both_streams;
+    for (const auto& c : joined)
+      if (c.stream == StreamKind::compute)
+        compute_kinds.insert(c.op);
+    for (const auto& c : joined)
+      if (c.stream == StreamKind::comm && compute_kinds.contains(c.op))
+        both_streams.insert(c.op);
     for (const auto& c : joined) {
       const auto side = [](const std::optional<OpCost>& cost) {
         return cost ? nlohmann::ordered_json{{"count_per_step", cost->count_per_step},
@@ -188,6 +198,8 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
       ops.push_back(op);
       // comparison.csv keeps its columns: an op's two numbers are two metrics.
       std::string name = c.op;
+      if (both_streams.contains(c.op))
+        name += c.stream == StreamKind::comm ? " (comm)" : " (compute)";
       std::replace(name.begin(), name.end(), ',', ';');
       const auto csv_row = [&](const char* what, double OpCost::*field, double err) {
         if (!both)
@@ -206,7 +218,7 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
         return std::isfinite(e) ? fmt::format("{:+.1f}%", 100 * e) : std::string("n/a");
       };
       op_table +=
-          fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", algorithm, c.op,
+          fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", algorithm, name,
                       time(c.predicted, &OpCost::median_s), time(c.measured, &OpCost::median_s),
                       pct(median_err), time(c.predicted, &OpCost::per_step_s),
                       time(c.measured, &OpCost::per_step_s), pct(step_err));
