@@ -372,13 +372,55 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
 // first reduce-scatter of each layer's buckets took 0.18-1.08 ms, the two after it 20-90 us,
 // where one-element all-reduces back to back beside compute waited 1 us more than alone; this
 // measured 470-492 us first, 31-63 us next (one CPU worker: 13.3 and 5.5 us).
+// The latest start over `group`'s members of each of a series of collectives they ran alike (the
+// k-th on every member is one instance), from this member's `starts`: the ranks' traces share a
+// time 0 (validate/clock_origin.h), so their starts compare. Collective over `group`.
+std::vector<double> last_member_starts(RealWorker& w, const Group& group,
+                                       const std::vector<double>& starts) {
+  const auto n = static_cast<std::int64_t>(starts.size());
+  const std::int64_t members = group.size();
+  if (members <= 1 || n == 0)
+    return starts;
+  // Sent as float32 offsets from a base every member holds exactly (the first member's first
+  // start, rounded to a float and broadcast): microseconds within the second a probe loop lasts.
+  const BufferId buffer =
+      w.declare({"last member starts", MemoryCategory::buffers, 1 + n + n * members, 4});
+  w.fill(Slice{buffer, 0, 1}, starts.front());
+  CollectiveCall base;
+  base.op = CollectiveOp::broadcast;
+  base.group = &group;
+  base.peer = group.ranks.front();
+  base.name = "last member starts base";
+  base.data = Slice{buffer, 0, 1};
+  w.run(base);
+  const double from = w.tensor(base.data).item<double>();
+  std::vector<float> offsets;
+  for (const double s : starts)
+    offsets.push_back(static_cast<float>(s - from));
+  CollectiveCall gather;
+  gather.op = CollectiveOp::all_gather;
+  gather.group = &group;
+  gather.name = "last member starts";
+  gather.data = Slice{buffer, 1, n};
+  gather.out = Slice{buffer, 1 + n, n * members};
+  w.tensor(gather.data).copy_(torch::tensor(offsets));
+  w.run(gather);
+  const auto all = w.tensor(gather.out).to(torch::kCPU).to(torch::kDouble).contiguous();
+  const double* v = all.data_ptr<double>();
+  std::vector<double> last(starts);
+  for (std::int64_t m = 0; m < members; ++m)
+    for (std::int64_t k = 0; k < n; ++k)
+      last[static_cast<std::size_t>(k)] =
+          std::max(last[static_cast<std::size_t>(k)], from + v[m * n + k]);
+  return last;
+}
+
 std::optional<double> measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId params,
                                            BufferId grads, BufferId scratch, int layers) {
   // With peers, the first all-reduce after a signal also waits for the slowest rank's backward
   // (2 CPU workers: 1.47 ms on one rank, 0.12 ms on the other, 85 us for the next ones): skew,
-  // not the hand-off. Measured where it is alone: one worker.
-  if (topo.world_size() != 1)
-    return std::nullopt;
+  // not the hand-off. So each probe counts from its last member's start, as the per-op table
+  // counts a run's collectives (trace/op_costs.h).
   constexpr int kRepeats = 8, kPerSignal = 3, kSignal = 9001;
   CollectiveCall probe;
   probe.op = CollectiveOp::all_reduce;
@@ -422,13 +464,23 @@ std::optional<double> measure_handoff_wait(RealWorker& w, const Topology& topo, 
     std::rethrow_exception(failure);
   if (comm_failure)
     std::rethrow_exception(comm_failure);
+  std::vector<std::size_t> probes;
+  std::vector<double> starts;
+  {
+    const Trace& t = w.trace(); // on a GPU this waits for the probes: their times are then known
+    for (std::size_t i = from; i < t.events.size(); ++i)
+      if (t.name_of(t.events[i].name).starts_with("hand-off probe ")) {
+        probes.push_back(i);
+        starts.push_back(t.events[i].start);
+      }
+  }
+  const auto last = last_member_starts(w, topo.world(), starts);
   std::vector<double> first, next;
-  const Trace& t = w.trace(); // on a GPU this waits for the probes: their times are then known
-  for (std::size_t i = from; i < t.events.size(); ++i) {
-    const auto name = t.name_of(t.events[i].name);
-    if (name == "hand-off probe first" || name == "hand-off probe next")
-      (name == "hand-off probe first" ? first : next)
-          .push_back(t.events[i].end - t.events[i].start);
+  const Trace& t = w.trace();
+  for (std::size_t k = 0; k < probes.size(); ++k) {
+    const auto& e = t.events[probes[k]];
+    (t.name_of(e.name) == "hand-off probe first" ? first : next)
+        .push_back(e.end - std::clamp(last[k], e.start, e.end));
   }
   if (first.empty() || next.empty())
     return std::nullopt;

@@ -157,14 +157,16 @@ TEST(Validate, DdpOnTwoWorkersEqualsOneWorkerOnTheSameGlobalBatch) {
   std::ifstream profile_in(dir / "one" / "profile.json");
   const auto one_profile = nlohmann::json::parse(profile_in);
   const auto local = one_profile["links"]["local_ops"];
-  // The first collective after a wait for the other stream's signal, measured on one worker
-  // only (with peers it holds their skew): a launch's cost, well under a millisecond on a CPU.
-  ASSERT_TRUE(one_profile["model"].contains("collective_handoff_wait_s")) << one_profile.dump();
-  EXPECT_GE(one_profile["model"]["collective_handoff_wait_s"].get<double>(), 0.0);
-  EXPECT_LT(one_profile["model"]["collective_handoff_wait_s"].get<double>(), 0.05);
+  // The first collective after a wait for the other stream's signal: a wake-up's cost, well under
+  // a millisecond on a CPU. Measured on two workers too, each probe from its last member's start
+  // (before, the early rank's probe held the other's remaining backward: 1.47 ms on one rank).
   std::ifstream two_profile_in(dir / "two" / "profile.json");
-  EXPECT_FALSE(
-      nlohmann::json::parse(two_profile_in)["model"].contains("collective_handoff_wait_s"));
+  const auto two_profile = nlohmann::json::parse(two_profile_in);
+  for (const auto* p : {&one_profile, &two_profile}) {
+    ASSERT_TRUE((*p)["model"].contains("collective_handoff_wait_s")) << p->dump();
+    EXPECT_GE((*p)["model"]["collective_handoff_wait_s"].get<double>(), 0.0);
+    EXPECT_LT((*p)["model"]["collective_handoff_wait_s"].get<double>(), 0.001);
+  }
   ASSERT_EQ(local.size(), 5u) << local.dump();
   std::set<std::pair<std::string, bool>> forms;
   for (const auto& f : local) {
