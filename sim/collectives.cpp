@@ -59,7 +59,8 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
       local_collectives_(cluster.local_collectives),
       nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
       nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)),
-      nic_Bps_(cluster.inter_node.bandwidth_Bps), interference_(platform),
+      nic_Bps_(cluster.inter_node.bandwidth_Bps),
+      interference_(platform, cluster.gpu.comm_interference),
       compute_interference_(platform, cluster.gpu.compute_interference) {
   if (cluster.sites.size() > 1) {
     site_of_node_.assign(static_cast<std::size_t>(cluster.nodes), 0);

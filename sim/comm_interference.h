@@ -1,22 +1,39 @@
 // Communication slowing computation (cluster.gpu.comm_interference; issue 25.4). While a
-// collective or a message moves a GPU's data, NCCL's kernels hold some of that GPU's SMs and HBM
-// bandwidth: whatever the GPU computes meanwhile runs at (1 - share) of its speed, and nothing is
-// lost when it computes nothing.
+// collective or a message moves a GPU's data, the transfer competes with the GPU's computation:
+// NCCL's kernels hold SMs and HBM bandwidth, and on a CPU worker Gloo's threads and the kernel's
+// TCP stack hold the core. A stream computing alone beside a transfer runs at (1 - share) of its
+// speed; nothing is lost when the GPU computes nothing.
+//
+// The transfer is a third workload beside the two streams, sharing the device by weight as the
+// streams share it with each other (sim_worker.cpp: the compute stream weighs 1, the
+// communication stream comm_stream_share / (1 - comm_stream_share)): its weight
+// share / (1 - share) leaves the compute stream 1 / (1 + weight) = 1 - share, and a communication
+// stream that outweighs the compute stream keeps more of the device. On a CPU worker that is
+// the scheduler's doing: the compute thread is an idle thread, the communication thread a normal
+// one, and a step of the communication thread beside a transfer lost 27% where the compute thread
+// lost 88% (CDP's update of one stage, gpt-wide, loopback; weights 19 and 7.7 price 29%). On a
+// GPU at the even split a stream computing alone loses `share` as before; with both streams
+// computing, each keeps 1 / (2 + weight) of the GPU where NCCL holding a fixed share of the SMs
+// would leave (1 - share) / 2.
 //
 // Only while data moves: a collective waiting for a slower peer, or a posted receive whose send
 // has not started, slows nothing (Lee et al. measured overlapped collectives that were moving
-// data). Bounded per GPU: however many transfers of a GPU are open at once, the GPU is slowed
-// once, so concurrent ops (CDP's sends and receives, ACCO's two streams) do not add up.
+// data). Bounded per GPU: however many transfers of a GPU are open at once, they weigh once, so
+// concurrent ops (CDP's sends and receives, ACCO's two streams) do not add up.
 //
-// Mechanism: every GPU host has two power states, its speed and (1 - share) of it (sim/platform.h);
-// the first open transfer switches to the second, the last one to end switches back, and SimGrid
-// rescales the executions in flight. (Before, a background Exec bounded to share x speed ran while
-// transfers were open: SimGrid cancels an actor's activities when it exits, and an Exec started
-// per busy period by whichever actor closed a collective sometimes ended at once, leaving one
-// node's GPUs unslowed.)
+// Mechanism: while a GPU has transfers open, an execution at the transfer's weight that would
+// never end runs on its host, and SimGrid shares the host among it and the streams' executions. A
+// daemon actor per GPU starts it when the first transfer opens and cancels it when the last one
+// closes (at the same simulated time: the semaphore wakes it in the same round), because SimGrid
+// cancels an actor's activities when the actor exits and transfers open and close in short-lived
+// helper actors. (Suspending one execution instead does not work on SimGrid 3.32, whose resume()
+// leaves the activity marked suspended, so the next suspend() is ignored. Before this: a second
+// power state at (1 - share) of the speed, which slowed both streams alike.)
 #pragma once
 
 #include "sim/platform.h"
+
+#include <simgrid/s4u/Semaphore.hpp>
 
 #include <vector>
 
@@ -24,15 +41,20 @@ namespace overlapsim::sim {
 
 class CommInterference {
 public:
-  explicit CommInterference(const Platform& platform);
+  // Starts the GPUs' daemon actors (before the engine runs) when `share` is above 0.
+  CommInterference(const Platform& platform, double share);
 
   // A transfer of `rank`'s data starts or ends; any actor may call these.
   void begin(int rank);
   void end(int rank);
 
+  // The transfer's weight against a compute stream's 1.
+  static double weight(double share) { return share / (1 - share); }
+
 private:
-  const Platform& platform_;
   std::vector<int> open_; // transfers open per rank
+  // Per rank, released when its first transfer opens and when its last one closes.
+  std::vector<simgrid::s4u::SemaphorePtr> opened_, closed_;
 };
 
 } // namespace overlapsim::sim

@@ -83,13 +83,6 @@ Platform::Lane Platform::on_rail(int src, int dst, int rail) const {
 
 namespace {
 
-// A GPU host's power states: its speed, and (interference) the speed left while its data moves.
-std::vector<double> gpu_speeds(const scenario::ClusterSpec& c, const Platform& p, double speed) {
-  if (!p.interference_pstate)
-    return {speed};
-  return {speed, speed * (1 - c.gpu.comm_interference)};
-}
-
 // Rank `rank`'s progress host (see platform.h), in the zone of its GPU.
 void add_progress_host(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone, int rank) {
   if (c.gpu.compute_interference <= 0)
@@ -158,8 +151,8 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
     const auto at = [&](int g) { return static_cast<std::size_t>(node * per_node + g); };
     for (int g = 0; g < per_node; ++g) {
       const int rank = node * per_node + g;
-      p.gpus[at(g)] = zone->create_host(fmt::format("gpu{}", rank),
-                                        gpu_speeds(c, p, p.nominal_speed / c.slowdown_of(rank)));
+      p.gpus[at(g)] =
+          zone->create_host(fmt::format("gpu{}", rank), p.nominal_speed / c.slowdown_of(rank));
       p.remote[at(g)] = zone->create_host(fmt::format("node{}-remote{}", node, g), 1.0);
       add_progress_host(p, c, zone, rank);
       links.push_back(
@@ -237,7 +230,6 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
   const double speed = c.gpu.peak_flops_bf16 * c.gpu.efficiency;
   p.nominal_speed = speed;
   p.classes = classes;
-  p.interference_pstate = c.gpu.comm_interference > 0;
   p.gpus_per_node = c.gpus_per_node;
   p.nics_per_node = c.nics_per_node;
   const bool fat_tree = c.fabric.topology == hw::FabricSpec::Topology::fat_tree && c.nodes > 1;
@@ -293,8 +285,7 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
     node->set_parent(parent);
     for (int g = 0; g < c.gpus_per_node; ++g) {
       const int rank = n * c.gpus_per_node + g;
-      auto* host = node->create_host(fmt::format("gpu{}", rank),
-                                     gpu_speeds(c, p, speed / c.slowdown_of(rank)));
+      auto* host = node->create_host(fmt::format("gpu{}", rank), speed / c.slowdown_of(rank));
       auto* link =
           node->create_split_duplex_link(fmt::format("gpulink{}", rank), gpu_link_bandwidth)
               ->set_latency(gpu_link_latency);

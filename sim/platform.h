@@ -57,9 +57,6 @@ struct Platform {
   RankClasses classes;                   // which ranks have hosts
   // Folded, by rank of a running node's GPU: that position's GPU of every other node.
   std::vector<simgrid::s4u::Host*> remote;
-  // GPU hosts have a second power state at (1 - comm_interference) of their speed, taken while
-  // their data moves (sim/comm_interference.h); false when comm_interference is 0.
-  bool interference_pstate = false;
   // By rank, a host that runs one FLOP per second, (1 - compute_interference) of that while its
   // GPU computes: where a transfer makes up the progress compute took from it
   // (sim/compute_interference.h). Empty when compute_interference is 0; folded, null but the

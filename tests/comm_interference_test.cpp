@@ -4,6 +4,7 @@
 #include "test_util.h"
 
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
 
@@ -17,7 +18,9 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 namespace overlapsim {
@@ -115,15 +118,16 @@ TEST(CommInterference, WaitingForAPeerDoesNotSlowTheCompute) {
   EXPECT_LT(b.duration, 0.024);
 }
 
-// Issue 25.4: bounded per GPU. On GPU 0 of a SimGrid platform, 10 ms of compute runs while two
-// transfers are open for the first 4 ms and one until 6 ms: bounded, it runs at 75% for 6 ms
-// (4.5 ms of work), then the remaining 5.5 ms: it ends at 11.5 ms. Summed per open op (the old
-// rule) it ran at 50% for 4 ms, 75% for 2 ms, and ended at 12.5 ms.
-TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
+// Runs `actors(platform, interference)` on a SimGrid platform of two single-GPU nodes at
+// comm_interference `share`, in a child process (SimGrid runs one engine per process); returns
+// what it prints.
+std::string on_platform(
+    double share,
+    const std::function<std::string(const sim::Platform&, sim::CommInterference&)>& actors) {
   namespace sg4 = simgrid::s4u;
   auto cluster = testing::four_blocks_on_two_nodes(0, 1).cluster;
-  cluster.gpu.comm_interference = 0.25;
-  sim::ChildProcess child([&cluster] {
+  cluster.gpu.comm_interference = share;
+  sim::ChildProcess child([&] {
     int argc = 1;
     char name[] = "interference";
     char* argv[] = {name, nullptr};
@@ -131,14 +135,32 @@ TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
     xbt_log_control_set("root.thres:critical");
     sim::configure_engine(engine, cluster);
     const auto platform = sim::build_platform(cluster);
-    sim::CommInterference interference(platform);
-    double done = -1;
-    auto* gpu = platform.gpus[0];
-    sg4::Actor::create("compute", gpu, [&] {
-      sg4::this_actor::execute(gpu->get_speed() * 0.010);
-      done = sg4::Engine::get_clock();
-    });
-    sg4::Actor::create("comm", gpu, [&] {
+    sim::CommInterference interference(platform, cluster.gpu.comm_interference);
+    return actors(platform, interference);
+  });
+  return child.collect();
+}
+
+// `seconds` of work at `priority` (a stream's weight: 1 compute, share / (1 - share) comm) on
+// `gpu`; its end time into `done`.
+void work(simgrid::s4u::Host* gpu, double seconds, double priority, double& done) {
+  namespace sg4 = simgrid::s4u;
+  sg4::Actor::create("work", gpu, [gpu, seconds, priority, &done] {
+    sg4::this_actor::execute(gpu->get_speed() * seconds, priority);
+    done = sg4::Engine::get_clock();
+  });
+}
+
+// Issue 25.4: bounded per GPU. On GPU 0 of a SimGrid platform, 10 ms of compute runs while two
+// transfers are open for the first 4 ms and one until 6 ms: bounded, it runs at 75% for 6 ms
+// (4.5 ms of work), then the remaining 5.5 ms: it ends at 11.5 ms. Summed per open op (the old
+// rule) it ran at 50% for 4 ms, 75% for 2 ms, and ended at 12.5 ms.
+TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
+  namespace sg4 = simgrid::s4u;
+  const auto done = on_platform(0.25, [](const auto& platform, auto& interference) {
+    double end = -1;
+    work(platform.gpus[0], 0.010, 1, end);
+    sg4::Actor::create("comm", platform.gpus[0], [&interference] {
       interference.begin(0);
       interference.begin(0);
       sg4::this_actor::sleep_for(0.004);
@@ -146,10 +168,10 @@ TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
       sg4::this_actor::sleep_for(0.002);
       interference.end(0);
     });
-    engine.run();
-    return std::to_string(done);
+    sg4::Engine::get_instance()->run();
+    return std::to_string(end);
   });
-  EXPECT_NEAR(std::stod(child.collect()), 0.0115, 1e-9);
+  EXPECT_NEAR(std::stod(done), 0.0115, 1e-9);
 }
 
 // The slowdown outlives the actor that opened the transfer (a collective's last arrival opens it
@@ -158,32 +180,55 @@ TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
 // replaced was cancelled with the actor that started it, and the work ended at 10 ms.
 TEST(CommInterference, OutlivesTheActorThatOpenedIt) {
   namespace sg4 = simgrid::s4u;
-  auto cluster = testing::four_blocks_on_two_nodes(0, 1).cluster;
-  cluster.gpu.comm_interference = 0.25;
-  sim::ChildProcess child([&cluster] {
-    int argc = 1;
-    char name[] = "interference";
-    char* argv[] = {name, nullptr};
-    sg4::Engine engine(&argc, argv);
-    xbt_log_control_set("root.thres:critical");
-    sim::configure_engine(engine, cluster);
-    const auto platform = sim::build_platform(cluster);
-    sim::CommInterference interference(platform);
-    double done = -1;
-    auto* gpu = platform.gpus[0];
-    sg4::Actor::create("compute", gpu, [&] {
-      sg4::this_actor::execute(gpu->get_speed() * 0.010);
-      done = sg4::Engine::get_clock();
-    });
-    sg4::Actor::create("opener", platform.gpus[1], [&] { interference.begin(0); });
-    sg4::Actor::create("closer", platform.gpus[1], [&] {
+  const auto done = on_platform(0.25, [](const auto& platform, auto& interference) {
+    double end = -1;
+    work(platform.gpus[0], 0.010, 1, end);
+    sg4::Actor::create("opener", platform.gpus[1], [&interference] { interference.begin(0); });
+    sg4::Actor::create("closer", platform.gpus[1], [&interference] {
       sg4::this_actor::sleep_for(0.004);
       interference.end(0);
     });
-    engine.run();
-    return std::to_string(done);
+    sg4::Engine::get_instance()->run();
+    return std::to_string(end);
   });
-  EXPECT_NEAR(std::stod(child.collect()), 0.011, 1e-9);
+  EXPECT_NEAR(std::stod(done), 0.011, 1e-9);
+}
+
+// The transfer weighs share / (1 - share) = 1/3 at 0.25 beside the streams' weights (1 compute,
+// 4 comm at comm_stream_share 0.8), a transfer open from 0 to 20 ms on GPU 0, by hand:
+// - the comm stream's 10 ms alone keeps 4 / (4 + 1/3) = 12/13 of the GPU: ends at 130/12 =
+//   10.833 ms (the power state this replaced slowed it to 75% like the compute stream: 13.333 ms);
+// - both streams' 10 ms from 0: the comm stream keeps 4 / (5 + 1/3) = 0.75 and ends at 13.333 ms,
+//   the compute stream 0.1875 (2.5 ms done by then), then 0.75 until 20 ms (5 ms more), then the
+//   last 2.5 ms alone: 22.5 ms;
+// - and GPU 1, whose data does not move, runs its 10 ms in 10 ms.
+TEST(CommInterference, TheTransferSharesTheGpuWithTheStreamsByWeight) {
+  namespace sg4 = simgrid::s4u;
+  const auto ends = on_platform(0.25, [](const auto& platform, auto& interference) {
+    double comm_alone = -1, comm = -1, compute = -1, other_gpu = -1;
+    sg4::Actor::create("transfer", platform.gpus[0], [&] {
+      interference.begin(0);
+      work(platform.gpus[0], 0.010, 4, comm_alone);
+      sg4::this_actor::sleep_for(0.020);
+      interference.end(0);
+      // Again, with both streams computing.
+      interference.begin(0);
+      work(platform.gpus[0], 0.010, 4, comm);
+      work(platform.gpus[0], 0.010, 1, compute);
+      work(platform.gpus[1], 0.010, 1, other_gpu);
+      sg4::this_actor::sleep_for(0.020);
+      interference.end(0);
+    });
+    sg4::Engine::get_instance()->run();
+    return fmt::format("{} {} {} {}", comm_alone, comm - 0.020, compute - 0.020, other_gpu - 0.020);
+  });
+  std::istringstream in(ends);
+  double comm_alone = 0, comm = 0, compute = 0, other_gpu = 0;
+  in >> comm_alone >> comm >> compute >> other_gpu;
+  EXPECT_NEAR(comm_alone, 0.130 / 12, 1e-9);
+  EXPECT_NEAR(comm, 0.040 / 3, 1e-9);
+  EXPECT_NEAR(compute, 0.0225, 1e-9);
+  EXPECT_NEAR(other_gpu, 0.010, 1e-9);
 }
 
 TEST(CommInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
