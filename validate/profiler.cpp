@@ -191,6 +191,49 @@ scenario::LinkFit robust_fit(const std::string& op, int ranks,
   }
 }
 
+// The latest start over `group`'s members of each of a series of collectives they ran alike (the
+// k-th on every member is one instance), from this member's `starts`: the ranks' traces share a
+// time 0 (validate/clock_origin.h), so their starts compare. Collective over `group`.
+std::vector<double> last_member_starts(RealWorker& w, const Group& group,
+                                       const std::vector<double>& starts) {
+  const auto n = static_cast<std::int64_t>(starts.size());
+  const std::int64_t members = group.size();
+  if (members <= 1 || n == 0)
+    return starts;
+  // Sent as float32 offsets from a base every member holds exactly (the first member's first
+  // start, rounded to a float and broadcast): microseconds within the second a probe loop lasts.
+  const BufferId buffer =
+      w.declare({"last member starts", MemoryCategory::buffers, 1 + n + n * members, 4});
+  w.fill(Slice{buffer, 0, 1}, starts.front());
+  CollectiveCall base;
+  base.op = CollectiveOp::broadcast;
+  base.group = &group;
+  base.peer = group.ranks.front();
+  base.name = "last member starts base";
+  base.data = Slice{buffer, 0, 1};
+  w.run(base);
+  const double from = w.tensor(base.data).item<double>();
+  std::vector<float> offsets;
+  for (const double s : starts)
+    offsets.push_back(static_cast<float>(s - from));
+  CollectiveCall gather;
+  gather.op = CollectiveOp::all_gather;
+  gather.group = &group;
+  gather.name = "last member starts";
+  gather.data = Slice{buffer, 1, n};
+  gather.out = Slice{buffer, 1 + n, n * members};
+  w.tensor(gather.data).copy_(torch::tensor(offsets));
+  w.run(gather);
+  const auto all = w.tensor(gather.out).to(torch::kCPU).to(torch::kDouble).contiguous();
+  const double* v = all.data_ptr<double>();
+  std::vector<double> last(starts);
+  for (std::int64_t m = 0; m < members; ++m)
+    for (std::int64_t k = 0; k < n; ++k)
+      last[static_cast<std::size_t>(k)] =
+          std::max(last[static_cast<std::size_t>(k)], from + v[m * n + k]);
+  return last;
+}
+
 // How compute and communication slow each other on this worker, both ways (hw::GpuSpec's
 // comm_interference and compute_interference).
 struct Interference {
@@ -269,9 +312,16 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   const std::size_t first_alone = w.trace().events.size();
   for (int r = 0; r <= std::max(o.repeats, 3); ++r)
     w.run(ar);
-  std::vector<double> comm_alone;
+  std::vector<double> alone_starts;
   for (std::size_t i = first_alone + 1; i < w.trace().events.size(); ++i)
-    comm_alone.push_back(w.trace().events[i].end - w.trace().events[i].start);
+    alone_starts.push_back(w.trace().events[i].start);
+  const std::size_t alone_end = w.trace().events.size();
+  const auto alone_last = last_member_starts(w, topo.world(), alone_starts);
+  std::vector<double> comm_alone;
+  for (std::size_t i = first_alone + 1; i < alone_end; ++i) {
+    const auto& e = w.trace().events[i];
+    comm_alone.push_back(e.end - std::clamp(alone_last[i - first_alone - 1], e.start, e.end));
+  }
   // Enough all-reduces to cover twice the compute repeats at the all-reduce's own time, the same
   // count on every rank (rank 0's, broadcast).
   ar.name = "interference";
@@ -350,12 +400,26 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
     last_compute = std::max(last_compute, ab.second);
   }
   // The loop computes back to back, so an all-reduce inside its first and last repeat ran beside
-  // compute all along.
-  std::vector<double> comm_beside;
+  // compute all along. Each counted from its last member's start, as validate's per-op table
+  // counts a run's collectives: from this rank's start, a member whose thread returned late from
+  // the previous one (a waiting thread wakes late on a core that computes) added its delay to the
+  // other's next all-reduce, and compute_interference swung from 0.07 to 0.56 between two
+  // profiles minutes apart (gpt-tiny, loopback), where ACCO's reduce-scatter beside the forward
+  // ran within 5% of its time alone.
+  std::vector<double> beside_starts;
+  std::vector<std::size_t> beside_events;
   for (std::size_t i = timed; i < t.events.size(); ++i)
-    if (t.name_of(t.events[i].name) == "interference" && t.events[i].start >= first_compute &&
-        t.events[i].end <= last_compute)
-      comm_beside.push_back(t.events[i].end - t.events[i].start);
+    if (t.name_of(t.events[i].name) == "interference") {
+      beside_starts.push_back(t.events[i].start);
+      beside_events.push_back(i);
+    }
+  const auto beside_last = last_member_starts(w, topo.world(), beside_starts);
+  std::vector<double> comm_beside;
+  for (std::size_t k = 0; k < beside_events.size(); ++k) {
+    const auto& e = t.events[beside_events[k]];
+    if (e.start >= first_compute && e.end <= last_compute)
+      comm_beside.push_back(e.end - std::clamp(beside_last[k], e.start, e.end));
+  }
   const auto share = [](const std::vector<double>& a, const std::vector<double>& b) {
     return a.empty() || b.empty()
                ? std::nullopt
@@ -372,49 +436,6 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
 // first reduce-scatter of each layer's buckets took 0.18-1.08 ms, the two after it 20-90 us,
 // where one-element all-reduces back to back beside compute waited 1 us more than alone; this
 // measured 470-492 us first, 31-63 us next (one CPU worker: 13.3 and 5.5 us).
-// The latest start over `group`'s members of each of a series of collectives they ran alike (the
-// k-th on every member is one instance), from this member's `starts`: the ranks' traces share a
-// time 0 (validate/clock_origin.h), so their starts compare. Collective over `group`.
-std::vector<double> last_member_starts(RealWorker& w, const Group& group,
-                                       const std::vector<double>& starts) {
-  const auto n = static_cast<std::int64_t>(starts.size());
-  const std::int64_t members = group.size();
-  if (members <= 1 || n == 0)
-    return starts;
-  // Sent as float32 offsets from a base every member holds exactly (the first member's first
-  // start, rounded to a float and broadcast): microseconds within the second a probe loop lasts.
-  const BufferId buffer =
-      w.declare({"last member starts", MemoryCategory::buffers, 1 + n + n * members, 4});
-  w.fill(Slice{buffer, 0, 1}, starts.front());
-  CollectiveCall base;
-  base.op = CollectiveOp::broadcast;
-  base.group = &group;
-  base.peer = group.ranks.front();
-  base.name = "last member starts base";
-  base.data = Slice{buffer, 0, 1};
-  w.run(base);
-  const double from = w.tensor(base.data).item<double>();
-  std::vector<float> offsets;
-  for (const double s : starts)
-    offsets.push_back(static_cast<float>(s - from));
-  CollectiveCall gather;
-  gather.op = CollectiveOp::all_gather;
-  gather.group = &group;
-  gather.name = "last member starts";
-  gather.data = Slice{buffer, 1, n};
-  gather.out = Slice{buffer, 1 + n, n * members};
-  w.tensor(gather.data).copy_(torch::tensor(offsets));
-  w.run(gather);
-  const auto all = w.tensor(gather.out).to(torch::kCPU).to(torch::kDouble).contiguous();
-  const double* v = all.data_ptr<double>();
-  std::vector<double> last(starts);
-  for (std::int64_t m = 0; m < members; ++m)
-    for (std::int64_t k = 0; k < n; ++k)
-      last[static_cast<std::size_t>(k)] =
-          std::max(last[static_cast<std::size_t>(k)], from + v[m * n + k]);
-  return last;
-}
-
 std::optional<double> measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId params,
                                            BufferId grads, BufferId scratch, int layers) {
   // With peers, the first all-reduce after a signal also waits for the slowest rank's backward
