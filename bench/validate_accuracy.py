@@ -9,7 +9,8 @@ error (forward, backward, optimizer, each collective counted
 from its last member's start, copies; ops run less than once a step are left out) and, per model
 and link, the median |error| over the algorithms. Issue 30's targets: every algorithm within 10%,
 the median within 5%, per-op medians within 10%. Per model and link it also prints each repeat's
-profiled interference shares (comm_interference, compute_interference, comm_stream_share). Load-dependent: no
+profiled interference shares (comm_interference, compute_interference, comm_stream_share, and
+the reduce-scatter's and all-gather's measured apart). Load-dependent: no
 pass/fail, numbers only.
 
     python3 bench/validate_accuracy.py [--repeats 3] [--workers 2] [--links loopback,100Mbit/s]
@@ -91,8 +92,12 @@ def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
     # The profile's interference shares, both ways (docs/MODEL.md).
     with open(os.path.join(out, "profile.json")) as f:
         model = json.load(f).get("model", {})
+    by_op = model.get("interference_by_op", {})
     interference = (model.get("comm_interference"), model.get("compute_interference"),
-                    model.get("comm_stream_share"))
+                    model.get("comm_stream_share"),
+                    by_op.get("reduce_scatter", {}).get("comm_interference"),
+                    by_op.get("reduce_scatter", {}).get("compute_interference"),
+                    by_op.get("all_gather", {}).get("compute_interference"))
     return times, ops, compute, interference
 
 
@@ -162,7 +167,9 @@ def main():
                     return "/".join("-" if r[3][k] is None else f"{r[3][k]:.2f}" for r in runs)
                 print(f"{label:<10} {link:<11} profiled interference per repeat: compute slowed "
                       f"beside comm {shares(0)}, comm slowed beside compute {shares(1)}, "
-                      f"comm stream's share {shares(2)}")
+                      f"comm stream's share {shares(2)}; reduce-scatters and all-gathers "
+                      f"(measured apart): compute slowed {shares(3)}, reduce-scatter slowed "
+                      f"{shares(4)}, all-gather slowed {shares(5)}")
     return 0
 
 

@@ -7,6 +7,31 @@
 
 namespace overlapsim::hw {
 
+namespace {
+double share_of(const std::map<std::string, double, std::less<>>& by_op, std::string_view op,
+                double otherwise) {
+  const auto it = by_op.find(op);
+  return it == by_op.end() ? otherwise : it->second;
+}
+bool any_above_zero(const std::map<std::string, double, std::less<>>& by_op, double share) {
+  return share > 0 ||
+         std::any_of(by_op.begin(), by_op.end(), [](const auto& kv) { return kv.second > 0; });
+}
+} // namespace
+
+double GpuSpec::comm_interference_of(std::string_view op) const {
+  return share_of(comm_interference_by_op, op, comm_interference);
+}
+double GpuSpec::compute_interference_of(std::string_view op) const {
+  return share_of(compute_interference_by_op, op, compute_interference);
+}
+bool GpuSpec::any_comm_interference() const {
+  return any_above_zero(comm_interference_by_op, comm_interference);
+}
+bool GpuSpec::any_compute_interference() const {
+  return any_above_zero(compute_interference_by_op, compute_interference);
+}
+
 LinkSpec link_at(std::string name, double line_rate_Bps, double latency_s, double efficiency) {
   return LinkSpec{std::move(name), line_rate_Bps * efficiency, latency_s, efficiency};
 }

@@ -2,6 +2,8 @@
 // one-line source comment in presets.cpp (vendor datasheet or paper).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +40,19 @@ struct GpuSpec {
   // buckets took 0.18-1.08 ms, the two issued right after it 20-90 us). 0: none.
   // `overlapsim profile` measures it; cluster.gpu.collective_handoff_wait.
   double collective_handoff_wait_s = 0;
+  // comm_interference and compute_interference of the collective kinds measured apart from the
+  // all-reduce, by calibration op name ("reduce_scatter", "all_gather"); the others take the two
+  // above. `overlapsim profile` measures them where the algorithms issue those kinds (on a CPU
+  // an all-reduce sums on Gloo's thread, a reduce-scatter's stand-in moves the bytes and sums on
+  // the comm thread after: each slows and is slowed by compute its own way). No preset sets them.
+  std::map<std::string, double, std::less<>> comm_interference_by_op;
+  std::map<std::string, double, std::less<>> compute_interference_by_op;
+
+  double comm_interference_of(std::string_view op) const;
+  double compute_interference_of(std::string_view op) const;
+  // Whether any kind's share is above 0.
+  bool any_comm_interference() const;
+  bool any_compute_interference() const;
 };
 
 struct LinkSpec {

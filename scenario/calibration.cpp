@@ -143,14 +143,41 @@ Calibration read_calibration(const std::string& path) {
                                      positive(price, "per_element_s", pw + "." + name, true)};
       }
     }
-    for (const auto& [key, share] : {std::pair{"comm_interference", &c.comm_interference},
-                                     std::pair{"compute_interference", &c.compute_interference}}) {
-      if (!m.contains(key))
-        continue;
-      const double f = positive(m, key, where, true);
-      if (f > 0.9)
-        throw std::runtime_error(fmt::format("{}: {} is {}, expected 0 to 0.9", where, key, f));
-      *share = f;
+    const auto read_shares = [](const json& from, const std::string& at,
+                                std::optional<double>& comm, std::optional<double>& compute) {
+      for (const auto& [key, share] :
+           {std::pair{"comm_interference", &comm}, std::pair{"compute_interference", &compute}}) {
+        if (!from.contains(key))
+          continue;
+        const double f = positive(from, key, at, true);
+        if (f > 0.9)
+          throw std::runtime_error(fmt::format("{}: {} is {}, expected 0 to 0.9", at, key, f));
+        *share = f;
+      }
+    };
+    read_shares(m, where, c.comm_interference, c.compute_interference);
+    if (m.contains("interference_by_op")) {
+      const json& ops = m.at("interference_by_op");
+      const std::string iw = where + ".interference_by_op";
+      if (!ops.is_object())
+        throw std::runtime_error(
+            fmt::format("{}: expected a map of collective name to its comm_interference and "
+                        "compute_interference",
+                        iw));
+      for (const auto& [name, shares] : ops.items()) {
+        if (name != "all_reduce" && name != "reduce_scatter" && name != "all_gather" &&
+            name != "broadcast" && name != "reduce" && name != "all_to_all" && name != "send_recv")
+          throw std::runtime_error(
+              fmt::format("{}.{}: unknown collective; expected all_reduce, reduce_scatter, "
+                          "all_gather, broadcast, reduce, all_to_all or send_recv",
+                          iw, name));
+        if (!shares.is_object())
+          throw std::runtime_error(fmt::format(
+              "{}.{}: expected {{\"comm_interference\": ..., \"compute_interference\": ...}}", iw,
+              name));
+        auto& s = c.interference_by_op[name];
+        read_shares(shares, iw + "." + name, s.comm_interference, s.compute_interference);
+      }
     }
     if (m.contains("comm_stream_share")) {
       const double f = positive(m, "comm_stream_share", where, false);
@@ -241,6 +268,14 @@ std::string calibration_json(const Calibration& c) {
       model["comm_interference"] = *c.comm_interference;
     if (c.compute_interference)
       model["compute_interference"] = *c.compute_interference;
+    for (const auto& [name, s] : c.interference_by_op) {
+      json shares = json::object();
+      if (s.comm_interference)
+        shares["comm_interference"] = *s.comm_interference;
+      if (s.compute_interference)
+        shares["compute_interference"] = *s.compute_interference;
+      model["interference_by_op"][name] = shares;
+    }
     if (c.comm_stream_share)
       model["comm_stream_share"] = *c.comm_stream_share;
     if (c.collective_handoff_wait_s)

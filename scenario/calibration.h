@@ -80,6 +80,13 @@ struct Calibration {
   std::optional<double> comm_interference;
   // Fraction of communication speed lost while the same device computes (hw::GpuSpec).
   std::optional<double> compute_interference;
+  // The two shares of the collective kinds measured apart from the all-reduce, by calibration op
+  // name (hw::GpuSpec's comm_interference_by_op and compute_interference_by_op).
+  struct InterferenceShares {
+    std::optional<double> comm_interference;
+    std::optional<double> compute_interference;
+  };
+  std::map<std::string, InterferenceShares> interference_by_op;
   // Share of compute speed the communication stream's compute gets beside the compute stream's.
   std::optional<double> comm_stream_share;
   // Seconds a collective issued beside compute waits to start (hw::GpuSpec).

@@ -98,6 +98,12 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
     cluster.gpu.comm_interference = *cal.comm_interference;
   if (cal.compute_interference)
     cluster.gpu.compute_interference = *cal.compute_interference;
+  for (const auto& [name, s] : cal.interference_by_op) {
+    if (s.comm_interference)
+      cluster.gpu.comm_interference_by_op[name] = *s.comm_interference;
+    if (s.compute_interference)
+      cluster.gpu.compute_interference_by_op[name] = *s.compute_interference;
+  }
   if (cal.comm_stream_share)
     cluster.gpu.comm_stream_share = *cal.comm_stream_share;
   if (cal.collective_handoff_wait_s)

@@ -71,6 +71,11 @@ nlohmann::json to_json(const Scenario& s) {
       {"rank_classes", to_string(c.rank_classes)},
       {"calibration", c.calibration},
   };
+  // The shares a profile measured per collective kind, where it did (hw::GpuSpec).
+  for (const auto& [op, share] : c.gpu.comm_interference_by_op)
+    cluster["gpu"]["interference_by_op"][op]["comm_interference"] = share;
+  for (const auto& [op, share] : c.gpu.compute_interference_by_op)
+    cluster["gpu"]["interference_by_op"][op]["compute_interference"] = share;
   if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree)
     cluster["fabric"] = {
         {"topology", "fat_tree"},

@@ -59,9 +59,9 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
       local_collectives_(cluster.local_collectives),
       nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
       nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)),
-      nic_Bps_(cluster.inter_node.bandwidth_Bps),
-      interference_(platform, cluster.gpu.comm_interference),
-      compute_interference_(platform, cluster.gpu.compute_interference) {
+      nic_Bps_(cluster.inter_node.bandwidth_Bps), gpu_(cluster.gpu),
+      interference_(platform, cluster.gpu.any_comm_interference()),
+      compute_interference_(platform, cluster.gpu.any_compute_interference()) {
   if (cluster.sites.size() > 1) {
     site_of_node_.assign(static_cast<std::size_t>(cluster.nodes), 0);
     for (std::size_t s = 0; s < cluster.sites.size(); ++s)
@@ -71,6 +71,13 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
 }
 
 Network::~Network() = default;
+
+double Network::comm_share(const Scope& s) const {
+  return gpu_.comm_interference_of(calibration_op_name(s.op));
+}
+double Network::compute_share(const Scope& s) const {
+  return gpu_.compute_interference_of(calibration_op_name(s.op));
+}
 
 sg4::Mailbox* Network::mailbox(const Scope& s, int src, int dst) {
   auto name = fmt::format("g{}.{}:{}>{}", s.group.id, s.tag, src, dst);
@@ -236,8 +243,9 @@ void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
   instances_.erase(key);
   const RankClasses& classes = platform_.classes;
   // Every rank is in: data moves from now on, on every member's GPU.
+  const double comm_share_of_op = comm_share(s);
   for (const int r : members)
-    interference_.begin(r);
+    interference_.begin(r, comm_share_of_op);
   const auto computed = compute_interference_.snapshot(members);
   // The latencies of every step but the last (which each flow pays itself), then one flow per
   // sender with all its steps' bytes, between the ranks' own hosts. Folded, the flows the
@@ -253,9 +261,9 @@ void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
     start_flow(src, dst, bytes, comms);
   }
   sg4::Comm::wait_all(comms);
-  compute_interference_.make_up(members, computed);
+  compute_interference_.make_up(members, computed, compute_share(s));
   for (const int r : members)
-    interference_.end(r);
+    interference_.end(r, comm_share_of_op);
   for (std::size_t i = 1; i < members.size(); ++i)
     instance->done->release();
 }
@@ -296,23 +304,25 @@ void Network::point_to_point(const Scope& s, int self, int src, int dst, double 
     return;
   }
   messages_.erase(key);
-  interference_.begin(src);
-  interference_.begin(dst);
+  const double comm_share_of_op = comm_share(s);
+  interference_.begin(src, comm_share_of_op);
+  interference_.begin(dst, comm_share_of_op);
   const std::vector<int> ends{src, dst};
   const auto computed = compute_interference_.snapshot(ends);
   std::vector<sg4::CommPtr> comms;
   start_flow(src, dst, instance->bytes, comms);
   sg4::Comm::wait_all(comms);
-  compute_interference_.make_up(ends, computed);
-  interference_.end(src);
-  interference_.end(dst);
+  compute_interference_.make_up(ends, computed, compute_share(s));
+  interference_.end(src, comm_share_of_op);
+  interference_.end(dst, comm_share_of_op);
   instance->done->release();
 }
 
 void Network::exchange(const Scope& s, int self, int dst, double send_bytes, int src) {
   // A ring step of the `steps` fidelity: its GPU counts as moving data for the whole step (the
   // wait for the neighbour's message included; the fused default tells the two apart).
-  interference_.begin(self);
+  const double comm_share_of_op = comm_share(s);
+  interference_.begin(self, comm_share_of_op);
   const std::vector<int> me{self};
   const auto computed = compute_interference_.snapshot(me);
   sg4::CommPtr send, recv;
@@ -325,8 +335,8 @@ void Network::exchange(const Scope& s, int self, int dst, double send_bytes, int
     send->wait();
   if (recv)
     recv->wait();
-  compute_interference_.make_up(me, computed);
-  interference_.end(self);
+  compute_interference_.make_up(me, computed, compute_share(s));
+  interference_.end(self, comm_share_of_op);
 }
 
 CollectiveOutcome Network::ring_steps(int rank, const Scope& s, int steps, double chunk) {
@@ -720,10 +730,11 @@ CollectiveOutcome Network::two_level_all_reduce(int rank, const Scope& s, double
   const int G = intra.size(), M = cross.size();
   CollectiveOutcome a{0, ""}, c{0, ""};
   if (G > 1)
-    a = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag}, G - 1, bytes / G);
-  const auto b = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, 2 * (M - 1), bytes / G / M);
+    a = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag, s.op}, G - 1, bytes / G);
+  const auto b =
+      ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag, s.op}, 2 * (M - 1), bytes / G / M);
   if (G > 1)
-    c = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, G - 1, bytes / G);
+    c = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag, s.op}, G - 1, bytes / G);
   CollectiveOutcome out{a.bytes_sent + b.bytes_sent + c.bytes_sent,
                         fidelity_ == scenario::CollectiveFidelity::steps ? label_steps
                                                                          : label_fused};
@@ -749,13 +760,13 @@ CollectiveOutcome Network::site_hierarchical_half_op(int rank, const Scope& s, d
   CollectiveOutcome in_site{0, ""}, across{0, ""};
   if (gather) {
     // Each shard to its peers in the other sites first, then the site gathers K shards a rank.
-    across = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, K - 1, bytes);
+    across = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag, s.op}, K - 1, bytes);
     if (L > 1)
-      in_site = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag}, L - 1, bytes * K);
+      in_site = ring_steps(rank, Scope{intra, s.seq * 3 + 2, tag, s.op}, L - 1, bytes * K);
   } else {
     if (L > 1)
-      in_site = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag}, L - 1, bytes / L);
-    across = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag}, K - 1, bytes / L / K);
+      in_site = ring_steps(rank, Scope{intra, s.seq * 3 + 0, tag, s.op}, L - 1, bytes / L);
+    across = ring_steps(rank, Scope{cross, s.seq * 3 + 1, tag, s.op}, K - 1, bytes / L / K);
   }
   CollectiveOutcome out{in_site.bytes_sent + across.bytes_sent,
                         fidelity_ == scenario::CollectiveFidelity::steps ? "sites/steps"
@@ -839,11 +850,11 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
     if (const auto it = collective_bytes_.find(calibration_op_name(call.op));
         it != collective_bytes_.end())
       on_wire = it->second.bytes_for(bytes, g.size());
-    point_to_point(Scope{g, seq, -1 - call.tag}, rank, rank, call.peer, on_wire);
+    point_to_point(Scope{g, seq, -1 - call.tag, call.op}, rank, rank, call.peer, on_wire);
     return {bytes, "p2p"};
   }
   case CollectiveOp::recv:
-    point_to_point(Scope{g, seq, -1 - call.tag}, rank, call.peer, rank, 0);
+    point_to_point(Scope{g, seq, -1 - call.tag, call.op}, rank, call.peer, rank, 0);
     return {0, "p2p"};
   default:
     break;
@@ -856,7 +867,7 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
     if (it == local_collectives_.end())
       it = local_collectives_.find({name, !in_place(call)});
     if (it != local_collectives_.end())
-      fused(Scope{g, seq, 0}, it->second.local_seconds_for(bytes),
+      fused(Scope{g, seq, 0, call.op}, it->second.local_seconds_for(bytes),
             [] { return std::vector<Flow>{}; });
     return {0, "local"};
   }
@@ -885,7 +896,7 @@ CollectiveOutcome Network::run_fixed(int rank, const CollectiveCall& call, doubl
   const int n = g.size();
   if (n == 1)
     return {0, "local"};
-  fused(Scope{g, seq, 0}, seconds, [] { return std::vector<Flow>{}; });
+  fused(Scope{g, seq, 0, call.op}, seconds, [] { return std::vector<Flow>{}; });
   // What a ring would send: all-reduce 2(n-1)/n of the array, reduce-scatter (n-1)/n of it,
   // all-gather n-1 shards.
   const double sent = call.op == CollectiveOp::all_reduce       ? 2.0 * (n - 1) / n * bytes
@@ -897,7 +908,7 @@ CollectiveOutcome Network::run_fixed(int rank, const CollectiveCall& call, doubl
 CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call, double bytes,
                                             std::int64_t seq) {
   const Group& g = *call.group;
-  const Scope s{g, seq, 0};
+  const Scope s{g, seq, 0, call.op};
   using Algo = scenario::CollectiveAlgorithm;
   Algo algo = algorithm_;
   if (call.op == CollectiveOp::all_reduce && algo == Algo::automatic &&

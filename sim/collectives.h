@@ -98,7 +98,8 @@ private:
   struct Scope {
     const Group& group;
     std::int64_t seq;
-    int tag = 0;
+    int tag;
+    CollectiveOp op; // the call's kind: the shares of compute it takes and loses
   };
   struct Split; // a group cut into nodes (intra) and same-position ranks (cross)
   CollectiveOutcome run_uncalibrated(int rank, const CollectiveCall& call, double bytes,
@@ -205,8 +206,11 @@ private:
   using PairKey = std::tuple<int, int, int, int>;
   std::map<PairKey, std::int64_t> sends_posted_, recvs_posted_;
   std::map<std::tuple<int, int, int, int, std::int64_t>, std::shared_ptr<Instance>> messages_;
+  hw::GpuSpec gpu_; // the interference shares by collective kind
   CommInterference interference_;
   ComputeInterference compute_interference_;
+  double comm_share(const Scope& s) const;
+  double compute_share(const Scope& s) const;
 };
 
 } // namespace overlapsim::sim

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
+
 namespace overlapsim::sim {
 
 namespace sg4 = simgrid::s4u;
@@ -10,11 +12,14 @@ namespace sg4 = simgrid::s4u;
 namespace {
 // FLOPs no run reaches: 1e15 s on a 1 PFLOP/s GPU.
 constexpr double kEndless = 1e30;
+// SimGrid wants a priority above 0: a kind measured at 0 weighs next to nothing.
+constexpr double kLightest = 1e-12;
 } // namespace
 
-CommInterference::CommInterference(const Platform& platform, double share)
-    : open_(platform.gpus.size(), 0), opened_(platform.gpus.size()), closed_(platform.gpus.size()) {
-  if (share <= 0)
+CommInterference::CommInterference(const Platform& platform, bool enabled)
+    : open_(platform.gpus.size()), opened_(platform.gpus.size()), closed_(platform.gpus.size()),
+      load_(platform.gpus.size()) {
+  if (!enabled)
     return;
   for (std::size_t r = 0; r < platform.gpus.size(); ++r) {
     if (platform.gpus[r] == nullptr)
@@ -22,30 +27,45 @@ CommInterference::CommInterference(const Platform& platform, double share)
     opened_[r] = sg4::Semaphore::create(0);
     closed_[r] = sg4::Semaphore::create(0);
     // Ended by SimGrid, blocked in acquire(), once the streams have finished.
-    sg4::Actor::create(fmt::format("i{}", r), platform.gpus[r],
-                       [opened = opened_[r], closed = closed_[r], w = weight(share)] {
-                         sg4::Actor::self()->daemonize();
-                         for (;;) {
-                           opened->acquire();
-                           auto load = sg4::this_actor::exec_init(kEndless)->set_priority(w);
-                           load->start();
-                           closed->acquire();
-                           load->cancel();
-                         }
-                       });
+    sg4::Actor::create(fmt::format("i{}", r), platform.gpus[r], [this, r] {
+      sg4::Actor::self()->daemonize();
+      for (;;) {
+        opened_[r]->acquire();
+        load_[r] = sg4::this_actor::exec_init(kEndless)->set_priority(load_weight(r));
+        load_[r]->start();
+        closed_[r]->acquire();
+        std::exchange(load_[r], nullptr)->cancel();
+      }
+    });
   }
 }
 
-void CommInterference::begin(int rank) {
-  const auto r = static_cast<std::size_t>(rank);
-  if (open_[r]++ == 0 && opened_[r])
-    opened_[r]->release();
+double CommInterference::load_weight(std::size_t r) const {
+  return open_[r].empty() ? kLightest : std::max(kLightest, weight(*open_[r].rbegin()));
 }
 
-void CommInterference::end(int rank) {
+void CommInterference::begin(int rank, double share) {
   const auto r = static_cast<std::size_t>(rank);
-  if (--open_[r] == 0 && closed_[r])
+  if (!opened_[r])
+    return;
+  const double before = load_weight(r);
+  open_[r].insert(share);
+  if (open_[r].size() == 1)
+    opened_[r]->release();
+  else if (load_[r] && load_weight(r) != before)
+    load_[r]->update_priority(load_weight(r));
+}
+
+void CommInterference::end(int rank, double share) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (!opened_[r])
+    return;
+  const double before = load_weight(r);
+  open_[r].erase(open_[r].find(share));
+  if (open_[r].empty())
     closed_[r]->release();
+  else if (load_[r] && load_weight(r) != before)
+    load_[r]->update_priority(load_weight(r));
 }
 
 } // namespace overlapsim::sim

@@ -16,6 +16,11 @@
 // computing, each keeps 1 / (2 + weight) of the GPU where NCCL holding a fixed share of the SMs
 // would leave (1 - share) / 2.
 //
+// Each collective kind its own share where the profile measured it apart (hw::GpuSpec's
+// comm_interference_by_op: on a CPU a reduce-scatter's stand-in took 0.87 of the compute thread's
+// speed where an all-reduce of the same bytes took 0.68-0.73); transfers of several kinds open at
+// once weigh as the heaviest.
+//
 // Only while data moves: a collective waiting for a slower peer, or a posted receive whose send
 // has not started, slows nothing (Lee et al. measured overlapped collectives that were moving
 // data). Bounded per GPU: however many transfers of a GPU are open at once, they weigh once, so
@@ -33,28 +38,36 @@
 
 #include "sim/platform.h"
 
+#include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 
+#include <set>
 #include <vector>
 
 namespace overlapsim::sim {
 
 class CommInterference {
 public:
-  // Starts the GPUs' daemon actors (before the engine runs) when `share` is above 0.
-  CommInterference(const Platform& platform, double share);
+  // Starts the GPUs' daemon actors (before the engine runs) when `enabled`: some kind's share is
+  // above 0.
+  CommInterference(const Platform& platform, bool enabled);
 
-  // A transfer of `rank`'s data starts or ends; any actor may call these.
-  void begin(int rank);
-  void end(int rank);
+  // A transfer of `rank`'s data that takes `share` of a lone stream's speed starts or ends (the
+  // same share for both); any actor may call these.
+  void begin(int rank, double share);
+  void end(int rank, double share);
 
   // The transfer's weight against a compute stream's 1.
   static double weight(double share) { return share / (1 - share); }
 
 private:
-  std::vector<int> open_; // transfers open per rank
+  // The weight the open transfers of `r` put on its GPU: the heaviest's.
+  double load_weight(std::size_t r) const;
+
+  std::vector<std::multiset<double>> open_; // per rank, the open transfers' shares
   // Per rank, released when its first transfer opens and when its last one closes.
   std::vector<simgrid::s4u::SemaphorePtr> opened_, closed_;
+  std::vector<simgrid::s4u::ExecPtr> load_; // per rank, the running load (null: none)
 };
 
 } // namespace overlapsim::sim

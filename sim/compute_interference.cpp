@@ -6,8 +6,8 @@ namespace overlapsim::sim {
 
 namespace sg4 = simgrid::s4u;
 
-ComputeInterference::ComputeInterference(const Platform& platform, double share)
-    : platform_(platform), share_(platform.progress.empty() ? 0.0 : share),
+ComputeInterference::ComputeInterference(const Platform& platform, bool enabled)
+    : platform_(platform), enabled_(enabled && !platform.progress.empty()),
       busy_(platform.gpus.size(), 0), busy_since_(platform.gpus.size(), 0),
       busy_seconds_(platform.gpus.size(), 0) {}
 
@@ -46,9 +46,9 @@ std::vector<double> ComputeInterference::snapshot(const std::vector<int>& member
   return at;
 }
 
-void ComputeInterference::make_up(const std::vector<int>& members,
-                                  const std::vector<double>& since) const {
-  if (!enabled() || since.size() != members.size())
+void ComputeInterference::make_up(const std::vector<int>& members, const std::vector<double>& since,
+                                  double share) const {
+  if (!enabled() || share <= 0 || since.size() != members.size())
     return;
   double most = 0;
   int pacer = -1;
@@ -61,7 +61,7 @@ void ComputeInterference::make_up(const std::vector<int>& members,
   }
   // The progress host runs one "FLOP" per second when its GPU is idle.
   if (pacer >= 0)
-    sg4::this_actor::exec_init(share_ * most)
+    sg4::this_actor::exec_init(share * most)
         ->set_host(platform_.progress[static_cast<std::size_t>(pacer)])
         ->wait();
 }

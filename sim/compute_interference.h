@@ -15,6 +15,10 @@
 // By hand (tests/compute_interference_test.cpp): a 10 ms transfer beside 10 ms of compute at
 // share 0.5 makes up 5 ms after it, 15 ms in all; beside compute that ends 2 ms after the
 // network's part, the first 2 ms of the make-up run at half speed: 10 + 2 + 4 = 16 ms.
+//
+// Each collective kind makes up its own share where the profile measured it apart
+// (compute_interference_by_op); the progress host computes at the default share's pace
+// (1 - compute_interference) whatever the kind, a second-order term.
 #pragma once
 
 #include "sim/platform.h"
@@ -25,9 +29,10 @@ namespace overlapsim::sim {
 
 class ComputeInterference {
 public:
-  ComputeInterference(const Platform& platform, double share);
+  // `enabled`: some collective kind's share is above 0 (the platform then has progress hosts).
+  ComputeInterference(const Platform& platform, bool enabled);
 
-  bool enabled() const { return share_ > 0; }
+  bool enabled() const { return enabled_; }
 
   // An op starts or ends computing on `rank`'s GPU (any stream; ops at once count once).
   void compute_begin(int rank);
@@ -38,13 +43,15 @@ public:
 
   // What `members` had computed when a transfer's data started to move (empty when disabled).
   std::vector<double> snapshot(const std::vector<int>& members) const;
-  // Blocks the calling actor while the transfer makes up the progress it lost to its members'
-  // compute since `since` (their snapshot).
-  void make_up(const std::vector<int>& members, const std::vector<double>& since) const;
+  // Blocks the calling actor while the transfer, which loses `share` of its speed beside compute
+  // (its kind's: hw::GpuSpec::compute_interference_of), makes up the progress it lost to its
+  // members' compute since `since` (their snapshot).
+  void make_up(const std::vector<int>& members, const std::vector<double>& since,
+               double share) const;
 
 private:
   const Platform& platform_;
-  double share_;
+  bool enabled_;
   std::vector<int> busy_;            // compute ops running, per rank
   std::vector<double> busy_since_;   // when the current busy period began
   std::vector<double> busy_seconds_; // closed busy periods, summed

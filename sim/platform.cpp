@@ -85,7 +85,7 @@ namespace {
 
 // Rank `rank`'s progress host (see platform.h), in the zone of its GPU.
 void add_progress_host(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone, int rank) {
-  if (c.gpu.compute_interference <= 0)
+  if (!c.gpu.any_compute_interference())
     return;
   p.progress.resize(p.gpus.size(), nullptr);
   p.progress[static_cast<std::size_t>(rank)] = zone->create_host(

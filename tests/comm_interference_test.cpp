@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/child_process.h"
 #include "sim/comm_interference.h"
@@ -135,7 +136,7 @@ std::string on_platform(
     xbt_log_control_set("root.thres:critical");
     sim::configure_engine(engine, cluster);
     const auto platform = sim::build_platform(cluster);
-    sim::CommInterference interference(platform, cluster.gpu.comm_interference);
+    sim::CommInterference interference(platform, cluster.gpu.any_comm_interference());
     return actors(platform, interference);
   });
   return child.collect();
@@ -161,12 +162,12 @@ TEST(CommInterference, ConcurrentTransfersDoNotAddUp) {
     double end = -1;
     work(platform.gpus[0], 0.010, 1, end);
     sg4::Actor::create("comm", platform.gpus[0], [&interference] {
-      interference.begin(0);
-      interference.begin(0);
+      interference.begin(0, 0.25);
+      interference.begin(0, 0.25);
       sg4::this_actor::sleep_for(0.004);
-      interference.end(0);
+      interference.end(0, 0.25);
       sg4::this_actor::sleep_for(0.002);
-      interference.end(0);
+      interference.end(0, 0.25);
     });
     sg4::Engine::get_instance()->run();
     return std::to_string(end);
@@ -183,10 +184,11 @@ TEST(CommInterference, OutlivesTheActorThatOpenedIt) {
   const auto done = on_platform(0.25, [](const auto& platform, auto& interference) {
     double end = -1;
     work(platform.gpus[0], 0.010, 1, end);
-    sg4::Actor::create("opener", platform.gpus[1], [&interference] { interference.begin(0); });
+    sg4::Actor::create("opener", platform.gpus[1],
+                       [&interference] { interference.begin(0, 0.25); });
     sg4::Actor::create("closer", platform.gpus[1], [&interference] {
       sg4::this_actor::sleep_for(0.004);
-      interference.end(0);
+      interference.end(0, 0.25);
     });
     sg4::Engine::get_instance()->run();
     return std::to_string(end);
@@ -207,17 +209,17 @@ TEST(CommInterference, TheTransferSharesTheGpuWithTheStreamsByWeight) {
   const auto ends = on_platform(0.25, [](const auto& platform, auto& interference) {
     double comm_alone = -1, comm = -1, compute = -1, other_gpu = -1;
     sg4::Actor::create("transfer", platform.gpus[0], [&] {
-      interference.begin(0);
+      interference.begin(0, 0.25);
       work(platform.gpus[0], 0.010, 4, comm_alone);
       sg4::this_actor::sleep_for(0.020);
-      interference.end(0);
+      interference.end(0, 0.25);
       // Again, with both streams computing.
-      interference.begin(0);
+      interference.begin(0, 0.25);
       work(platform.gpus[0], 0.010, 4, comm);
       work(platform.gpus[0], 0.010, 1, compute);
       work(platform.gpus[1], 0.010, 1, other_gpu);
       sg4::this_actor::sleep_for(0.020);
-      interference.end(0);
+      interference.end(0, 0.25);
     });
     sg4::Engine::get_instance()->run();
     return fmt::format("{} {} {} {}", comm_alone, comm - 0.020, compute - 0.020, other_gpu - 0.020);
@@ -229,6 +231,53 @@ TEST(CommInterference, TheTransferSharesTheGpuWithTheStreamsByWeight) {
   EXPECT_NEAR(comm, 0.040 / 3, 1e-9);
   EXPECT_NEAR(compute, 0.0225, 1e-9);
   EXPECT_NEAR(other_gpu, 0.010, 1e-9);
+}
+
+// Kinds measured apart weigh their own: a transfer at 0.25 (weight 1/3) open from 0 to 20 ms and
+// one at 0.5 (weight 1) from 0 to 4 ms weigh as the heavier while both are open. 10 ms of
+// compute runs at 1 / (1 + 1) for 4 ms (2 ms of work), then at 0.75: the other 8 ms end at
+// 4 + 10.667 = 14.667 ms. (At the lighter weight throughout: 13.333 ms.)
+TEST(CommInterference, TransfersOfSeveralKindsWeighAsTheHeaviest) {
+  namespace sg4 = simgrid::s4u;
+  const auto done = on_platform(0.25, [](const auto& platform, auto& interference) {
+    double end = -1;
+    work(platform.gpus[0], 0.010, 1, end);
+    sg4::Actor::create("comm", platform.gpus[0], [&interference] {
+      interference.begin(0, 0.25);
+      interference.begin(0, 0.5);
+      sg4::this_actor::sleep_for(0.004);
+      interference.end(0, 0.5);
+      sg4::this_actor::sleep_for(0.016);
+      interference.end(0, 0.25);
+    });
+    sg4::Engine::get_instance()->run();
+    return fmt::format("{}", end);
+  });
+  EXPECT_NEAR(std::stod(done), 0.004 + 0.008 / 0.75, 1e-9);
+}
+
+// A profile's share for one collective kind applies to that kind only. DDP's all-reduce beside
+// l0's 20 ms backward (as in ARunningCollectiveSlowsTheComputeBesideIt, at 0.25: 25.005 ms): a
+// profile that measured the all-reduce at 0.5 (its kind's own) slows the backward to
+// 0.5 x 20.02 = 10.01 ms of work during the all-reduce, 9.99 ms after: 30.01 ms; one that measured
+// only the reduce-scatter at 0.5 leaves it at 25.005 ms.
+TEST(CommInterference, AProfilesShareForOneKindAppliesToThatKind) {
+  const testing::ScratchDir dir;
+  const auto backward_with = [&dir](const std::string& op) {
+    scenario::Calibration c;
+    c.model = "interference";
+    c.layers = {{"l0", 0.01, 0.02}, {"l1", 0.001, 0.002}};
+    c.comm_interference = 0.25;
+    c.interference_by_op[op].comm_interference = 0.5;
+    const auto path = dir / (op + ".json");
+    std::ofstream(path) << scenario::calibration_json(c);
+    auto text = scenario_text("");
+    text.replace(text.find("training:"), 0, "  profile: " + path.string() + "\n");
+    const auto result = simulate(scenario_from(text), "ddp", {{"bucket_cap", "200MB"}});
+    return duration_of(result.trace, "bwd l0", 1);
+  };
+  EXPECT_NEAR(backward_with("all_reduce"), 0.03001, 1e-6);
+  EXPECT_NEAR(backward_with("reduce_scatter"), 0.025005, 1e-6);
 }
 
 TEST(CommInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
@@ -248,6 +297,39 @@ TEST(CommInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
   auto with_profile = scenario_text("");
   with_profile.replace(with_profile.find("training:"), 0, "  profile: " + path.string() + "\n");
   EXPECT_EQ(scenario_from(with_profile).cluster.gpu.comm_interference, 0.125);
+  // And its shares by collective kind, which the GPU's take for those kinds only.
+  c.interference_by_op["reduce_scatter"] = {0.5, 0.0625};
+  c.interference_by_op["all_gather"].compute_interference = 0.25;
+  std::ofstream(path) << scenario::calibration_json(c);
+  const auto back = scenario::read_calibration(path.string());
+  EXPECT_EQ(back.interference_by_op.at("reduce_scatter").comm_interference, 0.5);
+  EXPECT_EQ(back.interference_by_op.at("reduce_scatter").compute_interference, 0.0625);
+  EXPECT_FALSE(back.interference_by_op.at("all_gather").comm_interference.has_value());
+  const auto gpu = scenario_from(with_profile).cluster.gpu;
+  EXPECT_EQ(gpu.comm_interference_of("reduce_scatter"), 0.5);
+  EXPECT_EQ(gpu.compute_interference_of("reduce_scatter"), 0.0625);
+  EXPECT_EQ(gpu.comm_interference_of("all_gather"), 0.125);
+  EXPECT_EQ(gpu.compute_interference_of("all_gather"), 0.25);
+  EXPECT_EQ(gpu.comm_interference_of("all_reduce"), 0.125);
+  EXPECT_TRUE(gpu.any_compute_interference());
+  // Bad entries name the key and what was expected.
+  const auto rejects = [&](const std::string& by_op, const std::string& message) {
+    const auto bad = dir / "bad.json";
+    auto j = nlohmann::json::parse(scenario::calibration_json(c));
+    j["model"]["interference_by_op"] = nlohmann::json::parse(by_op);
+    std::ofstream(bad) << j.dump();
+    try {
+      scenario::read_calibration(bad.string());
+      ADD_FAILURE() << "accepted " << by_op;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  rejects(R"({"all_to_one": {"comm_interference": 0.1}})",
+          "interference_by_op.all_to_one: unknown");
+  rejects(R"({"all_gather": {"comm_interference": 0.95}})", "comm_interference is 0.95");
+  rejects(R"({"all_gather": 0.3})", "interference_by_op.all_gather: expected");
+  rejects(R"([1])", "interference_by_op: expected a map");
 }
 
 } // namespace

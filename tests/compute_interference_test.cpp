@@ -24,10 +24,10 @@ using testing::simulate;
 
 // On GPU 0 of a SimGrid platform at share 0.5, a transfer whose network part takes 10 ms runs
 // beside `compute_s` of compute that starts with it; returns when the transfer ends.
-double transfer_end(double compute_s) {
+double transfer_end(double compute_s, double kind_share = 0.5) {
   auto cluster = testing::four_blocks_on_two_nodes(0, 1).cluster;
   cluster.gpu.compute_interference = 0.5;
-  sim::ChildProcess child([&cluster, compute_s] {
+  sim::ChildProcess child([&cluster, compute_s, kind_share] {
     int argc = 1;
     char name[] = "interference";
     char* argv[] = {name, nullptr};
@@ -35,7 +35,7 @@ double transfer_end(double compute_s) {
     xbt_log_control_set("root.thres:critical");
     sim::configure_engine(engine, cluster);
     const auto platform = sim::build_platform(cluster);
-    sim::ComputeInterference interference(platform, cluster.gpu.compute_interference);
+    sim::ComputeInterference interference(platform, cluster.gpu.any_compute_interference());
     double done = -1;
     auto* gpu = platform.gpus[0];
     sg4::Actor::create("compute", gpu, [&] {
@@ -47,7 +47,7 @@ double transfer_end(double compute_s) {
       const std::vector<int> members{0, 1};
       const auto since = interference.snapshot(members);
       sg4::this_actor::sleep_for(0.010); // the network's part
-      interference.make_up(members, since);
+      interference.make_up(members, since, kind_share);
       done = sg4::Engine::get_clock();
     });
     engine.run();
@@ -64,6 +64,9 @@ TEST(ComputeInterference, ATransferBesideComputeMakesUpTheProgressItLost) {
   EXPECT_NEAR(transfer_end(0.012), 0.016, 1e-9);
   EXPECT_NEAR(transfer_end(0.004), 0.012, 1e-9);
   EXPECT_NEAR(transfer_end(0.0), 0.010, 1e-9);
+  // A kind measured at its own 0.25 makes up its own share: 2.5 ms after 10 ms beside compute.
+  EXPECT_NEAR(transfer_end(0.010, 0.25), 0.0125, 1e-9);
+  EXPECT_NEAR(transfer_end(0.010, 0.0), 0.010, 1e-9);
 }
 
 // Two nodes of one 100 TFLOP/s GPU on a 10 GB/s, 10 us network; l1's 200 MB bucket all-reduces in

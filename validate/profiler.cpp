@@ -235,33 +235,35 @@ std::vector<double> last_member_starts(RealWorker& w, const Group& group,
 }
 
 // How compute and communication slow each other on this worker, both ways (hw::GpuSpec's
-// comm_interference and compute_interference).
+// comm_interference and compute_interference), for the collective kinds of one loop.
 struct Interference {
-  std::optional<double> comm_slows_compute;
-  std::optional<double> compute_slows_comm;
+  std::optional<double> comm_slows_compute;         // by the loop's collectives
+  std::map<std::string, double> compute_slows_comm; // by calibration op name
 };
 
-// The model's forward + backward alone, then again while the comm stream all-reduces a
-// gradient-sized buffer over and over: 1 - alone / beside, over the repeats that ran entirely
-// beside communication, is the share of compute speed a running all-reduce takes; the same ratio
-// of the all-reduces, alone and those that ran entirely beside compute, is the share of
-// communication speed compute takes (issue 30: on a CPU, Gloo's threads share the cores with the
-// compute thread, and FSDP's all-gather prefetched beside a forward took 2.5x its profiled time).
-// On a GPU, NCCL's kernels and the compute kernels share SMs and memory bandwidth both ways.
+// The model's forward + backward alone, then again while the comm stream runs `ops` (each over a
+// gradient-sized buffer, one after the other) over and over: 1 - alone / beside, over the repeats
+// that ran entirely beside communication, is the share of compute speed the running collectives
+// take; the same ratio of each kind's collectives, alone and those that ran entirely beside
+// compute, is the share of its speed compute takes (issue 30: on a CPU, Gloo's threads share the
+// cores with the compute thread, and FSDP's all-gather prefetched beside a forward took 2.5x its
+// profiled time). On a GPU, NCCL's kernels and the compute kernels share SMs and memory bandwidth
+// both ways. Steps `base` + r compute alone, `base` + 1000 + r beside (apart from other loops').
+// `scratch` holds n + 1 elements, `shards` n.
 Interference measure_interference(RealWorker& w, const Topology& topo, BufferId params,
-                                  BufferId grads, BufferId scratch, std::int64_t n, int layers,
-                                  const ProfileOptions& o) {
-  if (topo.world_size() < 2)
+                                  BufferId grads, BufferId scratch, BufferId shards, std::int64_t n,
+                                  int layers, const ProfileOptions& o,
+                                  const std::vector<CollectiveOp>& ops, int base) {
+  if (topo.world_size() < 2 || ops.empty())
     return {};
-  // Steps 1000 + r alone, 2000 + r beside the all-reduces; read from the trace once both threads
-  // are done (on a GPU, event times resolve only then).
+  // Read from the trace once both threads are done (on a GPU, event times resolve only then).
   auto fwd_bwd = [&](int step) {
     w.forward({0, layers}, {step, 0}, params);
     w.backward({0, layers}, {step, 0}, params, grads);
   };
   // As many repeats as the profile gives any compute quantity: with a handful, the ratio of two
   // medians swung between 0.17 and 0.59 from one profile to the next on a 2-core machine.
-  repeat_timed(w, o, [&](int r) { fwd_bwd(1000 + r); });
+  repeat_timed(w, o, [&](int r) { fwd_bwd(base + r); });
   auto spans = [&](int first_step) {
     std::map<int, std::pair<double, double>> span; // step -> [forward start, backward end]
     for (const auto& e : w.trace().events)
@@ -274,8 +276,8 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
     return span;
   };
   std::vector<double> alone;
-  for (const auto& [step, ab] : spans(1000))
-    if (step != 1000) // repeat_timed's untimed first call
+  for (const auto& [step, ab] : spans(base))
+    if (step != base) // repeat_timed's untimed first call
       alone.push_back(ab.second - ab.first);
 
   // Rank 0's `value` on every rank: ranks must issue the same collectives, of the same size.
@@ -292,51 +294,88 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   };
   // A gradient-sized all-reduce, cut to about one forward + backward where it takes longer: over
   // an emulated 100 Mbit/s the mlp's took 0.6 s, the loop held two or three, and three profiles
-  // gave 0.0006, 0.08 and 0.21 for compute_interference.
-  CollectiveCall ar;
-  ar.op = CollectiveOp::all_reduce;
-  ar.group = &topo.world();
-  ar.name = "interference sizing";
-  ar.data = Slice{scratch, 0, n};
-  const std::size_t sizing = w.trace().events.size();
-  w.run(ar);
-  const double full = std::max(1e-6, w.trace().events[sizing].end - w.trace().events[sizing].start);
+  // gave 0.0006, 0.08 and 0.21 for compute_interference. The other kinds move the same elements.
+  CollectiveCall sizing;
+  sizing.op = CollectiveOp::all_reduce;
+  sizing.group = &topo.world();
+  sizing.name = "interference sizing";
+  sizing.data = Slice{scratch, 0, n};
+  const std::size_t sized = w.trace().events.size();
+  w.run(sizing);
+  const double full = std::max(1e-6, w.trace().events[sized].end - w.trace().events[sized].start);
   const auto cut = static_cast<std::int64_t>(agreed(
       std::floor(std::clamp(static_cast<double>(n) * median(alone) / full,
                             static_cast<double>(topo.world_size()), static_cast<double>(n)))));
-  ar.data = Slice{scratch, 0, cut};
-
-  // The all-reduce alone, back to back as beside compute below (the first untimed), the same
-  // count on every rank.
-  ar.name = "interference alone";
-  const std::size_t first_alone = w.trace().events.size();
-  for (int r = 0; r <= std::max(o.repeats, 3); ++r)
-    w.run(ar);
-  std::vector<double> alone_starts;
-  for (std::size_t i = first_alone + 1; i < w.trace().events.size(); ++i)
-    alone_starts.push_back(w.trace().events[i].start);
-  const std::size_t alone_end = w.trace().events.size();
-  const auto alone_last = last_member_starts(w, topo.world(), alone_starts);
-  std::vector<double> comm_alone;
-  for (std::size_t i = first_alone + 1; i < alone_end; ++i) {
-    const auto& e = w.trace().events[i];
-    comm_alone.push_back(e.end - std::clamp(alone_last[i - first_alone - 1], e.start, e.end));
+  const std::int64_t shard = cut / topo.world_size();
+  struct Probe {
+    CollectiveCall call;
+    std::string beside_name;
+    std::vector<double> alone, beside;
+  };
+  std::vector<Probe> probes;
+  for (const CollectiveOp op : ops) {
+    Probe p;
+    p.call.op = op;
+    p.call.group = &topo.world();
+    if (op == CollectiveOp::reduce_scatter) {
+      p.call.data = Slice{scratch, 0, shard * topo.world_size()};
+      p.call.out = Slice{shards, 0, shard};
+    } else if (op == CollectiveOp::all_gather) {
+      p.call.data = Slice{shards, 0, shard};
+      p.call.out = Slice{scratch, 0, shard * topo.world_size()};
+    } else {
+      p.call.data = Slice{scratch, 0, cut};
+    }
+    p.beside_name = "interference " + calibration_op_name(op);
+    probes.push_back(std::move(p));
   }
-  // Enough all-reduces to cover twice the compute repeats at the all-reduce's own time, the same
-  // count on every rank (rank 0's, broadcast).
-  ar.name = "interference";
+
+  // Each kind alone, back to back as beside compute below (the first untimed), the same count on
+  // every rank. Every collective, alone and beside, counts from its last member's start, as
+  // validate's per-op table counts a run's: from the rank's own start, a member whose thread
+  // returned late from the previous one (a waiting thread wakes late on a core that computes)
+  // added its delay to the other's next one, and compute_interference swung from 0.07 to 0.56
+  // between two profiles minutes apart (gpt-tiny, loopback).
+  auto from_last_start = [&](const std::vector<std::size_t>& events) {
+    std::vector<double> starts;
+    for (const std::size_t i : events)
+      starts.push_back(w.trace().events[i].start);
+    const auto last = last_member_starts(w, topo.world(), starts);
+    std::vector<double> took;
+    for (std::size_t k = 0; k < events.size(); ++k) {
+      const auto& e = w.trace().events[events[k]];
+      took.push_back(e.end - std::clamp(last[k], e.start, e.end));
+    }
+    return took;
+  };
+  std::vector<std::vector<std::size_t>> alone_events(probes.size());
+  for (std::size_t k = 0; k < probes.size(); ++k) {
+    probes[k].call.name = "interference alone";
+    for (int r = 0; r <= std::max(o.repeats, 3); ++r) {
+      if (r > 0)
+        alone_events[k].push_back(w.trace().events.size());
+      w.run(probes[k].call);
+    }
+  }
+  double one_round = 0; // every kind once
+  for (std::size_t k = 0; k < probes.size(); ++k) {
+    probes[k].alone = from_last_start(alone_events[k]);
+    one_round += std::max(1e-6, median(probes[k].alone));
+    probes[k].call.name = probes[k].beside_name;
+  }
+  // Enough rounds to cover twice the compute repeats at the collectives' own time, the same count
+  // on every rank (rank 0's, broadcast).
   const std::size_t timed = w.trace().events.size();
-  const double one = std::max(1e-6, median(comm_alone));
   const int rounds = static_cast<int>(
-      agreed(std::ceil(2.0 * static_cast<double>(alone.size()) * median(alone) / one) + 2));
+      agreed(std::ceil(2.0 * static_cast<double>(alone.size()) * median(alone) / one_round) + 2));
 
   // The threads as a run has them: compute on a thread of the lowest priority
   // (lower_compute_thread_priority), the collectives on this one. At equal priority a CPU
   // worker's compute took half the core from Gloo's threads (0.42, gpt-wide) where a run's
   // compute thread yields it (ACCO's reduce-scatter beside backward: 31 ms, 29 ms alone).
-  // Yielding, the compute may finish few repeats in `rounds` all-reduces (a clean-clone test run
+  // Yielding, the compute may finish few repeats in `rounds` rounds (a clean-clone test run
   // measured none, and no comm_interference): after every `rounds` the ranks agree (a one-element
-  // all-reduce of "done") to go on until each has finished kBeside repeats since the all-reduces
+  // all-reduce of "done") to go on until each has finished kBeside repeats since the collectives
   // began (the first may straddle their start), at most kMaxBatches times.
   constexpr int kBeside = 4, kMaxBatches = 10;
   std::atomic<bool> comm_done{false};
@@ -347,7 +386,7 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
       lower_compute_thread_priority(w.on_cpu());
       w.enter(StreamKind::compute);
       for (int r = 0; !comm_done.load() && r < 100 * static_cast<int>(alone.size()); ++r) {
-        fwd_bwd(2000 + r);
+        fwd_bwd(base + 1000 + r);
         ++computed;
       }
     } catch (...) {
@@ -358,14 +397,15 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   done.op = CollectiveOp::all_reduce;
   done.group = &topo.world();
   done.name = "interference agreement";
-  done.data = Slice{scratch, n, 1}; // past the all-reduce's `cut` elements
+  done.data = Slice{scratch, n, 1}; // past the collectives' `cut` elements
   std::exception_ptr comm_failure;
   try {
     w.enter(StreamKind::comm);
     const int before = computed.load();
     for (int batch = 0; batch < kMaxBatches; ++batch) {
       for (int r = 0; r < rounds; ++r)
-        w.run(ar);
+        for (auto& p : probes)
+          w.run(p.call);
       w.fill(done.data, computed.load() - before > kBeside ? 1.0 : 0.0);
       w.run(done);
       if (w.tensor(done.data).item<double>() >= topo.world_size())
@@ -383,14 +423,19 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   if (failure)
     std::rethrow_exception(failure);
 
+  std::vector<std::vector<std::size_t>> beside_events(probes.size());
   double first_comm = 1e300, last_comm = -1;
-  const auto& t = w.trace();
-  for (std::size_t i = timed; i < t.events.size(); ++i)
-    if (t.name_of(t.events[i].name) == "interference") {
-      first_comm = std::min(first_comm, t.events[i].start);
-      last_comm = std::max(last_comm, t.events[i].end);
-    }
-  const auto computing = spans(2000);
+  const std::size_t end_of_loop = w.trace().events.size();
+  for (std::size_t i = timed; i < end_of_loop; ++i) {
+    const auto& e = w.trace().events[i];
+    for (std::size_t k = 0; k < probes.size(); ++k)
+      if (w.trace().name_of(e.name) == probes[k].beside_name) {
+        beside_events[k].push_back(i);
+        first_comm = std::min(first_comm, e.start);
+        last_comm = std::max(last_comm, e.end);
+      }
+  }
+  const auto computing = spans(base + 1000);
   std::vector<double> during;
   double first_compute = 1e300, last_compute = -1;
   for (const auto& [step, ab] : computing) {
@@ -399,33 +444,26 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
     first_compute = std::min(first_compute, ab.first);
     last_compute = std::max(last_compute, ab.second);
   }
-  // The loop computes back to back, so an all-reduce inside its first and last repeat ran beside
-  // compute all along. Each counted from its last member's start, as validate's per-op table
-  // counts a run's collectives: from this rank's start, a member whose thread returned late from
-  // the previous one (a waiting thread wakes late on a core that computes) added its delay to the
-  // other's next all-reduce, and compute_interference swung from 0.07 to 0.56 between two
-  // profiles minutes apart (gpt-tiny, loopback), where ACCO's reduce-scatter beside the forward
-  // ran within 5% of its time alone.
-  std::vector<double> beside_starts;
-  std::vector<std::size_t> beside_events;
-  for (std::size_t i = timed; i < t.events.size(); ++i)
-    if (t.name_of(t.events[i].name) == "interference") {
-      beside_starts.push_back(t.events[i].start);
-      beside_events.push_back(i);
-    }
-  const auto beside_last = last_member_starts(w, topo.world(), beside_starts);
-  std::vector<double> comm_beside;
-  for (std::size_t k = 0; k < beside_events.size(); ++k) {
-    const auto& e = t.events[beside_events[k]];
-    if (e.start >= first_compute && e.end <= last_compute)
-      comm_beside.push_back(e.end - std::clamp(beside_last[k], e.start, e.end));
-  }
   const auto share = [](const std::vector<double>& a, const std::vector<double>& b) {
     return a.empty() || b.empty()
                ? std::nullopt
                : std::optional(std::clamp(1.0 - expected_time(a) / expected_time(b), 0.0, 0.9));
   };
-  return {share(alone, during), share(comm_alone, comm_beside)};
+  Interference result{share(alone, during), {}};
+  for (std::size_t k = 0; k < probes.size(); ++k) {
+    // The loop computes back to back, so a collective inside its first and last repeat ran
+    // beside compute all along.
+    const auto took = from_last_start(beside_events[k]);
+    std::vector<double> beside;
+    for (std::size_t j = 0; j < took.size(); ++j) {
+      const auto& e = w.trace().events[beside_events[k][j]];
+      if (e.start >= first_compute && e.end <= last_compute)
+        beside.push_back(took[j]);
+    }
+    if (const auto s = share(probes[k].alone, beside))
+      result.compute_slows_comm[calibration_op_name(ops[k])] = *s;
+  }
+  return result;
 }
 
 // How much longer the first collective a stream issues after waiting for the other stream's
@@ -566,7 +604,7 @@ std::optional<double> measure_comm_stream_share(RealWorker& w, BufferId params, 
   double first_compute = 1e300, last_compute = -1;
   for (const auto& e : t.events)
     if ((e.category == OpCategory::forward || e.category == OpCategory::backward) &&
-        e.step >= 4000) {
+        e.step >= 4000 && e.step < 5000) {
       first_compute = std::min(first_compute, e.start);
       last_compute = std::max(last_compute, e.end);
     }
@@ -936,9 +974,34 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     cal.intra_node = robust_fit("all_reduce", topo.gpus_per_node(), points);
   }
   w.enter(StreamKind::compute);
-  const auto interference = measure_interference(w, topo, params, grads, scratch, n, layers, o);
+  // The all-reduce's shares stand for every kind; a reduce-scatter and an all-gather, where the
+  // algorithms issue them, measured in a loop of their own (on a CPU, gpt-tiny: compute kept
+  // 0.13-0.16 of its speed beside them, 0.27-0.32 beside all-reduces of the same elements; the
+  // all-reduce lost 0.13-0.15 of its speed beside compute, they 0.0-0.10).
+  const auto interference = measure_interference(w, topo, params, grads, scratch, scratch_out, n,
+                                                 layers, o, {CollectiveOp::all_reduce}, 1000);
   cal.comm_interference = interference.comm_slows_compute;
-  cal.compute_interference = interference.compute_slows_comm;
+  if (const auto it = interference.compute_slows_comm.find("all_reduce");
+      it != interference.compute_slows_comm.end())
+    cal.compute_interference = it->second;
+  const bool sharded = std::any_of(o.issued.begin(), o.issued.end(), [](const auto& issued) {
+    return issued.first.ranks > 1 &&
+           (issued.first.op == "reduce_scatter" || issued.first.op == "all_gather");
+  });
+  if (sharded) {
+    const auto apart =
+        measure_interference(w, topo, params, grads, scratch, scratch_out, n, layers, o,
+                             {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}, 7000);
+    for (const auto op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
+      const std::string name = calibration_op_name(op);
+      auto& shares = cal.interference_by_op[name];
+      shares.comm_interference = apart.comm_slows_compute;
+      if (const auto it = apart.compute_slows_comm.find(name); it != apart.compute_slows_comm.end())
+        shares.compute_interference = it->second;
+      if (!shares.comm_interference && !shares.compute_interference)
+        cal.interference_by_op.erase(name);
+    }
+  }
   cal.collective_handoff_wait_s = measure_handoff_wait(w, topo, params, grads, scratch, layers);
   cal.comm_stream_share =
       measure_comm_stream_share(w, params, grads, n, layers, o, expected_time(d[optimizer_step]));

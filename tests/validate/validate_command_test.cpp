@@ -469,6 +469,17 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
     EXPECT_LE(share, 0.9) << k;
     EXPECT_DOUBLE_EQ(predicted_gpu[k].get<double>(), share) << k;
   }
+  // ACCO reduce-scatters and all-gathers: the profile measured both shares for those kinds in a
+  // loop of their own, and the prediction ran with them.
+  for (const char* op : {"reduce_scatter", "all_gather"})
+    for (const char* k : {"comm_interference", "compute_interference"}) {
+      ASSERT_TRUE(profile["model"]["interference_by_op"][op].contains(k)) << op << " " << k;
+      const double share = profile["model"]["interference_by_op"][op][k];
+      EXPECT_GE(share, 0.0) << op << " " << k;
+      EXPECT_LE(share, 0.9) << op << " " << k;
+      EXPECT_DOUBLE_EQ(predicted_gpu["interference_by_op"][op][k].get<double>(), share)
+          << op << " " << k;
+    }
   // Every element-wise op the runtime runs has a measured price, the master's reload included
   // (the local-SGD family's; its optimizer keeps an fp32 master of fp32 parameters).
   for (const char* op : {"copy", "accumulate", "fill", "reload master"}) {
