@@ -42,6 +42,7 @@ nlohmann::ordered_json presets_json() {
                     {"compute_interference", g.compute_interference},
                     {"comm_stream_share", g.comm_stream_share},
                     {"collective_handoff_wait_s", g.collective_handoff_wait_s},
+                    {"compute_handoff_wait_s", g.compute_handoff_wait_s},
                     {"sms", g.sms}});
   }
   nlohmann::ordered_json links = nlohmann::ordered_json::array();

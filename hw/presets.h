@@ -40,6 +40,11 @@ struct GpuSpec {
   // buckets took 0.18-1.08 ms, the two issued right after it 20-90 us). 0: none.
   // `overlapsim profile` measures it; cluster.gpu.collective_handoff_wait.
   double collective_handoff_wait_s = 0;
+  // Seconds the first compute op a stream runs after it had to wait for the other stream's signal
+  // takes longer (on a CPU worker the woken thread's first op: ACCO's one-element fill of the
+  // counts right after the gradients' signal took 12-15 us, 4 us back to back). 0: none.
+  // `overlapsim profile` measures it; cluster.gpu.compute_handoff_wait.
+  double compute_handoff_wait_s = 0;
   // comm_interference and compute_interference of the collective kinds measured apart from the
   // all-reduce, by calibration op name ("reduce_scatter", "all_gather"); the others take the two
   // above. `overlapsim profile` measures them where the algorithms issue those kinds (on a CPU

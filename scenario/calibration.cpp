@@ -186,12 +186,15 @@ Calibration read_calibration(const std::string& path) {
             fmt::format("{}: comm_stream_share is {}, expected 0.05 to 0.95", where, f));
       c.comm_stream_share = f;
     }
-    if (m.contains("collective_handoff_wait_s")) {
-      const double s = positive(m, "collective_handoff_wait_s", where, true);
+    for (const auto& [key, wait] :
+         {std::pair{"collective_handoff_wait_s", &c.collective_handoff_wait_s},
+          std::pair{"compute_handoff_wait_s", &c.compute_handoff_wait_s}}) {
+      if (!m.contains(key))
+        continue;
+      const double s = positive(m, key, where, true);
       if (s > 1)
-        throw std::runtime_error(
-            fmt::format("{}: collective_handoff_wait_s is {}, expected 0 to 1", where, s));
-      c.collective_handoff_wait_s = s;
+        throw std::runtime_error(fmt::format("{}: {} is {}, expected 0 to 1", where, key, s));
+      *wait = s;
     }
   }
   if (j.contains("links")) {
@@ -280,6 +283,8 @@ std::string calibration_json(const Calibration& c) {
       model["comm_stream_share"] = *c.comm_stream_share;
     if (c.collective_handoff_wait_s)
       model["collective_handoff_wait_s"] = *c.collective_handoff_wait_s;
+    if (c.compute_handoff_wait_s)
+      model["compute_handoff_wait_s"] = *c.compute_handoff_wait_s;
     out["model"] = model;
   }
   out["links"] = links;

@@ -91,6 +91,8 @@ struct Calibration {
   std::optional<double> comm_stream_share;
   // Seconds a collective issued beside compute waits to start (hw::GpuSpec).
   std::optional<double> collective_handoff_wait_s;
+  // Seconds the first compute op after such a wait takes longer (hw::GpuSpec).
+  std::optional<double> compute_handoff_wait_s;
   std::optional<LinkFit> intra_node;
   std::optional<LinkFit> inter_node;
   // Fits of the other collectives the algorithms use, on the same links (profile measures them

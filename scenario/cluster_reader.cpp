@@ -29,7 +29,7 @@ hw::GpuSpec read_gpu(const Entry& e) {
   }
   e.expect_map({"preset", "name", "peak_tflops", "memory", "efficiency", "hbm_bandwidth",
                 "comm_interference", "compute_interference", "comm_stream_share",
-                "collective_handoff_wait"});
+                "collective_handoff_wait", "compute_handoff_wait"});
   hw::GpuSpec gpu;
   if (e.has("preset"))
     gpu = read_gpu(e.child("preset"));
@@ -63,6 +63,12 @@ hw::GpuSpec read_gpu(const Entry& e) {
     gpu.collective_handoff_wait_s = wait.quantity(hw::parse_time_s, /*allow_zero=*/true);
     if (gpu.collective_handoff_wait_s > 1)
       wait.fail("collective_handoff_wait is over 1 s; expected a launch's wait (e.g. 200us)");
+  }
+  if (e.has("compute_handoff_wait")) {
+    const Entry wait = e.child("compute_handoff_wait");
+    gpu.compute_handoff_wait_s = wait.quantity(hw::parse_time_s, /*allow_zero=*/true);
+    if (gpu.compute_handoff_wait_s > 1)
+      wait.fail("compute_handoff_wait is over 1 s; expected a thread's wake-up (e.g. 10us)");
   }
   if (gpu.peak_flops_fp32 <= 0)
     gpu.peak_flops_fp32 = gpu.peak_flops_bf16;

@@ -108,6 +108,8 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
     cluster.gpu.comm_stream_share = *cal.comm_stream_share;
   if (cal.collective_handoff_wait_s)
     cluster.gpu.collective_handoff_wait_s = *cal.collective_handoff_wait_s;
+  if (cal.compute_handoff_wait_s)
+    cluster.gpu.compute_handoff_wait_s = *cal.compute_handoff_wait_s;
 }
 
 ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const hw::GpuSpec& gpu);

@@ -134,6 +134,10 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb) {
   const double start = sg4::Engine::get_clock();
   const StreamKind stream =
       sg4::this_actor::get_name()[0] == 'c' ? StreamKind::compute : StreamKind::comm;
+  // The first op after waiting for the other stream's signal takes longer (hw::GpuSpec's
+  // compute_handoff_wait_s): the woken thread's, not the device's, so not slowed by sharing.
+  if (take_compute_handoff() && ctx_.scenario.cluster.gpu.compute_handoff_wait_s > 0)
+    sg4::this_actor::sleep_for(ctx_.scenario.cluster.gpu.compute_handoff_wait_s);
   if (flops > 0) {
     auto& slows_comm = ctx_.network.compute_interference();
     slows_comm.compute_begin(rank_);
@@ -429,12 +433,22 @@ bool SimWorker::take_handoff() {
   return std::exchange(handed_off_[sg4::this_actor::get_name()[0] == 'c' ? 0 : 1], false);
 }
 
+bool SimWorker::take_compute_handoff() {
+  return std::exchange(compute_handed_off_[sg4::this_actor::get_name()[0] == 'c' ? 0 : 1], false);
+}
+
 std::int64_t SimWorker::await(int signal) {
   auto& c = channel(signal);
   // A stream that had to wait for the other one's signal starts its next collective late
   // (hw::GpuSpec's collective_handoff_wait_s); one whose signal was there already does not.
-  if (c.values.empty())
-    handed_off_[sg4::this_actor::get_name()[0] == 'c' ? 0 : 1] = true;
+  // Likewise its next compute op takes longer (compute_handoff_wait_s); each kind's first op after
+  // the wait takes its own, whatever the other kind ran in between (ACCO fills the counts, then
+  // all-reduces them: both were slow in a run).
+  if (c.values.empty()) {
+    const int stream = sg4::this_actor::get_name()[0] == 'c' ? 0 : 1;
+    handed_off_[stream] = true;
+    compute_handed_off_[stream] = true;
+  }
   c.ready->acquire();
   const auto v = c.values.front();
   c.values.pop_front();

@@ -98,6 +98,8 @@ private:
                       bool after_handoff);
   // Whether the calling stream had to wait for a signal since its last collective (and forgets).
   bool take_handoff();
+  // Whether this stream's next compute op is the first since it had to wait for a signal (once).
+  bool take_compute_handoff();
   double bytes_of(const CollectiveCall& call) const;
   std::int64_t next_seq(const CollectiveCall& call);
   static std::tuple<int, int, int> send_key(const CollectiveCall& call);
@@ -112,8 +114,9 @@ private:
   MemoryByCategory static_memory_{};
   double activations_ = 0;
   double peak_activations_ = 0;
-  ActivationCheckpoints checkpoints_; // used when model.activation_checkpointing is set
-  std::array<bool, 2> handed_off_{};  // per stream (compute, comm): see take_handoff()
+  ActivationCheckpoints checkpoints_;        // used when model.activation_checkpointing is set
+  std::array<bool, 2> handed_off_{};         // per stream (compute, comm): see take_handoff()
+  std::array<bool, 2> compute_handed_off_{}; // per stream: see take_compute_handoff()
   std::map<int, Channel> channels_;
   std::unordered_map<int, std::int64_t> seq_;               // per group
   std::unordered_map<int, std::shared_ptr<State>> last_op_; // per group, NCCL stream order

@@ -180,5 +180,58 @@ TEST(CollectiveHandoffWait, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) 
   EXPECT_THROW(scenario::read_calibration(path.string()), std::runtime_error);
 }
 
+// GPU 0's comm-stream compute ops of step `step` by name: their durations, in order.
+std::map<std::string, std::vector<double>> comm_stream_compute(const Trace& t, int step) {
+  std::map<std::string, std::vector<double>> ops;
+  for (const auto& e : t.events)
+    if (e.worker == 0 && e.stream == StreamKind::comm && e.category != OpCategory::comm &&
+        e.step == step)
+      ops[std::string(t.name_of(e.name))].push_back(e.end - e.start);
+  return ops;
+}
+
+// ACCO's communication stream waits for each round's gradients, then fills its micro-batch count
+// (Algorithm 1, line 25), all-reduces it, and steps the optimizer after the reduce-scatter: the
+// fill, the first compute op after the wait, takes 300 us longer; the optimizer step, after the
+// fill and two collectives but no wait, takes what it took.
+TEST(ComputeHandoffWait, OnlyTheFirstComputeOpAfterWaitingForASignalTakesLonger) {
+  const auto free = simulate(scenario_from(scenario_text("")), "acco", {});
+  const auto waited =
+      simulate(scenario_from(scenario_text(", compute_handoff_wait: 300us")), "acco", {});
+  const auto before = comm_stream_compute(free.trace, -1);
+  const auto after = comm_stream_compute(waited.trace, -1);
+  ASSERT_TRUE(before.contains("fill")) << free.trace.events.size();
+  ASSERT_EQ(before.at("fill").size(), after.at("fill").size());
+  for (std::size_t i = 0; i < before.at("fill").size(); ++i)
+    EXPECT_NEAR(after.at("fill")[i] - before.at("fill")[i], 0.0003, 1e-9) << i;
+  const auto steps_before = comm_stream_compute(free.trace, 1),
+             steps_after = comm_stream_compute(waited.trace, 1);
+  ASSERT_TRUE(steps_before.contains("optimizer step"));
+  EXPECT_NEAR(steps_after.at("optimizer step").front(), steps_before.at("optimizer step").front(),
+              1e-9);
+}
+
+TEST(ComputeHandoffWait, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
+  EXPECT_EQ(scenario_from(scenario_text("")).cluster.gpu.compute_handoff_wait_s, 0.0);
+  EXPECT_DOUBLE_EQ(scenario_from(scenario_text(", compute_handoff_wait: 12us"))
+                       .cluster.gpu.compute_handoff_wait_s,
+                   12e-6);
+  EXPECT_THROW(scenario_from(scenario_text(", compute_handoff_wait: 2s")), std::runtime_error);
+  scenario::Calibration c;
+  c.model = "compute-interference";
+  c.layers = {{"l0", 0.01, 0.02}, {"l1", 0.001, 0.002}};
+  c.compute_handoff_wait_s = 1.25e-5;
+  const testing::ScratchDir dir;
+  const auto path = dir / "wake.json";
+  std::ofstream(path) << scenario::calibration_json(c);
+  EXPECT_EQ(scenario::read_calibration(path.string()).compute_handoff_wait_s, 1.25e-5);
+  auto with_profile = scenario_text("");
+  with_profile.replace(with_profile.find("training:"), 0, "  profile: " + path.string() + "\n");
+  EXPECT_EQ(scenario_from(with_profile).cluster.gpu.compute_handoff_wait_s, 1.25e-5);
+  c.compute_handoff_wait_s = 3;
+  std::ofstream(path) << scenario::calibration_json(c);
+  EXPECT_THROW(scenario::read_calibration(path.string()), std::runtime_error);
+}
+
 } // namespace
 } // namespace overlapsim

@@ -474,13 +474,20 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
 // first reduce-scatter of each layer's buckets took 0.18-1.08 ms, the two after it 20-90 us,
 // where one-element all-reduces back to back beside compute waited 1 us more than alone; this
 // measured 470-492 us first, 31-63 us next (one CPU worker: 13.3 and 5.5 us).
-std::optional<double> measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId params,
-                                           BufferId grads, BufferId scratch, int layers) {
+struct HandoffWaits {
+  std::optional<double> collective; // hw::GpuSpec's collective_handoff_wait_s
+  std::optional<double> compute;    // and compute_handoff_wait_s
+};
+
+HandoffWaits measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId params,
+                                  BufferId grads, BufferId scratch, int layers) {
   // With peers, the first all-reduce after a signal also waits for the slowest rank's backward
   // (2 CPU workers: 1.47 ms on one rank, 0.12 ms on the other, 85 us for the next ones): skew,
   // not the hand-off. So each probe counts from its last member's start, as the per-op table
   // counts a run's collectives (trace/op_costs.h).
-  constexpr int kRepeats = 8, kPerSignal = 3, kSignal = 9001;
+  // Every other signal, the thread fills one element instead, three times, as ACCO fills its
+  // counts after the gradients' signal (the fill's first op after the wait: compute_handoff_wait).
+  constexpr int kRepeats = 12, kPerSignal = 3, kSignal = 9001;
   CollectiveCall probe;
   probe.op = CollectiveOp::all_reduce;
   probe.group = &topo.world();
@@ -509,6 +516,10 @@ std::optional<double> measure_handoff_wait(RealWorker& w, const Topology& topo, 
     for (int i = 0; i < kRepeats * layers; ++i) {
       w.await(kSignal);
       for (int k = 0; k < kPerSignal; ++k) {
+        if (i % 2 == 1) {
+          w.fill(Slice{scratch, 1, 1}, static_cast<double>(k));
+          continue;
+        }
         probe.name = k == 0 ? "hand-off probe first" : "hand-off probe next";
         w.run(probe);
       }
@@ -525,14 +536,25 @@ std::optional<double> measure_handoff_wait(RealWorker& w, const Topology& topo, 
     std::rethrow_exception(comm_failure);
   std::vector<std::size_t> probes;
   std::vector<double> starts;
+  std::vector<double> fill_first, fill_next;
   {
     const Trace& t = w.trace(); // on a GPU this waits for the probes: their times are then known
-    for (std::size_t i = from; i < t.events.size(); ++i)
-      if (t.name_of(t.events[i].name).starts_with("hand-off probe ")) {
+    const std::string fill = op_label(MemoryOp::fill).name;
+    for (std::size_t i = from; i < t.events.size(); ++i) {
+      const auto& e = t.events[i];
+      if (t.name_of(e.name).starts_with("hand-off probe ")) {
         probes.push_back(i);
-        starts.push_back(t.events[i].start);
+        starts.push_back(e.start);
+      } else if (e.stream == StreamKind::comm && t.name_of(e.name) == fill) {
+        // The first of each signal's three follows a wait on this stream's previous event.
+        const bool first = (fill_first.size() + fill_next.size()) % kPerSignal == 0;
+        (first ? fill_first : fill_next).push_back(e.end - e.start);
       }
+    }
   }
+  HandoffWaits waits;
+  if (!fill_first.empty() && !fill_next.empty())
+    waits.compute = std::max(0.0, expected_time(fill_first) - expected_time(fill_next));
   const auto last = last_member_starts(w, topo.world(), starts);
   std::vector<double> first, next;
   const Trace& t = w.trace();
@@ -541,9 +563,9 @@ std::optional<double> measure_handoff_wait(RealWorker& w, const Topology& topo, 
     (t.name_of(e.name) == "hand-off probe first" ? first : next)
         .push_back(e.end - std::clamp(last[k], e.start, e.end));
   }
-  if (first.empty() || next.empty())
-    return std::nullopt;
-  return std::max(0.0, expected_time(first) - expected_time(next));
+  if (!first.empty() && !next.empty())
+    waits.collective = std::max(0.0, expected_time(first) - expected_time(next));
+  return waits;
 }
 
 // The communication stream's share of the device while both streams compute (hw::GpuSpec's
@@ -1002,7 +1024,9 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         cal.interference_by_op.erase(name);
     }
   }
-  cal.collective_handoff_wait_s = measure_handoff_wait(w, topo, params, grads, scratch, layers);
+  const auto handoff = measure_handoff_wait(w, topo, params, grads, scratch, layers);
+  cal.collective_handoff_wait_s = handoff.collective;
+  cal.compute_handoff_wait_s = handoff.compute;
   cal.comm_stream_share =
       measure_comm_stream_share(w, params, grads, n, layers, o, expected_time(d[optimizer_step]));
   return cal;
