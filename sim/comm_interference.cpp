@@ -12,7 +12,7 @@ namespace sg4 = simgrid::s4u;
 namespace {
 // FLOPs no run reaches: 1e15 s on a 1 PFLOP/s GPU.
 constexpr double kEndless = 1e30;
-// SimGrid wants a priority above 0: a kind measured at 0 weighs next to nothing.
+// SimGrid wants a priority above 0 (kinds at 0 never open a load; this guards the empty set).
 constexpr double kLightest = 1e-12;
 } // namespace
 
@@ -46,7 +46,7 @@ double CommInterference::load_weight(std::size_t r) const {
 
 void CommInterference::begin(int rank, double share) {
   const auto r = static_cast<std::size_t>(rank);
-  if (!opened_[r])
+  if (!opened_[r] || share <= 0) // a kind that takes nothing does not load the GPU
     return;
   const double before = load_weight(r);
   open_[r].insert(share);
@@ -58,7 +58,7 @@ void CommInterference::begin(int rank, double share) {
 
 void CommInterference::end(int rank, double share) {
   const auto r = static_cast<std::size_t>(rank);
-  if (!opened_[r])
+  if (!opened_[r] || share <= 0)
     return;
   const double before = load_weight(r);
   open_[r].erase(open_[r].find(share));
