@@ -57,10 +57,13 @@ if [ "$bench_s" -gt 30 ]; then
 fi
 left=$((budget - 20 - (SECONDS - start)))
 if [ "$left" -gt 60 ] && [ "${GPU_TESTS:-ON}" = ON ]; then
-  # That machine has neither matplotlib nor clang-format (2026-11-26): the tests that draw plots
-  # (merge draws by default) and `format` fail there for want of them, not of overlapsim.
+  # That machine's /usr/bin/python3 (the one overlapsim and plots_selftest call; its venv's
+  # python3 has matplotlib) lacks matplotlib, and it has no clang-format (2026-11-26): the tests
+  # that draw plots (merge draws by default) and `format` fail there for want of them.
   skip=EmulatedLink
-  python3 -c 'import matplotlib' 2>/dev/null ||
+  plot_python=${OVERLAPSIM_PYTHON:-/usr/bin/python3}
+  [ -x "$plot_python" ] || plot_python=python3
+  "$plot_python" -c 'import matplotlib' 2>/dev/null ||
     skip="$skip|DrawsPlots|PlotRedraws|MemoryOverflowIsFlaggedEverywhere|Sweep\.(Merge|Shards)|slurm_sweep|plots_selftest"
   command -v clang-format > /dev/null || skip="$skip|^format\$"
   echo "ctest -E '$skip'" > "$work/ctest.txt"
