@@ -10,7 +10,8 @@ from its last member's start, copies; ops run less than once a step are left out
 and link, the median |error| over the algorithms. Issue 30's targets: every algorithm within 10%,
 the median within 5%, per-op medians within 10%. Per model and link it also prints each repeat's
 profiled interference shares (comm_interference, compute_interference, comm_stream_share, and
-the reduce-scatter's and all-gather's measured apart). Load-dependent: no
+the reduce-scatter's and all-gather's measured apart) and what a message paid against a moving
+one (links' send_recv reverse_busy_s, where messages are sent). Load-dependent: no
 pass/fail, numbers only.
 
     python3 bench/validate_accuracy.py [--repeats 3] [--workers 2] [--links loopback,100Mbit/s]
@@ -91,13 +92,19 @@ def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
                 (name, (p["median_s"] - m["median_s"]) / m["median_s"]))
     # The profile's interference shares, both ways (docs/MODEL.md).
     with open(os.path.join(out, "profile.json")) as f:
-        model = json.load(f).get("model", {})
+        profile = json.load(f)
+    model = profile.get("model", {})
     by_op = model.get("interference_by_op", {})
+    links = profile.get("links", {})
+    # What a message paid when the other direction carried one (CDP's only; None elsewhere).
+    reverse_busy = next((f.get("reverse_busy_s", 0.0) for key in ("inter_node_ops", "intra_node_ops")
+                         for f in links.get(key, []) if f.get("op") == "send_recv"), None)
     interference = (model.get("comm_interference"), model.get("compute_interference"),
                     model.get("comm_stream_share"),
                     by_op.get("reduce_scatter", {}).get("comm_interference"),
                     by_op.get("reduce_scatter", {}).get("compute_interference"),
-                    by_op.get("all_gather", {}).get("compute_interference"))
+                    by_op.get("all_gather", {}).get("compute_interference"),
+                    None if reverse_busy is None else 1e3 * reverse_busy)
     return times, ops, compute, interference
 
 
@@ -169,7 +176,8 @@ def main():
                       f"beside comm {shares(0)}, comm slowed beside compute {shares(1)}, "
                       f"comm stream's share {shares(2)}; reduce-scatters and all-gathers "
                       f"(measured apart): compute slowed {shares(3)}, reduce-scatter slowed "
-                      f"{shares(4)}, all-gather slowed {shares(5)}")
+                      f"{shares(4)}, all-gather slowed {shares(5)}; a message against a moving "
+                      f"one +{shares(6)} ms")
     return 0
 
 

@@ -68,6 +68,11 @@ struct LinkSpec {
   double latency_s = 0; // one-way GPU-to-GPU latency across this network (alpha)
   // The share of the line rate NCCL's ring reaches on this fabric (nccl-tests busbw / line rate).
   double efficiency = 1;
+  // What a message between two ends pays before it moves when the opposite direction between
+  // them carries a message (cluster.<link>.reverse_busy_delay; `overlapsim profile` measures it):
+  // over TCP its acknowledgements and the receiver's ready-to-receive notice queue behind the
+  // other direction's data, so it starts late and ramps up slowly. 0 on a fabric that does not.
+  double reverse_busy_s = 0;
 
   double line_rate_Bps() const { return bandwidth_Bps / efficiency; }
 };

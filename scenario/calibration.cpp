@@ -28,6 +28,8 @@ json link_json(const LinkFit& f) {
            {"points", points}};
   if (f.in_place)
     out["in_place"] = true;
+  if (f.reverse_busy_s > 0)
+    out["reverse_busy_s"] = f.reverse_busy_s;
   return out;
 }
 
@@ -54,6 +56,12 @@ LinkFit read_link(const json& j, const std::string& where) {
   f.bandwidth_Bps = positive(j, "bandwidth_Bps", where, false);
   f.max_relative_residual = j.value("max_relative_residual", 0.0);
   f.in_place = j.value("in_place", false);
+  if (j.contains("reverse_busy_s")) {
+    f.reverse_busy_s = positive(j, "reverse_busy_s", where, true);
+    if (f.reverse_busy_s > 10)
+      throw std::runtime_error(
+          fmt::format("{}: 'reverse_busy_s' must be at most 10 (seconds)", where));
+  }
   if (j.contains("points"))
     for (const auto& p : j.at("points"))
       f.points.push_back(SizeTime{p.value("bytes", 0.0), p.value("seconds", 0.0)});

@@ -40,6 +40,9 @@ struct LinkFit {
   double max_relative_residual = 0; // worst |fit - measured| / measured over the points
   std::vector<SizeTime> points;
   bool in_place = false; // a local op (ranks 1) whose output overwrote its input
+  // send_recv only: what a message paid beyond this fit when the other direction carried a
+  // message (hw::LinkSpec::reverse_busy_s); 0: not measured or nothing.
+  double reverse_busy_s = 0;
 
   // The time of one op of `bytes` over a group of one rank (`ranks` 1, the fit one pass over the
   // array): the measured points, interpolated; beyond them the fit's slope from the nearest

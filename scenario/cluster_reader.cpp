@@ -86,7 +86,7 @@ hw::LinkSpec read_link(const Entry& e) {
                        "and latency)",
                        e.text(), names));
   }
-  e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency"});
+  e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency", "reverse_busy_delay"});
   hw::LinkSpec link;
   if (e.has("preset"))
     link = read_link(e.child("preset"));
@@ -107,6 +107,12 @@ hw::LinkSpec read_link(const Entry& e) {
   link.bandwidth_Bps = line_rate * link.efficiency;
   if (e.has("latency"))
     link.latency_s = e.child("latency").quantity(hw::parse_time_s, /*allow_zero=*/true);
+  if (e.has("reverse_busy_delay")) {
+    const Entry delay = e.child("reverse_busy_delay");
+    link.reverse_busy_s = delay.quantity(hw::parse_time_s, /*allow_zero=*/true);
+    if (link.reverse_busy_s > 10)
+      delay.fail("expected at most 10 s (the delay of one message)");
+  }
   return link;
 }
 
@@ -239,8 +245,11 @@ ClusterSpec read_cluster(const Entry& e) {
       LinkFit carrier = *base;
       carrier.latency_s = latency_floor(*base, ops);
       (across ? c.inter_node : c.intra_node).latency_s = carrier.latency_s;
-      for (const auto& f : ops)
+      for (const auto& f : ops) {
         c.collective_bytes[f.op] = collective_bytes_map(carrier, f);
+        if (f.op == "send_recv") // measured on that link with its messages
+          (across ? c.inter_node : c.intra_node).reverse_busy_s = f.reverse_busy_s;
+      }
     }
     for (const auto& f : calibration->local_ops)
       c.local_collectives[{f.op, f.in_place}] = f;

@@ -29,11 +29,14 @@ nlohmann::json to_json(const Scenario& s) {
   for (const auto& st : c.stragglers)
     stragglers.push_back({{"gpu", st.gpu}, {"slowdown", st.slowdown}});
   auto link = [](const hw::LinkSpec& l) {
-    return json{{"name", l.name},
-                {"bandwidth_Bps", l.bandwidth_Bps},
-                {"line_rate_Bps", l.line_rate_Bps()},
-                {"efficiency", l.efficiency},
-                {"latency_s", l.latency_s}};
+    json out{{"name", l.name},
+             {"bandwidth_Bps", l.bandwidth_Bps},
+             {"line_rate_Bps", l.line_rate_Bps()},
+             {"efficiency", l.efficiency},
+             {"latency_s", l.latency_s}};
+    if (l.reverse_busy_s > 0) // where set or measured (most links have none)
+      out["reverse_busy_s"] = l.reverse_busy_s;
+    return out;
   };
   json sites = json::array();
   for (const auto& site : c.sites)

@@ -62,6 +62,8 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
       nic_Bps_(cluster.inter_node.bandwidth_Bps), gpu_(cluster.gpu),
       interference_(platform, cluster.gpu.any_comm_interference()),
       compute_interference_(platform, cluster.gpu.any_compute_interference()) {
+  reverse_busy_s_ = {cluster.intra_node.reverse_busy_s, cluster.inter_node.reverse_busy_s,
+                     cluster.wan.reverse_busy_s};
   if (cluster.sites.size() > 1) {
     site_of_node_.assign(static_cast<std::size_t>(cluster.nodes), 0);
     for (std::size_t s = 0; s < cluster.sites.size(); ++s)
@@ -304,6 +306,13 @@ void Network::point_to_point(const Scope& s, int self, int src, int dst, double 
     return;
   }
   messages_.erase(key);
+  // Over TCP a message whose opposite direction carries one starts late (the receiver's notice
+  // and the acknowledgements queue behind that data) and ramps up slowly: measured as a delay.
+  const std::pair nodes{topology_.node_of(src), topology_.node_of(dst)};
+  const double delay = reverse_busy_s_[static_cast<std::size_t>(link_class(src, dst))];
+  if (delay > 0 && messages_moving_[{nodes.second, nodes.first}] > 0)
+    sg4::this_actor::sleep_for(delay);
+  ++messages_moving_[nodes];
   const double comm_share_of_op = comm_share(s);
   interference_.begin(src, comm_share_of_op);
   interference_.begin(dst, comm_share_of_op);
@@ -315,6 +324,7 @@ void Network::point_to_point(const Scope& s, int self, int src, int dst, double 
   compute_interference_.make_up(ends, computed, compute_share(s));
   interference_.end(src, comm_share_of_op);
   interference_.end(dst, comm_share_of_op);
+  --messages_moving_[nodes];
   instance->done->release();
 }
 

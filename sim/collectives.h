@@ -195,6 +195,10 @@ private:
   std::unordered_map<int, double> ring_bandwidth_;
   std::map<int, std::unique_ptr<Split>> splits_, site_splits_;
   std::vector<int> site_of_node_; // empty without WAN sites
+  // By link class (link_class): what a message pays before it moves while the opposite direction
+  // carries one (hw::LinkSpec::reverse_busy_s); the messages moving, by (source, destination) node.
+  std::array<double, 3> reverse_busy_s_{};
+  std::map<std::pair<int, int>, int> messages_moving_;
   const NcclGeneration nccl_generation_;
   std::optional<NcclProtocol> nccl_protocol_; // the scenario's NCCL_PROTO; none: the tuner picks
   double nic_Bps_ = 0;                        // a fat tree's cables run at the NIC's rate

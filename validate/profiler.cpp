@@ -162,6 +162,81 @@ std::vector<scenario::SizeTime> ping_pong(RealWorker& w, const Group& group, Buf
   return points;
 }
 
+// What a message pays beyond its time alone when the opposite direction carries one
+// (hw::LinkSpec::reverse_busy_s), between the group's first two ranks, where the algorithms send
+// messages (CDP). Each repeat times one message from index 1 to index 0 twice, alone and while
+// index 0 sends index 1 a message six times as large, begun one message-time earlier (as CDP's
+// lap-one partials start while the complete sums of the stage before still flow back); the
+// receiver's time from posting to done, paired, so the link's noise cancels. Over TCP through a
+// queue (an emulated 100 Mbit/s link: 1.8 MB in 155-250 ms against 143 ms alone) the receiver's
+// ready-to-receive notice and the acknowledgements wait behind the other direction's data. The
+// large message goes on the communication stream's connection, the timed one on the compute
+// stream's, as CDP's two laps do: on one connection the notice would wait for all of it (Gloo
+// writes a pair's messages in order). Returns index 0's mean difference (never below 0); 0 on
+// the others and where nothing is sent.
+double reverse_busy_delay(RealWorker& w, const Group& group, BufferId buffer, BufferId out,
+                          const ProfileOptions& o, double max_bytes) {
+  const bool messages = std::any_of(o.issued.begin(), o.issued.end(),
+                                    [](const auto& s) { return s.first.op == "send_recv"; });
+  if (!messages || group.size() < 2)
+    return 0;
+  double largest = 0;
+  for (const auto& [size, calls] : o.issued)
+    if (size.op == "send_recv")
+      largest = std::max(largest, size.bytes);
+  constexpr double kMessageBytes = 1 << 20; // the ramp is paid once: a MiB shows it
+  // Rounded down: six of them fit the scratch buffer (max_bytes).
+  const auto message = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::min({kMessageBytes, largest, max_bytes / 6}) / 4));
+  const std::int64_t bulk = 6 * message;
+  const int me = group.index_of(w.rank());
+  const int peer = group.ranks[static_cast<std::size_t>(me == 0 ? 1 : 0)];
+  constexpr int kRepeats = 5;
+  std::vector<double> alone, busy;
+  double lead = 0;
+  w.enter(StreamKind::comm); // every member makes the communication stream's connection
+  barrier(w, group);
+  w.enter(StreamKind::compute);
+  for (int r = -1; r < kRepeats; ++r) { // one untimed warm-up, which sets the lead
+    for (const bool loaded : {false, true}) {
+      barrier(w, group);
+      if (me > 1)
+        continue;
+      CollectiveCall msg, load;
+      msg.op = me == 0 ? CollectiveOp::recv : CollectiveOp::send;
+      load.op = me == 0 ? CollectiveOp::send : CollectiveOp::recv;
+      msg.group = load.group = &group;
+      msg.peer = load.peer = peer;
+      msg.tag = 9;
+      load.tag = 8;
+      msg.data = Slice{out, 0, message};
+      load.data = Slice{buffer, 0, bulk};
+      msg.name = load.name = "profile";
+      CommHandle loading;
+      if (loaded) {
+        w.enter(StreamKind::comm);
+        loading = w.start(load);
+        w.enter(StreamKind::compute);
+      }
+      if (me == 0) // both receives posted as late: the same notice, the same wait for it
+        std::this_thread::sleep_for(std::chrono::duration<double>(lead));
+      const std::size_t before = w.trace().events.size();
+      w.run(msg);
+      const auto& e = w.trace().events[before];
+      const double t = e.end - e.start;
+      if (loaded)
+        w.wait(loading);
+      if (me != 0)
+        continue;
+      if (r < 0 && !loaded)
+        lead = t;
+      else if (r >= 0)
+        (loaded ? busy : alone).push_back(t);
+    }
+  }
+  return me == 0 ? std::max(0.0, expected_time(busy) - expected_time(alone)) : 0.0;
+}
+
 // The alpha-beta fit, or, when noise makes the times not grow with size (a fast loopback and a
 // small model), the bound the largest size gives: no latency, its bandwidth. The residual in the
 // profile says how well either describes the points.
@@ -967,8 +1042,11 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         ops.push_back(fit);
     }
     const auto messages = ping_pong(w, group, scratch, o, max_bytes);
-    if (!messages.empty())
+    const double reverse_busy = reverse_busy_delay(w, group, scratch, scratch_out, o, max_bytes);
+    if (!messages.empty()) {
       ops.push_back(robust_fit("send_recv", 2, messages));
+      ops.back().reverse_busy_s = reverse_busy;
+    }
   };
   if (topo.world_size() > 1) {
     if (topo.nodes() > 1)
