@@ -90,6 +90,40 @@ TEST(OpCosts, ACollectiveCountsFromItsLastMembersStart) {
   EXPECT_DOUBLE_EQ(costs[1].waiting_per_step_s, 0);
 }
 
+// CDP's relays on a measured CPU run: a receive posted early waits for its send, and Gloo's send
+// ends when the program waits for it, long after its receive ended. Both halves count from the
+// later post to the receive's end, paired in order per name, step and direction.
+TEST(OpCosts, AMessageCountsFromItsLaterPostToItsReceivesEnd) {
+  Trace t;
+  t.workers = 2;
+  auto half = [&](int worker, const std::string& name, double start, double end, int step) {
+    event(t, worker, StreamKind::comm, OpCategory::comm, name, start, end);
+    t.events.back().group = 5, t.events.back().group_size = 2;
+    t.events.back().peer = 1 - worker, t.events.back().step = step;
+  };
+  // Step 0: worker 0 sends at 1.0 (waited at 1.9), worker 1 posted at 0.8, had it at 1.3: 0.3 s
+  // each, the receive waiting 0.2. Then at 2.0 / 2.1 -> 2.5 (waited at 4.0): 0.4 s each, the
+  // send waiting 0.1 for its receive's post.
+  half(0, "send partial x", 1.0, 1.9, 0);
+  half(0, "send partial x", 2.0, 4.0, 0);
+  half(1, "recv partial x", 0.8, 1.3, 0);
+  half(1, "recv partial x", 2.1, 2.5, 0);
+  // The other direction and another step are other messages: 0.1 s each.
+  half(1, "send partial x", 3.0, 3.1, 0);
+  half(0, "recv partial x", 3.0, 3.1, 0);
+  half(0, "send partial x", 5.0, 6.0, 1);
+  half(1, "recv partial x", 5.0, 5.1, 1);
+  const auto costs = op_costs(t, 0, 10, 1);
+  ASSERT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs[0].op, "send partial x");
+  EXPECT_NEAR(costs[0].per_step_s, (0.3 + 0.4 + 0.1 + 0.1) / 2, 1e-12);
+  EXPECT_NEAR(costs[0].median_s, (0.1 + 0.3) / 2, 1e-12); // of 0.1, 0.1, 0.3, 0.4
+  EXPECT_NEAR(costs[0].waiting_per_step_s, 0.1 / 2, 1e-12);
+  EXPECT_EQ(costs[1].op, "recv partial x");
+  EXPECT_NEAR(costs[1].per_step_s, (0.3 + 0.4 + 0.1 + 0.1) / 2, 1e-12);
+  EXPECT_NEAR(costs[1].waiting_per_step_s, 0.2 / 2, 1e-12);
+}
+
 TEST(OpCosts, AJoinKeepsOpsOfEitherSide) {
   const std::vector<OpCost> predicted = {
       {"forward", OpCategory::forward, StreamKind::compute, 1, 0.3, 0.3},

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <string_view>
+#include <tuple>
 
 namespace overlapsim {
 
@@ -28,10 +30,62 @@ bool is_collective(const TraceEvent& e) {
          (e.peer < 0 || e.group_size > 2);
 }
 
-// Per event: when the last member of its collective instance started (its own start otherwise).
-std::vector<double> last_arrivals(const Trace& trace) {
+// A message's half: "send X" on its sender, "recv X" on its receiver, each naming the other as
+// peer on a pair group.
+bool is_message(const Trace& trace, const TraceEvent& e, std::string_view half) {
+  return e.category == OpCategory::comm && e.peer >= 0 && e.group_size == 2 &&
+         trace.name_of(e.name).starts_with(half);
+}
+
+// When each event's data moved: from (the last member's start of a collective instance, the later
+// post of a message's two halves, else its own start) to (a message's receive's end, else its
+// own end).
+struct Moving {
+  std::vector<double> from, to;
+};
+
+// Messages pair in order per (X, step, sender, receiver), as they match on one connection. Both
+// halves count from the later post to the receive's end: Gloo's send has no completion time of
+// its own, so a measured send ends when the program waited for it (CDP's sends of summed
+// gradients: +1900% per op with that end), and a receive posted early waits for its send.
+void match_messages(const Trace& trace, Moving& m) {
   const auto& events = trace.events;
-  std::vector<double> last(events.size());
+  using Key = std::tuple<std::string, int, int, int>; // X, step, sender, receiver
+  std::map<Key, std::pair<std::vector<std::size_t>, std::vector<std::size_t>>> halves;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i];
+    if (is_message(trace, e, "send "))
+      halves[{trace.name_of(e.name).substr(5), e.step, e.worker, e.peer}].first.push_back(i);
+    else if (is_message(trace, e, "recv "))
+      halves[{trace.name_of(e.name).substr(5), e.step, e.peer, e.worker}].second.push_back(i);
+  }
+  const auto by_start = [&](std::size_t a, std::size_t b) {
+    return events[a].start < events[b].start;
+  };
+  for (auto& [key, pair] : halves) {
+    auto& [sends, recvs] = pair;
+    std::stable_sort(sends.begin(), sends.end(), by_start);
+    std::stable_sort(recvs.begin(), recvs.end(), by_start);
+    for (std::size_t k = 0; k < std::min(sends.size(), recvs.size()); ++k) {
+      const auto& send = events[sends[k]];
+      const auto& recv = events[recvs[k]];
+      const double posted = std::max(send.start, recv.start);
+      for (const std::size_t i : {sends[k], recvs[k]}) {
+        m.from[i] = posted;
+        m.to[i] = std::max(recv.end, events[i].start);
+      }
+    }
+  }
+}
+
+Moving moving_spans(const Trace& trace) {
+  const auto& events = trace.events;
+  Moving m;
+  m.to.resize(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i)
+    m.to[i] = events[i].end;
+  std::vector<double>& last = m.from;
+  last.resize(events.size());
   std::map<std::pair<int, int>, std::vector<std::size_t>> sequence; // (group, worker) -> events
   for (std::size_t i = 0; i < events.size(); ++i) {
     last[i] = events[i].start;
@@ -59,7 +113,8 @@ std::vector<double> last_arrivals(const Trace& trace) {
           last[(*l)[k]] = latest;
     }
   }
-  return last;
+  match_messages(trace, m);
+  return m;
 }
 
 } // namespace
@@ -71,7 +126,7 @@ std::vector<OpCost> op_costs(const Trace& trace, double window_start_s, double w
     std::vector<double> durations;
     double waiting = 0;
   };
-  const auto last = last_arrivals(trace);
+  const auto moving = moving_spans(trace);
   std::vector<Kind> kinds;
   std::map<std::pair<StreamKind, std::string>, std::size_t> index;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
@@ -82,8 +137,9 @@ std::vector<OpCost> op_costs(const Trace& trace, double window_start_s, double w
     const auto [it, fresh] = index.try_emplace({e.stream, kind}, kinds.size());
     if (fresh)
       kinds.push_back({OpCost{kind, e.category, e.stream}, {}});
-    const double moving_from = std::clamp(last[i], e.start, e.end);
-    kinds[it->second].durations.push_back(e.end - moving_from);
+    const double end = moving.to[i];
+    const double moving_from = std::clamp(moving.from[i], e.start, end);
+    kinds[it->second].durations.push_back(end - moving_from);
     kinds[it->second].waiting += moving_from - e.start;
   }
   const double per = steps > 0 && trace.workers > 0 ? 1.0 / (steps * trace.workers) : 0.0;

@@ -34,7 +34,9 @@ std::string op_kind(OpCategory category, const std::string& name);
 // The ops that start inside [window_start_s, window_end_s), by kind, in order of first
 // appearance; counts and times are per worker per step (`steps` steps, trace.workers workers).
 // A collective (an op on a group of more than 2, or with no peer) is one instance across its
-// members: the k-th on a group on each member, as collectives on one group run in order.
+// members: the k-th on a group on each member, as collectives on one group run in order. A
+// message ("send X" and "recv X" naming each other as peer) counts on both sides from the later
+// of its two posts to its receive's end, its halves paired in order per X, step and direction.
 std::vector<OpCost> op_costs(const Trace& trace, double window_start_s, double window_end_s,
                              int steps);
 

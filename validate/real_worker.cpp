@@ -5,7 +5,9 @@
 #include "validate/real_replicator.h"
 #include "validate/shard_layout.h"
 
+#include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <fmt/format.h>
 #include <stdexcept>
 #include <thread>
@@ -56,6 +58,22 @@ public:
   double received = 0; // a recv's message
   StreamKind stream = StreamKind::comm;
   bool done = false;
+  // Gloo's send and receive have no completion time: a thread of normal policy waits on the
+  // work and records it, and the program's wait joins that thread instead (Gloo counts
+  // completions, so two waits on one work would need two). Without it a message ended when the
+  // program got round to waiting: CDP's partial sums 94 ms after their receive was posted, most of
+  // it the next stage's backward.
+  std::thread waiter;
+  std::atomic<bool> waited{false}; // the waiter is done, with the work or with its error
+  std::exception_ptr waiter_error;
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() override {
+    if (waiter.joinable())
+      waiter.join();
+  }
 };
 
 void RealWorker::enter(StreamKind stream) {
@@ -563,7 +581,22 @@ CommHandle RealWorker::start(const CollectiveCall& call) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.start).count());
     });
   } catch (const std::exception&) {
-    // Work without a future (Gloo's send/recv): the wait's return time stands in.
+    // Work without a future (Gloo's send/recv): its waiter thread takes the completion time (the
+    // thread inherits the issuing thread's policy: issue_p2p's normal thread, or the caller's).
+    State* state = s.get();
+    auto& ctx = ctx_;
+    issue_p2p([state, &ctx] {
+      state->waiter = std::thread([state, &ctx] {
+        try {
+          state->works.back()->wait(ctx.timeout);
+          state->completed->store(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.start).count());
+        } catch (...) {
+          state->waiter_error = std::current_exception();
+        }
+        state->waited.store(true);
+      });
+    });
   }
   ++seq_[g.id];
   return CommHandle{s};
@@ -576,8 +609,14 @@ void RealWorker::wait(CommHandle& handle) {
   if (s.done)
     return;
   try {
-    for (auto& work : s.works)
-      work->wait(ctx_.timeout);
+    if (s.waiter.joinable()) {
+      s.waiter.join();
+      if (s.waiter_error)
+        std::rethrow_exception(s.waiter_error);
+    } else {
+      for (auto& work : s.works)
+        work->wait(ctx_.timeout);
+    }
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("rank {}: '{}' failed: {}", rank_,
                                          s.call.name.empty() ? to_string(s.call.op) : s.call.name,
@@ -607,9 +646,12 @@ void RealWorker::wait(CommHandle& handle) {
   if (end < 0 || s.finish || (s.call.average && s.call.op == CollectiveOp::all_reduce))
     end = now();
   double begin = s.issued.host_s;
-  {
-    // Ops on one process group run one after the other (one Gloo thread, like one NCCL stream):
-    // this one started when it was issued or when the previous one ended, whichever is later.
+  // Ops on one process group run one after the other (one Gloo thread, like one NCCL stream):
+  // this one started when it was issued or when the previous one ended, whichever is later. Not
+  // a message: Gloo's send and receive run on the calling thread beside the group's other ops
+  // (moved past a receive that ended later, CDP's partial-gradient sends began after their
+  // receives had ended).
+  if (s.call.op != CollectiveOp::send && s.call.op != CollectiveOp::recv) {
     std::lock_guard lock(mutex_);
     auto& busy = group_busy_until_[s.group.get()];
     begin = std::min(end, std::max(begin, busy));
@@ -623,7 +665,7 @@ bool RealWorker::test(CommHandle& handle) {
   if (!handle.valid())
     return true;
   auto& s = static_cast<State&>(*handle.state);
-  if (!s.done && s.works.back()->isCompleted())
+  if (!s.done && (s.waiter.joinable() ? s.waited.load() : s.works.back()->isCompleted()))
     wait(handle);
   return s.done;
 }
