@@ -398,6 +398,9 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
     } else if (op == CollectiveOp::all_gather) {
       p.call.data = Slice{shards, 0, shard};
       p.call.out = Slice{scratch, 0, shard * topo.world_size()};
+    } else if (op == CollectiveOp::send) { // a message each way (run_probe)
+      p.call.data = Slice{scratch, 0, cut};
+      p.call.out = Slice{shards, 0, cut};
     } else {
       p.call.data = Slice{scratch, 0, cut};
     }
@@ -423,13 +426,34 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
     }
     return took;
   };
+  // A message probe (op send): each rank sends its ring successor a message while it receives
+  // its predecessor's, as CDP's relays cross on every link; the receive, recorded first, is the
+  // probe's event (its send carries another name).
+  auto run_probe = [&](const CollectiveCall& call) {
+    if (call.op != CollectiveOp::send) {
+      w.run(call);
+      return;
+    }
+    const Group& g = topo.world();
+    const int me = g.index_of(w.rank()), size = g.size();
+    CollectiveCall send = call, recv = call;
+    send.peer = g.ranks[static_cast<std::size_t>((me + 1) % size)];
+    send.name = call.name + " (send)";
+    recv.op = CollectiveOp::recv;
+    recv.peer = g.ranks[static_cast<std::size_t>((me + size - 1) % size)];
+    recv.data = call.out;
+    send.tag = recv.tag = 10;
+    CommHandle sending = w.start(send);
+    w.run(recv);
+    w.wait(sending);
+  };
   std::vector<std::vector<std::size_t>> alone_events(probes.size());
   for (std::size_t k = 0; k < probes.size(); ++k) {
     probes[k].call.name = "interference alone";
     for (int r = 0; r <= std::max(o.repeats, 3); ++r) {
       if (r > 0)
         alone_events[k].push_back(w.trace().events.size());
-      w.run(probes[k].call);
+      run_probe(probes[k].call);
     }
   }
   double one_round = 0; // every kind once
@@ -480,7 +504,7 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
     for (int batch = 0; batch < kMaxBatches; ++batch) {
       for (int r = 0; r < rounds; ++r)
         for (auto& p : probes)
-          w.run(p.call);
+          run_probe(p.call);
       w.fill(done.data, computed.load() - before > kBeside ? 1.0 : 0.0);
       w.run(done);
       if (w.tensor(done.data).item<double>() >= topo.world_size())
@@ -539,6 +563,21 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
       result.compute_slows_comm[calibration_op_name(ops[k])] = *s;
   }
   return result;
+}
+
+// Stores a loop's shares for each kind it measured (interference_by_op), none where it measured
+// none.
+void keep_shares(scenario::Calibration& cal, const Interference& apart,
+                 std::initializer_list<CollectiveOp> ops) {
+  for (const auto op : ops) {
+    const std::string name = calibration_op_name(op);
+    auto& shares = cal.interference_by_op[name];
+    shares.comm_interference = apart.comm_slows_compute;
+    if (const auto it = apart.compute_slows_comm.find(name); it != apart.compute_slows_comm.end())
+      shares.compute_interference = it->second;
+    if (!shares.comm_interference && !shares.compute_interference)
+      cal.interference_by_op.erase(name);
+  }
 }
 
 // How much longer the first collective a stream issues after waiting for the other stream's
@@ -1092,15 +1131,18 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     const auto apart =
         measure_interference(w, topo, params, grads, scratch, scratch_out, n, layers, o,
                              {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}, 7000);
-    for (const auto op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
-      const std::string name = calibration_op_name(op);
-      auto& shares = cal.interference_by_op[name];
-      shares.comm_interference = apart.comm_slows_compute;
-      if (const auto it = apart.compute_slows_comm.find(name); it != apart.compute_slows_comm.end())
-        shares.compute_interference = it->second;
-      if (!shares.comm_interference && !shares.compute_interference)
-        cal.interference_by_op.erase(name);
-    }
+    keep_shares(cal, apart, {CollectiveOp::reduce_scatter, CollectiveOp::all_gather});
+  }
+  // Messages (CDP's relays) too, where sent: on loopback Gloo a message beside a backward moved
+  // as fast as alone (1.0-2.5 ms against the ping-pong's 0.85-2.1 ms), where the all-reduce's
+  // share (0.33) priced it 1.5-1.7x as long.
+  const bool messages = std::any_of(o.issued.begin(), o.issued.end(), [](const auto& issued) {
+    return issued.first.op == "send_recv";
+  });
+  if (messages) {
+    const auto apart = measure_interference(w, topo, params, grads, scratch, scratch_out, n, layers,
+                                            o, {CollectiveOp::send}, 13000);
+    keep_shares(cal, apart, {CollectiveOp::send});
   }
   const auto handoff = measure_handoff_wait(w, topo, params, grads, scratch, layers);
   cal.collective_handoff_wait_s = handoff.collective;

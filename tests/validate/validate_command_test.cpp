@@ -634,6 +634,19 @@ TEST(Validate, CdpRunsForRealAndV2TracksDdp) {
   EXPECT_LT(v2, 0.02);
   EXPECT_GT(v1, v2);
   EXPECT_LT(loss.at("cdp-v2").back().second, 0.8 * loss.at("cdp-v2").front().second);
+  // CDP sends messages: the profile measured their own shares beside compute, and the prediction
+  // ran with them.
+  std::ifstream profile_in(dir / "profile.json");
+  const auto shares = nlohmann::json::parse(profile_in)["model"]["interference_by_op"]["send_recv"];
+  std::ifstream summary_in(dir / "summary.json");
+  const auto predicted = nlohmann::json::parse(
+      summary_in)["scenario"]["cluster"]["gpu"]["interference_by_op"]["send_recv"];
+  for (const char* k : {"comm_interference", "compute_interference"}) {
+    ASSERT_TRUE(shares.contains(k)) << k;
+    EXPECT_GE(shares[k].get<double>(), 0.0) << k;
+    EXPECT_LE(shares[k].get<double>(), 0.9) << k;
+    EXPECT_DOUBLE_EQ(predicted[k].get<double>(), shares[k].get<double>()) << k;
+  }
 }
 
 // gpt-tiny end to end: the GPT-style decoder trains for real under DDP, ACCO and CDP-v2 (the
