@@ -79,4 +79,13 @@ int repeats_for(const ProfileOptions& o, double one) {
       std::clamp<double>(wanted, o.repeats, std::max(o.repeats, o.max_repeats)));
 }
 
+int interference_rounds(int compute_repeats, double compute_s,
+                        const std::vector<double>& probe_medians, double wall_round_s) {
+  double round = 0;
+  for (const double m : probe_medians)
+    round += std::max(1e-6, m);
+  round = std::max(round, wall_round_s);
+  return static_cast<int>(std::ceil(2.0 * compute_repeats * compute_s / round)) + 2;
+}
+
 } // namespace overlapsim::real

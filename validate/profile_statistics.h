@@ -59,4 +59,12 @@ double expected_time(std::vector<double> seconds);
 // How many timed repeats a quantity gets when one repeat takes `one` seconds.
 int repeats_for(const ProfileOptions& options, double one);
 
+// The rounds (every probe kind once) the interference loop runs between its checks of how much
+// compute ran beside them: enough to cover twice `compute_repeats` forwards + backwards of
+// `compute_s` each, a round lasting the sum of the probes' medians alone (each at least 1 us) or,
+// where longer, what one took on the clock alone (`wall_round_s`). Priced from the medians
+// only, a message probe that read 0 set 1 us a round and the loop ran for over ten minutes.
+int interference_rounds(int compute_repeats, double compute_s,
+                        const std::vector<double>& probe_medians, double wall_round_s);
+
 } // namespace overlapsim::real

@@ -414,21 +414,45 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   // returned late from the previous one (a waiting thread wakes late on a core that computes)
   // added its delay to the other's next one, and compute_interference swung from 0.07 to 0.56
   // between two profiles minutes apart (gpt-tiny, loopback).
-  auto from_last_start = [&](const std::vector<std::size_t>& events) {
+  // A probe as it ran: its event (a message probe's receive) and when this rank began it (a
+  // message probe's send, posted first: the receive's data leaves the peer at the peer's send, so
+  // a peer that posted its own receive after this one's had arrived must not shorten it to 0).
+  // Found by name once the loop's threads are done (on a GPU, event times resolve only then),
+  // the sends paired with the receives in order.
+  struct Ran {
+    std::size_t event;
+    double start;
+  };
+  auto ran_in = [&](std::size_t from, std::size_t to, const std::string& name) {
+    std::vector<Ran> ran;
+    std::vector<double> sends;
+    for (std::size_t i = from; i < to; ++i) {
+      const auto& e = w.trace().events[i];
+      const auto& label = w.trace().name_of(e.name);
+      if (label == name)
+        ran.push_back({i, e.start});
+      else if (label == name + " (send)")
+        sends.push_back(e.start);
+    }
+    for (std::size_t j = 0; j < ran.size() && j < sends.size(); ++j)
+      ran[j].start = std::min(ran[j].start, sends[j]);
+    return ran;
+  };
+  auto from_last_start = [&](const std::vector<Ran>& ran) {
     std::vector<double> starts;
-    for (const std::size_t i : events)
-      starts.push_back(w.trace().events[i].start);
+    for (const Ran& r : ran)
+      starts.push_back(r.start);
     const auto last = last_member_starts(w, topo.world(), starts);
     std::vector<double> took;
-    for (std::size_t k = 0; k < events.size(); ++k) {
-      const auto& e = w.trace().events[events[k]];
+    for (std::size_t k = 0; k < ran.size(); ++k) {
+      const auto& e = w.trace().events[ran[k].event];
       took.push_back(e.end - std::clamp(last[k], e.start, e.end));
     }
     return took;
   };
   // A message probe (op send): each rank sends its ring successor a message while it receives
-  // its predecessor's, as CDP's relays cross on every link; the receive, recorded first, is the
-  // probe's event (its send carries another name).
+  // its predecessor's, as CDP's relays cross on every link; the receive is the probe's event (its
+  // send carries the name + " (send)").
   auto run_probe = [&](const CollectiveCall& call) {
     if (call.op != CollectiveOp::send) {
       w.run(call);
@@ -447,26 +471,29 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
     w.run(recv);
     w.wait(sending);
   };
-  std::vector<std::vector<std::size_t>> alone_events(probes.size());
-  for (std::size_t k = 0; k < probes.size(); ++k) {
-    probes[k].call.name = "interference alone";
-    for (int r = 0; r <= std::max(o.repeats, 3); ++r) {
-      if (r > 0)
-        alone_events[k].push_back(w.trace().events.size());
-      run_probe(probes[k].call);
+  const int alone_repeats = std::max(o.repeats, 3);
+  double alone_wall = 0; // the timed repeats' span on the clock, every kind
+  for (auto& p : probes) {
+    p.call.name = "interference alone";
+    const std::size_t from = w.trace().events.size();
+    for (int r = 0; r <= alone_repeats; ++r)
+      run_probe(p.call);
+    auto ran = ran_in(from, w.trace().events.size(), p.call.name);
+    if (ran.size() > 1) { // the first untimed
+      alone_wall += w.trace().events[ran.back().event].end - w.trace().events[ran[0].event].end;
+      ran.erase(ran.begin());
     }
+    p.alone = from_last_start(ran);
   }
-  double one_round = 0; // every kind once
-  for (std::size_t k = 0; k < probes.size(); ++k) {
-    probes[k].alone = from_last_start(alone_events[k]);
-    one_round += std::max(1e-6, median(probes[k].alone));
-    probes[k].call.name = probes[k].beside_name;
+  std::vector<double> probe_medians;
+  for (auto& p : probes) {
+    probe_medians.push_back(median(p.alone));
+    p.call.name = p.beside_name;
   }
-  // Enough rounds to cover twice the compute repeats at the collectives' own time, the same count
-  // on every rank (rank 0's, broadcast).
+  // The same count on every rank (rank 0's, broadcast).
   const std::size_t timed = w.trace().events.size();
-  const int rounds = static_cast<int>(
-      agreed(std::ceil(2.0 * static_cast<double>(alone.size()) * median(alone) / one_round) + 2));
+  const int rounds = static_cast<int>(agreed(interference_rounds(
+      static_cast<int>(alone.size()), median(alone), probe_medians, alone_wall / alone_repeats)));
 
   // The threads as a run has them: compute on a thread of the lowest priority
   // (lower_compute_thread_priority), the collectives on this one. At equal priority a CPU
@@ -522,17 +549,14 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   if (failure)
     std::rethrow_exception(failure);
 
-  std::vector<std::vector<std::size_t>> beside_events(probes.size());
+  std::vector<std::vector<Ran>> beside_events;
   double first_comm = 1e300, last_comm = -1;
-  const std::size_t end_of_loop = w.trace().events.size();
-  for (std::size_t i = timed; i < end_of_loop; ++i) {
-    const auto& e = w.trace().events[i];
-    for (std::size_t k = 0; k < probes.size(); ++k)
-      if (w.trace().name_of(e.name) == probes[k].beside_name) {
-        beside_events[k].push_back(i);
-        first_comm = std::min(first_comm, e.start);
-        last_comm = std::max(last_comm, e.end);
-      }
+  for (const auto& p : probes) {
+    beside_events.push_back(ran_in(timed, w.trace().events.size(), p.beside_name));
+    for (const Ran& r : beside_events.back()) {
+      first_comm = std::min(first_comm, w.trace().events[r.event].start);
+      last_comm = std::max(last_comm, w.trace().events[r.event].end);
+    }
   }
   const auto computing = spans(base + 1000);
   std::vector<double> during;
@@ -555,7 +579,7 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
     const auto took = from_last_start(beside_events[k]);
     std::vector<double> beside;
     for (std::size_t j = 0; j < took.size(); ++j) {
-      const auto& e = w.trace().events[beside_events[k][j]];
+      const auto& e = w.trace().events[beside_events[k][j].event];
       if (e.start >= first_compute && e.end <= last_compute)
         beside.push_back(took[j]);
     }

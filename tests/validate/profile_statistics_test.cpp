@@ -87,5 +87,15 @@ TEST(ProfileStatistics, OptimizerStepsTakeTheParameterCountsTheAlgorithmsStep) {
   EXPECT_TRUE(std::find(got.begin(), got.end(), 1000) == got.end()); // the least
 }
 
+TEST(ProfileStatistics, InterferenceRoundsCoverTwiceTheComputeAtLeastAsLongAsOnTheClock) {
+  // 60 forwards + backwards of 4 ms, probes of 1 and 2 ms: ceil(0.48 / 0.003) + 2.
+  EXPECT_EQ(interference_rounds(60, 0.004, {0.001, 0.002}, 0.0025), 162);
+  // A round that took 4 ms on the clock: ceil(0.48 / 0.004) + 2.
+  EXPECT_EQ(interference_rounds(60, 0.004, {0.001, 0.002}, 0.004), 122);
+  // A probe whose receives all read 0: the clock bounds the loop (480002 rounds from 1 us).
+  EXPECT_EQ(interference_rounds(60, 0.004, {0.0}, 0.002), 242);
+  EXPECT_EQ(interference_rounds(60, 0.004, {0.0}, 0.0), 480002);
+}
+
 } // namespace
 } // namespace overlapsim::real
