@@ -934,18 +934,8 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
                                    .step = r});
     w.copy(Slice{grads, 0, n}, Slice{state, 0, n});
   });
-  auto d = durations(w.trace(), first_timed);
   // The ops by the names the worker gave them (runtime/op_label.h).
-  const auto& model = s.model.spec;
-  for (int l = 0; l < layers; ++l) {
-    const auto timed = [&](LayerPass pass) {
-      return expected_time(d[op_label(model, {l, l + 1}, pass).name]);
-    };
-    const double b = s.training.micro_batch;
-    cal.layers.push_back(scenario::LayerTiming{model.layers[static_cast<std::size_t>(l)].name,
-                                               timed(LayerPass::forward) / b,
-                                               timed(LayerPass::backward) / b});
-  }
+  auto d = durations(w.trace(), first_timed);
   const std::string optimizer_step = op_label(OptimizerStep{}).name;
   cal.optimizer_time_per_param_s = expected_time(d[optimizer_step]) / static_cast<double>(n);
   // The shards the algorithms step (ZeRO-1, ACCO, FSDP: 1/world; FlexDeMo: 1/GPUs per node), each
@@ -1074,6 +1064,32 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     cal.outer_step_time_per_param_s =
         expected_time(durations(w.trace(), from)[op_label(OuterStep{}).name]) /
         static_cast<double>(n);
+  }
+  // Each layer's forward and backward from every loop above (each ran them layer by layer before
+  // its op, a step's worth of state after them), not the first loop's alone: the samples then
+  // span the whole compute part of the profile, not its first second or two, and this machine's
+  // speed drifts by more than the ops' own spread (gpt-tiny, two CPU workers, 60 repeats back to
+  // back: forward + backward 230-274 ms, the first loop's five repeats of one profile 97.5 ms of
+  // forward a repeat against 89.1 ms in a loop a few seconds later).
+  {
+    std::map<std::string, std::vector<double>> passes;
+    const Trace& t = w.trace();
+    for (std::size_t i = first_timed; i < t.events.size(); ++i) {
+      const auto& e = t.events[i];
+      // Step 0 is each loop's untimed first repeat.
+      if ((e.category == OpCategory::forward || e.category == OpCategory::backward) && e.step >= 1)
+        passes[t.name_of(e.name)].push_back(e.end - e.start);
+    }
+    const auto& model = s.model.spec;
+    const double b = s.training.micro_batch;
+    for (int l = 0; l < layers; ++l) {
+      const auto timed = [&](LayerPass pass) {
+        return expected_time(passes[op_label(model, {l, l + 1}, pass).name]);
+      };
+      cal.layers.push_back(scenario::LayerTiming{model.layers[static_cast<std::size_t>(l)].name,
+                                                 timed(LayerPass::forward) / b,
+                                                 timed(LayerPass::backward) / b});
+    }
   }
 
   // Links: across nodes on the world group, inside a node on node 0's group.
