@@ -137,7 +137,7 @@ def main():
           f"{a.repeats} repeats, cpu-bind {a.cpu_bind}, profile-time "
           f"{'default' if a.profile_time is None else a.profile_time}")
     print(f"{'model':<10} {'link':<11} {'algorithm':<9} {'predicted':>10} {'measured':>10} "
-          f"{'error':>8} {'spread':>7} {'compute':>8}  worst op (median)")
+          f"{'error':>8} {'spread':>7} {'compute':>8}  worst op (typical)")
     for model in models:
         with tempfile.TemporaryDirectory() as tmp:
             if a.scenario:

@@ -271,7 +271,8 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
     std::printf("the ranks on other hosts than rank 0's: their clocks aligned to rank 0's within "
                 "%s (the traces' times, the steps' ends)\n",
                 hw::format_time(result.clock_uncertainty_s).c_str());
-  std::printf("\nper op, predicted vs measured (median of one op; time per step per worker)\n%s",
+  std::printf("\nper op, predicted vs measured (typical op: its instances' medians; time per step "
+              "per worker)\n%s",
               op_table.c_str());
   for (const auto& w : warnings)
     std::printf("warning: %s\n", w.c_str());

@@ -117,11 +117,37 @@ TEST(OpCosts, AMessageCountsFromItsLaterPostToItsReceivesEnd) {
   ASSERT_EQ(costs.size(), 2u);
   EXPECT_EQ(costs[0].op, "send partial x");
   EXPECT_NEAR(costs[0].per_step_s, (0.3 + 0.4 + 0.1 + 0.1) / 2, 1e-12);
-  EXPECT_NEAR(costs[0].median_s, (0.1 + 0.3) / 2, 1e-12); // of 0.1, 0.1, 0.3, 0.4
+  // Instances (worker 0's first and second of step 0, worker 1's first): 0.3 and 0.1 (step 1),
+  // 0.4, 0.1: their medians weighted by their counts.
+  EXPECT_NEAR(costs[0].median_s, (2 * 0.2 + 0.4 + 0.1) / 4, 1e-12);
   EXPECT_NEAR(costs[0].waiting_per_step_s, 0.1 / 2, 1e-12);
   EXPECT_EQ(costs[1].op, "recv partial x");
   EXPECT_NEAR(costs[1].per_step_s, (0.3 + 0.4 + 0.1 + 0.1) / 2, 1e-12);
   EXPECT_NEAR(costs[1].waiting_per_step_s, 0.2 / 2, 1e-12);
+}
+
+// A kind whose instances differ in size (CDP's stages, FSDP's units, DDP's last bucket): each
+// instance's median over the steps, weighted by its count, not the median of the mixture, which
+// lands on one size or the other as a few ops move across it.
+TEST(OpCosts, TheTypicalOpOfAKindWeighsEachInstancesMedian) {
+  Trace t;
+  t.workers = 1;
+  // Three steps of two small optimizer steps and a large one.
+  const double small_a[] = {0.10, 0.11, 0.09}, small_b[] = {0.12, 0.13, 0.11};
+  const double large[] = {1.0, 1.2, 0.9};
+  for (int s = 0; s < 3; ++s) {
+    const double at = 10.0 * s;
+    for (const auto& [offset, took] :
+         {std::pair{0.0, small_a[s]}, std::pair{1.0, small_b[s]}, std::pair{2.0, large[s]}}) {
+      event(t, 0, StreamKind::comm, OpCategory::optimizer, "optimizer step", at + offset,
+            at + offset + took);
+      t.events.back().step = s;
+    }
+  }
+  const auto costs = op_costs(t, 0, 30, 3);
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_NEAR(costs[0].median_s, (0.10 + 0.12 + 1.0) / 3, 1e-12); // the mixture's: 0.12
+  EXPECT_NEAR(costs[0].per_step_s, (0.30 + 0.36 + 3.1) / 3, 1e-12);
 }
 
 TEST(OpCosts, AJoinKeepsOpsOfEitherSide) {

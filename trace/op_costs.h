@@ -17,8 +17,11 @@ struct OpCost {
   OpCategory category = OpCategory::forward;
   StreamKind stream = StreamKind::compute;
   double count_per_step = 0; // ops a worker runs per step
-  double median_s = 0;       // median duration of one op
-  double per_step_s = 0;     // summed durations per worker per step
+  // The typical op: each instance's median duration over the steps (the j-th op of the kind in a
+  // step on a worker's stream: one bucket, unit or stage), averaged over the instances by their
+  // counts; ops outside any step are one instance. For a kind whose ops are alike, their median.
+  double median_s = 0;
+  double per_step_s = 0; // summed durations per worker per step
   // Collectives: what the members spent waiting for the group's last one to start, per worker per
   // step. median_s and per_step_s count a collective from that start, when data can move: a
   // measured all-reduce otherwise carries its peers' compute jitter (DiLoCo's averaging on 2 CPU
