@@ -158,7 +158,7 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
   auto& ops = out.ops;
   auto& op_table = out.op_table;
   op_table = fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", "algorithm",
-                         "op (median, per step)", "predicted", "measured", "error", "predicted",
+                         "op (typical, per step)", "predicted", "measured", "error", "predicted",
                          "measured", "error");
   for (std::size_t i = 0; i < measured_rows.size() && i < predicted_traces.size(); ++i) {
     if (!predicted_rows[i].error.empty())
