@@ -32,7 +32,8 @@ std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes, std::
   // What the 0 measures: one element (4 bytes) per rank, one element for a message.
   const double smallest = 4.0 * (op == "send_recv" ? 1 : ranks);
   int added = 0;
-  for (const auto& [calls, b] : issued) {
+  for (const auto& call_size : issued) {
+    const double b = call_size.second;
     if (added == kMaxIssuedSizes)
       break;
     const bool near = std::any_of(bytes.begin(), bytes.end(), [&](double x) {
