@@ -502,8 +502,11 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   // Yielding, the compute may finish few repeats in `rounds` rounds (a clean-clone test run
   // measured none, and no comm_interference): after every `rounds` the ranks agree (a one-element
   // all-reduce of "done") to go on until each has finished kBeside repeats since the collectives
-  // began (the first may straddle their start), at most kMaxBatches times.
-  constexpr int kBeside = 4, kMaxBatches = 10;
+  // began (the first may straddle their start), at most kMaxBatches times. Twenty since the
+  // rounds are sized by the clock (interference_rounds): up to 40% fewer a batch than by the
+  // probes' medians, and with ten a parallel clean-clone test run once found no compute
+  // repeat beside CDP's messages, which take a worker's core.
+  constexpr int kBeside = 4, kMaxBatches = 20;
   std::atomic<bool> comm_done{false};
   std::atomic<int> computed{0};
   std::exception_ptr failure;
