@@ -7,7 +7,7 @@
 namespace overlapsim {
 
 std::string calibration_op_name(CollectiveOp op) {
-  if (op == CollectiveOp::send || op == CollectiveOp::recv)
+  if (is_point_to_point(op))
     return "send_recv";
   std::string name = to_string(op);
   std::replace(name.begin(), name.end(), '-', '_');

@@ -70,6 +70,11 @@ enum class CollectiveOp : std::uint8_t {
 };
 const char* to_string(CollectiveOp op);
 
+// A message between two ranks rather than a collective over a group.
+constexpr bool is_point_to_point(CollectiveOp op) {
+  return op == CollectiveOp::send || op == CollectiveOp::recv;
+}
+
 // One collective (or point-to-point) call. `data` is the input (and, for all-reduce, broadcast and
 // recv, the output); `out` is the output of reduce-scatter (this rank's shard) and all-gather (the
 // full array). Sizes follow NCCL: reduce-scatter's data is the full array, all-gather's data the

@@ -357,7 +357,7 @@ double SimWorker::bytes_of(const CollectiveCall& call) const {
 std::int64_t SimWorker::next_seq(const CollectiveCall& call) {
   // Point-to-point ops involve two ranks only: they take no place in the group's numbering, which
   // every member must agree on.
-  const bool p2p = call.op == CollectiveOp::send || call.op == CollectiveOp::recv;
+  const bool p2p = is_point_to_point(call.op);
   return p2p ? -1 : seq_[call.group->id]++;
 }
 
@@ -369,7 +369,7 @@ std::tuple<int, int, int> SimWorker::send_key(const CollectiveCall& call) {
 CommHandle SimWorker::start(const CollectiveCall& call) {
   const double bytes = bytes_of(call);
   const std::int64_t seq = next_seq(call);
-  const bool p2p = call.op == CollectiveOp::send || call.op == CollectiveOp::recv;
+  const bool p2p = is_point_to_point(call.op);
   // Point-to-point ops match by tag and need no ordering with the group's collectives; sends to
   // one peer from one stream queue behind each other.
   auto state = std::make_shared<State>();
@@ -395,7 +395,7 @@ CommHandle SimWorker::start(const CollectiveCall& call) {
 void SimWorker::run(const CollectiveCall& call) {
   const double bytes = bytes_of(call);
   const std::int64_t seq = next_seq(call);
-  const bool p2p = call.op == CollectiveOp::send || call.op == CollectiveOp::recv;
+  const bool p2p = is_point_to_point(call.op);
   if (!p2p || call.op == CollectiveOp::send) {
     auto& last = p2p ? last_send_[send_key(call)] : last_op_[call.group->id];
     if (last) {
