@@ -4,6 +4,7 @@
 #include "algorithms/sync_period.h"
 #include "validate/clock_origin.h"
 #include "validate/heartbeat.h"
+#include "validate/host_allocator.h"
 #include "validate/profiler.h"
 #include "validate/real_worker.h"
 #include "validate/thread_policy.h"
@@ -272,6 +273,7 @@ std::pair<int, int> job_shape(const scenario::Scenario& s, int world) {
 WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const WorkerOptions& o) {
   // Stable timings on few cores: one intra-op thread per worker (NOTES.md).
   at::set_num_threads(1);
+  keep_freed_host_memory();
   torch::manual_seed(s.seed);
   if (const auto hb = env("OVERLAPSIM_HEARTBEAT"))
     set_heartbeat_file(*hb);
