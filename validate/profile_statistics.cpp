@@ -89,4 +89,12 @@ int interference_rounds(int compute_repeats, double compute_s,
   return static_cast<int>(std::ceil(2.0 * compute_repeats * compute_s / round)) + 2;
 }
 
+std::int64_t interference_probe_elements(std::int64_t n, double compute_s, double full_s,
+                                         int world) {
+  const double lasting =
+      static_cast<double>(n) * kComputeRepeatsPerProbe * compute_s / std::max(1e-6, full_s);
+  return static_cast<std::int64_t>(std::floor(std::clamp(
+      lasting, static_cast<double>(world), static_cast<double>(std::max<std::int64_t>(n, world)))));
+}
+
 } // namespace overlapsim::real

@@ -67,4 +67,18 @@ int repeats_for(const ProfileOptions& options, double one);
 int interference_rounds(int compute_repeats, double compute_s,
                         const std::vector<double>& probe_medians, double wall_round_s);
 
+// Forwards + backwards that one interference probe lasts where the gradients' all-reduce lasts
+// longer (a slow link): a collective's own costs (its Gloo work, the threads it wakes, its
+// result's copy) come once per probe, where a run's whole-gradient collectives over the link pay
+// them once per hundreds of milliseconds. Probes of one forward + backward priced the mlp's
+// compute slowed 0.22-0.32 beside them over an emulated 100 Mbit/s (ACCO's and DPU's measured
+// throughput 15-27% above the prediction); probes of eight, 0.03-0.08 (9-12%).
+inline constexpr int kComputeRepeatsPerProbe = 8;
+
+// The elements of the interference loop's all-reduce: the gradients' `n` where their all-reduce
+// (`full_s`) lasts at most kComputeRepeatsPerProbe forwards + backwards of `compute_s`, else the
+// share of them that lasts that long, at least one element per rank (`world`).
+std::int64_t interference_probe_elements(std::int64_t n, double compute_s, double full_s,
+                                         int world);
+
 } // namespace overlapsim::real

@@ -367,9 +367,10 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
     w.run(broadcast);
     return w.tensor(Slice{scratch, 0, 1}).item<double>();
   };
-  // A gradient-sized all-reduce, cut to about one forward + backward where it takes longer: over
-  // an emulated 100 Mbit/s the mlp's took 0.6 s, the loop held two or three, and three profiles
-  // gave 0.0006, 0.08 and 0.21 for compute_interference. The other kinds move the same elements.
+  // A gradient-sized all-reduce, cut to kComputeRepeatsPerProbe forwards + backwards where it
+  // takes longer (interference_probe_elements): over an emulated 100 Mbit/s the mlp's took 0.6 s,
+  // the loop held two or three, and three profiles gave 0.0006, 0.08 and 0.21 for
+  // compute_interference. The other kinds move the same elements.
   CollectiveCall sizing;
   sizing.op = CollectiveOp::all_reduce;
   sizing.group = &topo.world();
@@ -377,10 +378,9 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   sizing.data = Slice{scratch, 0, n};
   const std::size_t sized = w.trace().events.size();
   w.run(sizing);
-  const double full = std::max(1e-6, w.trace().events[sized].end - w.trace().events[sized].start);
+  const double full = w.trace().events[sized].end - w.trace().events[sized].start;
   const auto cut = static_cast<std::int64_t>(agreed(
-      std::floor(std::clamp(static_cast<double>(n) * median(alone) / full,
-                            static_cast<double>(topo.world_size()), static_cast<double>(n)))));
+      static_cast<double>(interference_probe_elements(n, median(alone), full, topo.world_size()))));
   const std::int64_t shard = cut / topo.world_size();
   struct Probe {
     CollectiveCall call;

@@ -97,5 +97,20 @@ TEST(ProfileStatistics, InterferenceRoundsCoverTwiceTheComputeAtLeastAsLongAsOnT
   EXPECT_EQ(interference_rounds(60, 0.004, {0.0}, 0.0), 480002);
 }
 
+TEST(ProfileStatistics, InterferenceProbesLastEightForwardsAndBackwardsWhereTheLinkIsSlow) {
+  ASSERT_EQ(kComputeRepeatsPerProbe, 8);
+  // The bench's mlp over 100 Mbit/s: 887,040 gradients, all-reduced in 0.3 s, a forward +
+  // backward of 4 ms: floor(887040 x 8 x 0.004 / 0.3) = floor(94617.6).
+  EXPECT_EQ(interference_probe_elements(887040, 0.004, 0.3, 2), 94617);
+  // Over loopback the all-reduce (1.2 ms) is shorter than 8 x 4 ms: the whole gradients.
+  EXPECT_EQ(interference_probe_elements(887040, 0.004, 0.0012, 2), 887040);
+  // Exactly eight: the whole gradients still.
+  EXPECT_EQ(interference_probe_elements(1000, 0.01, 0.08, 2), 1000);
+  // Never below one element per rank (1000 x 8 x 1e-9 / 10 s rounds to nothing), nor above n
+  // when the all-reduce read 0.
+  EXPECT_EQ(interference_probe_elements(1000, 1e-9, 10.0, 4), 4);
+  EXPECT_EQ(interference_probe_elements(1000, 0.004, 0.0, 2), 1000);
+}
+
 } // namespace
 } // namespace overlapsim::real
