@@ -34,25 +34,6 @@ std::map<std::string, std::vector<double>> durations(const Trace& t, std::size_t
   return out;
 }
 
-// Runs `once(r)` untimed for r = 0 (first touches, lazy state: AdamW's first step allocates its
-// moments and took 75 ms against 1.6 ms after), then for r = 1, 2, ... the repeats a compute
-// quantity gets (ProfileOptions): o.repeats, then as many more as the time they took asks for.
-// Returns the index of the first timed event. Local to this rank (no collectives inside).
-template <class Once> std::size_t repeat_timed(RealWorker& w, const ProfileOptions& o, Once once) {
-  once(0);
-  const std::size_t from = w.trace().events.size();
-  for (int r = 1; r <= o.repeats; ++r)
-    once(r);
-  double spent = 0;
-  const Trace& t = w.trace(); // on a GPU this waits for the repeats: their times are then known
-  for (std::size_t i = from; i < t.events.size(); ++i)
-    spent += t.events[i].end - t.events[i].start;
-  const int total = repeats_for(o, spent / std::max(1, o.repeats));
-  for (int r = o.repeats + 1; r <= total; ++r)
-    once(r);
-  return from;
-}
-
 // Every rank of `group` arrives before any measures (each repeat starts together).
 void barrier(RealWorker& w, const Group& group) {
   CollectiveCall call;
@@ -76,6 +57,58 @@ int agreed_repeats(RealWorker& w, const Group& group, const ProfileOptions& o, d
   count.data = slot;
   w.run(count);
   return static_cast<int>(w.tensor(slot).item<double>());
+}
+
+// Ranks that time their compute together, as data parallelism runs it: DDP's, ZeRO's, FSDP's and
+// DiLoCo's workers all step at once, and ops that stream through memory share its bandwidth (two
+// CPU workers on one machine: the mlp's AdamW step over 887,040 parameters took 1.6 ms timed
+// apart, 2.2-2.5 ms in DDP's and DiLoCo's runs; a C loop of the same passes 0.74 ms alone and
+// 1.08 ms beside its twin). On GPUs with memory of their own it costs a barrier a repeat.
+struct Lockstep {
+  const Group* group = nullptr; // every rank of it runs the same repeats; none: this rank alone
+  Slice count;                  // one element of scratch for rank 0's repeat count
+};
+
+// Runs `once(r)` untimed for r = 0 (first touches, lazy state: AdamW's first step allocates its
+// moments and took 75 ms against 1.6 ms after), then for r = 1, 2, ... the repeats a compute
+// quantity gets (ProfileOptions): o.repeats, then as many more as the time they took asks for
+// (rank 0's count on every rank of a lockstep group, each repeat after a barrier). Returns the
+// index of the first timed event; the barriers and the count's broadcast are communication
+// events among them, which no compute quantity reads.
+template <class Once>
+std::size_t repeat_timed(RealWorker& w, const ProfileOptions& o, const Lockstep& together,
+                         Once once) {
+  const bool synced = together.group != nullptr && together.group->size() > 1;
+  const auto repeat = [&](int r) {
+    if (synced)
+      barrier(w, *together.group);
+    once(r);
+  };
+  repeat(0);
+  const std::size_t from = w.trace().events.size();
+  for (int r = 1; r <= o.repeats; ++r)
+    repeat(r);
+  double spent = 0;
+  const Trace& t = w.trace(); // on a GPU this waits for the repeats: their times are then known
+  for (std::size_t i = from; i < t.events.size(); ++i)
+    if (t.events[i].category != OpCategory::comm)
+      spent += t.events[i].end - t.events[i].start;
+  int total = repeats_for(o, spent / std::max(1, o.repeats));
+  if (synced) {
+    // Set without a recorded fill: the loops that time fills read every "fill" after `from`.
+    w.tensor(together.count).fill_(static_cast<double>(total));
+    CollectiveCall broadcast;
+    broadcast.op = CollectiveOp::broadcast;
+    broadcast.group = together.group;
+    broadcast.peer = together.group->ranks.front();
+    broadcast.name = "profile repeat count";
+    broadcast.data = together.count;
+    w.run(broadcast);
+    total = static_cast<int>(w.tensor(together.count).item<double>());
+  }
+  for (int r = o.repeats + 1; r <= total; ++r)
+    repeat(r);
+  return from;
 }
 
 // Times a collective over `group` at the sizes of sweep_sizes, rank-synchronised by a barrier
@@ -338,7 +371,8 @@ Interference measure_interference(RealWorker& w, const Topology& topo, BufferId 
   };
   // As many repeats as the profile gives any compute quantity: with a handful, the ratio of two
   // medians swung between 0.17 and 0.59 from one profile to the next on a 2-core machine.
-  repeat_timed(w, o, [&](int r) { fwd_bwd(base + r); });
+  repeat_timed(w, o, Lockstep{&topo.world(), Slice{scratch, 0, 1}},
+               [&](int r) { fwd_bwd(base + r); });
   auto spans = [&](int first_step) {
     std::map<int, std::pair<double, double>> span; // step -> [forward start, backward end]
     for (const auto& e : w.trace().events)
@@ -904,6 +938,9 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   const BufferId grads = w.declare({"grads", MemoryCategory::grads, n, 4});
   const BufferId state = w.declare({"optimizer_state", MemoryCategory::optimizer_state, n, 4});
   const int layers = static_cast<int>(s.model.spec.layers.size());
+  const Lockstep together{
+      &ctx.topology.world(),
+      Slice{w.declare({"profile_repeat_count", MemoryCategory::buffers, 1, 4}), 0, 1}};
   // Forward and backward layer by layer as a run computes them (repeat r): every op below is
   // timed after them, in the state a run leaves the caches in.
   const auto layer_by_layer = [&](int r) {
@@ -928,7 +965,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   // 16 bytes a parameter under AdamW, evict the weights and activations from the caches); inside
   // the step they agree within a few percent (mlp, 1 worker: forward 2.02 vs 2.10 ms, backward
   // 3.49 vs 3.62 ms, optimizer 2.38 vs 2.62 ms; before: 1.83, 3.17 and 1.99 ms).
-  const std::size_t first_timed = repeat_timed(w, o, [&](int r) {
+  const std::size_t first_timed = repeat_timed(w, o, together, [&](int r) {
     layer_by_layer(r);
     w.optimizer_step(OptimizerStep{.params = Slice{params, 0, n},
                                    .grads = Slice{grads, 0, n},
@@ -958,7 +995,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     if (std::find(shards.begin(), shards.end(), p) == shards.end())
       shards.push_back(p);
   for (const std::int64_t shard : shards) {
-    const std::size_t from = repeat_timed(w, o, [&](int r) {
+    const std::size_t from = repeat_timed(w, o, together, [&](int r) {
       layer_by_layer(r);
       w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
                                      .grads = Slice{grads, 0, shard},
@@ -984,7 +1021,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     const BufferId estimate = w.declare(
         {"profile_estimate", MemoryCategory::buffers, std::max<std::int64_t>(1, shard), 4});
     const auto timed = [&](bool commit) {
-      const std::size_t from = repeat_timed(w, o, [&](int r) {
+      const std::size_t from = repeat_timed(w, o, together, [&](int r) {
         layer_by_layer(r);
         w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
                                        .grads = Slice{grads, 0, shard},
@@ -1013,7 +1050,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   // reload reads the parameters and writes the master).
   {
     const auto time_ops = [&](std::int64_t count) {
-      const std::size_t from = repeat_timed(w, o, [&](int r) {
+      const std::size_t from = repeat_timed(w, o, together, [&](int r) {
         layer_by_layer(r);
         w.copy(Slice{grads, 0, count}, Slice{state, 0, count});
         w.accumulate(Slice{grads, 0, count}, Slice{state, 0, count});
@@ -1051,7 +1088,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     const BufferId momentum = w.declare({"outer_momentum", MemoryCategory::optimizer_state, n, 4});
     w.copy(Slice{params, 0, n}, Slice{anchor, 0, n});
     w.fill(Slice{momentum, 0, n}, 0);
-    const std::size_t from = repeat_timed(w, o, [&](int r) {
+    const std::size_t from = repeat_timed(w, o, together, [&](int r) {
       layer_by_layer(r);
       w.optimizer_step(OptimizerStep{.params = Slice{params, 0, n},
                                      .grads = Slice{grads, 0, n},
