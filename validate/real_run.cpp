@@ -352,6 +352,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
                     device,
                     piece_elements};
     RealWorker worker(ctx, e.rank);
+    worker.start_ops_when_ready();
     auto program = algorithm->program(worker);
     // The first failure is the cause; the other stream then stops with "the other stream failed".
     std::exception_ptr failure[2];

@@ -145,6 +145,12 @@ void RealWorker::record(StreamKind stream, const OpLabel& label, StreamMark star
   }
   if (start.event >= 0 || end.event >= 0)
     pending_timings_.push_back(PendingTiming{trace_.events.size(), start, end});
+  if (start_when_ready_ && call == nullptr && start.event < 0) {
+    auto& ready = stream_ready_[static_cast<std::size_t>(stream)];
+    if (ready >= 0)
+      start.host_s = std::min(start.host_s, ready);
+    ready = end.host_s;
+  }
   TraceEvent e;
   e.start = start.host_s;
   e.end = end.host_s;
@@ -163,6 +169,14 @@ void RealWorker::record(StreamKind stream, const OpLabel& label, StreamMark star
     e.peer = call->peer;
   }
   trace_.events.push_back(e);
+}
+
+void RealWorker::waited_until(double at) {
+  if (!start_when_ready_)
+    return;
+  std::lock_guard lock(mutex_);
+  auto& ready = stream_ready_[static_cast<std::size_t>(current_stream)];
+  ready = std::max(ready, at);
 }
 
 void RealWorker::memory_changed() {
@@ -664,6 +678,7 @@ void RealWorker::wait(CommHandle& handle) {
   }
   record(StreamKind::comm, label, StreamMark{begin}, StreamMark{end}, {s.call.step, -1}, s.bytes,
          "gloo", &s.call, s.received);
+  waited_until(end);
 }
 
 bool RealWorker::test(CommHandle& handle) {
@@ -700,6 +715,8 @@ std::int64_t RealWorker::await(int signal) {
     q.pop_front();
   }
   streams_.order_after(v.second);
+  if (v.second.event < 0)
+    waited_until(v.second.host_s);
   return v.first;
 }
 

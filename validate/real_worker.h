@@ -98,6 +98,16 @@ public:
   // Wakes every await() so that a failed run ends instead of hanging.
   void abort();
 
+  // On a CPU, times each compute op from when its stream could have begun it, as a CUDA event
+  // recorded on a stream does: the end of the stream's previous op or the moment what it waited
+  // for happened (a collective's data ready, the other stream's signal), whichever is later. The
+  // time its thread then lost to other threads of its core (an idle thread yields to every other:
+  // validate/thread_policy.h) counts as the op's, as a kernel slowed by another stream's kernels
+  // lasts longer on a GPU; timed from when the thread got to it, FSDP's forward beside the next
+  // unit's all-gather ran after it and left the all-gather's time idle. The runs do this; the
+  // profile, whose threads wait on more than the Worker interface sees, does not.
+  void start_ops_when_ready() { start_when_ready_ = true; }
+
   torch::Tensor tensor(Slice s) const;
   torch::Tensor whole(BufferId id) const { return tensors_.at(static_cast<std::size_t>(id)); }
   // Both resolve the device's timings first (waiting for the ops still running on a GPU): call
@@ -161,6 +171,11 @@ private:
   double activation_bytes_ = 0;
   double logged_device_bytes_ = 0;          // OVERLAPSIM_CUDA_MEMORY_LOG
   std::array<StreamMark, 2> last_op_end_{}; // per stream: its previous op's end (GPU)
+  // start_ops_when_ready: per stream, when it could begin its next op (-1: no op or wait yet).
+  bool start_when_ready_ = false;
+  std::array<double, 2> stream_ready_{-1.0, -1.0};
+  // The calling thread's stream waited for something that happened at `at` (host seconds).
+  void waited_until(double at);
 };
 
 } // namespace overlapsim::real

@@ -151,6 +151,30 @@ TEST(Validate, DdpOnTwoWorkersEqualsOneWorkerOnTheSameGlobalBatch) {
     EXPECT_NEAR(a[i].second, b[i].second, 1e-5 * b[i].second) << "step " << i;
   }
   EXPECT_LT(a.back().second, 0.9 * a.front().second); // it trains
+  // A compute op is timed from when its stream could begin it (RealWorker::start_ops_when_ready):
+  // DDP's forwards and backwards wait for nothing, so each starts where the op before it on its
+  // stream ended (timed from when the thread got there, each began 3-100 us later).
+  std::ifstream trace_in(dir / "two" / "trace-ddp-measured.json");
+  std::map<int, std::vector<std::tuple<double, double, std::string>>> compute; // rank -> ops
+  const auto trace = nlohmann::json::parse(trace_in);
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["tid"] == 0)
+      compute[e["pid"].get<int>()].emplace_back(e["ts"].get<double>(), e["dur"].get<double>(),
+                                                e["cat"].get<std::string>());
+  ASSERT_EQ(compute.size(), 2u);
+  for (auto& [rank, ops] : compute) {
+    std::sort(ops.begin(), ops.end());
+    int checked = 0;
+    for (std::size_t i = 1; i < ops.size(); ++i) {
+      const auto& [start, duration, category] = ops[i];
+      if (category != "forward" && category != "backward")
+        continue;
+      const double previous_end = std::get<0>(ops[i - 1]) + std::get<1>(ops[i - 1]);
+      EXPECT_NEAR(start, previous_end, 0.002) << "rank " << rank << " op " << i; // microseconds
+      ++checked;
+    }
+    EXPECT_GE(checked, 2 * 2 * 30 - 1) << "rank " << rank; // 2 micro-batches a step, 30 steps
+  }
   // One worker has no link, but its collectives still cost what Gloo takes over one rank: the
   // profile measured each (the all-reduce in place, reduce-scatter and all-gather in both forms),
   // and the prediction prices DDP's bucket all-reduce with it (a group of one cost nothing).
