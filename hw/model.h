@@ -45,6 +45,10 @@ struct ModelSpec {
   // Measured: ACCO's estimate (Algorithm 1 line 27: the step's result written to another buffer,
   // master and moments kept) over a committed step of the same shard; 1: the same price.
   double optimizer_estimate_ratio = 1;
+  // Measured: a micro-batch whose forward follows a backward on its stream, with no other op
+  // between (ACCO's and DPU's rounds, gradient accumulation), runs its forward and backward at
+  // this ratio of the layers' times (which are a whole step's, after the optimizer); 1: the same.
+  double back_to_back_compute_ratio = 1;
   // Measured: DiLoCo's outer step per parameter; replaces the memory-bandwidth estimate when > 0.
   double outer_step_time_per_param_s = 0;
   // Measured element-wise ops by name ("copy", "accumulate", "fill", "reload master"): a fixed

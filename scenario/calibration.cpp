@@ -105,6 +105,13 @@ Calibration read_calibration(const std::string& path) {
       c.outer_step_time_per_param_s = positive(m, "outer_step_time_per_param_s", where, true);
     if (m.contains("optimizer_estimate_ratio"))
       c.optimizer_estimate_ratio = positive(m, "optimizer_estimate_ratio", where, false);
+    if (m.contains("back_to_back_compute_ratio")) {
+      c.back_to_back_compute_ratio = positive(m, "back_to_back_compute_ratio", where, false);
+      if (c.back_to_back_compute_ratio < 0.25 || c.back_to_back_compute_ratio > 4)
+        throw std::runtime_error(
+            fmt::format("{}: 'back_to_back_compute_ratio' must be within [0.25, 4], found {}",
+                        where, c.back_to_back_compute_ratio));
+    }
     if (m.contains("optimizer_points")) {
       for (const auto& p : field(m, "optimizer_points", where)) {
         const std::string pw =
@@ -263,6 +270,8 @@ std::string calibration_json(const Calibration& c) {
       model["outer_step_time_per_param_s"] = c.outer_step_time_per_param_s;
     if (c.optimizer_estimate_ratio > 0)
       model["optimizer_estimate_ratio"] = c.optimizer_estimate_ratio;
+    if (c.back_to_back_compute_ratio > 0)
+      model["back_to_back_compute_ratio"] = c.back_to_back_compute_ratio;
     if (!c.optimizer_points.empty()) {
       model["optimizer_points"] = json::array();
       for (const auto& [p, t] : c.optimizer_points)

@@ -66,6 +66,11 @@ struct Calibration {
   // backward (issue 30.3: priced as a step, the estimate was 13-19% short on a CPU, where it
   // reads the master and moments without writing them and writes another buffer); 0: not measured.
   double optimizer_estimate_ratio = 0;
+  // Forward + backward of a micro-batch run right after another's backward (ACCO's and DPU's
+  // rounds, gradient accumulation) over the layers' times, which are measured after a whole step
+  // (the optimizer's traffic evicts the weights from a CPU's caches: the bench's mlp ran its
+  // accumulated micro-batches 20% faster); 0: not measured.
+  double back_to_back_compute_ratio = 0;
   // DiLoCo's outer step (outer Nesterov from the anchor, momentum, the inner optimizer's state
   // reloaded), measured over the whole model, per parameter (issue 30.3): priced by the memory
   // bandwidth of a copy it was 12x short on a CPU, where it runs many element-wise passes.

@@ -90,6 +90,8 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
   m.spec.outer_step_time_per_param_s = cal.outer_step_time_per_param_s;
   if (cal.optimizer_estimate_ratio > 0)
     m.spec.optimizer_estimate_ratio = cal.optimizer_estimate_ratio;
+  if (cal.back_to_back_compute_ratio > 0)
+    m.spec.back_to_back_compute_ratio = cal.back_to_back_compute_ratio;
   m.spec.memory_ops = cal.memory_ops;
   m.spec.replicator_phases = cal.replicator_phases;
   if (cal.memory_bandwidth_Bps > 0)

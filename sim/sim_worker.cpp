@@ -132,8 +132,7 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
 void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb) {
   const double flops = amount * jitter();
   const double start = sg4::Engine::get_clock();
-  const StreamKind stream =
-      sg4::this_actor::get_name()[0] == 'c' ? StreamKind::compute : StreamKind::comm;
+  const StreamKind stream = calling_stream();
   // The first op after waiting for the other stream's signal takes longer (hw::GpuSpec's
   // compute_handoff_wait_s): the woken thread's, not the device's, so not slowed by sharing.
   if (take_compute_handoff() && ctx_.scenario.cluster.gpu.compute_handoff_wait_s > 0)
@@ -161,6 +160,20 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb) {
   e.micro_batch = mb.index;
   e.flops = flops;
   ctx_.trace.events.push_back(e);
+  last_compute_[static_cast<std::size_t>(stream)] = label.category;
+}
+
+StreamKind SimWorker::calling_stream() {
+  return sg4::this_actor::get_name()[0] == 'c' ? StreamKind::compute : StreamKind::comm;
+}
+
+double SimWorker::micro_batch_speed(bool starts) {
+  const auto s = static_cast<std::size_t>(calling_stream());
+  // Back to back: the forward follows a backward with no other op between (an optimizer step or
+  // a model-sized copy in between leaves the caches as the profile's whole step does).
+  if (starts)
+    back_to_back_[s] = last_compute_[s] == OpCategory::backward;
+  return back_to_back_[s] ? ctx_.scenario.model.spec.back_to_back_compute_ratio : 1.0;
 }
 
 void SimWorker::change_activations(double delta) {
@@ -182,29 +195,31 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
     for (int l = layers.first; l < layers.last; ++l)
       act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
   change_activations(act);
+  const double speed = micro_batch_speed(layers.first == 0);
   compute(op_label(model, layers, LayerPass::forward),
-          layer_cost(layers, false, seq_ratio(mb)) * samples, mb);
+          layer_cost(layers, false, seq_ratio(mb)) * samples * speed, mb);
 }
 
 void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
   const auto& model = ctx_.scenario.model.spec;
   const double samples = ctx_.scenario.training.micro_batch;
+  const double speed = micro_batch_speed(false);
   if (ctx_.scenario.model.checkpointing.enabled()) {
     // Each checkpointed segment's forward re-runs on this stream right before its backward.
     for (const auto& p : checkpoints_.backward(layers, mb)) {
       if (p.recompute.last > p.recompute.first) {
         change_activations(p.recomputed_bytes * samples);
         compute(op_label(model, p.recompute, LayerPass::recompute),
-                layer_cost(p.recompute, false, seq_ratio(mb)) * samples, mb);
+                layer_cost(p.recompute, false, seq_ratio(mb)) * samples * speed, mb);
       }
       compute(op_label(model, p.backward, LayerPass::backward),
-              layer_cost(p.backward, true, seq_ratio(mb)) * samples, mb);
+              layer_cost(p.backward, true, seq_ratio(mb)) * samples * speed, mb);
       change_activations(-p.freed_bytes * samples);
     }
     return;
   }
   compute(op_label(model, layers, LayerPass::backward),
-          layer_cost(layers, true, seq_ratio(mb)) * samples, mb);
+          layer_cost(layers, true, seq_ratio(mb)) * samples * speed, mb);
   double act = 0;
   for (int l = layers.first; l < layers.last; ++l)
     act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;

@@ -84,6 +84,11 @@ private:
   class State;
 
   double jitter();
+  // The stream of the calling actor (its name starts with 'c' for compute).
+  static StreamKind calling_stream();
+  // The factor on the layers' times of the calling stream's current micro-batch; `starts`: a
+  // forward from the first layer, which begins one.
+  double micro_batch_speed(bool starts);
   // Runs `amount` FLOPs (or FLOP-equivalents of a time-based cost) on this GPU and records it.
   void compute(const OpLabel& label, double amount, MicroBatch mb);
   // FLOP-equivalents per sample of `layers` on sequences `ratio` x seq_len long.
@@ -117,6 +122,10 @@ private:
   ActivationCheckpoints checkpoints_;        // used when model.activation_checkpointing is set
   std::array<bool, 2> handed_off_{};         // per stream (compute, comm): see take_handoff()
   std::array<bool, 2> compute_handed_off_{}; // per stream: see take_compute_handoff()
+  // Per stream: the category of its last compute op, and whether the micro-batch it is running
+  // began right after a backward (hw::ModelSpec's back_to_back_compute_ratio).
+  std::array<OpCategory, 2> last_compute_{OpCategory::idle, OpCategory::idle};
+  std::array<bool, 2> back_to_back_{};
   std::map<int, Channel> channels_;
   std::unordered_map<int, std::int64_t> seq_;               // per group
   std::unordered_map<int, std::shared_ptr<State>> last_op_; // per group, NCCL stream order

@@ -1105,6 +1105,12 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         expected_time(durations(w.trace(), from)[op_label(OuterStep{}).name]) /
         static_cast<double>(n);
   }
+  // Micro-batches back to back, as ACCO's and DPU's rounds and gradient accumulation run them:
+  // each repeat's forward right after the previous repeat's backward, no optimizer between
+  // (steps from kBackToBackStep, kept out of the layers' times below).
+  constexpr int kBackToBackStep = 50000;
+  const std::size_t back_to_back_from =
+      repeat_timed(w, o, together, [&](int r) { layer_by_layer(kBackToBackStep + r); });
   // Each layer's forward and backward from every loop above (each ran them layer by layer before
   // its op, a step's worth of state after them), not the first loop's alone: the samples then
   // span the whole compute part of the profile, not its first second or two, and this machine's
@@ -1117,7 +1123,8 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     for (std::size_t i = first_timed; i < t.events.size(); ++i) {
       const auto& e = t.events[i];
       // Step 0 is each loop's untimed first repeat.
-      if ((e.category == OpCategory::forward || e.category == OpCategory::backward) && e.step >= 1)
+      if ((e.category == OpCategory::forward || e.category == OpCategory::backward) &&
+          e.step >= 1 && e.step < kBackToBackStep)
         passes[t.name_of(e.name)].push_back(e.end - e.start);
     }
     const auto& model = s.model.spec;
@@ -1130,6 +1137,23 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
                                                  timed(LayerPass::forward) / b,
                                                  timed(LayerPass::backward) / b});
     }
+    // The back-to-back micro-batch over the layers' times, each layer's passes by name as above.
+    std::map<std::string, std::vector<double>> back_to_back;
+    for (std::size_t i = back_to_back_from; i < t.events.size(); ++i) {
+      const auto& e = t.events[i];
+      if ((e.category == OpCategory::forward || e.category == OpCategory::backward) &&
+          e.step > kBackToBackStep)
+        back_to_back[t.name_of(e.name)].push_back(e.end - e.start);
+    }
+    double in_step = 0, after_backward = 0;
+    for (int l = 0; l < layers; ++l) {
+      const auto& layer = cal.layers[static_cast<std::size_t>(l)];
+      in_step += (layer.fwd_time_per_sample_s + layer.bwd_time_per_sample_s) * b;
+      for (const auto pass : {LayerPass::forward, LayerPass::backward})
+        after_backward += expected_time(back_to_back[op_label(model, {l, l + 1}, pass).name]);
+    }
+    if (in_step > 0 && after_backward > 0)
+      cal.back_to_back_compute_ratio = std::clamp(after_backward / in_step, 0.25, 4.0);
   }
 
   // Links: across nodes on the world group, inside a node on node 0's group.

@@ -519,6 +519,10 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
   EXPECT_GE(stream_share, 0.05);
   EXPECT_LE(stream_share, 0.95);
   EXPECT_DOUBLE_EQ(predicted_gpu["comm_stream_share"].get<double>(), stream_share);
+  // And the micro-batches run back to back, as ACCO's and DPU's rounds run them.
+  ASSERT_TRUE(profile["model"].contains("back_to_back_compute_ratio"));
+  EXPECT_GE(profile["model"]["back_to_back_compute_ratio"].get<double>(), 0.25);
+  EXPECT_LE(profile["model"]["back_to_back_compute_ratio"].get<double>(), 4.0);
   // It measured the sizes the algorithms issue too (runtime/collective_size.h): DDP's one bucket
   // and ACCO's reduce-scatter of the gradients, 4 layers x 256 x 257 fp32 values, which no step of
   // the geometric sweep (4 kB to 4 MiB, x 3.17) comes within 2% of.
