@@ -662,7 +662,18 @@ HandoffWaits measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId 
   // counts a run's collectives (trace/op_costs.h).
   // Every other signal, the thread fills one element instead, three times, as ACCO fills its
   // counts after the gradients' signal (the fill's first op after the wait: compute_handoff_wait).
+  // The fills are timed as a run times them (RealWorker::start_ops_when_ready): the first from
+  // the signal, so it holds the woken thread's wait for its core. Timed from when the thread got
+  // to it, a CPU's first fill was 3 us longer than the next ones, where ACCO's and DPU's fills in
+  // the runs took 24-28 us against 5 us predicted (mlp, 2 workers on 2 cores).
   constexpr int kRepeats = 12, kPerSignal = 3, kSignal = 9001;
+  struct RunTiming {
+    RealWorker& w;
+    explicit RunTiming(RealWorker& worker) : w(worker) { w.start_ops_when_ready(true); }
+    ~RunTiming() { w.start_ops_when_ready(false); }
+    RunTiming(const RunTiming&) = delete;
+    RunTiming& operator=(const RunTiming&) = delete;
+  } run_timing(w);
   CollectiveCall probe;
   probe.op = CollectiveOp::all_reduce;
   probe.group = &topo.world();
@@ -1047,32 +1058,38 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   // counts at nothing against its dispatch cost). Each timed over one element and over the model,
   // after a step as in a run: a fixed cost per call and a cost per byte (the bytes SimWorker
   // counts: copy reads and writes, accumulate reads two and writes one, fill writes, a master's
-  // reload reads the parameters and writes the master).
+  // reload reads the parameters and writes the master). Each one-element op right after the
+  // whole model's: on a GPU it then queues behind a running kernel, as a run's fills and copies
+  // do, and is timed as the device runs it; issued to an idle stream (after the other ops of one
+  // element) its events timed the host's launch instead (H100: a fill of one element 38 us
+  // profiled, 3.7-4.4 us in ACCO's and DPU's runs).
   {
-    const auto time_ops = [&](std::int64_t count) {
-      const std::size_t from = repeat_timed(w, o, together, [&](int r) {
-        layer_by_layer(r);
+    const std::size_t from = repeat_timed(w, o, together, [&](int r) {
+      layer_by_layer(r);
+      for (const std::int64_t count : {n, std::int64_t{1}})
         w.copy(Slice{grads, 0, count}, Slice{state, 0, count});
+      for (const std::int64_t count : {n, std::int64_t{1}})
         w.accumulate(Slice{grads, 0, count}, Slice{state, 0, count});
+      for (const std::int64_t count : {n, std::int64_t{1}})
         w.fill(Slice{state, 0, count}, 0);
+      for (const std::int64_t count : {n, std::int64_t{1}})
         w.reload_master(Slice{params, 0, count}, Slice{state, 0, count});
-      });
-      return durations(w.trace(), from);
-    };
-    const auto one = time_ops(1);
-    const auto all = time_ops(n);
+    });
+    const auto timed = durations(w.trace(), from);
     for (const auto& [op, bytes_per_element] : {std::pair{MemoryOp::copy, 8.0},
                                                 {MemoryOp::accumulate, 12.0},
                                                 {MemoryOp::fill, 4.0},
                                                 {MemoryOp::reload_master, 8.0}}) {
       const std::string name = op_label(op).name;
-      const auto small = one.find(name), large = all.find(name);
-      if (small == one.end() || large == all.end())
+      const auto it = timed.find(name);
+      if (it == timed.end())
         continue;
-      const double fixed = expected_time(small->second);
+      std::vector<double> all, one; // each repeat: the whole model's, then one element's
+      for (std::size_t i = 0; i < it->second.size(); ++i)
+        (i % 2 == 0 ? all : one).push_back(it->second[i]);
+      const double fixed = expected_time(one);
       const double bytes = bytes_per_element * static_cast<double>(n - 1);
-      const double per_byte =
-          bytes > 0 ? std::max(0.0, expected_time(large->second) - fixed) / bytes : 0.0;
+      const double per_byte = bytes > 0 ? std::max(0.0, expected_time(all) - fixed) / bytes : 0.0;
       cal.memory_ops[name] = {fixed, per_byte};
     }
   }

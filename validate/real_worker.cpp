@@ -171,6 +171,12 @@ void RealWorker::record(StreamKind stream, const OpLabel& label, StreamMark star
   trace_.events.push_back(e);
 }
 
+void RealWorker::start_ops_when_ready(bool on) {
+  std::lock_guard lock(mutex_);
+  start_when_ready_ = on;
+  stream_ready_ = {-1.0, -1.0};
+}
+
 void RealWorker::waited_until(double at) {
   if (!start_when_ready_)
     return;

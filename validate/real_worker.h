@@ -105,8 +105,9 @@ public:
   // validate/thread_policy.h) counts as the op's, as a kernel slowed by another stream's kernels
   // lasts longer on a GPU; timed from when the thread got to it, FSDP's forward beside the next
   // unit's all-gather ran after it and left the all-gather's time idle. The runs do this; the
-  // profile, whose threads wait on more than the Worker interface sees, does not.
-  void start_ops_when_ready() { start_when_ready_ = true; }
+  // profile, whose threads wait on more than the Worker interface sees, only where its threads
+  // meet through it alone (the hand-off probe); `false` goes back to the threads' own times.
+  void start_ops_when_ready(bool on = true);
 
   torch::Tensor tensor(Slice s) const;
   torch::Tensor whole(BufferId id) const { return tensors_.at(static_cast<std::size_t>(id)); }

@@ -505,13 +505,12 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
           << op << " " << k;
     }
   // Every element-wise op the runtime runs has a measured price, the master's reload included
-  // (the local-SGD family's; its optimizer keeps an fp32 master of fp32 parameters).
+  // (the local-SGD family's; its optimizer keeps an fp32 master of fp32 parameters): a cost per
+  // call from the one-element op and a cost per byte from the whole model's, timed in pairs.
   for (const char* op : {"copy", "accumulate", "fill", "reload master"}) {
     ASSERT_TRUE(profile["model"]["memory_ops"].contains(op)) << op;
-    EXPECT_GT(profile["model"]["memory_ops"][op]["fixed_s"].get<double>() +
-                  profile["model"]["memory_ops"][op]["per_byte_s"].get<double>(),
-              0)
-        << op;
+    EXPECT_GT(profile["model"]["memory_ops"][op]["fixed_s"].get<double>(), 0) << op;
+    EXPECT_GT(profile["model"]["memory_ops"][op]["per_byte_s"].get<double>(), 0) << op;
   }
   // And the communication stream's share of the device while both compute.
   ASSERT_TRUE(profile["model"].contains("comm_stream_share"));
