@@ -5,7 +5,9 @@
 #include "validate/real_replicator.h"
 #include "validate/shard_layout.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <fmt/format.h>
@@ -169,6 +171,11 @@ void RealWorker::record(StreamKind stream, const OpLabel& label, StreamMark star
     e.peer = call->peer;
   }
   trace_.events.push_back(e);
+}
+
+void RealWorker::CompletionSignal::notify() {
+  { std::lock_guard lock(mutex); } // a waiter between its check and its wait then sees it
+  cv.notify_all();
 }
 
 void RealWorker::start_ops_when_ready(bool on) {
@@ -601,17 +608,19 @@ CommHandle RealWorker::start(const CollectiveCall& call) {
   if (has_future) { // the completion time, taken by c10d's thread the moment the work finishes
     auto completed = s->completed;
     auto& ctx = ctx_;
-    s->works.back()->getFuture()->addCallback([completed, &ctx](c10::ivalue::Future&) {
-      completed->store(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.start).count());
-    });
+    s->works.back()->getFuture()->addCallback(
+        [completed, &ctx, completions = completions_](c10::ivalue::Future&) {
+          completed->store(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.start).count());
+          completions->notify();
+        });
   } else {
     // Work without a future (Gloo's send/recv): its waiter thread takes the completion time (the
     // thread inherits the issuing thread's policy: issue_p2p's normal thread, or the caller's).
     State* state = s.get();
     auto& ctx = ctx_;
-    issue_p2p([state, &ctx] {
-      state->waiter = std::thread([state, &ctx] {
+    issue_p2p([state, &ctx, this] {
+      state->waiter = std::thread([state, &ctx, completions = completions_] {
         try {
           state->works.back()->wait(ctx.timeout);
           state->completed->store(
@@ -620,10 +629,12 @@ CommHandle RealWorker::start(const CollectiveCall& call) {
           state->waiter_error = std::current_exception();
         }
         state->waited.store(true);
+        completions->notify();
       });
     });
   }
   ++seq_[g.id];
+  ++in_flight_;
   return CommHandle{s};
 }
 
@@ -634,6 +645,19 @@ void RealWorker::wait(CommHandle& handle) {
   if (s.done)
     return;
   try {
+    if (!streams_.on_gpu()) {
+      // Woken by the completion or after a slice (validate/thread_policy.h, kCommWaitSlice),
+      // whichever comes first; the blocking wait below then returns at once, or reports the
+      // timeout. The last work's completion holds for the others (one group's works run in
+      // order).
+      const auto deadline = std::chrono::steady_clock::now() + ctx_.timeout;
+      const auto done = [&] {
+        return s.waiter.joinable() ? s.waited.load() : s.completed->load() >= 0;
+      };
+      std::unique_lock lock(completions_->mutex);
+      while (!done() && std::chrono::steady_clock::now() < deadline)
+        completions_->cv.wait_for(lock, kCommWaitSlice);
+    }
     if (s.waiter.joinable()) {
       s.waiter.join();
       if (s.waiter_error)
@@ -655,6 +679,7 @@ void RealWorker::wait(CommHandle& handle) {
     s.inputs.front().div_(static_cast<double>(s.call.group->size()));
   }
   s.done = true;
+  --in_flight_;
   const OpLabel label = op_label(s.call);
   if (streams_.on_gpu()) {
     // NCCL runs the collective on its stream, which waited for this stream at the start; the
@@ -714,7 +739,15 @@ std::int64_t RealWorker::await(int signal) {
   {
     std::unique_lock lock(mutex_);
     auto& q = signals_[signal];
-    signalled_.wait(lock, [&] { return !q.empty() || ctx_.aborted->load(); });
+    const auto ready = [&] { return !q.empty() || ctx_.aborted->load(); };
+    // With collectives in flight a CPU thread waits in slices, as in wait() (their data may wait
+    // for Gloo's loop to get the core).
+    while (!ready()) {
+      if (!streams_.on_gpu() && in_flight_.load() > 0)
+        signalled_.wait_for(lock, kCommWaitSlice, ready);
+      else
+        signalled_.wait(lock, ready);
+    }
     if (q.empty())
       throw std::runtime_error(fmt::format("rank {}: stopped: the other stream failed", rank_));
     v = q.front();

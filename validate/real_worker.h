@@ -149,6 +149,14 @@ private:
   std::int64_t micro_batches_started_ = 0;
   OptimizerStore optimizer_;
   std::map<int, std::int64_t> seq_; // per group: collectives started
+  std::atomic<int> in_flight_{0};   // collectives started and not yet waited for
+  // Wakes a CPU wait() when one of this worker's collectives completes.
+  struct CompletionSignal {
+    std::mutex mutex;
+    std::condition_variable cv;
+    void notify();
+  };
+  std::shared_ptr<CompletionSignal> completions_ = std::make_shared<CompletionSignal>();
 
   std::mutex mutex_; // trace, signals and completion times: touched by both streams
   std::condition_variable signalled_;

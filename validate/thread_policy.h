@@ -17,6 +17,7 @@
 // Neither needs a privilege (a thread may always lower its own policy); both last a thread's life.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -64,5 +65,18 @@ private:
 // Calls `start` and makes every thread of this process that it started a batch thread; returns
 // how many (Gloo's device: its event loop, one).
 int start_batch_threads(const std::function<void()>& start);
+
+// How often a CPU worker's communication thread wakes while it waits with a collective in flight.
+// Linux's scheduler (EEVDF) runs a woken or preempted thread only while it is "eligible" (has not
+// had more than its share); one that had (Gloo's event loop after receiving, by a few
+// microseconds) loses the pick to the running idle compute thread, which then keeps the core
+// until the next tick, up to 4 ms at HZ=250, while the collective waits for its data to be read
+// (perf sched on ACCO's mlp run: the loop runnable 3.6 ms, the compute thread running). A thread
+// that wakes preempts the idle one and the pick is made again, so waiting in slices of this
+// length bounds such a stall by it. Measured on 2 cores (mlp, 2 workers, every algorithm, three
+// validates each): collectives stalled over 1 ms 11-14 of 302 -> 0-8 (ACCO's one-element counts
+// all-reduce: 5-10 of 20 -> 0-1); the wake-ups cost an idle thread computing beside them 2.7% of
+// its speed (500 us; 10% at 200 us), which the profile's probes, waiting the same way, measure.
+inline constexpr std::chrono::microseconds kCommWaitSlice{500};
 
 } // namespace overlapsim::real
