@@ -13,12 +13,9 @@ template <typename F> double sum(const std::vector<LayerSpec>& layers, F field) 
     s += field(l);
   return s;
 }
-} // namespace
 
-double ModelSpec::measured_optimizer_seconds(double params) const {
-  const auto& p = optimizer_points;
-  if (p.empty())
-    return optimizer_time_per_param_s * params;
+// Seconds at `params` on the line through measured (parameters, seconds) points, ascending.
+double interpolate_points(const std::vector<std::pair<double, double>>& p, double params) {
   if (params <= p.front().first)
     return p.front().second * params / p.front().first;
   if (params >= p.back().first)
@@ -27,6 +24,19 @@ double ModelSpec::measured_optimizer_seconds(double params) const {
                                    [](const auto& point, double v) { return point.first < v; });
   const auto lo = hi - 1;
   return lo->second + (hi->second - lo->second) * (params - lo->first) / (hi->first - lo->first);
+}
+} // namespace
+
+double ModelSpec::measured_optimizer_seconds(double params) const {
+  if (optimizer_points.empty())
+    return optimizer_time_per_param_s * params;
+  return interpolate_points(optimizer_points, params);
+}
+
+double ModelSpec::measured_optimizer_alone_seconds(double params) const {
+  if (optimizer_alone_points.empty())
+    return measured_optimizer_seconds(params);
+  return interpolate_points(optimizer_alone_points, params);
 }
 
 double ModelSpec::total_params() const {

@@ -40,8 +40,17 @@ struct ModelSpec {
   // the memory-bandwidth estimate when > 0.
   double optimizer_time_per_param_s = 0;
   // Measured steps over flat slices, (parameters, seconds) ascending: interpolated where given
-  // (optimizer_step_time).
+  // (optimizer_step_time). Measured with every worker stepping at once.
   std::vector<std::pair<double, double>> optimizer_points;
+  // The same steps measured alone: no other worker sharing this one's memory system
+  // (memory_shared_by) ran a memory-bound op beside them; empty: not measured.
+  std::vector<std::pair<double, double>> optimizer_alone_points;
+  // Workers (consecutive ranks) that shared one memory system where the profile measured the
+  // memory-bound ops (optimizer steps, element-wise ops): CPU workers on one host share its DRAM
+  // and last-level cache, GPUs have memory of their own (1). Two CPU workers streaming at once
+  // each ran 1.3-1.5x slower than one alone (issue 30.2): such an op is priced alone and slowed
+  // while another worker of its memory system runs one (sim/memory_contention.h).
+  int memory_shared_by = 1;
   // Measured: ACCO's estimate (Algorithm 1 line 27: the step's result written to another buffer,
   // master and moments kept) over a committed step of the same shard; 1: the same price.
   double optimizer_estimate_ratio = 1;
@@ -56,7 +65,10 @@ struct ModelSpec {
   // bandwidth.
   struct MemoryOpPrice {
     double fixed_s = 0;
-    double per_byte_s = 0;
+    double per_byte_s = 0; // with every worker running it at once
+    // With no other worker of the memory system running a memory-bound op (memory_shared_by);
+    // 0: not measured (per_byte_s either way).
+    double alone_per_byte_s = 0;
   };
   std::map<std::string, MemoryOpPrice> memory_ops;
   // Measured replicator phases (DeMo, FlexDeMo) by runtime/replicator_use.h's price_name: a fixed
@@ -76,6 +88,8 @@ struct ModelSpec {
   // on their line, beyond them in proportion to the nearest; else optimizer_time_per_param_s per
   // parameter; 0 when nothing was measured (the simulator then streams the bytes through HBM).
   double measured_optimizer_seconds(double params) const;
+  // The same over optimizer_alone_points; measured_optimizer_seconds where those are empty.
+  double measured_optimizer_alone_seconds(double params) const;
   double total_fwd_flops_per_sample() const;
   double total_bwd_flops_per_sample() const;
   double total_activation_bytes_per_sample() const;

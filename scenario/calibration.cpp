@@ -112,20 +112,31 @@ Calibration read_calibration(const std::string& path) {
             fmt::format("{}: 'back_to_back_compute_ratio' must be within [0.25, 4], found {}",
                         where, c.back_to_back_compute_ratio));
     }
-    if (m.contains("optimizer_points")) {
-      for (const auto& p : field(m, "optimizer_points", where)) {
-        const std::string pw =
-            fmt::format("{}.optimizer_points[{}]", where, c.optimizer_points.size());
+    const auto read_points = [&](const char* key, std::vector<std::pair<double, double>>& out) {
+      if (!m.contains(key))
+        return;
+      for (const auto& p : field(m, key, where)) {
+        const std::string pw = fmt::format("{}.{}[{}]", where, key, out.size());
         if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number() ||
             !(p[0].get<double>() > 0) || !(p[1].get<double>() > 0) ||
             !std::isfinite(p[0].get<double>()) || !std::isfinite(p[1].get<double>()))
           throw std::runtime_error(
               fmt::format("{}: expected [parameters, seconds], both positive numbers", pw));
-        if (!c.optimizer_points.empty() && p[0].get<double>() <= c.optimizer_points.back().first)
+        if (!out.empty() && p[0].get<double>() <= out.back().first)
           throw std::runtime_error(
               fmt::format("{}: expected parameters ascending, point after point", pw));
-        c.optimizer_points.emplace_back(p[0].get<double>(), p[1].get<double>());
+        out.emplace_back(p[0].get<double>(), p[1].get<double>());
       }
+    };
+    read_points("optimizer_points", c.optimizer_points);
+    read_points("optimizer_alone_points", c.optimizer_alone_points);
+    if (m.contains("memory_shared_by")) {
+      const json& k = m.at("memory_shared_by");
+      if (!k.is_number_integer() || k.get<std::int64_t>() < 1 || k.get<std::int64_t>() > 1024)
+        throw std::runtime_error(fmt::format(
+            "{}: 'memory_shared_by' must be a whole number of workers from 1 to 1024, found {}",
+            where, k.dump()));
+      c.memory_shared_by = k.get<int>();
     }
     if (m.contains("memory_bandwidth_Bps"))
       c.memory_bandwidth_Bps = positive(m, "memory_bandwidth_Bps", where, false);
@@ -143,6 +154,9 @@ Calibration read_calibration(const std::string& path) {
               fmt::format("{}.{}: expected {{\"fixed_s\": ..., \"per_byte_s\": ...}}", ow, name));
         c.memory_ops[name] = {positive(price, "fixed_s", ow + "." + name, true),
                               positive(price, "per_byte_s", ow + "." + name, true)};
+        if (price.contains("alone_per_byte_s"))
+          c.memory_ops[name].alone_per_byte_s =
+              positive(price, "alone_per_byte_s", ow + "." + name, true);
       }
     }
     if (m.contains("replicator_phases")) {
@@ -272,15 +286,23 @@ std::string calibration_json(const Calibration& c) {
       model["optimizer_estimate_ratio"] = c.optimizer_estimate_ratio;
     if (c.back_to_back_compute_ratio > 0)
       model["back_to_back_compute_ratio"] = c.back_to_back_compute_ratio;
-    if (!c.optimizer_points.empty()) {
-      model["optimizer_points"] = json::array();
-      for (const auto& [p, t] : c.optimizer_points)
-        model["optimizer_points"].push_back({p, t});
+    for (const auto& [key, points] : {std::pair{"optimizer_points", &c.optimizer_points},
+                                      {"optimizer_alone_points", &c.optimizer_alone_points}}) {
+      if (points->empty())
+        continue;
+      model[key] = json::array();
+      for (const auto& [p, t] : *points)
+        model[key].push_back({p, t});
     }
+    if (c.memory_shared_by > 1)
+      model["memory_shared_by"] = c.memory_shared_by;
     if (c.memory_bandwidth_Bps > 0)
       model["memory_bandwidth_Bps"] = c.memory_bandwidth_Bps;
-    for (const auto& [name, price] : c.memory_ops)
+    for (const auto& [name, price] : c.memory_ops) {
       model["memory_ops"][name] = {{"fixed_s", price.fixed_s}, {"per_byte_s", price.per_byte_s}};
+      if (price.alone_per_byte_s > 0)
+        model["memory_ops"][name]["alone_per_byte_s"] = price.alone_per_byte_s;
+    }
     for (const auto& [name, price] : c.replicator_phases)
       model["replicator_phases"][name] = {{"fixed_s", price.fixed_s},
                                           {"per_element_s", price.per_element_s}};

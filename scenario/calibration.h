@@ -62,6 +62,11 @@ struct Calibration {
   // state fits a cache (a CPU's L3: a 2-worker ZeRO-1 shard stepped 4.7x faster than the full
   // step, not 2x); the simulator interpolates between them.
   std::vector<std::pair<double, double>> optimizer_points;
+  // The same steps with each worker alone on the memory system it shares (hw::ModelSpec's
+  // optimizer_alone_points, memory_shared_by); empty: not measured.
+  std::vector<std::pair<double, double>> optimizer_alone_points;
+  // Workers that shared one memory system while the ops above were measured (1: none).
+  int memory_shared_by = 1;
   // ACCO's estimate over a committed step of the same shard, both measured after a forward and
   // backward (issue 30.3: priced as a step, the estimate was 13-19% short on a CPU, where it
   // reads the master and moments without writing them and writes another buffer); 0: not measured.

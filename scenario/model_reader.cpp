@@ -87,6 +87,8 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
   }
   m.spec.optimizer_time_per_param_s = cal.optimizer_time_per_param_s;
   m.spec.optimizer_points = cal.optimizer_points;
+  m.spec.optimizer_alone_points = cal.optimizer_alone_points;
+  m.spec.memory_shared_by = cal.memory_shared_by;
   m.spec.outer_step_time_per_param_s = cal.outer_step_time_per_param_s;
   if (cal.optimizer_estimate_ratio > 0)
     m.spec.optimizer_estimate_ratio = cal.optimizer_estimate_ratio;

@@ -91,6 +91,10 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
   Trace& trace = result.trace;
   trace.workers = topology.world_size();
   trace.gpus_per_node = topology.gpus_per_node();
+  std::vector<int> stand_in;
+  for (int r = 0; r < topology.world_size(); ++r)
+    stand_in.push_back(classes.representative(r));
+  MemoryContention memory(std::move(stand_in), scenario.model.spec.memory_shared_by);
   SimContext context{scenario,
                      topology,
                      platform,
@@ -98,7 +102,8 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
                      trace,
                      progress,
                      result.collective_calls,
-                     result.replicator_calls};
+                     result.replicator_calls,
+                     memory};
 
   std::vector<int> ranks; // the simulated ones: all, or the representative node's
   for (int r = 0; r < topology.world_size(); ++r)

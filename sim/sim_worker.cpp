@@ -129,8 +129,10 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
   return amount;
 }
 
-void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb) {
-  const double flops = amount * jitter();
+void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
+                        std::optional<double> alone) {
+  const double scale = jitter();
+  const double flops = amount * scale;
   const double start = sg4::Engine::get_clock();
   const StreamKind stream = calling_stream();
   // The first op after waiting for the other stream's signal takes longer (hw::GpuSpec's
@@ -143,10 +145,29 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb) {
     // Both streams computing share the GPU: the communication stream gets comm_stream_share of it
     // (SimGrid shares a host's speed by the executions' priorities, 1 for the compute stream).
     const double share = ctx_.scenario.cluster.gpu.comm_stream_share;
-    if (stream == StreamKind::comm && share != 0.5)
-      sg4::this_actor::execute(flops, share / (1 - share));
-    else
-      sg4::this_actor::execute(flops);
+    const auto execute = [&](double f) {
+      if (stream == StreamKind::comm && share != 0.5)
+        sg4::this_actor::execute(f, share / (1 - share));
+      else
+        sg4::this_actor::execute(f);
+    };
+    auto& memory = ctx_.memory;
+    if (alone && memory.enabled()) {
+      // At the alone price, then the progress lost beside the other workers' memory-bound ops
+      // made up (sim/memory_contention.h).
+      memory.begin(rank_);
+      const double since = memory.others_busy(rank_);
+      const double began = sg4::Engine::get_clock();
+      const double alone_flops = std::min(flops, *alone * scale);
+      execute(alone_flops);
+      const double took = sg4::Engine::get_clock() - began;
+      const double overlapped = memory.others_busy(rank_) - since;
+      if (took > 0 && overlapped > 0 && flops > alone_flops)
+        execute((flops - alone_flops) * std::min(1.0, overlapped / took));
+      memory.end(rank_);
+    } else {
+      execute(flops);
+    }
     slows_comm.compute_end(rank_);
   }
   TraceEvent e;
@@ -231,12 +252,16 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
   // The step streams the parameters, gradients and optimizer state through HBM once.
   const double bytes = static_cast<double>(op.params.count) *
                        optimizer_bytes_touched_per_param(s.training.optimizer, s.model.dtype);
-  const double measured =
-      s.model.spec.measured_optimizer_seconds(static_cast<double>(op.params.count));
+  const double params = static_cast<double>(op.params.count);
+  const double measured = s.model.spec.measured_optimizer_seconds(params);
   // An estimate (ACCO's, uncommitted) at its own measured share of a step.
-  const double seconds = (measured > 0 ? measured : bytes / s.cluster.gpu.hbm_bandwidth_Bps) *
-                         (op.commit ? 1.0 : s.model.spec.optimizer_estimate_ratio);
-  compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
+  const double ratio = op.commit ? 1.0 : s.model.spec.optimizer_estimate_ratio;
+  const double seconds =
+      (measured > 0 ? measured : bytes / s.cluster.gpu.hbm_bandwidth_Bps) * ratio;
+  const double alone =
+      measured > 0 ? s.model.spec.measured_optimizer_alone_seconds(params) * ratio : seconds;
+  compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1},
+          alone * ctx_.platform.nominal_speed);
   ++ctx_.collective_calls[CollectiveSize{op.commit ? kOptimizerStep : kOptimizerEstimate, 1,
                                          static_cast<double>(op.params.count)}];
 }
@@ -256,7 +281,8 @@ void SimWorker::outer_step(const OuterStep& op) {
   const double seconds = measured > 0 ? measured * count * (step_bytes + local_bytes) / step_bytes
                                       : count * 2 * (step_bytes + local_bytes) /
                                             ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
-  compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1});
+  compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1},
+          seconds * ctx_.platform.nominal_speed);
 }
 
 void SimWorker::reload_master(Slice params, Slice) {
@@ -278,7 +304,12 @@ void SimWorker::memory_op(MemoryOp op, double bytes) {
   const auto it = measured.find(op_label(op).name);
   const double seconds = it != measured.end() ? it->second.fixed_s + it->second.per_byte_s * bytes
                                               : bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
-  compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{-1, -1});
+  // Alone, where measured (hw::ModelSpec::MemoryOpPrice): the fixed cost is the call's own.
+  const double alone = it != measured.end() && it->second.alone_per_byte_s > 0
+                           ? it->second.fixed_s + it->second.alone_per_byte_s * bytes
+                           : seconds;
+  compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{-1, -1},
+          alone * ctx_.platform.nominal_speed);
 }
 
 void SimWorker::copy(Slice from, Slice to) {

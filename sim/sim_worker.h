@@ -7,6 +7,7 @@
 #include "runtime/runtime.h"
 #include "sim/activation_checkpoints.h"
 #include "sim/collectives.h"
+#include "sim/memory_contention.h"
 #include "sim/platform.h"
 #include "sim/table_comm_time.h"
 #include "trace/trace.h"
@@ -16,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <simgrid/s4u.hpp>
 #include <tuple>
@@ -37,6 +39,7 @@ struct SimContext {
   // collective_size.h).
   std::map<CollectiveSize, std::int64_t>& collective_calls;
   std::map<ReplicatorSize, std::int64_t>& replicator_calls; // the same for replicator phases
+  MemoryContention& memory; // memory-bound ops of workers sharing a memory system
 };
 
 class SimWorker final : public Worker {
@@ -90,7 +93,10 @@ private:
   // forward from the first layer, which begins one.
   double micro_batch_speed(bool starts);
   // Runs `amount` FLOPs (or FLOP-equivalents of a time-based cost) on this GPU and records it.
-  void compute(const OpLabel& label, double amount, MicroBatch mb);
+  // `alone`, for a memory-bound op: its amount with no other worker of its memory system running
+  // one, `amount` being all of them at once (sim/memory_contention.h).
+  void compute(const OpLabel& label, double amount, MicroBatch mb,
+               std::optional<double> alone = std::nullopt);
   // FLOP-equivalents per sample of `layers` on sequences `ratio` x seq_len long.
   double layer_cost(LayerRange layers, bool backward, double ratio) const;
   // Micro-batch `mb`'s sequence length over seq_len (training.seq_len_distribution; 1 without).

@@ -467,6 +467,10 @@ TEST(Calibration, OptimizerStepsInterpolateBetweenMeasuredShards) {
   EXPECT_DOUBLE_EQ(m.measured_optimizer_seconds(1000), 1e-6);
   EXPECT_DOUBLE_EQ(m.measured_optimizer_seconds(1500), 2.5e-6); // halfway: (1 + 4) / 2 us
   EXPECT_DOUBLE_EQ(m.measured_optimizer_seconds(4000), 8e-6);   // 4e-6 x 4000 / 2000
+  // Not measured alone: the same price alone.
+  EXPECT_DOUBLE_EQ(m.measured_optimizer_alone_seconds(1500), 2.5e-6);
+  m.optimizer_alone_points = {{1000, 0.5e-6}, {2000, 2e-6}};
+  EXPECT_DOUBLE_EQ(m.measured_optimizer_alone_seconds(1500), 1.25e-6);
 
   // Through a profile: DDP steps all 544 parameters, ZeRO-1 on 2 GPUs its 272.
   const testing::ScratchDir dir;
@@ -489,6 +493,36 @@ algorithms: [ddp]
               compute + 8e-6, 1e-9);
   EXPECT_NEAR(overlapsim::testing::simulate(s, "zero1").metrics.compute_s_per_step, compute + 1e-6,
               1e-9);
+
+  // The same steps alone and the workers sharing a memory system: kept by the JSON and the
+  // scenario; alone, ZeRO-1's shard takes its own price (both workers stepping at once there, the
+  // contended one: sim/memory_contention.h, tests/memory_contention_test.cpp).
+  profile.optimizer_alone_points = {{272, 0.5e-6}, {544, 4e-6}};
+  profile.memory_shared_by = 2;
+  profile.memory_ops["copy"] = {1e-6, 2e-10, 1e-10};
+  std::ofstream(dir / "profile.json") << calibration_json(profile);
+  const auto read = read_calibration((dir / "profile.json").string());
+  EXPECT_EQ(read.optimizer_alone_points, profile.optimizer_alone_points);
+  EXPECT_EQ(read.memory_shared_by, 2);
+  EXPECT_DOUBLE_EQ(read.memory_ops.at("copy").alone_per_byte_s, 1e-10);
+  EXPECT_DOUBLE_EQ(load_scenario(path).model.spec.memory_ops.at("copy").alone_per_byte_s, 1e-10);
+  profile.memory_ops.clear();
+  std::ofstream(dir / "profile.json") << calibration_json(profile);
+  const auto shared = load_scenario(path);
+  EXPECT_EQ(shared.model.spec.memory_shared_by, 2);
+  EXPECT_DOUBLE_EQ(shared.model.spec.measured_optimizer_alone_seconds(408), 2.25e-6);
+  EXPECT_NEAR(overlapsim::testing::simulate(shared, "zero1").metrics.compute_s_per_step,
+              compute + 1e-6, 1e-9);
+  // A number of workers that is not a whole positive one names the file and the key.
+  std::ofstream(dir / "bad.json")
+      << R"({"schema": "overlapsim-calibration/1", "model": {"name": "m", "micro_batch": 1,
+  "layers": [], "memory_shared_by": 1.5}, "links": {}})";
+  try {
+    read_calibration((dir / "bad.json").string());
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bad.json: model: 'memory_shared_by' must be a whole number"));
+  }
 
   // Points out of order or not numbers name the file and the point.
   std::ofstream(dir / "bad.json")

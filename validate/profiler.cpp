@@ -111,6 +111,18 @@ std::size_t repeat_timed(RealWorker& w, const ProfileOptions& o, const Lockstep&
   return from;
 }
 
+// Runs `op` on one rank of `world` at a time, the others waiting at a barrier: a memory-bound op
+// with no other worker streaming memory beside it (hw::ModelSpec::memory_shared_by). CPU workers
+// share their host's DRAM and last-level cache; the loops of repeat_timed run every rank's at
+// once, as DDP's, ZeRO-1's and FSDP's steps run, where ACCO's, DPU's and DiLoCo's drift apart.
+template <class Op> void one_rank_at_a_time(RealWorker& w, const Group& world, Op op) {
+  for (const int turn : world.ranks) {
+    barrier(w, world);
+    if (turn == w.rank())
+      op();
+  }
+}
+
 // Times a collective over `group` at the sizes of sweep_sizes, rank-synchronised by a barrier
 // before every repeat; returns the expected time per size as this rank saw it. A group of one
 // has nobody to wait for: its repeats run back to back, as a run issues one bucket's after the
@@ -952,6 +964,10 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   const Lockstep together{
       &ctx.topology.world(),
       Slice{w.declare({"profile_repeat_count", MemoryCategory::buffers, 1, 4}), 0, 1}};
+  // CPU workers of one host share its memory system (a GPU has its own): the memory-bound ops are
+  // measured with every worker running them at once and, here, one worker at a time too.
+  const bool shared_memory = !ctx.device.is_cuda() && ctx.topology.world_size() > 1;
+
   // Forward and backward layer by layer as a run computes them (repeat r): every op below is
   // timed after them, in the state a run leaves the caches in.
   const auto layer_by_layer = [&](int r) {
@@ -961,9 +977,20 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     for (int l = layers - 1; l >= 0; --l)
       w.backward({l, l + 1}, mb, params, grads);
   };
+  // And every worker's memory-bound op after it at once: left to the workers' compute, whose
+  // ends differ by milliseconds, a 1.6 ms copy overlapped the other worker's in some repeats and
+  // not in others (its price then anywhere between the alone and the contended one: the whole
+  // model's step profiled at 11.5 ms in one validate and 17.2 ms in the next).
+  const auto layer_by_layer_then_together = [&](int r) {
+    layer_by_layer(r);
+    if (shared_memory)
+      barrier(w, ctx.topology.world());
+  };
 
   scenario::Calibration cal;
   cal.source = "overlapsim profile";
+  if (shared_memory)
+    cal.memory_shared_by = ctx.topology.world_size();
   cal.device = ctx.device.is_cuda()
                    ? fmt::format("cuda:{}", ctx.device.index())
                    : fmt::format("cpu ({} intra-op thread)", at::get_num_threads());
@@ -977,7 +1004,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   // the step they agree within a few percent (mlp, 1 worker: forward 2.02 vs 2.10 ms, backward
   // 3.49 vs 3.62 ms, optimizer 2.38 vs 2.62 ms; before: 1.83, 3.17 and 1.99 ms).
   const std::size_t first_timed = repeat_timed(w, o, together, [&](int r) {
-    layer_by_layer(r);
+    layer_by_layer_then_together(r);
     w.optimizer_step(OptimizerStep{.params = Slice{params, 0, n},
                                    .grads = Slice{grads, 0, n},
                                    .state = Slice{state, 0, n},
@@ -1005,19 +1032,41 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   for (const std::int64_t p : stepped)
     if (std::find(shards.begin(), shards.end(), p) == shards.end())
       shards.push_back(p);
+  const auto step_of = [&](std::int64_t shard, int r) {
+    w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
+                                   .grads = Slice{grads, 0, shard},
+                                   .state = Slice{state, 0, shard},
+                                   .grad_scale = 1e-6,
+                                   .step = r});
+  };
   for (const std::int64_t shard : shards) {
     const std::size_t from = repeat_timed(w, o, together, [&](int r) {
-      layer_by_layer(r);
-      w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
-                                     .grads = Slice{grads, 0, shard},
-                                     .state = Slice{state, 0, shard},
-                                     .grad_scale = 1e-6,
-                                     .step = r});
+      layer_by_layer_then_together(r);
+      step_of(shard, r);
     });
     cal.optimizer_points.emplace_back(static_cast<double>(shard),
                                       expected_time(durations(w.trace(), from)[optimizer_step]));
   }
   std::sort(cal.optimizer_points.begin(), cal.optimizer_points.end());
+  // Each size again one worker at a time, and the whole model's step (ACCO's and DPU's shards
+  // stepped beside the other worker's compute in 4.9 ms where both stepping took 7.3 ms).
+  if (shared_memory) {
+    auto sizes = shards;
+    sizes.push_back(n);
+    for (const std::int64_t size : sizes) {
+      const std::size_t from = repeat_timed(w, o, together, [&](int r) {
+        layer_by_layer(r);
+        one_rank_at_a_time(w, ctx.topology.world(), [&] { step_of(size, r); });
+      });
+      cal.optimizer_alone_points.emplace_back(
+          static_cast<double>(size), expected_time(durations(w.trace(), from)[optimizer_step]));
+    }
+    std::sort(cal.optimizer_alone_points.begin(), cal.optimizer_alone_points.end());
+    cal.optimizer_alone_points.erase(
+        std::unique(cal.optimizer_alone_points.begin(), cal.optimizer_alone_points.end(),
+                    [](const auto& a, const auto& b) { return a.first == b.first; }),
+        cal.optimizer_alone_points.end());
+  }
   // ACCO's estimate at the parameters it updates (the most called count), where an algorithm
   // makes one, against the committed step measured just the same: its own price, not the step's
   // (issue 30.3).
@@ -1033,7 +1082,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         {"profile_estimate", MemoryCategory::buffers, std::max<std::int64_t>(1, shard), 4});
     const auto timed = [&](bool commit) {
       const std::size_t from = repeat_timed(w, o, together, [&](int r) {
-        layer_by_layer(r);
+        layer_by_layer_then_together(r);
         w.optimizer_step(OptimizerStep{.params = Slice{params, 0, shard},
                                        .grads = Slice{grads, 0, shard},
                                        .state = Slice{state, 0, shard},
@@ -1063,9 +1112,9 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   // do, and is timed as the device runs it; issued to an idle stream (after the other ops of one
   // element) its events timed the host's launch instead (H100: a fill of one element 38 us
   // profiled, 3.7-4.4 us in ACCO's and DPU's runs).
+  // Every worker at once, then (shared_memory) one worker at a time: the cost per byte alone.
   {
-    const std::size_t from = repeat_timed(w, o, together, [&](int r) {
-      layer_by_layer(r);
+    const auto element_wise = [&] {
       for (const std::int64_t count : {n, std::int64_t{1}})
         w.copy(Slice{grads, 0, count}, Slice{state, 0, count});
       for (const std::int64_t count : {n, std::int64_t{1}})
@@ -1074,24 +1123,40 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         w.fill(Slice{state, 0, count}, 0);
       for (const std::int64_t count : {n, std::int64_t{1}})
         w.reload_master(Slice{params, 0, count}, Slice{state, 0, count});
-    });
-    const auto timed = durations(w.trace(), from);
-    for (const auto& [op, bytes_per_element] : {std::pair{MemoryOp::copy, 8.0},
-                                                {MemoryOp::accumulate, 12.0},
-                                                {MemoryOp::fill, 4.0},
-                                                {MemoryOp::reload_master, 8.0}}) {
-      const std::string name = op_label(op).name;
-      const auto it = timed.find(name);
-      if (it == timed.end())
-        continue;
-      std::vector<double> all, one; // each repeat: the whole model's, then one element's
-      for (std::size_t i = 0; i < it->second.size(); ++i)
-        (i % 2 == 0 ? all : one).push_back(it->second[i]);
-      const double fixed = expected_time(one);
-      const double bytes = bytes_per_element * static_cast<double>(n - 1);
-      const double per_byte = bytes > 0 ? std::max(0.0, expected_time(all) - fixed) / bytes : 0.0;
-      cal.memory_ops[name] = {fixed, per_byte};
-    }
+    };
+    // (fixed, per byte) by op name, from the events after `from`.
+    const auto prices = [&](std::size_t from) {
+      std::map<std::string, std::pair<double, double>> out;
+      const auto timed = durations(w.trace(), from);
+      for (const auto& [op, bytes_per_element] : {std::pair{MemoryOp::copy, 8.0},
+                                                  {MemoryOp::accumulate, 12.0},
+                                                  {MemoryOp::fill, 4.0},
+                                                  {MemoryOp::reload_master, 8.0}}) {
+        const std::string name = op_label(op).name;
+        const auto it = timed.find(name);
+        if (it == timed.end())
+          continue;
+        std::vector<double> all, one; // each repeat: the whole model's, then one element's
+        for (std::size_t i = 0; i < it->second.size(); ++i)
+          (i % 2 == 0 ? all : one).push_back(it->second[i]);
+        const double fixed = expected_time(one);
+        const double bytes = bytes_per_element * static_cast<double>(n - 1);
+        out[name] = {fixed, bytes > 0 ? std::max(0.0, expected_time(all) - fixed) / bytes : 0.0};
+      }
+      return out;
+    };
+    for (const auto& [name, price] : prices(repeat_timed(w, o, together, [&](int r) {
+           layer_by_layer_then_together(r);
+           element_wise();
+         })))
+      cal.memory_ops[name] = {price.first, price.second};
+    if (shared_memory)
+      for (const auto& [name, price] : prices(repeat_timed(w, o, together, [&](int r) {
+             layer_by_layer(r);
+             one_rank_at_a_time(w, ctx.topology.world(), element_wise);
+           })))
+        if (cal.memory_ops.contains(name) && price.second > 0)
+          cal.memory_ops[name].alone_per_byte_s = price.second;
   }
   cal.replicator_phases =
       measure_replicator_phases(w, ctx.topology, o, Slice{params, 0, n}, Slice{grads, 0, n});
@@ -1106,7 +1171,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     w.copy(Slice{params, 0, n}, Slice{anchor, 0, n});
     w.fill(Slice{momentum, 0, n}, 0);
     const std::size_t from = repeat_timed(w, o, together, [&](int r) {
-      layer_by_layer(r);
+      layer_by_layer_then_together(r);
       w.optimizer_step(OptimizerStep{.params = Slice{params, 0, n},
                                      .grads = Slice{grads, 0, n},
                                      .state = Slice{state, 0, n},

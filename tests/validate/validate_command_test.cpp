@@ -511,7 +511,20 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
     ASSERT_TRUE(profile["model"]["memory_ops"].contains(op)) << op;
     EXPECT_GT(profile["model"]["memory_ops"][op]["fixed_s"].get<double>(), 0) << op;
     EXPECT_GT(profile["model"]["memory_ops"][op]["per_byte_s"].get<double>(), 0) << op;
+    // And one worker at a time: the two CPU workers share the host's memory.
+    EXPECT_GT(profile["model"]["memory_ops"][op]["alone_per_byte_s"].get<double>(), 0) << op;
   }
+  // The optimizer's steps alone too, at each size stepped with both at once (the whole model's
+  // among them), for a memory system of two workers; the prediction ran with it.
+  EXPECT_EQ(profile["model"]["memory_shared_by"].get<int>(), 2);
+  std::vector<double> together, alone;
+  for (const auto& p : profile["model"]["optimizer_points"])
+    together.push_back(p[0].get<double>());
+  for (const auto& p : profile["model"]["optimizer_alone_points"]) {
+    alone.push_back(p[0].get<double>());
+    EXPECT_GT(p[1].get<double>(), 0);
+  }
+  EXPECT_EQ(alone, together);
   // And the communication stream's share of the device while both compute.
   ASSERT_TRUE(profile["model"].contains("comm_stream_share"));
   const double stream_share = profile["model"]["comm_stream_share"];
