@@ -354,6 +354,12 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
     RealWorker worker(ctx, e.rank);
     worker.start_ops_when_ready();
     auto program = algorithm->program(worker);
+    // Every rank's streams start at once, as the simulator's do: rank 0 left the origin's
+    // agreement 10-14 ms after the others (it answers for the store), and the compute streams of
+    // ACCO and DPU, which never wait for each other's, kept that lead (rank 1's forwards 8-9.5 ms
+    // ahead from the first, in every run). A barrier of the world's process group, not the
+    // store's (polled every 2 ms).
+    job.group(topology.world(), StreamKind::compute)->barrier()->wait();
     // The first failure is the cause; the other stream then stops with "the other stream failed".
     std::exception_ptr failure[2];
     std::atomic<int> first_failure{-1};
