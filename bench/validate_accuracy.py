@@ -12,8 +12,9 @@ the median within 5%, per-op medians within 10%. Where the run's samples per ste
 the prediction's (ACCO and DPU fit as many micro-batches as their communication leaves room
 for), the row adds both and the throughput's error. Per model and link it also prints each repeat's
 profiled interference shares (comm_interference, compute_interference, comm_stream_share, and
-the reduce-scatter's and all-gather's measured apart) and what a message paid against a moving
-one (links' send_recv reverse_busy_s, where messages are sent). Load-dependent: no
+the reduce-scatter's and all-gather's measured apart), what a message paid against a moving
+one (links' send_recv reverse_busy_s, where messages are sent) and how much the workers slowed
+each other's memory-bound ops (the whole step and a copy's byte, at once over alone). Load-dependent: no
 pass/fail, numbers only.
 
     python3 bench/validate_accuracy.py [--repeats 3] [--workers 2] [--links loopback,100Mbit/s]
@@ -111,7 +112,15 @@ def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
                     by_op.get("reduce_scatter", {}).get("compute_interference"),
                     by_op.get("all_gather", {}).get("compute_interference"),
                     None if reverse_busy is None else 1e3 * reverse_busy)
-    return times, ops, compute, interference, samples
+    # Workers sharing the host's memory (docs/MODEL.md): the whole model's step and a copy's cost
+    # per byte with every worker at once over one worker alone; None where not measured.
+    together, alone = model.get("optimizer_points", []), model.get("optimizer_alone_points", [])
+    copy = model.get("memory_ops", {}).get("copy", {})
+    contention = (together[-1][1] / alone[-1][1] if together and alone and
+                  together[-1][0] == alone[-1][0] else None,
+                  copy["per_byte_s"] / copy["alone_per_byte_s"]
+                  if copy.get("alone_per_byte_s") else None)
+    return times, ops, compute, interference + contention, samples
 
 
 def main():
@@ -189,7 +198,8 @@ def main():
                       f"comm stream's share {shares(2)}; reduce-scatters and all-gathers "
                       f"(measured apart): compute slowed {shares(3)}, reduce-scatter slowed "
                       f"{shares(4)}, all-gather slowed {shares(5)}; a message against a moving "
-                      f"one +{shares(6)} ms")
+                      f"one +{shares(6)} ms; at once over alone: the whole step {shares(7)}, a "
+                      f"copy's byte {shares(8)}")
     return 0
 
 
