@@ -138,6 +138,13 @@ Calibration read_calibration(const std::string& path) {
             where, k.dump()));
       c.memory_shared_by = k.get<int>();
     }
+    if (m.contains("compute_jitter_sigma_1s")) {
+      c.compute_jitter_sigma_1s = positive(m, "compute_jitter_sigma_1s", where, true);
+      if (c.compute_jitter_sigma_1s > 10)
+        throw std::runtime_error(
+            fmt::format("{}: 'compute_jitter_sigma_1s' must be within [0, 10], found {}", where,
+                        c.compute_jitter_sigma_1s));
+    }
     if (m.contains("memory_bandwidth_Bps"))
       c.memory_bandwidth_Bps = positive(m, "memory_bandwidth_Bps", where, false);
     if (m.contains("memory_ops")) {
@@ -296,6 +303,8 @@ std::string calibration_json(const Calibration& c) {
     }
     if (c.memory_shared_by > 1)
       model["memory_shared_by"] = c.memory_shared_by;
+    if (c.compute_jitter_sigma_1s > 0)
+      model["compute_jitter_sigma_1s"] = c.compute_jitter_sigma_1s;
     if (c.memory_bandwidth_Bps > 0)
       model["memory_bandwidth_Bps"] = c.memory_bandwidth_Bps;
     for (const auto& [name, price] : c.memory_ops) {

@@ -76,6 +76,9 @@ struct Calibration {
   // (the optimizer's traffic evicts the weights from a CPU's caches: the bench's mlp ran its
   // accumulated micro-batches 20% faster); 0: not measured.
   double back_to_back_compute_ratio = 0;
+  // How far apart the workers' compute drifts: the sigma of a one-second op's noise, an op of t
+  // seconds drawing sigma_1s / sqrt(t) (scenario::Jitter::sigma_1s); 0: not measured (one worker).
+  double compute_jitter_sigma_1s = 0;
   // DiLoCo's outer step (outer Nesterov from the anchor, momentum, the inner optimizer's state
   // reloaded), measured over the whole model, per parameter (issue 30.3): priced by the memory
   // bandwidth of a copy it was 12x short on a CPU, where it runs many element-wise passes.

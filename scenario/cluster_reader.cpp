@@ -282,13 +282,19 @@ ClusterSpec read_cluster(const Entry& e) {
   }
   if (e.has("jitter")) {
     const Entry j = e.child("jitter");
-    j.expect_map({"distribution", "sigma"});
+    c.jitter.given = true;
+    j.expect_map({"distribution", "sigma", "sigma_1s"});
     c.jitter.distribution =
         j.child("distribution")
             .choice<JitterDistribution>({{"none", JitterDistribution::none},
                                          {"lognormal", JitterDistribution::lognormal},
                                          {"normal", JitterDistribution::normal}});
+    if (j.has("sigma") && j.has("sigma_1s"))
+      j.child("sigma_1s")
+          .fail("give either sigma (every op's) or sigma_1s (a one-second op's; "
+                "an op of t seconds draws sigma_1s / sqrt(t)), not both");
     c.jitter.sigma = j.has("sigma") ? j.child("sigma").number(0, 10) : 0.0;
+    c.jitter.sigma_1s = j.has("sigma_1s") ? j.child("sigma_1s").number(0, 10) : 0.0;
   }
   if (e.has("network_model"))
     c.network_model =

@@ -89,6 +89,11 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
   m.spec.optimizer_points = cal.optimizer_points;
   m.spec.optimizer_alone_points = cal.optimizer_alone_points;
   m.spec.memory_shared_by = cal.memory_shared_by;
+  // The workers' measured spread, unless the scenario gives a jitter of its own (none included).
+  if (cal.compute_jitter_sigma_1s > 0 && !cluster.jitter.given)
+    cluster.jitter = Jitter{.distribution = JitterDistribution::lognormal,
+                            .sigma_1s = cal.compute_jitter_sigma_1s,
+                            .measured = true};
   m.spec.outer_step_time_per_param_s = cal.outer_step_time_per_param_s;
   if (cal.optimizer_estimate_ratio > 0)
     m.spec.optimizer_estimate_ratio = cal.optimizer_estimate_ratio;

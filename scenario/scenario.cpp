@@ -1,5 +1,8 @@
 #include "scenario/scenario.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace overlapsim::scenario {
 
 double ClusterSpec::slowdown_of(int rank) const {
@@ -72,6 +75,12 @@ std::string to_string(NcclProtocolChoice protocol) {
 std::string to_string(RankClassesChoice choice) {
   return choice == RankClassesChoice::off ? "off" : "auto";
 }
+double Jitter::sigma_of(double seconds) const {
+  if (sigma_1s <= 0)
+    return sigma;
+  return seconds > 0 ? std::min(kMaxSigma, sigma_1s / std::sqrt(seconds)) : kMaxSigma;
+}
+
 std::string to_string(JitterDistribution distribution) {
   switch (distribution) {
   case JitterDistribution::none:

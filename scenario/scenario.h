@@ -28,7 +28,21 @@ enum class JitterDistribution { none, lognormal, normal };
 // clamped to >= 0.05), drawn from a per-GPU generator seeded from (seed, gpu).
 struct Jitter {
   JitterDistribution distribution = JitterDistribution::none;
-  double sigma = 0;
+  double sigma = 0; // of every op, whatever its length
+  // Or, > 0: the sigma of a one-second op; an op of t seconds draws sigma_1s / sqrt(t) (at most
+  // kMaxSigma), so its noise's variance grows with its time and a worker's noise adds up over its
+  // compute the same however finely the ops cut it (hw::ModelSpec's measured
+  // compute_jitter_sigma_1s, docs/MODEL.md).
+  double sigma_1s = 0;
+  bool given = false; // the scenario's own (cluster.jitter): a profile's never replaces it
+  bool measured =
+      false; // sigma_1s is the calibration profile's (model.profile), not the scenario's
+  static constexpr double kMaxSigma = 0.5;
+  // The sigma an op of `seconds` at nominal speed draws with.
+  double sigma_of(double seconds) const;
+  bool active() const {
+    return distribution != JitterDistribution::none && (sigma > 0 || sigma_1s > 0);
+  }
 };
 
 enum class NetworkModel { exact, tcp };

@@ -28,6 +28,11 @@ nlohmann::json to_json(const Scenario& s) {
   json stragglers = json::array();
   for (const auto& st : c.stragglers)
     stragglers.push_back({{"gpu", st.gpu}, {"slowdown", st.slowdown}});
+  json jitter{{"distribution", to_string(c.jitter.distribution)}, {"sigma", c.jitter.sigma}};
+  if (c.jitter.sigma_1s > 0) { // keys only where given: summaries without it stay as they were
+    jitter["sigma_1s"] = c.jitter.sigma_1s;
+    jitter["measured"] = c.jitter.measured;
+  }
   auto link = [](const hw::LinkSpec& l) {
     json out{{"name", l.name},
              {"bandwidth_Bps", l.bandwidth_Bps},
@@ -67,7 +72,7 @@ nlohmann::json to_json(const Scenario& s) {
       {"inter_node", link(c.inter_node)},
       {"nics_per_node", c.nics_per_node},
       {"stragglers", stragglers},
-      {"jitter", {{"distribution", to_string(c.jitter.distribution)}, {"sigma", c.jitter.sigma}}},
+      {"jitter", jitter},
       {"network_model", to_string(c.network_model)},
       {"collectives", to_string(c.collectives)},
       {"collective_algorithm", to_string(c.collective_algorithm)},

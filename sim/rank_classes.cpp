@@ -32,7 +32,7 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "cluster.rank_classes: off";
   if (c.nodes < 2)
     return "one node";
-  if (c.jitter.distribution != scenario::JitterDistribution::none && c.jitter.sigma > 0)
+  if (c.jitter.active())
     return "jitter on every GPU";
   if (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed)
     return "sequence lengths drawn per GPU";

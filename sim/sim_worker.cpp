@@ -56,18 +56,19 @@ const BufferDecl& SimWorker::buffer(BufferId id) const {
   return buffers_[static_cast<std::size_t>(id)];
 }
 
-double SimWorker::jitter() {
+double SimWorker::jitter(double amount) {
   const auto& j = ctx_.scenario.cluster.jitter;
+  const double sigma = j.sigma_of(amount / ctx_.platform.nominal_speed);
   switch (j.distribution) {
   case scenario::JitterDistribution::none:
     return 1.0;
   case scenario::JitterDistribution::lognormal: {
     // mu = -sigma^2 / 2 makes the mean 1, so jitter slows no GPU on average.
-    std::lognormal_distribution<double> d(-j.sigma * j.sigma / 2, j.sigma);
+    std::lognormal_distribution<double> d(-sigma * sigma / 2, sigma);
     return d(rng_);
   }
   case scenario::JitterDistribution::normal: {
-    std::normal_distribution<double> d(1.0, j.sigma);
+    std::normal_distribution<double> d(1.0, sigma);
     return std::max(0.05, d(rng_));
   }
   }
@@ -131,7 +132,7 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
 
 void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
                         std::optional<double> alone) {
-  const double scale = jitter();
+  const double scale = jitter(amount);
   const double flops = amount * scale;
   const double start = sg4::Engine::get_clock();
   const StreamKind stream = calling_stream();

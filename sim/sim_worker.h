@@ -86,7 +86,9 @@ private:
   };
   class State;
 
-  double jitter();
+  // The jitter factor of an op of `amount` FLOPs at nominal speed (its length sets the sigma where
+  // cluster.jitter gives sigma_1s).
+  double jitter(double amount);
   // The stream of the calling actor (its name starts with 'c' for compute).
   static StreamKind calling_stream();
   // The factor on the layers' times of the calling stream's current micro-batch; `starts`: a

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace overlapsim::scenario {
 namespace {
@@ -513,6 +514,24 @@ algorithms: [ddp]
   EXPECT_DOUBLE_EQ(shared.model.spec.measured_optimizer_alone_seconds(408), 2.25e-6);
   EXPECT_NEAR(overlapsim::testing::simulate(shared, "zero1").metrics.compute_s_per_step,
               compute + 1e-6, 1e-9);
+  // The workers' measured spread becomes the cluster's jitter (a one-second op's sigma, marked
+  // measured in the summary's scenario) where the scenario gives none, and never replaces one it
+  // gives, 'none' included.
+  EXPECT_FALSE(shared.cluster.jitter.active());
+  profile.compute_jitter_sigma_1s = 0.004;
+  std::ofstream(dir / "profile.json") << calibration_json(profile);
+  EXPECT_DOUBLE_EQ(read_calibration((dir / "profile.json").string()).compute_jitter_sigma_1s,
+                   0.004);
+  const auto spread = load_scenario(path);
+  EXPECT_EQ(spread.cluster.jitter.distribution, JitterDistribution::lognormal);
+  EXPECT_DOUBLE_EQ(spread.cluster.jitter.sigma_1s, 0.004);
+  EXPECT_DOUBLE_EQ(spread.cluster.jitter.sigma, 0);
+  EXPECT_TRUE(spread.cluster.jitter.measured);
+  EXPECT_EQ(to_json(spread)["cluster"]["jitter"]["measured"], true);
+  const auto own = load_scenario(path, {"cluster.jitter={distribution: none}"});
+  EXPECT_FALSE(own.cluster.jitter.active());
+  EXPECT_FALSE(to_json(own)["cluster"]["jitter"].contains("measured"));
+  profile.compute_jitter_sigma_1s = 0;
   // A number of workers that is not a whole positive one names the file and the key.
   std::ofstream(dir / "bad.json")
       << R"({"schema": "overlapsim-calibration/1", "model": {"name": "m", "micro_batch": 1,

@@ -53,6 +53,8 @@ TEST(RankClasses, EveryRankRunsWhereSomethingTellsThemApart) {
   EXPECT_EQ(classes_of(", rank_classes: off").describe(), "full (cluster.rank_classes: off)");
   EXPECT_EQ(classes_of(", jitter: {distribution: lognormal, sigma: 0.1}").why_full,
             "jitter on every GPU");
+  EXPECT_EQ(classes_of(", jitter: {distribution: lognormal, sigma_1s: 0.01}").why_full,
+            "jitter on every GPU");
   EXPECT_EQ(classes_of(", collectives: steps").why_full, "collectives: steps");
   const auto one_node = testing::scenario_from(cluster_yaml(), {"cluster.nodes=1"});
   EXPECT_EQ(sim::rank_classes_obstacle(one_node), "one node");

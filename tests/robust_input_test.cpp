@@ -117,6 +117,9 @@ TEST(RobustInput, RepeatsAndStrangeKeysAreErrors) {
       error_of(kScenario, {"cluster.stragglers=[{gpu: 1, slowdown: 2}, {gpu: 1, slowdown: 3}]"});
   EXPECT_THAT(straggler, HasSubstr("key 'cluster.stragglers.1.gpu': GPU 1 is already a straggler "
                                    "(cluster.stragglers.0)"));
+  EXPECT_THAT(
+      error_of(kScenario, {"cluster.jitter={distribution: lognormal, sigma: 0.1, sigma_1s: 0.01}"}),
+      HasSubstr("key 'cluster.jitter.sigma_1s': give either sigma (every op's) or sigma_1s"));
   // 2^20 x 1024 GPUs fits each key's range but not the cluster's.
   EXPECT_THAT(error_of(kScenario, {"cluster.nodes=1048576", "cluster.gpus_per_node=1024"}),
               HasSubstr("key 'cluster.gpus_per_node': expected at most 1048576 GPUs in all "

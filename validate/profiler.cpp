@@ -12,6 +12,8 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <numbers>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <thread>
@@ -311,47 +313,115 @@ scenario::LinkFit robust_fit(const std::string& op, int ranks,
   }
 }
 
-// The latest start over `group`'s members of each of a series of collectives they ran alike (the
-// k-th on every member is one instance), from this member's `starts`: the ranks' traces share a
-// time 0 (validate/clock_origin.h), so their starts compare. Collective over `group`.
-std::vector<double> last_member_starts(RealWorker& w, const Group& group,
-                                       const std::vector<double>& starts) {
-  const auto n = static_cast<std::int64_t>(starts.size());
+// Every member's `values` (as many on each member of `group`), member after member in the
+// group's order. Collective over `group`. Sent as float32 offsets from a base every member holds
+// exactly (the first member's first value, rounded to a float and broadcast): microseconds within
+// the second a probe loop lasts.
+std::vector<double> all_gathered(RealWorker& w, const Group& group,
+                                 const std::vector<double>& values, const std::string& name) {
+  const auto n = static_cast<std::int64_t>(values.size());
   const std::int64_t members = group.size();
   if (members <= 1 || n == 0)
-    return starts;
-  // Sent as float32 offsets from a base every member holds exactly (the first member's first
-  // start, rounded to a float and broadcast): microseconds within the second a probe loop lasts.
-  const BufferId buffer =
-      w.declare({"last member starts", MemoryCategory::buffers, 1 + n + n * members, 4});
-  w.fill(Slice{buffer, 0, 1}, starts.front());
+    return values;
+  const BufferId buffer = w.declare({name, MemoryCategory::buffers, 1 + n + n * members, 4});
+  w.fill(Slice{buffer, 0, 1}, values.front());
   CollectiveCall base;
   base.op = CollectiveOp::broadcast;
   base.group = &group;
   base.peer = group.ranks.front();
-  base.name = "last member starts base";
+  base.name = name + " base";
   base.data = Slice{buffer, 0, 1};
   w.run(base);
   const double from = w.tensor(base.data).item<double>();
   std::vector<float> offsets;
-  for (const double s : starts)
-    offsets.push_back(static_cast<float>(s - from));
+  for (const double v : values)
+    offsets.push_back(static_cast<float>(v - from));
   CollectiveCall gather;
   gather.op = CollectiveOp::all_gather;
   gather.group = &group;
-  gather.name = "last member starts";
+  gather.name = name;
   gather.data = Slice{buffer, 1, n};
   gather.out = Slice{buffer, 1 + n, n * members};
   w.tensor(gather.data).copy_(torch::tensor(offsets));
   w.run(gather);
   const auto all = w.tensor(gather.out).to(torch::kCPU).to(torch::kDouble).contiguous();
   const double* v = all.data_ptr<double>();
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(n * members));
+  for (std::int64_t i = 0; i < n * members; ++i)
+    out.push_back(from + v[i]);
+  return out;
+}
+
+// The latest start over `group`'s members of each of a series of collectives they ran alike (the
+// k-th on every member is one instance), from this member's `starts`: the ranks' traces share a
+// time 0 (validate/clock_origin.h), so their starts compare. Collective over `group`.
+std::vector<double> last_member_starts(RealWorker& w, const Group& group,
+                                       const std::vector<double>& starts) {
+  const auto all = all_gathered(w, group, starts, "last member starts");
   std::vector<double> last(starts);
-  for (std::int64_t m = 0; m < members; ++m)
-    for (std::int64_t k = 0; k < n; ++k)
-      last[static_cast<std::size_t>(k)] =
-          std::max(last[static_cast<std::size_t>(k)], from + v[m * n + k]);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    last[i % starts.size()] = std::max(last[i % starts.size()], all[i]);
   return last;
+}
+
+// How far apart the workers' compute drifts where nothing makes them wait (hw::ModelSpec's
+// compute_jitter_sigma_1s). A pass is a forward and backward, layer by layer, that every rank
+// began after a barrier (the repeats of the lockstep loops: events [from, to) of this rank's
+// trace; the k-th on every rank is one instance). Each pass's span on a rank, less that rank's
+// mean span (a steady difference, one core faster, is a straggler's, not noise a pass draws
+// afresh) and less the pass's mean over the ranks (what slowed every rank alike), deviates by
+// this worker's own noise. Its standard deviation s per mean span T is taken as noise whose
+// variance grows with the time computed (interrupts, the other worker's traffic): sigma_1s =
+// s / sqrt(T / 1 s), the sigma of a one-second op. Estimated from the mean absolute deviation
+// (s = sqrt(pi / 2) E|x| for normal x): the deviations are heavy-tailed (gpt-wide, 37 passes of
+// 118 ms: most within 2 ms, one 18.5 ms), and a variance let one stall set the whole number
+// (0.19 per op in one profile, 0.05 in the next; the runs' steps spread as 0.03-0.04 would).
+// Collective over `world`; 0 where fewer than two ranks or passes.
+double compute_jitter_sigma_1s(RealWorker& w, const Group& world, std::size_t from,
+                               std::size_t to) {
+  const Trace& t = w.trace();
+  std::vector<double> spans;
+  std::int32_t step = -1;
+  double first = 0, last = 0;
+  for (std::size_t i = from; i <= to; ++i) {
+    const bool pass = i < to && (t.events[i].category == OpCategory::forward ||
+                                 t.events[i].category == OpCategory::backward);
+    if ((!pass || t.events[i].step != step) && step >= 1)
+      spans.push_back(last - first);
+    if (!pass) {
+      step = -1;
+      continue;
+    }
+    if (t.events[i].step != step) {
+      step = t.events[i].step;
+      first = t.events[i].start;
+    }
+    last = t.events[i].end;
+  }
+  const auto m = static_cast<std::size_t>(world.size());
+  const std::size_t passes = spans.size();
+  const auto all = all_gathered(w, world, spans, "compute spread");
+  if (m < 2 || passes < 2)
+    return 0;
+  const auto span = [&](std::size_t rank, std::size_t k) { return all[rank * passes + k]; };
+  std::vector<double> mean(m, 0.0);
+  for (std::size_t j = 0; j < m; ++j)
+    for (std::size_t k = 0; k < passes; ++k)
+      mean[j] += span(j, k) / static_cast<double>(passes);
+  double absolute = 0; // the mean |deviation|
+  for (std::size_t k = 0; k < passes; ++k) {
+    double centre = 0;
+    for (std::size_t j = 0; j < m; ++j)
+      centre += (span(j, k) - mean[j]) / static_cast<double>(m);
+    for (std::size_t j = 0; j < m; ++j)
+      absolute += std::abs(span(j, k) - mean[j] - centre) / static_cast<double>(m * passes);
+  }
+  // A deviation from the ranks' own mean is (m - 1) / m of a rank's noise's variance.
+  const double s = std::sqrt(std::numbers::pi / 2) * absolute *
+                   std::sqrt(static_cast<double>(m) / static_cast<double>(m - 1));
+  const double span_mean = std::accumulate(mean.begin(), mean.end(), 0.0) / static_cast<double>(m);
+  return span_mean > 0 ? s / std::sqrt(span_mean) : 0.0;
 }
 
 // How compute and communication slow each other on this worker, both ways (hw::GpuSpec's
@@ -1246,6 +1316,8 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     if (after[0] > 0 && after[1] > 0)
       cal.back_to_back_compute_ratio = std::clamp(after[1] / after[0], 0.25, 4.0);
   }
+  cal.compute_jitter_sigma_1s =
+      compute_jitter_sigma_1s(w, ctx.topology.world(), first_timed, back_to_back_from);
 
   // Links: across nodes on the world group, inside a node on node 0's group.
   const Topology& topo = ctx.topology;

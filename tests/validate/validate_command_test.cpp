@@ -517,6 +517,18 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
   // The optimizer's steps alone too, at each size stepped with both at once (the whole model's
   // among them), for a memory system of two workers; the prediction ran with it.
   EXPECT_EQ(profile["model"]["memory_shared_by"].get<int>(), 2);
+  // How far apart the two workers' passes drift (a one-second op's sigma): present, and no more
+  // than a busy 2-core machine spreads them (0.003-0.006 in the bench's profiles; 0.1 would put
+  // a 100 ms pass's sd at 32 ms).
+  EXPECT_GT(profile["model"]["compute_jitter_sigma_1s"].get<double>(), 0);
+  EXPECT_LT(profile["model"]["compute_jitter_sigma_1s"].get<double>(), 0.1);
+  // The prediction drew its jitter from it, marked measured.
+  std::ifstream jitter_in(dir / "summary.json");
+  const auto jitter = nlohmann::json::parse(jitter_in)["scenario"]["cluster"]["jitter"];
+  EXPECT_EQ(jitter["distribution"], "lognormal");
+  EXPECT_EQ(jitter["measured"], true);
+  EXPECT_DOUBLE_EQ(jitter["sigma_1s"].get<double>(),
+                   profile["model"]["compute_jitter_sigma_1s"].get<double>());
   std::vector<double> together, alone;
   for (const auto& p : profile["model"]["optimizer_points"])
     together.push_back(p[0].get<double>());
