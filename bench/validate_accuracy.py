@@ -14,8 +14,9 @@ for), the row adds both and the throughput's error. Per model and link it also p
 profiled interference shares (comm_interference, compute_interference, comm_stream_share, and
 the reduce-scatter's and all-gather's measured apart), what a message paid against a moving
 one (links' send_recv reverse_busy_s, where messages are sent) and how much the workers slowed
-each other's memory-bound ops (the whole step and a copy's byte, at once over alone). Load-dependent: no
-pass/fail, numbers only.
+each other's memory-bound ops (the whole step and a copy's byte, at once over alone) and how far
+apart their compute drifts (compute_jitter_sigma_1s, which the prediction draws its jitter with).
+Load-dependent: no pass/fail, numbers only.
 
     python3 bench/validate_accuracy.py [--repeats 3] [--workers 2] [--links loopback,100Mbit/s]
         [--models gpt-tiny,gpt-wide,mlp | --scenario FILE] [--algorithms a,b,...]
@@ -120,7 +121,9 @@ def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
                   together[-1][0] == alone[-1][0] else None,
                   copy["per_byte_s"] / copy["alone_per_byte_s"]
                   if copy.get("alone_per_byte_s") else None)
-    return times, ops, compute, interference + contention, samples
+    # How far apart the workers' compute drifts (a one-second op's sigma; docs/MODEL.md, Jitter).
+    spread = (model.get("compute_jitter_sigma_1s"),)
+    return times, ops, compute, interference + contention + spread, samples
 
 
 def main():
@@ -199,7 +202,8 @@ def main():
                       f"(measured apart): compute slowed {shares(3)}, reduce-scatter slowed "
                       f"{shares(4)}, all-gather slowed {shares(5)}; a message against a moving "
                       f"one +{shares(6)} ms; at once over alone: the whole step {shares(7)}, a "
-                      f"copy's byte {shares(8)}")
+                      f"copy's byte {shares(8)}; the workers' spread (sigma_1s) "
+                      f"{'/'.join('-' if r[3][9] is None else f'{r[3][9]:.4f}' for r in runs)}")
     return 0
 
 
