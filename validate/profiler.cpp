@@ -400,6 +400,11 @@ double compute_jitter_sigma_1s(RealWorker& w, const Group& world, std::size_t fr
     last = t.events[i].end;
   }
   const auto m = static_cast<std::size_t>(world.size());
+  // The lockstep loops give every rank as many passes; should one have more (a loop that ran on
+  // without a barrier), the first passes of each pair up and the all-gather's sizes still agree.
+  const auto counts =
+      all_gathered(w, world, {static_cast<double>(spans.size())}, "compute spread passes");
+  spans.resize(static_cast<std::size_t>(*std::min_element(counts.begin(), counts.end())));
   const std::size_t passes = spans.size();
   const auto all = all_gathered(w, world, spans, "compute spread");
   if (m < 2 || passes < 2)

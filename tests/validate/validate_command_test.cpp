@@ -518,10 +518,10 @@ TEST(Validate, AccoTracksDdpAndDpuDeviatesMore) {
   // among them), for a memory system of two workers; the prediction ran with it.
   EXPECT_EQ(profile["model"]["memory_shared_by"].get<int>(), 2);
   // How far apart the two workers' passes drift (a one-second op's sigma): present, and no more
-  // than a busy 2-core machine spreads them (0.003-0.006 in the bench's profiles; 0.1 would put
-  // a 100 ms pass's sd at 32 ms).
+  // than a busy machine spreads them (0.001-0.018 in the Validate tests' profiles running beside
+  // each other on 2 cores; 0.5 would put a 10 ms pass's sd at 50 ms).
   EXPECT_GT(profile["model"]["compute_jitter_sigma_1s"].get<double>(), 0);
-  EXPECT_LT(profile["model"]["compute_jitter_sigma_1s"].get<double>(), 0.1);
+  EXPECT_LT(profile["model"]["compute_jitter_sigma_1s"].get<double>(), 0.5);
   // The prediction drew its jitter from it, marked measured.
   std::ifstream jitter_in(dir / "summary.json");
   const auto jitter = nlohmann::json::parse(jitter_in)["scenario"]["cluster"]["jitter"];
