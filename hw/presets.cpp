@@ -29,8 +29,7 @@ bool GpuSpec::any_comm_interference() const {
   return any_above_zero(comm_interference_by_op, comm_interference);
 }
 bool GpuSpec::any_compute_interference() const {
-  return comm_stream_interference > 0 ||
-         any_above_zero(compute_interference_by_op, compute_interference);
+  return any_above_zero(compute_interference_by_op, compute_interference);
 }
 
 LinkSpec link_at(std::string name, double line_rate_Bps, double latency_s, double efficiency) {

@@ -30,14 +30,6 @@ struct GpuSpec {
   // as cluster.gpu.compute_interference. No preset sets it: no published measurement we checked
   // separates it.
   double compute_interference = 0;
-  // Fraction of a transfer's speed this GPU's communication stream takes while it computes beside
-  // it (CDP's sums and updates beside its own sends and receives). On a CPU worker the compute
-  // thread is an idle thread that yields to a transfer (compute_interference near 0), but the
-  // communication thread is a normal one and splits the core with it: a 7.7 MB message beside a
-  // stage's update on that thread took 5.1-5.7 ms, 1.7 ms alone. `overlapsim profile` measures
-  // it where the algorithms send messages; cluster.gpu.comm_stream_interference. 0: as the
-  // compute stream (compute_interference). No preset sets it.
-  double comm_stream_interference = 0;
   // Share of the GPU's compute speed the communication stream's own compute (ACCO's and DPU's
   // update beside the next forward, CDP's sums) gets while the compute stream computes too: 0.5,
   // an even split (a CUDA stream priority, or on a CPU worker the compute thread's lower
@@ -63,7 +55,7 @@ struct GpuSpec {
 
   double comm_interference_of(std::string_view op) const;
   double compute_interference_of(std::string_view op) const;
-  // Whether any kind's share is above 0 (compute's: or comm_stream_interference).
+  // Whether any kind's share is above 0.
   bool any_comm_interference() const;
   bool any_compute_interference() const;
 };

@@ -222,13 +222,6 @@ Calibration read_calibration(const std::string& path) {
             fmt::format("{}: comm_stream_share is {}, expected 0.05 to 0.95", where, f));
       c.comm_stream_share = f;
     }
-    if (m.contains("comm_stream_interference")) {
-      const double f = positive(m, "comm_stream_interference", where, true);
-      if (f > 0.95)
-        throw std::runtime_error(
-            fmt::format("{}: comm_stream_interference is {}, expected 0 to 0.95", where, f));
-      c.comm_stream_interference = f;
-    }
     for (const auto& [key, wait] :
          {std::pair{"collective_handoff_wait_s", &c.collective_handoff_wait_s},
           std::pair{"compute_handoff_wait_s", &c.compute_handoff_wait_s}}) {
@@ -336,8 +329,6 @@ std::string calibration_json(const Calibration& c) {
     }
     if (c.comm_stream_share)
       model["comm_stream_share"] = *c.comm_stream_share;
-    if (c.comm_stream_interference)
-      model["comm_stream_interference"] = *c.comm_stream_interference;
     if (c.collective_handoff_wait_s)
       model["collective_handoff_wait_s"] = *c.collective_handoff_wait_s;
     if (c.compute_handoff_wait_s)

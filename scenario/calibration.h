@@ -105,8 +105,6 @@ struct Calibration {
   std::map<std::string, InterferenceShares> interference_by_op;
   // Share of compute speed the communication stream's compute gets beside the compute stream's.
   std::optional<double> comm_stream_share;
-  // Share of a transfer's speed the communication stream's compute takes (hw::GpuSpec).
-  std::optional<double> comm_stream_interference;
   // Seconds a collective issued beside compute waits to start (hw::GpuSpec).
   std::optional<double> collective_handoff_wait_s;
   // Seconds the first compute op after such a wait takes longer (hw::GpuSpec).

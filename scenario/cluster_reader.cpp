@@ -29,7 +29,7 @@ hw::GpuSpec read_gpu(const Entry& e) {
   }
   e.expect_map({"preset", "name", "peak_tflops", "memory", "efficiency", "hbm_bandwidth",
                 "comm_interference", "compute_interference", "comm_stream_share",
-                "comm_stream_interference", "collective_handoff_wait", "compute_handoff_wait"});
+                "collective_handoff_wait", "compute_handoff_wait"});
   hw::GpuSpec gpu;
   if (e.has("preset"))
     gpu = read_gpu(e.child("preset"));
@@ -58,8 +58,6 @@ hw::GpuSpec read_gpu(const Entry& e) {
     gpu.compute_interference = e.child("compute_interference").number(0.0, 0.9);
   if (e.has("comm_stream_share"))
     gpu.comm_stream_share = e.child("comm_stream_share").number(0.05, 0.95);
-  if (e.has("comm_stream_interference"))
-    gpu.comm_stream_interference = e.child("comm_stream_interference").number(0.0, 0.95);
   if (e.has("collective_handoff_wait")) {
     const Entry wait = e.child("collective_handoff_wait");
     gpu.collective_handoff_wait_s = wait.quantity(hw::parse_time_s, /*allow_zero=*/true);

@@ -115,8 +115,6 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
   }
   if (cal.comm_stream_share)
     cluster.gpu.comm_stream_share = *cal.comm_stream_share;
-  if (cal.comm_stream_interference)
-    cluster.gpu.comm_stream_interference = *cal.comm_stream_interference;
   if (cal.collective_handoff_wait_s)
     cluster.gpu.collective_handoff_wait_s = *cal.collective_handoff_wait_s;
   if (cal.compute_handoff_wait_s)

@@ -85,9 +85,6 @@ nlohmann::json to_json(const Scenario& s) {
     cluster["gpu"]["interference_by_op"][op]["comm_interference"] = share;
   for (const auto& [op, share] : c.gpu.compute_interference_by_op)
     cluster["gpu"]["interference_by_op"][op]["compute_interference"] = share;
-  // Where set or measured (no preset sets it).
-  if (c.gpu.comm_stream_interference > 0)
-    cluster["gpu"]["comm_stream_interference"] = c.gpu.comm_stream_interference;
   if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree)
     cluster["fabric"] = {
         {"topology", "fat_tree"},

@@ -61,8 +61,7 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
       nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)),
       nic_Bps_(cluster.inter_node.bandwidth_Bps), gpu_(cluster.gpu),
       interference_(platform, cluster.gpu.any_comm_interference()),
-      compute_interference_(platform, cluster.gpu.any_compute_interference(),
-                            cluster.gpu.comm_stream_interference) {
+      compute_interference_(platform, cluster.gpu.any_compute_interference()) {
   reverse_busy_s_ = {cluster.intra_node.reverse_busy_s, cluster.inter_node.reverse_busy_s,
                      cluster.wan.reverse_busy_s};
   if (cluster.sites.size() > 1) {

@@ -2,64 +2,42 @@
 
 #include <simgrid/s4u.hpp>
 
-#include <algorithm>
-
 namespace overlapsim::sim {
 
 namespace sg4 = simgrid::s4u;
 
-bool ComputeInterference::Busy::begin(std::size_t rank) {
-  if (running[rank]++ > 0)
-    return false;
-  since[rank] = sg4::Engine::get_clock();
-  return true;
-}
-
-bool ComputeInterference::Busy::end(std::size_t rank) {
-  if (--running[rank] > 0)
-    return false;
-  seconds[rank] += sg4::Engine::get_clock() - since[rank];
-  return true;
-}
-
-double ComputeInterference::Busy::total(std::size_t rank) const {
-  return seconds[rank] + (running[rank] > 0 ? sg4::Engine::get_clock() - since[rank] : 0.0);
-}
-
-ComputeInterference::ComputeInterference(const Platform& platform, bool enabled,
-                                         double comm_stream_share)
+ComputeInterference::ComputeInterference(const Platform& platform, bool enabled)
     : platform_(platform), enabled_(enabled && !platform.progress.empty()),
-      comm_stream_share_(comm_stream_share), any_(platform.gpus.size()),
-      comm_stream_(platform.gpus.size()) {}
+      busy_(platform.gpus.size(), 0), busy_since_(platform.gpus.size(), 0),
+      busy_seconds_(platform.gpus.size(), 0) {}
 
-void ComputeInterference::compute_begin(int rank, bool comm_stream) {
+void ComputeInterference::compute_begin(int rank) {
   if (!enabled())
     return;
   const auto r = static_cast<std::size_t>(rank);
-  if (comm_stream)
-    comm_stream_.begin(r);
-  if (any_.begin(r))
+  if (busy_[r]++ == 0) {
+    busy_since_[r] = sg4::Engine::get_clock();
     platform_.progress[r]->set_pstate(1);
+  }
 }
 
-void ComputeInterference::compute_end(int rank, bool comm_stream) {
+void ComputeInterference::compute_end(int rank) {
   if (!enabled())
     return;
   const auto r = static_cast<std::size_t>(rank);
-  if (comm_stream)
-    comm_stream_.end(r);
-  if (any_.end(r))
+  if (--busy_[r] == 0) {
+    busy_seconds_[r] += sg4::Engine::get_clock() - busy_since_[r];
     platform_.progress[r]->set_pstate(0);
+  }
 }
 
-ComputeInterference::Computed ComputeInterference::computed(int rank) const {
+double ComputeInterference::computed(int rank) const {
   const auto r = static_cast<std::size_t>(rank);
-  return {any_.total(r), comm_stream_.total(r)};
+  return busy_seconds_[r] + (busy_[r] > 0 ? sg4::Engine::get_clock() - busy_since_[r] : 0.0);
 }
 
-std::vector<ComputeInterference::Computed>
-ComputeInterference::snapshot(const std::vector<int>& members) const {
-  std::vector<Computed> at;
+std::vector<double> ComputeInterference::snapshot(const std::vector<int>& members) const {
+  std::vector<double> at;
   if (!enabled())
     return at;
   at.reserve(members.size());
@@ -68,26 +46,22 @@ ComputeInterference::snapshot(const std::vector<int>& members) const {
   return at;
 }
 
-void ComputeInterference::make_up(const std::vector<int>& members,
-                                  const std::vector<Computed>& since, double share) const {
-  // The communication stream's seconds lose its own share where that is the larger.
-  const double extra = std::max(0.0, comm_stream_share_ - share);
-  if (!enabled() || (share <= 0 && extra <= 0) || since.size() != members.size())
+void ComputeInterference::make_up(const std::vector<int>& members, const std::vector<double>& since,
+                                  double share) const {
+  if (!enabled() || share <= 0 || since.size() != members.size())
     return;
   double most = 0;
   int pacer = -1;
   for (std::size_t i = 0; i < members.size(); ++i) {
-    const Computed now = computed(members[i]);
-    const double lost =
-        share * (now.any - since[i].any) + extra * (now.comm_stream - since[i].comm_stream);
-    if (lost > most) {
-      most = lost;
+    const double overlap = computed(members[i]) - since[i];
+    if (overlap > most) {
+      most = overlap;
       pacer = members[i];
     }
   }
   // The progress host runs one "FLOP" per second when its GPU is idle.
   if (pacer >= 0)
-    sg4::this_actor::exec_init(most)
+    sg4::this_actor::exec_init(share * most)
         ->set_host(platform_.progress[static_cast<std::size_t>(pacer)])
         ->wait();
 }

@@ -142,7 +142,7 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
     sg4::this_actor::sleep_for(ctx_.scenario.cluster.gpu.compute_handoff_wait_s);
   if (flops > 0) {
     auto& slows_comm = ctx_.network.compute_interference();
-    slows_comm.compute_begin(rank_, stream == StreamKind::comm);
+    slows_comm.compute_begin(rank_);
     // Both streams computing share the GPU: the communication stream gets comm_stream_share of it
     // (SimGrid shares a host's speed by the executions' priorities, 1 for the compute stream).
     const double share = ctx_.scenario.cluster.gpu.comm_stream_share;
@@ -169,7 +169,7 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
     } else {
       execute(flops);
     }
-    slows_comm.compute_end(rank_, stream == StreamKind::comm);
+    slows_comm.compute_end(rank_);
   }
   TraceEvent e;
   e.start = start;

@@ -2,7 +2,6 @@
 // (1 - share) of its speed (sim/compute_interference.h; issue 30); and
 // cluster.gpu.collective_handoff_wait: the first collective a stream issues after it had to wait
 // for the other stream's signal starts that much later (sim/sim_worker.cpp). Pinned by hand.
-#include "hw/presets.h"
 #include "scenario/calibration.h"
 #include "sim/child_process.h"
 #include "sim/compute_interference.h"
@@ -11,10 +10,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
-#include <optional>
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
 
@@ -26,15 +23,11 @@ using testing::scenario_from;
 using testing::simulate;
 
 // On GPU 0 of a SimGrid platform at share 0.5, a transfer whose network part takes 10 ms runs
-// beside `compute_s` of compute that starts with it (on the communication stream where
-// `comm_stream_s` is set, at comm_stream_interference `comm_stream_share`, from its start);
-// returns when the transfer ends.
-double transfer_end(double compute_s, double kind_share = 0.5, double comm_stream_s = 0,
-                    double comm_stream_share = 0) {
+// beside `compute_s` of compute that starts with it; returns when the transfer ends.
+double transfer_end(double compute_s, double kind_share = 0.5) {
   auto cluster = testing::four_blocks_on_two_nodes(0, 1).cluster;
   cluster.gpu.compute_interference = 0.5;
-  cluster.gpu.comm_stream_interference = comm_stream_share;
-  sim::ChildProcess child([&cluster, compute_s, kind_share, comm_stream_s] {
+  sim::ChildProcess child([&cluster, compute_s, kind_share] {
     int argc = 1;
     char name[] = "interference";
     char* argv[] = {name, nullptr};
@@ -42,19 +35,13 @@ double transfer_end(double compute_s, double kind_share = 0.5, double comm_strea
     xbt_log_control_set("root.thres:critical");
     sim::configure_engine(engine, cluster);
     const auto platform = sim::build_platform(cluster);
-    sim::ComputeInterference interference(platform, cluster.gpu.any_compute_interference(),
-                                          cluster.gpu.comm_stream_interference);
+    sim::ComputeInterference interference(platform, cluster.gpu.any_compute_interference());
     double done = -1;
     auto* gpu = platform.gpus[0];
     sg4::Actor::create("compute", gpu, [&] {
       interference.compute_begin(0);
       sg4::this_actor::execute(gpu->get_speed() * compute_s);
       interference.compute_end(0);
-    });
-    sg4::Actor::create("comm stream", gpu, [&] {
-      interference.compute_begin(0, true);
-      sg4::this_actor::execute(gpu->get_speed() * comm_stream_s);
-      interference.compute_end(0, true);
     });
     sg4::Actor::create("comm", gpu, [&] {
       const std::vector<int> members{0, 1};
@@ -80,25 +67,6 @@ TEST(ComputeInterference, ATransferBesideComputeMakesUpTheProgressItLost) {
   // A kind measured at its own 0.25 makes up its own share: 2.5 ms after 10 ms beside compute.
   EXPECT_NEAR(transfer_end(0.010, 0.25), 0.0125, 1e-9);
   EXPECT_NEAR(transfer_end(0.010, 0.0), 0.010, 1e-9);
-}
-
-// cluster.gpu.comm_stream_interference: the communication stream's compute takes its own share.
-// A message (kind share 0, as a CPU's messages measured) beside 10 ms of the communication
-// stream's compute at 0.68 makes up 6.8 ms after it: 16.8 ms; beside the compute stream's,
-// nothing: 10 ms. The two streams share the GPU: beside 10 ms of work on each (both end at 20 ms)
-// the message loses the larger share of its 10 ms, 6.8 ms (not 6.8 + 0), made up at half speed
-// while the GPU computes (compute_interference 0.5): 5 ms of it by 20 ms, the other 1.8 ms after:
-// 21.8 ms. At kind share 0.5 beside 10 ms of compute and 4 ms of the communication stream's (both
-// at half speed until 8 ms, compute alone until 14 ms): 0.5 x 10 + (0.68 - 0.5) x 8 = 6.44 ms
-// lost, 2 of it made up by 14 ms: 18.44 ms; at a share below the kind's (0.3) only the kind's
-// 5 ms: 17 ms.
-TEST(ComputeInterference, TheCommunicationStreamsComputeTakesItsOwnShare) {
-  EXPECT_NEAR(transfer_end(0.0, 0.0, 0.010, 0.68), 0.0168, 1e-9);
-  EXPECT_NEAR(transfer_end(0.010, 0.0, 0.0, 0.68), 0.010, 1e-9);
-  EXPECT_NEAR(transfer_end(0.010, 0.0, 0.010, 0.68), 0.0218, 1e-9);
-  EXPECT_NEAR(transfer_end(0.010, 0.5, 0.004, 0.68), 0.01844, 1e-9);
-  EXPECT_NEAR(transfer_end(0.010, 0.5, 0.004, 0.3), 0.017, 1e-9);
-  EXPECT_NEAR(transfer_end(0.0, 0.0, 0.010, 0.0), 0.010, 1e-9);
 }
 
 // Two nodes of one 100 TFLOP/s GPU on a 10 GB/s, 10 us network; l1's 200 MB bucket all-reduces in
@@ -141,46 +109,23 @@ TEST(ComputeInterference, DdpsBucketBesideTheBackwardTakesLonger) {
   EXPECT_NEAR(bucket_all_reduce(slowed.trace), 0.030022, 1e-7);
 }
 
-// `key` of cluster.gpu: 0 by default, the scenario's where it sets one (above `too_large`: an
-// error), and a profile's (`field`), which a scenario that loads it uses; one out of range in a
-// profile is an error naming the key.
-void comes_from_the_scenario_or_a_profile(const std::string& key, double hw::GpuSpec::*gpu,
-                                          std::optional<double> scenario::Calibration::*field,
-                                          double too_large) {
-  EXPECT_EQ(scenario_from(scenario_text("")).cluster.gpu.*gpu, 0.0);
-  EXPECT_EQ(scenario_from(scenario_text(", " + key + ": 0.3")).cluster.gpu.*gpu, 0.3);
-  EXPECT_THROW(scenario_from(scenario_text(fmt::format(", {}: {}", key, too_large))),
-               std::runtime_error);
+TEST(ComputeInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
+  EXPECT_EQ(scenario_from(scenario_text("")).cluster.gpu.compute_interference, 0.0);
+  EXPECT_EQ(
+      scenario_from(scenario_text(", compute_interference: 0.3")).cluster.gpu.compute_interference,
+      0.3);
+  EXPECT_THROW(scenario_from(scenario_text(", compute_interference: 0.95")), std::runtime_error);
   scenario::Calibration c;
   c.model = "compute-interference";
   c.layers = {{"l0", 0.01, 0.02}, {"l1", 0.001, 0.002}};
-  c.*field = 0.375;
+  c.compute_interference = 0.375;
   const testing::ScratchDir dir;
   const auto path = dir / "interference.json";
   std::ofstream(path) << scenario::calibration_json(c);
-  EXPECT_EQ(scenario::read_calibration(path.string()).*field, 0.375);
+  EXPECT_EQ(scenario::read_calibration(path.string()).compute_interference, 0.375);
   auto with_profile = scenario_text("");
   with_profile.replace(with_profile.find("training:"), 0, "  profile: " + path.string() + "\n");
-  EXPECT_EQ(scenario_from(with_profile).cluster.gpu.*gpu, 0.375);
-  c.*field = 1.5;
-  std::ofstream(path) << scenario::calibration_json(c);
-  try {
-    scenario::read_calibration(path.string());
-    ADD_FAILURE() << "expected an error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(key + " is 1.5"), std::string::npos) << e.what();
-  }
-}
-
-TEST(ComputeInterference, ComesFromTheScenarioOrAMeasuredProfileAndIsBounded) {
-  comes_from_the_scenario_or_a_profile("compute_interference", &hw::GpuSpec::compute_interference,
-                                       &scenario::Calibration::compute_interference, 0.95);
-}
-
-TEST(ComputeInterference, TheCommunicationStreamsShareComesFromTheScenarioOrAProfile) {
-  comes_from_the_scenario_or_a_profile("comm_stream_interference",
-                                       &hw::GpuSpec::comm_stream_interference,
-                                       &scenario::Calibration::comm_stream_interference, 0.97);
+  EXPECT_EQ(scenario_from(with_profile).cluster.gpu.compute_interference, 0.375);
 }
 
 // GPU 0's all-reduces of step 1, in the order they started: {start, end}.

@@ -915,125 +915,6 @@ std::optional<double> measure_comm_stream_share(RealWorker& w, BufferId params, 
   return std::clamp(step_alone / expected_time(beside), 0.05, 0.95);
 }
 
-// The share of a message's speed the communication stream's compute takes (hw::GpuSpec's
-// comm_stream_interference), where the algorithms send messages (CDP updates a stage on its
-// communication stream while that stage's sums go out). Each rank sends its ring successor a
-// message and receives its predecessor's (as CDP's relays cross), alone, then again while this
-// thread, as the communication stream, runs the optimizer step over `step_params`, `step_grads`
-// and `step_state` (`step_alone` seconds alone); each repeat after a barrier, every rank alike. On
-// a CPU the compute thread is an idle thread that yields the core to a transfer
-// (compute_interference: 0.0-0.05 on loopback), but the communication thread is a normal one and
-// Gloo's loop a batch one that does not preempt it (validate/thread_policy.h): CDP on gpt-tiny
-// moved a 7.7 MB message in 5.1-5.7 ms beside a stage's update, 1.7 ms alone; the mlp's 0.3 MB in
-// 0.55-0.68 ms beside a 0.4 ms step, 0.2 ms alone, most of it after the step. The message is the
-// largest the algorithms send, cut to a third of the step alone; its receive counts from the last
-// member's start. What it lost per second of the step beside it, as the simulator charges it
-// (sim/compute_interference.h): (beside - alone) / the time the step ran during it, in [0, 0.95];
-// none where nothing ran beside. `scratch` holds n + 1 elements, `scratch_out` n.
-std::optional<double> measure_comm_stream_interference(RealWorker& w, const Group& world,
-                                                       BufferId scratch, BufferId scratch_out,
-                                                       std::int64_t n, const ProfileOptions& o,
-                                                       Slice step_params, Slice step_grads,
-                                                       Slice step_state, double step_alone) {
-  std::int64_t elements = 0;
-  for (const auto& [size, calls] : o.issued)
-    if (size.op == "send_recv")
-      elements = std::max(elements, static_cast<std::int64_t>(std::llround(size.bytes / 4)));
-  elements = std::min(elements, n);
-  if (world.size() < 2 || elements < 1 || step_alone <= 0)
-    return std::nullopt;
-  const int me = world.index_of(w.rank()), size = world.size();
-  const auto step = [&](int r) {
-    w.optimizer_step(OptimizerStep{.params = step_params,
-                                   .grads = step_grads,
-                                   .state = step_state,
-                                   .grad_scale = 1e-6,
-                                   .step = 6000 + r});
-  };
-  // One repeat: the message both ways, beside the step or not; its receive's event and start.
-  const auto message = [&](bool beside, int r) {
-    CollectiveCall send, recv;
-    send.op = CollectiveOp::send;
-    recv.op = CollectiveOp::recv;
-    send.group = recv.group = &world;
-    send.peer = world.ranks[static_cast<std::size_t>((me + 1) % size)];
-    recv.peer = world.ranks[static_cast<std::size_t>((me + size - 1) % size)];
-    send.tag = recv.tag = 11;
-    send.data = Slice{scratch, 0, elements};
-    recv.data = Slice{scratch_out, 0, elements};
-    send.name = "comm stream interference (send)";
-    recv.name = "comm stream interference";
-    barrier(w, world);
-    CommHandle sending = w.start(send);
-    CommHandle receiving = w.start(recv);
-    if (beside)
-      step(r);
-    w.wait(sending);
-    w.wait(receiving);
-  };
-  // Each timed receive from the last member's start, and how long this rank's step ran meanwhile.
-  struct Timed {
-    std::vector<double> took;
-    std::vector<double> overlap;
-  };
-  const auto timed = [&](bool beside, int repeats) {
-    const std::size_t from = w.trace().events.size();
-    for (int r = 0; r <= repeats; ++r) // the first untimed
-      message(beside, r);
-    const Trace& t = w.trace();
-    std::vector<std::size_t> received;
-    std::vector<double> starts;
-    std::vector<std::pair<double, double>> steps;
-    double send_start = 0;
-    for (std::size_t i = from; i < t.events.size(); ++i) {
-      const std::string& name = t.name_of(t.events[i].name);
-      if (name == "comm stream interference (send)")
-        send_start = t.events[i].start;
-      else if (name == "comm stream interference") {
-        received.push_back(i);
-        starts.push_back(std::min(t.events[i].start, send_start));
-      } else if (t.events[i].category == OpCategory::optimizer)
-        steps.emplace_back(t.events[i].start, t.events[i].end);
-    }
-    const auto last = last_member_starts(w, world, starts);
-    Timed out;
-    for (std::size_t k = 1; k < received.size(); ++k) {
-      const auto& e = t.events[received[k]];
-      const double start = std::clamp(last[k], e.start, e.end);
-      out.took.push_back(e.end - start);
-      out.overlap.push_back(k < steps.size() ? std::max(0.0, std::min(e.end, steps[k].second) -
-                                                                 std::max(start, steps[k].first))
-                                             : 0.0);
-    }
-    return out;
-  };
-  w.enter(StreamKind::comm);
-  step(0); // first touches
-  const int repeats = std::max(o.repeats, 5);
-  // The size first (over an emulated 100 Mbit/s link the largest message takes most of a second),
-  // rank 0's cut on every rank: each must send what the other receives.
-  const auto sizing = timed(false, 1);
-  const double fits = step_alone / 3;
-  const double first = sizing.took.empty() ? 0 : sizing.took.front();
-  const std::vector<double> cut{
-      first > fits ? std::max(1.0, std::floor(static_cast<double>(elements) * fits / first))
-                   : static_cast<double>(elements)};
-  elements = static_cast<std::int64_t>(
-      all_gathered(w, world, cut, "comm stream interference size").front());
-  const auto alone = timed(false, repeats);
-  // Rank 0's count on every rank, as for every collective measurement.
-  const int beside_repeats =
-      std::max(repeats, agreed_repeats(w, world, o, step_alone, Slice{scratch, n, 1}));
-  const auto beside = timed(true, beside_repeats);
-  w.enter(StreamKind::compute);
-  if (alone.took.empty() || beside.took.empty())
-    return std::nullopt;
-  const double overlap = expected_time(beside.overlap);
-  if (overlap <= 0)
-    return std::nullopt;
-  return std::clamp((expected_time(beside.took) - expected_time(alone.took)) / overlap, 0.0, 0.95);
-}
-
 // Each replicator phase the algorithms run (o.issued_replicator_phases; DeMo's and FlexDeMo's
 // encode and decode + update), timed as a step runs them: a Replicator over one piece of buffers of
 // its own encodes, exchanges over the world group where the use's group is the world (the same
@@ -1540,10 +1421,6 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   cal.compute_handoff_wait_s = handoff.compute;
   cal.comm_stream_share =
       measure_comm_stream_share(w, params, grads, n, layers, o, expected_time(d[optimizer_step]));
-  if (messages)
-    cal.comm_stream_interference = measure_comm_stream_interference(
-        w, topo.world(), scratch, scratch_out, n, o, Slice{params, 0, n}, Slice{grads, 0, n},
-        Slice{state, 0, n}, expected_time(d[optimizer_step]));
   return cal;
 }
 

@@ -689,26 +689,16 @@ TEST(Validate, CdpRunsForRealAndV2TracksDdp) {
   // CDP sends messages: the profile measured their own shares beside compute, and the prediction
   // ran with them.
   std::ifstream profile_in(dir / "profile.json");
-  const auto model = nlohmann::json::parse(profile_in)["model"];
-  const auto shares = model["interference_by_op"]["send_recv"];
+  const auto shares = nlohmann::json::parse(profile_in)["model"]["interference_by_op"]["send_recv"];
   std::ifstream summary_in(dir / "summary.json");
-  const auto gpu = nlohmann::json::parse(summary_in)["scenario"]["cluster"]["gpu"];
-  const auto predicted = gpu["interference_by_op"]["send_recv"];
+  const auto predicted = nlohmann::json::parse(
+      summary_in)["scenario"]["cluster"]["gpu"]["interference_by_op"]["send_recv"];
   for (const char* k : {"comm_interference", "compute_interference"}) {
     ASSERT_TRUE(shares.contains(k)) << k;
     EXPECT_GE(shares[k].get<double>(), 0.0) << k;
     EXPECT_LE(shares[k].get<double>(), 0.9) << k;
     EXPECT_DOUBLE_EQ(predicted[k].get<double>(), shares[k].get<double>()) << k;
   }
-  // And what a message loses beside the communication stream's compute (CDP's updates).
-  ASSERT_TRUE(model.contains("comm_stream_interference"));
-  const double beside = model["comm_stream_interference"].get<double>();
-  EXPECT_GE(beside, 0.0);
-  EXPECT_LE(beside, 0.95);
-  if (beside > 0)
-    EXPECT_DOUBLE_EQ(gpu["comm_stream_interference"].get<double>(), beside);
-  else
-    EXPECT_FALSE(gpu.contains("comm_stream_interference"));
 }
 
 // gpt-tiny end to end: the GPT-style decoder trains for real under DDP, ACCO and CDP-v2 (the
