@@ -17,6 +17,7 @@
 #include "runtime/runtime.h"
 #include "validate/real_optimizer.h"
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
 
@@ -49,15 +50,29 @@ private:
   struct BufferState {
     torch::Tensor master, m, v;
     std::map<std::int64_t, Segment> segments;
+    int in_flight = 0; // steps applying their arithmetic outside the lock
     std::int64_t size() const { return master.defined() ? master.numel() : 0; }
   };
 
-  BufferState& prepare(Slice state, const torch::Tensor& like);
+  // Under `lock` (on mutex_), which it may release while the buffer's steps in flight finish
+  // (before its tensors grow).
+  BufferState& prepare(Slice state, const torch::Tensor& like, std::unique_lock<std::mutex>& lock);
+  // Under `lock`: until no step of `b` is in flight.
+  void wait_idle(BufferState& b, std::unique_lock<std::mutex>& lock);
   static void split(BufferState& b, std::int64_t at);
   static void merge(BufferState& b);
 
   OptimizerConfig config_;
-  std::mutex mutex_; // the compute stream steps while the communication stream reloads
+  // Both streams step and reload (CDP steps its own stage on the compute stream and its
+  // neighbour's on the communication stream; DiLoCo reloads). The bookkeeping (segments, a
+  // buffer's tensors growing) holds the lock; the arithmetic runs outside it, so that steps of
+  // different elements run at once, as two CUDA streams' updates or two threads' in a framework
+  // do. A buffer's tensors grow, and a reload writes, only once none of its steps is in flight.
+  // Under one lock held through the arithmetic, CDP's 640-parameter update on the communication
+  // stream waited for the other stage's 10-20 ms update on a CPU (7.7-11.5 ms in the run, 0.1-0.2
+  // ms alone); under a reader-writer lock its bookkeeping still waited (2-3.5 ms).
+  std::mutex mutex_;
+  std::condition_variable idle_; // a buffer's steps in flight finished
   std::map<BufferId, BufferState> buffers_;
 };
 

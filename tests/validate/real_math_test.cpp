@@ -12,6 +12,7 @@
 #include "validate/shard_layout.h"
 
 #include <gtest/gtest.h>
+#include <thread>
 
 #include <cmath>
 #include <numbers>
@@ -184,6 +185,43 @@ TEST(OptimizerStore, ReloadedMasterIsWhereTheNextStepStarts) {
   store.step(Slice{3, 0, 2}, params, torch::tensor({1.0f, 1.0f}), params, true);
   EXPECT_NEAR(params[0].item<double>(), 0.5 - 0.5, 1e-7); // not reloaded: from its master 0.5
   EXPECT_NEAR(params[1].item<double>(), 4.0 - 0.5, 1e-7); // reloaded: from 4
+}
+
+// CDP steps its own stage on the compute stream while the communication stream steps its
+// neighbour's: two threads stepping disjoint slices of one state buffer, the second slice past the
+// first (its first steps grow the buffer's tensors under the other's arithmetic), give what the
+// same steps one after the other give, element by element, and the step counts stay each
+// element's (AdamW's bias correction: a wrong count moves the result).
+TEST(OptimizerStore, StepsOfDisjointSlicesOnTwoThreadsMatchOneAfterTheOther) {
+  OptimizerConfig c;
+  c.lr = 0.01;
+  c.weight_decay = 0.01;
+  constexpr std::int64_t kHalf = 20000;
+  constexpr int kSteps = 30;
+  const auto grads = torch::linspace(-1.0, 1.0, 2 * kHalf);
+  const auto start = torch::linspace(2.0, -2.0, 2 * kHalf);
+  auto run = [&](bool threads) {
+    OptimizerStore store(c);
+    auto params = start.clone();
+    auto half = [&](std::int64_t first) {
+      for (int k = 0; k < kSteps; ++k) {
+        auto p = params.narrow(0, first, kHalf);
+        store.step(Slice{5, first, kHalf}, p, grads.narrow(0, first, kHalf) * (k + 1), p, true);
+      }
+    };
+    if (threads) {
+      std::thread other([&] { half(kHalf); });
+      half(0);
+      other.join();
+    } else {
+      half(0);
+      half(kHalf);
+    }
+    return params;
+  };
+  const auto together = run(true), apart = run(false);
+  EXPECT_TRUE(torch::equal(together, apart));
+  EXPECT_FALSE(torch::equal(together, start)); // the steps moved them
 }
 
 // DiLoCo's outer step by hand over two periods (lr 0.7, mu 0.9): Delta = 1 - 0.8 = 0.2,
