@@ -18,8 +18,11 @@ using nlohmann::json;
 
 json link_json(const LinkFit& f) {
   json points = json::array();
-  for (const auto& p : f.points)
+  for (const auto& p : f.points) {
     points.push_back({{"bytes", p.bytes}, {"seconds", p.seconds}});
+    if (p.last_caller_lag_s > 0)
+      points.back()["last_caller_lag_s"] = p.last_caller_lag_s;
+  }
   json out{{"op", f.op},
            {"ranks", f.ranks},
            {"latency_s", f.latency_s},
@@ -63,8 +66,16 @@ LinkFit read_link(const json& j, const std::string& where) {
           fmt::format("{}: 'reverse_busy_s' must be at most 10 (seconds)", where));
   }
   if (j.contains("points"))
-    for (const auto& p : j.at("points"))
+    for (const auto& p : j.at("points")) {
       f.points.push_back(SizeTime{p.value("bytes", 0.0), p.value("seconds", 0.0)});
+      if (p.contains("last_caller_lag_s")) {
+        const std::string at = fmt::format("{}: point {}", where, f.points.size());
+        f.points.back().last_caller_lag_s = positive(p, "last_caller_lag_s", at, true);
+        if (f.points.back().last_caller_lag_s > 10)
+          throw std::runtime_error(
+              fmt::format("{}: 'last_caller_lag_s' must be at most 10 (seconds)", at));
+      }
+    }
   return f;
 }
 
@@ -473,6 +484,10 @@ BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op) {
     }
     m.table.emplace_back(p.bytes, mapped);
   }
+  for (const auto& p : points)
+    if (p.last_caller_lag_s > 0 &&
+        (m.last_caller_lags.empty() || p.bytes > m.last_caller_lags.back().first))
+      m.last_caller_lags.emplace_back(p.bytes, p.last_caller_lag_s);
   return m;
 }
 
@@ -519,6 +534,20 @@ double BytesMap::bytes_for(double array_bytes, int group_size) const {
   if (array_bytes >= table.back().first)
     return table.back().second + scale * (array_bytes - table.back().first);
   const auto hi = std::lower_bound(table.begin(), table.end(), array_bytes,
+                                   [](const auto& p, double s) { return p.first < s; });
+  const auto lo = std::prev(hi);
+  const double f = (array_bytes - lo->first) / (hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
+}
+
+double BytesMap::last_caller_lag_for(double array_bytes, int group_size) const {
+  if (last_caller_lags.empty() || group_size != ranks)
+    return 0;
+  if (array_bytes <= last_caller_lags.front().first)
+    return last_caller_lags.front().second;
+  if (array_bytes >= last_caller_lags.back().first)
+    return last_caller_lags.back().second;
+  const auto hi = std::lower_bound(last_caller_lags.begin(), last_caller_lags.end(), array_bytes,
                                    [](const auto& p, double s) { return p.first < s; });
   const auto lo = std::prev(hi);
   const double f = (array_bytes - lo->first) / (hi->first - lo->first);

@@ -112,7 +112,8 @@ private:
     double bytes;
   };
   // The last rank to arrive sleeps `wait`, runs the flows `make_flows` lists (called by that rank
-  // only: building the list costs O(N)) and releases the others when they have all ended.
+  // only: building the list costs O(N)) and releases the others when they have all ended; it
+  // leaves itself the op's last caller's lag later (last_caller_lags_), where one was measured.
   void fused(const Scope& s, double wait, const std::function<std::vector<Flow>()>& make_flows);
   // The same, where the wait follows from the flows too: `plan` (called by the last rank only)
   // returns both. Every rank building them made an N-rank collective cost O(N^2).
@@ -206,6 +207,10 @@ private:
   // Per (group, NVLS inside nodes): each member's tree all-reduce bytes by link class, as shares.
   std::map<std::pair<int, bool>, std::vector<std::array<double, 3>>> tree_shares_;
   std::map<std::tuple<int, std::int64_t, int>, std::shared_ptr<Instance>> instances_;
+  // Calibrated ops whose last caller ends after the others (scenario::SizeTime::last_caller_lag_s),
+  // by instance key: set by every member before it joins, read by the last to arrive, dropped as
+  // they leave.
+  std::map<std::tuple<int, std::int64_t, int>, double> last_caller_lags_;
   // Messages: how many each side has posted per (group, tag, src, dst), and the open meetings.
   using PairKey = std::tuple<int, int, int, int>;
   std::map<PairKey, std::int64_t> sends_posted_, recvs_posted_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 namespace overlapsim::real {
 
@@ -15,6 +16,49 @@ double expected_time(std::vector<double> seconds) {
   for (const double s : seconds)
     total += s;
   return total / static_cast<double>(seconds.size());
+}
+
+namespace {
+std::size_t common_repeats(const std::vector<std::vector<double>>& per_member) {
+  if (per_member.empty())
+    return 0;
+  std::size_t repeats = per_member.front().size();
+  for (const auto& m : per_member)
+    repeats = std::min(repeats, m.size());
+  return repeats;
+}
+} // namespace
+
+double first_end_time(const std::vector<std::vector<double>>& durations) {
+  std::vector<double> first;
+  for (std::size_t r = 0; r < common_repeats(durations); ++r) {
+    double lo = durations.front()[r];
+    for (const auto& d : durations)
+      lo = std::min(lo, d[r]);
+    first.push_back(lo);
+  }
+  return expected_time(std::move(first));
+}
+
+double last_caller_lag(const std::vector<std::vector<double>>& ends) {
+  const std::size_t n = ends.size();
+  const std::size_t repeats = common_repeats(ends);
+  if (n < 2 || repeats == 0)
+    return 0;
+  std::vector<double> lags;
+  for (std::size_t r = 0; r < repeats; ++r) {
+    const std::size_t late = r % n;
+    double others = std::numeric_limits<double>::infinity();
+    for (std::size_t m = 0; m < n; ++m)
+      if (m != late)
+        others = std::min(others, ends[m][r]);
+    if (!(ends[late][r] > others))
+      return 0;
+    lags.push_back(ends[late][r] - others);
+  }
+  std::sort(lags.begin(), lags.end());
+  const std::size_t mid = lags.size() / 2;
+  return lags.size() % 2 == 1 ? lags[mid] : (lags[mid - 1] + lags[mid]) / 2;
 }
 
 std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes, std::string_view op,

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
@@ -125,11 +126,36 @@ template <class Op> void one_rank_at_a_time(RealWorker& w, const Group& world, O
   }
 }
 
+// Every member's `mine` (as many values on each), gathered through `buffer` and `out`:
+// [member][value].
+std::vector<std::vector<double>> members_values(RealWorker& w, const Group& group, BufferId buffer,
+                                                BufferId out, const std::vector<double>& mine) {
+  const int n = group.size();
+  const auto count = static_cast<std::int64_t>(mine.size());
+  const Slice slot = shard(buffer, count * n, group.index_of(w.rank()), n);
+  for (std::int64_t r = 0; r < count; ++r)
+    w.fill(Slice{buffer, slot.offset + r, 1}, mine[static_cast<std::size_t>(r)]);
+  CollectiveCall gather;
+  gather.op = CollectiveOp::all_gather;
+  gather.group = &group;
+  gather.name = "profile member times";
+  gather.data = slot;
+  gather.out = Slice{out, 0, count * n};
+  w.run(gather);
+  const auto all = w.tensor(gather.out).to(torch::kCPU, torch::kDouble).contiguous();
+  const double* v = all.data_ptr<double>();
+  std::vector<std::vector<double>> values(static_cast<std::size_t>(n));
+  for (int j = 0; j < n; ++j)
+    values[static_cast<std::size_t>(j)].assign(v + j * count, v + (j + 1) * count);
+  return values;
+}
+
 // Times a collective over `group` at the sizes of sweep_sizes, rank-synchronised by a barrier
-// before every repeat; returns the expected time per size as this rank saw it. A group of one
-// has nobody to wait for: its repeats run back to back, as a run issues one bucket's after the
-// last. `in_place`: reduce-scatter and all-gather write into `buffer` itself (the shard at the
-// rank's place), as ZeRO-1 does; else into `out`.
+// before every repeat; returns per size the expected time until the first member finished and,
+// over a group, the lag of the member that calls last (last_caller_lag; every member returns
+// the same). A group of one has nobody to wait for: its repeats run back to back, as a run
+// issues one bucket's after the last. `in_place`: reduce-scatter and all-gather write into `buffer`
+// itself (the shard at the rank's place), as ZeRO-1 does; else into `out`.
 std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferId buffer,
                                       BufferId out, const ProfileOptions& o, double max_bytes,
                                       CollectiveOp op, bool in_place = false) {
@@ -137,22 +163,22 @@ std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferI
   for (const double bytes : sweep_sizes(o, max_bytes, calibration_op_name(op), group.size())) {
     const auto elements = std::max<std::int64_t>(group.size(), std::llround(bytes / 4));
     const int me = group.index_of(w.rank());
+    CollectiveCall ar;
+    ar.op = op;
+    ar.group = &group;
+    ar.name = "profile";
+    // Sizes are the full array, as nccl-tests reports them.
+    const Slice mine = shard(buffer, elements, me, group.size());
+    ar.data = op == CollectiveOp::all_gather ? mine : Slice{buffer, 0, elements};
+    if (op == CollectiveOp::all_gather)
+      ar.out = Slice{in_place ? buffer : out, 0, elements};
+    if (op == CollectiveOp::reduce_scatter)
+      ar.out = in_place ? mine : Slice{out, 0, mine.count};
     std::vector<double> times;
     int repeats = 0;
     for (int r = -1; r < repeats; ++r) { // one untimed warm-up, which sets the count
       if (group.size() > 1)
         barrier(w, group);
-      CollectiveCall ar;
-      ar.op = op;
-      ar.group = &group;
-      ar.name = "profile";
-      // Sizes are the full array, as nccl-tests reports them.
-      const Slice mine = shard(buffer, elements, me, group.size());
-      ar.data = op == CollectiveOp::all_gather ? mine : Slice{buffer, 0, elements};
-      if (op == CollectiveOp::all_gather)
-        ar.out = Slice{in_place ? buffer : out, 0, elements};
-      if (op == CollectiveOp::reduce_scatter)
-        ar.out = in_place ? mine : Slice{out, 0, mine.count};
       const std::size_t before = w.trace().events.size();
       w.run(ar);
       const auto& e = w.trace().events[before];
@@ -161,7 +187,31 @@ std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferI
       else
         repeats = agreed_repeats(w, group, o, e.end - e.start, Slice{out, 0, 1});
     }
-    points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4, expected_time(times)});
+    if (group.size() < 2) {
+      points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4, expected_time(times)});
+      continue;
+    }
+    // The lag probe: each member in turn calls a twentieth of the op's time (at least 1 ms)
+    // after the others; every member's end after the barrier.
+    const double late_by = std::max(1e-3, expected_time(times) / 20);
+    std::vector<double> values = times;
+    for (int k = 0; k < kLastCallerRounds * group.size(); ++k) {
+      barrier(w, group);
+      const double after_barrier = w.trace().events.back().end;
+      if (k % group.size() == me)
+        std::this_thread::sleep_for(std::chrono::duration<double>(late_by));
+      const std::size_t before = w.trace().events.size();
+      w.run(ar);
+      values.push_back(w.trace().events[before].end - after_barrier);
+    }
+    const auto all = members_values(w, group, buffer, out, values);
+    std::vector<std::vector<double>> durations, ends;
+    for (const auto& m : all) {
+      durations.emplace_back(m.begin(), m.begin() + repeats);
+      ends.emplace_back(m.begin() + repeats, m.end());
+    }
+    points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4,
+                                        first_end_time(durations), last_caller_lag(ends)});
   }
   return points;
 }

@@ -24,6 +24,28 @@ TEST(ProfileStatistics, ExpectedTimeDropsTheSlowestFivePercent) {
   EXPECT_EQ(expected_time({}), 0);
 }
 
+TEST(ProfileStatistics, FirstEndTimeTakesEachRepeatsFastestMember) {
+  // Two members, three repeats: the fastest 10, 11 and 12 ms.
+  EXPECT_DOUBLE_EQ(first_end_time({{10e-3, 18e-3, 12e-3}, {12e-3, 11e-3, 13e-3}}), 11e-3);
+  EXPECT_DOUBLE_EQ(first_end_time({{4e-3, 6e-3}}), 5e-3);         // one member: its own
+  EXPECT_DOUBLE_EQ(first_end_time({{1e-3, 9e-3}, {3e-3}}), 1e-3); // cut to the shortest
+  EXPECT_EQ(first_end_time({}), 0);
+}
+
+TEST(ProfileStatistics, TheLastCallersLagIsTheMedianWhereTheLateMemberAlwaysEndsLast) {
+  // Member 0 late in repeats 0 and 2, member 1 in 1 and 3: the late one ends 6, 5, 7 and 9 ms
+  // after the other; the median, 6.5 ms.
+  EXPECT_DOUBLE_EQ(last_caller_lag({{20e-3, 12e-3, 25e-3, 10e-3}, {14e-3, 17e-3, 18e-3, 19e-3}}),
+                   6.5e-3);
+  // An end that falls either way (the late member first in repeat 1): no lag.
+  EXPECT_EQ(last_caller_lag({{20e-3, 12e-3}, {14e-3, 10e-3}}), 0);
+  // Three members: repeat k's late member against the earliest of the other two (6, 7, 8 ms).
+  EXPECT_DOUBLE_EQ(last_caller_lag({{9e-3, 1e-3, 2e-3}, {3e-3, 8e-3, 4e-3}, {5e-3, 6e-3, 10e-3}}),
+                   7e-3);
+  EXPECT_EQ(last_caller_lag({{1e-3, 2e-3}}), 0); // one member
+  EXPECT_EQ(last_caller_lag({{}, {}}), 0);
+}
+
 TEST(ProfileStatistics, RepeatsCoverTheTimeBudgetWithinBounds) {
   ProfileOptions o;                       // at least 5, 0.25 s, at most 200
   EXPECT_EQ(repeats_for(o, 0.3), 5);      // a GPU model's step: the minimum
