@@ -636,20 +636,43 @@ def with_nan(row):
     return row
 
 
-def plot_predicted_vs_measured(out, scenario):
+def finite(value):
+    """A number that is not null, NaN or infinite."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def percent(error):
+    """A relative error as the tables print it; "n/a" where it is null (measured 0)."""
+    return f"{100 * error:+.1f}%" if finite(error) else "n/a"
+
+
+def load_comparison(out):
+    """DIR/comparison.json, or None where validate wrote none."""
     path = os.path.join(out, "comparison.json")
     if not os.path.exists(path):
-        return
+        return None
     with open(path) as f:
-        rows = json.load(f)["rows"]
+        return json.load(f)
+
+
+def plot_predicted_vs_measured(out, scenario):
+    comparison = load_comparison(out)
+    if comparison is None:
+        return
+    # A null value (NaN in the run) has no point; a null error (measured 0) is labelled n/a.
+    rows = [r for r in comparison["rows"] if finite(r.get("predicted"))
+            and finite(r.get("measured"))]
     metrics = sorted({r["metric"] for r in rows})
+    if not metrics:
+        return
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.5 * len(metrics), 4.5), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         pts = [r for r in rows if r["metric"] == metric]
         for r in pts:
             ax.scatter(r["measured"], r["predicted"], color=algorithm_colour(r["algorithm"]),
                        label=r["algorithm"])
-            ax.annotate(f"{r['algorithm']} {100 * r['relative_error']:+.1f}%",
+            ax.annotate(f"{r['algorithm']} {percent(r.get('relative_error'))}",
                         (r["measured"], r["predicted"]), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
         hi = max([max(r["measured"], r["predicted"]) for r in pts] + [1e-12]) * 1.1
@@ -663,6 +686,61 @@ def plot_predicted_vs_measured(out, scenario):
     fig.suptitle(f"{scenario}: predicted vs measured")
     fig.tight_layout()
     save(fig, os.path.join(out, "predicted-vs-measured.png"))
+
+
+def op_label(op, names):
+    """The op's name as validate's per-op table prints it: the stream where both run the kind."""
+    both = names.count(op["op"]) > 1
+    return f"{op['op']} ({op['stream']})" if both else op["op"]
+
+
+def plot_ops_predicted_vs_measured(out, scenario):
+    """validate's per-op table drawn (issue 30.4): per algorithm, each op's time per step per
+    worker predicted and measured, labelled with the error of its typical (median) instance, so a
+    reader sees which op an iteration-time error comes from."""
+    comparison = load_comparison(out)
+    if comparison is None or not comparison.get("ops"):
+        return
+    by_algorithm = {}
+    for op in comparison["ops"]:
+        by_algorithm.setdefault(op["algorithm"], []).append(op)
+
+    def per_step(side):
+        value = side.get("per_step_s") if isinstance(side, dict) else None
+        return 1e3 * value if finite(value) else 0.0
+
+    algorithms = list(by_algorithm)
+    heights = [max(1.6, 0.32 * len(by_algorithm[a]) + 0.9) for a in algorithms]
+    fig, axes = plt.subplots(len(algorithms), 1, figsize=(9, sum(heights)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for ax, algorithm in zip(axes[:, 0], algorithms):
+        # Largest time per step on top: where the step's time goes.
+        ops = sorted(by_algorithm[algorithm],
+                     key=lambda o: -max(per_step(o["predicted"]), per_step(o["measured"])))
+        names = [o["op"] for o in ops]
+        y = list(range(len(ops)))[::-1]
+        predicted = [per_step(o["predicted"]) for o in ops]
+        measured = [per_step(o["measured"]) for o in ops]
+        ax.barh([v + 0.2 for v in y], predicted, height=0.4, color=algorithm_colour(algorithm),
+                label="predicted")
+        ax.barh([v - 0.2 for v in y], measured, height=0.4, color="#777777", label="measured")
+        hi = max(predicted + measured + [1e-9])
+        for v, o, p, m in zip(y, ops, predicted, measured):
+            note = ("only predicted" if o["measured"] is None else
+                    "only measured" if o["predicted"] is None else
+                    f"typical op {percent(o.get('median_error'))}, "
+                    f"per step {percent(o.get('per_step_error'))}")
+            ax.annotate(note, (max(p, m), v), fontsize=7, xytext=(4, -3),
+                        textcoords="offset points")
+        ax.set_yticks(y)
+        ax.set_yticklabels([op_label(o, names) for o in ops], fontsize=8)
+        ax.set_xlim(0, hi * 1.6)
+        ax.set_xlabel("ms per step per worker")
+        ax.set_title(algorithm, fontsize=10)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"{scenario}: each op, predicted vs measured")
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / sum(heights)))  # the title above the first panel
+    save(fig, os.path.join(out, "ops-predicted-vs-measured.png"))
 
 
 def main(argv):
@@ -734,6 +812,7 @@ def main(argv):
         attempt("memory", plot_memory, out, results, predicted, scenario)
     attempt("sweep", plot_sweep, out, summary, scenario)
     attempt("predicted-vs-measured", plot_predicted_vs_measured, out, scenario)
+    attempt("ops-predicted-vs-measured", plot_ops_predicted_vs_measured, out, scenario)
     attempt("loss", plot_loss, out, summary, scenario)
     return 1 if failed else 0
 

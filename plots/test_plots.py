@@ -162,6 +162,51 @@ class PlotsTest(unittest.TestCase):
             for name in ["sweep-speedup.png", "sweep-iteration-time.png", "predicted-vs-measured.png"]:
                 self.assertTrue(is_png(os.path.join(d, name)), name)
 
+    def test_null_comparison_errors_are_na_not_a_failure(self):
+        # CDP-v2 validated alone (2026-11-27): its measured exposed communication and a speedup
+        # without a measured DDP read 0, their relative errors null; `100 * None` failed the plot
+        # and validate published nothing.
+        with tempfile.TemporaryDirectory() as d:
+            make_straggler_dir(d, gpus=2, per_node=2, straggler=1, measured=True)
+            rows = [{"algorithm": "ddp", "metric": "iteration_time_s", "predicted": 1.0,
+                     "measured": 1.1, "relative_error": -0.09},
+                    {"algorithm": "ddp", "metric": "exposed_comm_s", "predicted": 0.2,
+                     "measured": 0.0, "relative_error": None},
+                    {"algorithm": "ddp", "metric": "forward_backward_s", "predicted": None,
+                     "measured": 0.3, "relative_error": None}]
+            ops = [{"algorithm": "ddp", "op": "forward", "stream": "compute",
+                    "predicted": {"count_per_step": 1, "median_s": 0.04, "per_step_s": 0.04},
+                    "measured": {"count_per_step": 1, "median_s": 0.05, "per_step_s": 0.05},
+                    "median_error": -0.2, "per_step_error": -0.2},
+                   {"algorithm": "ddp", "op": "optimizer step", "stream": "compute",
+                    "predicted": {"count_per_step": 1, "median_s": 0.01, "per_step_s": 0.01},
+                    "measured": {"count_per_step": 1, "median_s": 0.0, "per_step_s": 0.0},
+                    "median_error": None, "per_step_error": None},
+                   {"algorithm": "ddp", "op": "optimizer step", "stream": "comm",
+                    "predicted": None,
+                    "measured": {"count_per_step": 1, "median_s": 0.002, "per_step_s": 0.002},
+                    "median_error": None, "per_step_error": None}]
+            with open(os.path.join(d, "comparison.json"), "w") as f:
+                json.dump({"rows": rows, "ops": ops}, f)
+            figures = self.draw(d, "predicted-vs-measured,ops-predicted-vs-measured")
+            notes = [t.get_text() for ax in figures["predicted-vs-measured.png"].axes
+                     for t in ax.texts]
+            self.assertIn("ddp n/a", notes)
+            self.assertIn("ddp -9.0%", notes)
+            self.assertEqual(len(figures["predicted-vs-measured.png"].axes), 2)  # no null point
+            ops_ax = figures["ops-predicted-vs-measured.png"].axes[0]
+            self.assertEqual(ops_ax.get_title(), "ddp")
+            # Largest time per step on top; a kind both streams run is named by its stream.
+            self.assertEqual([t.get_text() for t in ops_ax.get_yticklabels()],
+                             ["forward", "optimizer step (compute)", "optimizer step (comm)"])
+            op_notes = [t.get_text() for t in ops_ax.texts]
+            self.assertIn("typical op -20.0%, per step -20.0%", op_notes)
+            self.assertIn("typical op n/a, per step n/a", op_notes)
+            self.assertIn("only measured", op_notes)
+            # Predicted 40 ms, measured 50 ms a step: the bars' lengths.
+            widths = sorted(round(b.get_width(), 6) for b in ops_ax.patches)
+            self.assertEqual(widths, [0.0, 0.0, 2.0, 10.0, 40.0, 50.0])
+
     def test_sweep_axes_go_logarithmic_over_decades(self):
         # Issue 15.18: speedups from 0.5x to 60.9x on a linear axis.
         sys.path.insert(0, HERE)

@@ -27,6 +27,7 @@ TEST(Comparison, MetricsOpsAndAWarningPastFifteenPercent) {
   const std::vector<SummaryRow> predicted = {row("ddp", 0.10, 32)};
   auto measured = std::vector<SummaryRow>{row("ddp", 0.12, 32)};
   measured[0].metrics.step_times_s = {0.11, 0.13};
+  measured[0].speedup_vs_ddp = 1; // DDP ran: its own reference
   // One worker, one forward a step: 40 ms predicted, 50 ms measured.
   Trace p, m;
   p.workers = m.workers = 1;
@@ -63,6 +64,23 @@ TEST(Comparison, MetricsOpsAndAWarningPastFifteenPercent) {
   // Both zero: no error; only the measurement zero: no relative error (null).
   EXPECT_EQ(relative_error(0, 0), 0);
   EXPECT_TRUE(std::isnan(relative_error(1, 0)));
+}
+
+TEST(Comparison, NoSpeedupRowWithoutAMeasuredDdp) {
+  // CDP-v2 validated alone: the simulator's speedup against its own DDP (1.04) has no measured
+  // counterpart (the run's reads 0); a row of 1.04 against 0 once made the plot fail and nothing
+  // was published.
+  auto predicted = std::vector<SummaryRow>{row("cdp-v2", 0.10, 32)};
+  predicted[0].speedup_vs_ddp = 1.04;
+  const std::vector<SummaryRow> measured = {row("cdp-v2", 0.11, 32)};
+  Trace p, m;
+  p.workers = m.workers = 1;
+  const auto c = compare_predicted_measured(predicted, measured, {&p}, {&m});
+  ASSERT_EQ(c.rows.size(), 5u);
+  for (const auto& r : c.rows)
+    EXPECT_NE(r["metric"], "speedup_vs_ddp");
+  EXPECT_THAT(c.csv, Not(HasSubstr("speedup_vs_ddp")));
+  EXPECT_THAT(c.table, Not(HasSubstr("speedup_vs_ddp")));
 }
 
 TEST(Comparison, AnOpKindBothStreamsRunIsTwoOpsNamedByTheirStream) {
