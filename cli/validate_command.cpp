@@ -143,6 +143,8 @@ scenario::Scenario real_scenario(const std::string& path, std::vector<std::strin
         path, s.model.preset.empty() ? s.model.spec.name : s.model.preset));
   const auto& real = real_algorithm_names();
   for (const auto& a : s.algorithms) {
+    if (find_algorithm(a.name) == nullptr)
+      (void)make_algorithm(a); // the registry's error: unknown, and the names it knows
     if (std::find(real.begin(), real.end(), a.name) == real.end())
       throw std::runtime_error(
           fmt::format("{}: algorithm '{}' is simulated only so far; validate runs: {}", a.where,

@@ -953,6 +953,13 @@ TEST(Validate, BadInputFailsBeforeAnyWorkerStarts) {
   EXPECT_THAT(r.output, HasSubstr("gpt-neo-125m"));
   EXPECT_THAT(r.output, HasSubstr("mlp and gpt-tiny"));
   EXPECT_FALSE(fs::exists(dir / "out"));
+  // A misspelt algorithm is unknown (with the names there are), not "simulated only so far".
+  r = overlapsim(fmt::format("validate {} --workers 2 --algorithms ddp,acc0 --out {}",
+                             write_scenario(dir, kMlp).string(), (dir / "out").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("unknown algorithm 'acc0'; expected one of: acco, acco-wp"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("simulated only")));
+  EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
 bool can_make_namespaces() {
