@@ -38,6 +38,7 @@ TEST(Comparison, MetricsOpsAndAWarningPastFifteenPercent) {
       e.name = t->intern("fwd a..b");
       e.start = step * 0.1;
       e.end = e.start + (t == &p ? 0.04 : 0.05);
+      e.step = step;
       t->events.push_back(e);
     }
   const auto c = compare_predicted_measured(predicted, measured, {&p}, {&m});
@@ -53,6 +54,10 @@ TEST(Comparison, MetricsOpsAndAWarningPastFifteenPercent) {
   ASSERT_EQ(c.ops.size(), 1u);
   EXPECT_EQ(c.ops[0]["op"], "forward");
   EXPECT_NEAR(c.ops[0]["median_error"].get<double>(), -0.2, 1e-12); // 40 vs 50 ms
+  // Both steps' forwards took 50 ms: no noise between the halves of the run.
+  EXPECT_NEAR(c.ops[0]["measured"]["halves_spread"].get<double>(), 0.0, 1e-12);
+  EXPECT_THAT(c.op_table, HasSubstr("noise"));
+  EXPECT_THAT(c.op_table, HasSubstr("-20.0%    0.0%"));
   EXPECT_THAT(c.csv, HasSubstr("ddp,op:forward:median_s,0.04,0.05,-0.200000,"));
   EXPECT_THAT(c.op_table, HasSubstr("forward"));
   // Forward and backward per step: 40 ms predicted, 50 ms measured, -20%; one algorithm alone is

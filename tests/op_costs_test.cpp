@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace overlapsim {
 namespace {
 
@@ -148,6 +150,33 @@ TEST(OpCosts, TheTypicalOpOfAKindWeighsEachInstancesMedian) {
   ASSERT_EQ(costs.size(), 1u);
   EXPECT_NEAR(costs[0].median_s, (0.10 + 0.12 + 1.0) / 3, 1e-12); // the mixture's: 0.12
   EXPECT_NEAR(costs[0].per_step_s, (0.30 + 0.36 + 3.1) / 3, 1e-12);
+}
+
+TEST(OpCosts, TheHalvesSpreadIsTheRunsOwnNoiseOnTheTypicalOp) {
+  Trace t;
+  t.workers = 1;
+  // Four steps (0-3): a copy of 10, 12 ms in the first half, 14, 16 ms in the second; a fill of
+  // 1 ms every step; an all-reduce only in the last step; an op outside any step.
+  const double copy[] = {0.010, 0.012, 0.014, 0.016};
+  for (int s = 0; s < 4; ++s) {
+    event(t, 0, StreamKind::compute, OpCategory::copy, "copy", s, s + copy[s]);
+    t.events.back().step = s;
+    event(t, 0, StreamKind::compute, OpCategory::copy, "fill", s + 0.5, s + 0.501);
+    t.events.back().step = s;
+  }
+  event(t, 0, StreamKind::comm, OpCategory::comm, "all-reduce counts", 3.2, 3.3);
+  t.events.back().step = 3;
+  event(t, 0, StreamKind::comm, OpCategory::comm, "barrier", 3.6, 3.7); // step -1
+  const auto costs = op_costs(t, 0, 4, 4);
+  ASSERT_EQ(costs.size(), 4u);
+  // Medians: 11 ms (steps 0-1), 15 ms (2-3), 13 ms over all four: |15 - 11| / 13.
+  EXPECT_NEAR(costs[0].median_s, 0.013, 1e-12);
+  EXPECT_NEAR(costs[0].halves_spread, 0.004 / 0.013, 1e-9);
+  EXPECT_NEAR(costs[1].halves_spread, 0.0, 1e-9); // alike in both halves
+  EXPECT_TRUE(std::isnan(costs[2].halves_spread)); // in one half only
+  EXPECT_TRUE(std::isnan(costs[3].halves_spread)); // in no step
+  // One step: no halves.
+  EXPECT_TRUE(std::isnan(op_costs(t, 0, 1, 1)[0].halves_spread));
 }
 
 TEST(OpCosts, AJoinKeepsOpsOfEitherSide) {

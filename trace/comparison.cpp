@@ -161,9 +161,9 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
   // Per op (issue 30.4): where an iteration-time error comes from.
   auto& ops = out.ops;
   auto& op_table = out.op_table;
-  op_table = fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", "algorithm",
-                         "op (typical, per step)", "predicted", "measured", "error", "predicted",
-                         "measured", "error");
+  op_table = fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>7} {:>11} {:>11} {:>8}\n",
+                         "algorithm", "op (typical, per step)", "predicted", "measured", "error",
+                         "noise", "predicted", "measured", "error");
   for (std::size_t i = 0; i < measured_rows.size() && i < predicted_traces.size(); ++i) {
     if (!predicted_rows[i].error.empty())
       continue;
@@ -183,7 +183,8 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
         return cost ? nlohmann::ordered_json{{"count_per_step", cost->count_per_step},
                                              {"median_s", cost->median_s},
                                              {"per_step_s", cost->per_step_s},
-                                             {"waiting_per_step_s", cost->waiting_per_step_s}}
+                                             {"waiting_per_step_s", cost->waiting_per_step_s},
+                                             {"halves_spread", number_or_null(cost->halves_spread)}}
                     : nlohmann::ordered_json(nullptr);
       };
       const bool both = c.predicted && c.measured;
@@ -221,11 +222,15 @@ Comparison compare_predicted_measured(const std::vector<SummaryRow>& predicted_r
       const auto pct = [](double e) {
         return std::isfinite(e) ? fmt::format("{:+.1f}%", 100 * e) : std::string("n/a");
       };
-      op_table +=
-          fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", algorithm, name,
-                      time(c.predicted, &OpCost::median_s), time(c.measured, &OpCost::median_s),
-                      pct(median_err), time(c.predicted, &OpCost::per_step_s),
-                      time(c.measured, &OpCost::per_step_s), pct(step_err));
+      // The measured typical op's own noise (its halves' spread): an error inside it is noise.
+      const std::string noise = c.measured && std::isfinite(c.measured->halves_spread)
+                                    ? fmt::format("{:.1f}%", 100 * c.measured->halves_spread)
+                                    : std::string("n/a");
+      op_table += fmt::format("{:<10} {:<26} {:>11} {:>11} {:>8} {:>7} {:>11} {:>11} {:>8}\n",
+                              algorithm, name, time(c.predicted, &OpCost::median_s),
+                              time(c.measured, &OpCost::median_s), pct(median_err), noise,
+                              time(c.predicted, &OpCost::per_step_s),
+                              time(c.measured, &OpCost::per_step_s), pct(step_err));
     }
   }
 

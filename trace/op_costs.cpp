@@ -1,6 +1,7 @@
 #include "trace/op_costs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -117,6 +118,33 @@ Moving moving_spans(const Trace& trace) {
   return m;
 }
 
+// The typical op over the durations whose step `take`s: each instance's median over the steps (the
+// j-th of the kind in a step on a worker: one bucket, unit or stage), averaged over the instances
+// by their counts. A plain median of a kind whose instances differ in size lands on one size or
+// another as noise moves a few ops across it (CDP-v2's optimizer steps on the comm stream, a
+// stage's and a layer norm's: -97.7% in one bench run, +1.6% per step). NaN when none is taken.
+template <typename Take>
+double typical_op(const std::map<std::tuple<int, int, int>, double>& durations, Take take) {
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  std::map<std::pair<int, int>, std::vector<double>> instances; // (worker, position) or none
+  std::size_t n = 0;
+  for (const auto& [key, d] : durations) {
+    const auto& [worker, step, position] = key;
+    if (!take(step)) // -1: an op outside any step
+      continue;
+    instances[step < 0 ? std::pair{-1, -1} : std::pair{worker, position}].push_back(d);
+    ++n;
+  }
+  double typical = 0;
+  for (const auto& [instance, ds] : instances)
+    typical += median(ds) * static_cast<double>(ds.size());
+  return n > 0 ? typical / static_cast<double>(n) : std::nan("");
+}
+
 } // namespace
 
 std::vector<OpCost> op_costs(const Trace& trace, double window_start_s, double window_end_s,
@@ -153,30 +181,26 @@ std::vector<OpCost> op_costs(const Trace& trace, double window_start_s, double w
     kind_of.durations.emplace(std::tuple{e.worker, e.step, position}, end - moving_from);
   }
   const double per = steps > 0 && trace.workers > 0 ? 1.0 / (steps * trace.workers) : 0.0;
-  const auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  };
+  // The window's steps, split in two halves for each kind's halves_spread.
+  int first_step = std::numeric_limits<int>::max(), last_step = -1;
+  for (const auto& k : kinds)
+    for (const auto& [key, d] : k.durations)
+      if (const int step = std::get<1>(key); step >= 0)
+        first_step = std::min(first_step, step), last_step = std::max(last_step, step);
+  const int second_half = first_step + (last_step - first_step + 1) / 2;
   std::vector<OpCost> out;
   for (auto& [cost, durations, begun, waiting] : kinds) {
-    // The typical op: each instance's median over the steps (the j-th of the kind in a step on a
-    // worker: one bucket, unit or stage), averaged over the instances by their counts. A plain
-    // median of a kind whose instances differ in size lands on one size or another as noise
-    // moves a few ops across it (CDP-v2's optimizer steps on the comm stream, a stage's and a
-    // layer norm's: -97.7% in one bench run, +1.6% per step).
-    std::map<std::pair<int, int>, std::vector<double>> instances; // (worker, position) or none
     double total = 0;
-    for (const auto& [key, d] : durations) {
-      const auto& [worker, step, position] = key;
-      instances[step < 0 ? std::pair{-1, -1} : std::pair{worker, position}].push_back(d);
+    for (const auto& [key, d] : durations)
       total += d;
-    }
-    double typical = 0;
-    for (const auto& [instance, ds] : instances)
-      typical += median(ds) * static_cast<double>(ds.size());
     const auto n = static_cast<double>(durations.size());
-    cost.median_s = typical / n;
+    cost.median_s = typical_op(durations, [](int) { return true; });
+    const double first =
+        typical_op(durations, [&](int step) { return step >= 0 && step < second_half; });
+    const double second = typical_op(durations, [&](int step) { return step >= second_half; });
+    cost.halves_spread = last_step > first_step && cost.median_s > 0
+                             ? std::abs(second - first) / cost.median_s
+                             : std::nan("");
     cost.count_per_step = n * per;
     cost.per_step_s = total * per;
     cost.waiting_per_step_s = waiting * per;

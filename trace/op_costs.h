@@ -27,6 +27,10 @@ struct OpCost {
   // measured all-reduce otherwise carries its peers' compute jitter (DiLoCo's averaging on 2 CPU
   // workers: 59 ms measured against 11 ms predicted, mostly waiting).
   double waiting_per_step_s = 0;
+  // The run's own noise on the typical op: the typical op over the window's first half of steps
+  // against the second half's, |second - first| / the whole window's. A per-op error inside it is
+  // not told apart from the run's noise. NaN with fewer than two steps or an op in one half only.
+  double halves_spread = 0;
 };
 
 // The kind an op is counted under: forward and backward of any layer range are one kind each;
