@@ -22,6 +22,8 @@ json link_json(const LinkFit& f) {
     points.push_back({{"bytes", p.bytes}, {"seconds", p.seconds}});
     if (p.last_caller_lag_s > 0)
       points.back()["last_caller_lag_s"] = p.last_caller_lag_s;
+    if (p.end_spread_s > 0)
+      points.back()["end_spread_s"] = p.end_spread_s;
   }
   json out{{"op", f.op},
            {"ranks", f.ranks},
@@ -68,13 +70,18 @@ LinkFit read_link(const json& j, const std::string& where) {
   if (j.contains("points"))
     for (const auto& p : j.at("points")) {
       f.points.push_back(SizeTime{p.value("bytes", 0.0), p.value("seconds", 0.0)});
-      if (p.contains("last_caller_lag_s")) {
-        const std::string at = fmt::format("{}: point {}", where, f.points.size());
-        f.points.back().last_caller_lag_s = positive(p, "last_caller_lag_s", at, true);
-        if (f.points.back().last_caller_lag_s > 10)
-          throw std::runtime_error(
-              fmt::format("{}: 'last_caller_lag_s' must be at most 10 (seconds)", at));
-      }
+      const std::string at = fmt::format("{}: point {}", where, f.points.size());
+      // Seconds a member ends after another: at most 10, as reverse_busy_s.
+      const auto apart = [&](const char* key) {
+        if (!p.contains(key))
+          return 0.0;
+        const double s = positive(p, key, at, true);
+        if (s > 10)
+          throw std::runtime_error(fmt::format("{}: '{}' must be at most 10 (seconds)", at, key));
+        return s;
+      };
+      f.points.back().last_caller_lag_s = apart("last_caller_lag_s");
+      f.points.back().end_spread_s = apart("end_spread_s");
     }
   return f;
 }
@@ -484,10 +491,19 @@ BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op) {
     }
     m.table.emplace_back(p.bytes, mapped);
   }
-  for (const auto& p : points)
-    if (p.last_caller_lag_s > 0 &&
-        (m.last_caller_lags.empty() || p.bytes > m.last_caller_lags.back().first))
-      m.last_caller_lags.emplace_back(p.bytes, p.last_caller_lag_s);
+  // A profile that measured either at some size measured it at every size (0 is not written):
+  // the all-reduce's chance 12 us lag at 70 KB, alone in the list, lent 16 MB a lag it measured
+  // as none and hid its 5 ms spread of the ends.
+  const auto measured_at = [&](double SizeTime::*field,
+                               std::vector<std::pair<double, double>>& to) {
+    if (std::none_of(points.begin(), points.end(), [&](const SizeTime& p) { return p.*field > 0; }))
+      return;
+    for (const auto& p : points)
+      if (p.bytes > 0 && (to.empty() || p.bytes > to.back().first))
+        to.emplace_back(p.bytes, std::max(0.0, p.*field));
+  };
+  measured_at(&SizeTime::last_caller_lag_s, m.last_caller_lags);
+  measured_at(&SizeTime::end_spread_s, m.end_spreads);
   return m;
 }
 
@@ -540,18 +556,29 @@ double BytesMap::bytes_for(double array_bytes, int group_size) const {
   return lo->second + f * (hi->second - lo->second);
 }
 
-double BytesMap::last_caller_lag_for(double array_bytes, int group_size) const {
-  if (last_caller_lags.empty() || group_size != ranks)
+namespace {
+// (S, seconds) points ascending in S, interpolated at `array_bytes`; the nearest beyond them.
+double interpolated(const std::vector<std::pair<double, double>>& points, double array_bytes) {
+  if (points.empty())
     return 0;
-  if (array_bytes <= last_caller_lags.front().first)
-    return last_caller_lags.front().second;
-  if (array_bytes >= last_caller_lags.back().first)
-    return last_caller_lags.back().second;
-  const auto hi = std::lower_bound(last_caller_lags.begin(), last_caller_lags.end(), array_bytes,
+  if (array_bytes <= points.front().first)
+    return points.front().second;
+  if (array_bytes >= points.back().first)
+    return points.back().second;
+  const auto hi = std::lower_bound(points.begin(), points.end(), array_bytes,
                                    [](const auto& p, double s) { return p.first < s; });
   const auto lo = std::prev(hi);
   const double f = (array_bytes - lo->first) / (hi->first - lo->first);
   return lo->second + f * (hi->second - lo->second);
+}
+} // namespace
+
+double BytesMap::last_caller_lag_for(double array_bytes, int group_size) const {
+  return group_size == ranks ? interpolated(last_caller_lags, array_bytes) : 0.0;
+}
+
+double BytesMap::end_spread_for(double array_bytes, int group_size) const {
+  return group_size == ranks ? interpolated(end_spreads, array_bytes) : 0.0;
 }
 
 } // namespace overlapsim::scenario

@@ -35,6 +35,12 @@ struct SizeTime {
   // the late caller last in 501 of 502 steps of the runs; its one-call all-reduce: none (the
   // late caller last in 61 of 133, by chance).
   double last_caller_lag_s = 0;
+  // How far apart the members end when they call together (the median over the synchronised
+  // repeats of the last member's end less the first's; validate/profile_statistics.h's
+  // end_spread); 0: not measured, or none. Over an emulated 100 Mbit/s link Gloo's one-call
+  // all-reduce ends 0-10 ms apart with no lag of the last caller: which member ends last is
+  // chance, and the simulator picks one (sim/collectives.h).
+  double end_spread_s = 0;
 };
 
 // t = steps x latency + bytes_factor x bytes / bandwidth, fitted to measured (size, time) points.
@@ -143,12 +149,16 @@ struct BytesMap {
   std::vector<std::pair<double, double>> table;
   // (S, the last caller's lag in seconds) at each measured S, ascending in S; empty: none.
   std::vector<std::pair<double, double>> last_caller_lags;
+  // (S, the members' end spread in seconds) likewise (SizeTime::end_spread_s).
+  std::vector<std::pair<double, double>> end_spreads;
 
   double bytes_for(double array_bytes, int group_size) const;
   // How much later than the others the member that called last ends (SizeTime::last_caller_lag_s):
   // interpolated between the sizes it was measured at, the nearest one's beyond them; 0 where
   // the group does not have the measured ranks.
   double last_caller_lag_for(double array_bytes, int group_size) const;
+  // How far apart the members end when they call together (SizeTime::end_spread_s), the same way.
+  double end_spread_for(double array_bytes, int group_size) const;
 };
 BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op);
 

@@ -19,6 +19,9 @@ struct Network::Instance {
   int arrived = 0;
   double bytes = 0; // a message's size, from its sender
   sg4::SemaphorePtr done = sg4::Semaphore::create(0);
+  // The member (by order of arrival) that ends `late_by` after the others; -1: none.
+  int late_arrival = -1;
+  double late_by = 0;
 };
 
 // A group whose members spread evenly over nodes: `intra` holds the members of each node (in group
@@ -231,6 +234,22 @@ double Network::uplink_time(const std::vector<Flow>& flows) const {
   return busiest / (tree->leaf_up * nic_Bps_);
 }
 
+namespace {
+// A well-mixed hash of a collective's instance key (splitmix64's finaliser): which member of a
+// collective ends last, where that is chance, without a generator whose state depends on the
+// order the actors run in.
+std::uint64_t mixed(const std::tuple<int, std::int64_t, int>& key) {
+  auto x = static_cast<std::uint64_t>(std::get<0>(key)) * 0x9E3779B97F4A7C15ULL ^
+           static_cast<std::uint64_t>(std::get<1>(key)) * 0xBF58476D1CE4E5B9ULL ^
+           static_cast<std::uint64_t>(std::get<2>(key));
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+} // namespace
+
 void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
   const std::tuple<int, std::int64_t, int> key{s.group.id, s.seq, s.tag};
   auto& slot = instances_[key];
@@ -238,8 +257,11 @@ void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
     slot = std::make_shared<Instance>();
   const auto instance = slot; // keep it alive while waiting
   const std::vector<int>& members = simulated_members(s.group);
-  if (++instance->arrived < static_cast<int>(members.size())) {
+  const int n = static_cast<int>(members.size());
+  if (const int arrival = instance->arrived++; arrival + 1 < n) {
     instance->done->acquire();
+    if (arrival == instance->late_arrival)
+      sg4::this_actor::sleep_for(instance->late_by);
     return;
   }
   instances_.erase(key);
@@ -269,13 +291,18 @@ void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
   // The member that called last ends last where the profile measured a lag: its peers' pieces
   // waited for it, its own reach them one after the other (Gloo's pieced reduce-scatter over an
   // emulated 100 Mbit/s link: the late caller ended 5-10 ms after the other in 501 of 502 steps,
-  // whatever the gap between the calls). Read before the release: the released members drop it.
-  const auto measured_lag = last_caller_lags_.find(key);
-  const double lag = measured_lag == last_caller_lags_.end() ? 0.0 : measured_lag->second;
-  for (std::size_t i = 1; i < members.size(); ++i)
+  // whatever the gap between the calls). Where it measured only a spread of the ends, which
+  // member ends last is chance: one picked from the instance's key, the same in every rerun.
+  // Read before the release: the released members drop it.
+  if (const auto late = late_ends_.find(key); late != late_ends_.end()) {
+    instance->late_by = late->second.seconds;
+    instance->late_arrival =
+        late->second.last_caller ? n - 1 : static_cast<int>(mixed(key) % static_cast<unsigned>(n));
+  }
+  for (int i = 1; i < n; ++i)
     instance->done->release();
-  if (lag > 0)
-    sg4::this_actor::sleep_for(lag);
+  if (instance->late_arrival == n - 1)
+    sg4::this_actor::sleep_for(instance->late_by);
 }
 
 void Network::start_flow(int src, int dst, double bytes, std::vector<sg4::CommPtr>& comms) {
@@ -900,9 +927,12 @@ CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double byte
     const double mapped = it->second.bytes_for(bytes * per_array, g.size()) / per_array;
     const std::tuple<int, std::int64_t, int> key{g.id, seq, 0};
     if (const double lag = it->second.last_caller_lag_for(bytes * per_array, g.size()); lag > 0)
-      last_caller_lags_[key] = lag;
+      late_ends_[key] = LateEnd{lag, true};
+    else if (const double spread = it->second.end_spread_for(bytes * per_array, g.size());
+             spread > 0)
+      late_ends_[key] = LateEnd{spread, false};
     auto outcome = run_uncalibrated(rank, call, mapped, seq);
-    last_caller_lags_.erase(key);
+    late_ends_.erase(key);
     outcome.bytes_sent = mapped > 0 ? outcome.bytes_sent * bytes / mapped : 0.0;
     return outcome;
   }

@@ -113,7 +113,8 @@ private:
   };
   // The last rank to arrive sleeps `wait`, runs the flows `make_flows` lists (called by that rank
   // only: building the list costs O(N)) and releases the others when they have all ended; it
-  // leaves itself the op's last caller's lag later (last_caller_lags_), where one was measured.
+  // leaves itself the op's last caller's lag later, or one member a measured spread later
+  // (late_ends_).
   void fused(const Scope& s, double wait, const std::function<std::vector<Flow>()>& make_flows);
   // The same, where the wait follows from the flows too: `plan` (called by the last rank only)
   // returns both. Every rank building them made an N-rank collective cost O(N^2).
@@ -207,10 +208,15 @@ private:
   // Per (group, NVLS inside nodes): each member's tree all-reduce bytes by link class, as shares.
   std::map<std::pair<int, bool>, std::vector<std::array<double, 3>>> tree_shares_;
   std::map<std::tuple<int, std::int64_t, int>, std::shared_ptr<Instance>> instances_;
-  // Calibrated ops whose last caller ends after the others (scenario::SizeTime::last_caller_lag_s),
-  // by instance key: set by every member before it joins, read by the last to arrive, dropped as
-  // they leave.
-  std::map<std::tuple<int, std::int64_t, int>, double> last_caller_lags_;
+  // Calibrated ops one of whose members ends after the others, by instance key: set by every
+  // member before it joins, read by the last to arrive, dropped as they leave. The last caller
+  // (scenario::SizeTime::last_caller_lag_s), or where the profile measured only how far apart
+  // the ends fall (end_spread_s), a member picked from the key.
+  struct LateEnd {
+    double seconds = 0;
+    bool last_caller = true;
+  };
+  std::map<std::tuple<int, std::int64_t, int>, LateEnd> late_ends_;
   // Messages: how many each side has posted per (group, tag, src, dst), and the open meetings.
   using PairKey = std::tuple<int, int, int, int>;
   std::map<PairKey, std::int64_t> sends_posted_, recvs_posted_;

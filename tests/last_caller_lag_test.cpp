@@ -95,6 +95,41 @@ TEST(LastCallerLag, TheLastCallerEndsTheLagAfterTheOthers) {
   EXPECT_NEAR(together[1].second, 0.013, 1e-6);
 }
 
+// Measured with only a spread of the ends (Gloo's one-call all-reduce: which member ends last is
+// chance): one member, picked from the op's key, ends the spread after the other, the same one
+// in every rerun; a lag of the last caller, where measured, is what counts instead.
+TEST(LastCallerLag, WhereOnlyTheEndsSpreadOneMemberPickedFromTheKeyEndsLate) {
+  const testing::ScratchDir dir;
+  const auto path = dir / "profile.json";
+  auto spread_only = measured(0, 0);
+  spread_only.inter_node_ops[0].points = {{1e6, 0.002, 0, 0.001}, {1e7, 0.011, 0, 0.003}};
+  std::ofstream(path) << scenario::calibration_json(spread_only);
+  const auto s = scenario_from(scenario_text(", calibration: " + path.string()));
+  const auto ends = spans(s);
+  // Rank 1 calls at 2 ms; the first member ends at 13 ms, the other 3 ms later.
+  const double first = std::min(ends[0].second, ends[1].second);
+  const double last = std::max(ends[0].second, ends[1].second);
+  EXPECT_NEAR(first, 0.013, 1e-6);
+  EXPECT_NEAR(last, 0.016, 1e-6);
+  const auto again = spans(s);
+  EXPECT_EQ(again[0].second, ends[0].second);
+  EXPECT_EQ(again[1].second, ends[1].second);
+  // Both measured: the last caller (rank 1) ends its lag late, whichever the key would pick.
+  auto both = spread_only;
+  both.inter_node_ops[0].points[1].last_caller_lag_s = 0.004;
+  both.inter_node_ops[0].points[0].last_caller_lag_s = 0.001;
+  std::ofstream(path) << scenario::calibration_json(both);
+  const auto lagged = spans(scenario_from(scenario_text(", calibration: " + path.string())));
+  EXPECT_NEAR(lagged[0].second, 0.013, 1e-6);
+  EXPECT_NEAR(lagged[1].second, 0.017, 1e-6);
+  // The spread interpolates as the lag does, on the measured group size only.
+  const auto m =
+      scenario::collective_bytes_map(*spread_only.inter_node, spread_only.inter_node_ops[0]);
+  EXPECT_NEAR(m.end_spread_for(5.5e6, 2), 0.002, 1e-12);
+  EXPECT_EQ(m.end_spread_for(5.5e6, 4), 0);
+  EXPECT_EQ(m.last_caller_lag_for(5.5e6, 2), 0);
+}
+
 TEST(LastCallerLag, InterpolatedBetweenSizesAndOnlyForTheMeasuredGroupSize) {
   const auto m = scenario::collective_bytes_map(*measured(0.001, 0.004).inter_node,
                                                 measured(0.001, 0.004).inter_node_ops[0]);
@@ -102,6 +137,12 @@ TEST(LastCallerLag, InterpolatedBetweenSizesAndOnlyForTheMeasuredGroupSize) {
   EXPECT_NEAR(m.last_caller_lag_for(1e5, 2), 0.001, 1e-12);    // the nearest measured size's
   EXPECT_NEAR(m.last_caller_lag_for(1e8, 2), 0.004, 1e-12);
   EXPECT_EQ(m.last_caller_lag_for(5.5e6, 4), 0); // measured on two ranks, not four
+  // Measured as none at 1 MB (written as no key) and 4 ms at 10 MB: 0 at 1 MB and below, not the
+  // 10 MB point's lag lent to every size.
+  const auto from_zero = scenario::collective_bytes_map(*measured(0, 0.004).inter_node,
+                                                        measured(0, 0.004).inter_node_ops[0]);
+  EXPECT_EQ(from_zero.last_caller_lag_for(1e5, 2), 0);
+  EXPECT_NEAR(from_zero.last_caller_lag_for(5.5e6, 2), 0.002, 1e-12);
   EXPECT_EQ(
       scenario::collective_bytes_map(*measured(0, 0).inter_node, measured(0, 0).inter_node_ops[0])
           .last_caller_lag_for(5.5e6, 2),
@@ -116,6 +157,21 @@ TEST(LastCallerLag, SurvivesTheProfilesRoundTripAndIsChecked) {
   const auto read = scenario::read_calibration(path.string());
   EXPECT_EQ(read.inter_node_ops.at(0).points.at(1).last_caller_lag_s, 0.004);
   EXPECT_EQ(read.inter_node->points.size(), 0u);
+  c.inter_node_ops[0].points[1].end_spread_s = 0.003;
+  std::ofstream(path) << scenario::calibration_json(c);
+  EXPECT_EQ(
+      scenario::read_calibration(path.string()).inter_node_ops.at(0).points.at(1).end_spread_s,
+      0.003);
+  c.inter_node_ops[0].points[1].end_spread_s = 12;
+  std::ofstream(path) << scenario::calibration_json(c);
+  try {
+    scenario::read_calibration(path.string());
+    FAIL() << "a spread of 12 s was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'end_spread_s' must be at most 10"), std::string::npos)
+        << e.what();
+  }
+  c.inter_node_ops[0].points[1].end_spread_s = 0;
   c.inter_node_ops[0].points[0].last_caller_lag_s = -0.001;
   std::ofstream(path) << scenario::calibration_json(c);
   EXPECT_EQ(

@@ -172,7 +172,7 @@ TEST(OpCosts, TheHalvesSpreadIsTheRunsOwnNoiseOnTheTypicalOp) {
   // Medians: 11 ms (steps 0-1), 15 ms (2-3), 13 ms over all four: |15 - 11| / 13.
   EXPECT_NEAR(costs[0].median_s, 0.013, 1e-12);
   EXPECT_NEAR(costs[0].halves_spread, 0.004 / 0.013, 1e-9);
-  EXPECT_NEAR(costs[1].halves_spread, 0.0, 1e-9); // alike in both halves
+  EXPECT_NEAR(costs[1].halves_spread, 0.0, 1e-9);  // alike in both halves
   EXPECT_TRUE(std::isnan(costs[2].halves_spread)); // in one half only
   EXPECT_TRUE(std::isnan(costs[3].halves_spread)); // in no step
   // One step: no halves.

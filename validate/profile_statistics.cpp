@@ -27,6 +27,12 @@ std::size_t common_repeats(const std::vector<std::vector<double>>& per_member) {
     repeats = std::min(repeats, m.size());
   return repeats;
 }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
 } // namespace
 
 double first_end_time(const std::vector<std::vector<double>>& durations) {
@@ -56,9 +62,21 @@ double last_caller_lag(const std::vector<std::vector<double>>& ends) {
       return 0;
     lags.push_back(ends[late][r] - others);
   }
-  std::sort(lags.begin(), lags.end());
-  const std::size_t mid = lags.size() / 2;
-  return lags.size() % 2 == 1 ? lags[mid] : (lags[mid - 1] + lags[mid]) / 2;
+  return median(std::move(lags));
+}
+
+double end_spread(const std::vector<std::vector<double>>& durations) {
+  const std::size_t repeats = common_repeats(durations);
+  if (durations.size() < 2 || repeats == 0)
+    return 0;
+  std::vector<double> spreads;
+  for (std::size_t r = 0; r < repeats; ++r) {
+    double lo = durations.front()[r], hi = lo;
+    for (const auto& d : durations)
+      lo = std::min(lo, d[r]), hi = std::max(hi, d[r]);
+    spreads.push_back(hi - lo);
+  }
+  return median(std::move(spreads));
 }
 
 std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes, std::string_view op,

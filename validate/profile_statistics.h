@@ -78,6 +78,15 @@ inline constexpr int kLastCallerRounds = 3;
 // runs' steps were 5-6 ms apart.
 double last_caller_lag(const std::vector<std::vector<double>>& ends);
 
+// How far apart the members of a collective end when they call it together
+// (scenario::SizeTime::end_spread_s), from `durations[member][repeat]` as first_end_time takes
+// them: the median over the repeats of the last member's time less the first's; 0 for one member
+// or none. Where the late caller's lag is 0, which member ends last is chance, yet the members
+// still end apart: DDP's workers began their optimizer steps 3-5 ms apart after the bucket's
+// all-reduce over an emulated 100 Mbit/s link (gpt-wide, gpt-tiny), and so met in the memory
+// system less than the simulator's, which left together (0.1-0.4 ms apart).
+double end_spread(const std::vector<std::vector<double>>& durations);
+
 // How many timed repeats a quantity gets when one repeat takes `one` seconds.
 int repeats_for(const ProfileOptions& options, double one);
 

@@ -211,7 +211,8 @@ std::vector<scenario::SizeTime> sweep(RealWorker& w, const Group& group, BufferI
       ends.emplace_back(m.begin() + repeats, m.end());
     }
     points.push_back(scenario::SizeTime{static_cast<double>(elements) * 4,
-                                        first_end_time(durations), last_caller_lag(ends)});
+                                        first_end_time(durations), last_caller_lag(ends),
+                                        end_spread(durations)});
   }
   return points;
 }

@@ -46,6 +46,17 @@ TEST(ProfileStatistics, TheLastCallersLagIsTheMedianWhereTheLateMemberAlwaysEnds
   EXPECT_EQ(last_caller_lag({{}, {}}), 0);
 }
 
+TEST(ProfileStatistics, TheEndSpreadIsTheMedianOfEachRepeatsLastLessFirst) {
+  // Two members, four repeats apart by 8, 1, 3 and 6 ms, whichever ends last: the median, 4.5 ms.
+  EXPECT_DOUBLE_EQ(end_spread({{10e-3, 12e-3, 15e-3, 20e-3}, {18e-3, 11e-3, 12e-3, 14e-3}}),
+                   4.5e-3);
+  // Three members: each repeat's widest (9 - 1 = 8, 8 - 3 = 5, 10 - 4 = 6 ms).
+  EXPECT_DOUBLE_EQ(end_spread({{9e-3, 3e-3, 4e-3}, {1e-3, 8e-3, 10e-3}, {5e-3, 6e-3, 7e-3}}), 6e-3);
+  EXPECT_DOUBLE_EQ(end_spread({{1e-3, 9e-3}, {3e-3}}), 2e-3); // cut to the shortest
+  EXPECT_EQ(end_spread({{1e-3, 2e-3}}), 0);                   // one member
+  EXPECT_EQ(end_spread({{}, {}}), 0);
+}
+
 TEST(ProfileStatistics, RepeatsCoverTheTimeBudgetWithinBounds) {
   ProfileOptions o;                       // at least 5, 0.25 s, at most 200
   EXPECT_EQ(repeats_for(o, 0.3), 5);      // a GPU model's step: the minimum
