@@ -22,7 +22,8 @@ profiled interference shares (comm_interference, compute_interference, comm_stre
 the reduce-scatter's and all-gather's measured apart), what a message paid against a moving
 one (links' send_recv reverse_busy_s, where messages are sent) and how much the workers slowed
 each other's memory-bound ops (the whole step and a copy's byte, at once over alone) and how far
-apart their compute drifts (compute_jitter_sigma_1s, which the prediction draws its jitter with).
+apart their compute drifts (compute_jitter_sigma_1s, which the prediction draws its jitter with)
+and how far apart the largest profiled all-reduce's members ended (end_spread_s).
 Load-dependent: no pass/fail, numbers only.
 
     python3 bench/validate_accuracy.py [--repeats 3] [--workers 2] [--links loopback,100Mbit/s]
@@ -131,8 +132,13 @@ def run(scenario, algorithms, workers, link, cpu_bind, profile_time, out):
                   together[-1][0] == alone[-1][0] else None,
                   copy["per_byte_s"] / copy["alone_per_byte_s"]
                   if copy.get("alone_per_byte_s") else None)
-    # How far apart the workers' compute drifts (a one-second op's sigma; docs/MODEL.md, Jitter).
-    spread = (model.get("compute_jitter_sigma_1s"),)
+    # How far apart the workers' compute drifts (a one-second op's sigma; docs/MODEL.md, Jitter),
+    # and how far apart the largest all-reduce's members ended (end_spread_s, ms; None before it
+    # was measured): what desynchronises DDP's workers' steps after their bucket.
+    link_points = (links.get("inter_node") or links.get("intra_node") or {}).get("points", [])
+    largest = max(link_points, key=lambda q: q.get("bytes", 0), default={})
+    spread = (model.get("compute_jitter_sigma_1s"),
+              1e3 * largest["end_spread_s"] if "end_spread_s" in largest else None)
     return times, ops, compute, interference + contention + spread, samples
 
 
@@ -256,7 +262,8 @@ def main():
                       f"{shares(4)}, all-gather slowed {shares(5)}; a message against a moving "
                       f"one +{shares(6)} ms; at once over alone: the whole step {shares(7)}, a "
                       f"copy's byte {shares(8)}; the workers' spread (sigma_1s) "
-                      f"{'/'.join('-' if r[3][9] is None else f'{r[3][9]:.4f}' for r in runs)}")
+                      f"{'/'.join('-' if r[3][9] is None else f'{r[3][9]:.4f}' for r in runs)}"
+                      f"; the largest all-reduce's ends apart {shares(10)} ms")
     return 0
 
 
