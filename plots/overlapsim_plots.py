@@ -697,7 +697,8 @@ def op_label(op, names):
 def plot_ops_predicted_vs_measured(out, scenario):
     """validate's per-op table drawn (issue 30.4): per algorithm, each op's time per step per
     worker predicted and measured, labelled with the error of its typical (median) instance, so a
-    reader sees which op an iteration-time error comes from."""
+    reader sees which op an iteration-time error comes from, and with the run's own noise on the
+    op (`halves_spread`) whether the error is more than noise."""
     comparison = load_comparison(out)
     if comparison is None or not comparison.get("ops"):
         return
@@ -726,15 +727,18 @@ def plot_ops_predicted_vs_measured(out, scenario):
         ax.barh([v - 0.2 for v in y], measured, height=0.4, color="#777777", label="measured")
         hi = max(predicted + measured + [1e-9])
         for v, o, p, m in zip(y, ops, predicted, measured):
+            # The run's own noise on the op (its halves' spread): an error inside it is noise.
+            noise = (o["measured"] or {}).get("halves_spread")
             note = ("only predicted" if o["measured"] is None else
                     "only measured" if o["predicted"] is None else
-                    f"typical op {percent(o.get('median_error'))}, "
-                    f"per step {percent(o.get('per_step_error'))}")
+                    f"typical op {percent(o.get('median_error'))}"
+                    + (f" (run's noise {100 * noise:.1f}%)" if finite(noise) else "")
+                    + f", per step {percent(o.get('per_step_error'))}")
             ax.annotate(note, (max(p, m), v), fontsize=7, xytext=(4, -3),
                         textcoords="offset points")
         ax.set_yticks(y)
         ax.set_yticklabels([op_label(o, names) for o in ops], fontsize=8)
-        ax.set_xlim(0, hi * 1.6)
+        ax.set_xlim(0, hi * 1.9)  # room for the notes of the longest bars
         ax.set_xlabel("ms per step per worker")
         ax.set_title(algorithm, fontsize=10)
         ax.legend(fontsize=7, loc="lower right")

@@ -176,7 +176,8 @@ class PlotsTest(unittest.TestCase):
                      "measured": 0.3, "relative_error": None}]
             ops = [{"algorithm": "ddp", "op": "forward", "stream": "compute",
                     "predicted": {"count_per_step": 1, "median_s": 0.04, "per_step_s": 0.04},
-                    "measured": {"count_per_step": 1, "median_s": 0.05, "per_step_s": 0.05},
+                    "measured": {"count_per_step": 1, "median_s": 0.05, "per_step_s": 0.05,
+                                 "halves_spread": 0.031},
                     "median_error": -0.2, "per_step_error": -0.2},
                    {"algorithm": "ddp", "op": "optimizer step", "stream": "compute",
                     "predicted": {"count_per_step": 1, "median_s": 0.01, "per_step_s": 0.01},
@@ -200,7 +201,7 @@ class PlotsTest(unittest.TestCase):
             self.assertEqual([t.get_text() for t in ops_ax.get_yticklabels()],
                              ["forward", "optimizer step (compute)", "optimizer step (comm)"])
             op_notes = [t.get_text() for t in ops_ax.texts]
-            self.assertIn("typical op -20.0%, per step -20.0%", op_notes)
+            self.assertIn("typical op -20.0% (run's noise 3.1%), per step -20.0%", op_notes)
             self.assertIn("typical op n/a, per step n/a", op_notes)
             self.assertIn("only measured", op_notes)
             # Predicted 40 ms, measured 50 ms a step: the bars' lengths.
