@@ -8,7 +8,7 @@
 # build. Everything it writes goes to $OUT (default out/gpu), packed as one archive at the end.
 # Usage: bash scripts/gpu-validate.sh [SCENARIO...]   (default: the two *-h100 validate scenarios)
 # Environment: GPU_BUDGET_S (whole script, default 560), GPU_RUN_TIMEOUT (one validate, 240),
-# GPU_MLP_ALGOS (algorithms of the mlp scenario), GPU_TESTS (ON/OFF), GPU_BENCH_S (seconds for
+# GPU_MLP_ALGOS / GPU_GPT_ALGOS (algorithms of the mlp / gpt scenarios), GPU_TESTS (ON/OFF), GPU_BENCH_S (seconds for
 # the bench, 0: none) and GPU_BENCH_ARGS (its arguments, default 2 repeats on loopback).
 set -uo pipefail
 out=${OUT:-out/gpu}
@@ -43,6 +43,7 @@ for s in "${scenarios[@]}"; do
   name=$(basename "$s" .yaml)
   extra=()
   [[ $name == *mlp* && -n ${GPU_MLP_ALGOS:-} ]] && extra=(--algorithms "$GPU_MLP_ALGOS")
+  [[ $name == *gpt* && -n ${GPU_GPT_ALGOS:-} ]] && extra=(--algorithms "$GPU_GPT_ALGOS")
   run_validate "$name" "${GPU_RUN_TIMEOUT:-240}" "$s" --backend nccl --workers 1 "${extra[@]}"
 done
 bench_s=${GPU_BENCH_S:-0}
