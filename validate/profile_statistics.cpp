@@ -18,6 +18,16 @@ double expected_time(std::vector<double> seconds) {
   return total / static_cast<double>(seconds.size());
 }
 
+std::vector<double> every_nth(const std::vector<double>& values, int n) {
+  if (n <= 1)
+    return values;
+  std::vector<double> kept;
+  for (std::size_t i = static_cast<std::size_t>(n) - 1; i < values.size();
+       i += static_cast<std::size_t>(n))
+    kept.push_back(values[i]);
+  return kept;
+}
+
 namespace {
 std::size_t common_repeats(const std::vector<std::vector<double>>& per_member) {
   if (per_member.empty())

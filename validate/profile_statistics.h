@@ -56,6 +56,11 @@ std::vector<std::int64_t> optimizer_step_sizes(const ProfileOptions& options, st
 // drops. Empty input: 0.
 double expected_time(std::vector<double> seconds);
 
+// The last of each `n` consecutive values (`n` at most 1: all of them): a repeat that runs an op
+// `n` times to time it in the state its predecessor leaves (a GPU step issued while the one
+// before runs) keeps only that one. A trailing incomplete group is dropped.
+std::vector<double> every_nth(const std::vector<double>& values, int n);
+
 // One collective's repeats as each member timed them (`durations[member][repeat]`, each from the
 // common start after a barrier): the expected time until the first member finished, over each
 // repeat's fastest (scenario::SizeTime::seconds). Members with fewer repeats than the first are

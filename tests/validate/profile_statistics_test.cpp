@@ -24,6 +24,16 @@ TEST(ProfileStatistics, ExpectedTimeDropsTheSlowestFivePercent) {
   EXPECT_EQ(expected_time({}), 0);
 }
 
+TEST(ProfileStatistics, EveryNthKeepsTheLastOfEachRepeatsRuns) {
+  // Three repeats of two steps each (the first issued to an idle GPU, 188 us; the second behind
+  // it, 31 us) and one unfinished: the second of each.
+  const std::vector<double> t{188e-6, 31e-6, 190e-6, 32e-6, 185e-6, 30e-6, 200e-6};
+  EXPECT_EQ(every_nth(t, 2), (std::vector<double>{31e-6, 32e-6, 30e-6}));
+  EXPECT_EQ(every_nth(t, 1), t);
+  EXPECT_EQ(every_nth(t, 0), t);
+  EXPECT_TRUE(every_nth({1.0}, 2).empty());
+}
+
 TEST(ProfileStatistics, FirstEndTimeTakesEachRepeatsFastestMember) {
   // Two members, three repeats: the fastest 10, 11 and 12 ms.
   EXPECT_DOUBLE_EQ(first_end_time({{10e-3, 18e-3, 12e-3}, {12e-3, 11e-3, 13e-3}}), 11e-3);
