@@ -60,6 +60,9 @@ struct ModelSpec {
   double back_to_back_compute_ratio = 1;
   // Measured: DiLoCo's outer step per parameter; replaces the memory-bandwidth estimate when > 0.
   double outer_step_time_per_param_s = 0;
+  // Measured: the same with no other worker on the machine streaming memory beside it (CPU
+  // workers of one host; memory_shared_by); 0: outer_step_time_per_param_s throughout.
+  double outer_step_alone_time_per_param_s = 0;
   // Measured element-wise ops by name ("copy", "accumulate", "fill", "reload master"): a fixed
   // cost per call and a cost per byte moved (issue 30.3); an op not listed is priced at the memory
   // bandwidth.

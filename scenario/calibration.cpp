@@ -121,6 +121,9 @@ Calibration read_calibration(const std::string& path) {
       c.optimizer_time_per_param_s = positive(m, "optimizer_time_per_param_s", where, true);
     if (m.contains("outer_step_time_per_param_s"))
       c.outer_step_time_per_param_s = positive(m, "outer_step_time_per_param_s", where, true);
+    if (m.contains("outer_step_alone_time_per_param_s"))
+      c.outer_step_alone_time_per_param_s =
+          positive(m, "outer_step_alone_time_per_param_s", where, true);
     if (m.contains("optimizer_estimate_ratio"))
       c.optimizer_estimate_ratio = positive(m, "optimizer_estimate_ratio", where, false);
     if (m.contains("back_to_back_compute_ratio")) {
@@ -307,6 +310,8 @@ std::string calibration_json(const Calibration& c) {
       model["optimizer_time_per_param_s"] = c.optimizer_time_per_param_s;
     if (c.outer_step_time_per_param_s > 0)
       model["outer_step_time_per_param_s"] = c.outer_step_time_per_param_s;
+    if (c.outer_step_alone_time_per_param_s > 0)
+      model["outer_step_alone_time_per_param_s"] = c.outer_step_alone_time_per_param_s;
     if (c.optimizer_estimate_ratio > 0)
       model["optimizer_estimate_ratio"] = c.optimizer_estimate_ratio;
     if (c.back_to_back_compute_ratio > 0)

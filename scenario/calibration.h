@@ -95,6 +95,10 @@ struct Calibration {
   // reloaded), measured over the whole model, per parameter (issue 30.3): priced by the memory
   // bandwidth of a copy it was 12x short on a CPU, where it runs many element-wise passes.
   double outer_step_time_per_param_s = 0;
+  // The same one worker at a time (memory_shared_by): the workers' outer steps follow the
+  // parameters' all-reduce, whose members end apart, so they overlap only in part (gpt-tiny over
+  // 100 Mbit/s: 4.5-5.2 ms in the runs, 7.3-8.0 ms priced at the price of both at once).
+  double outer_step_alone_time_per_param_s = 0;
   double memory_bandwidth_Bps = 0; // element-wise copies (the simulator's HBM bandwidth)
   // Each element-wise op's own price (issue 30.3: accumulate and fill borrowed the copy's
   // bandwidth): by op name, a fixed cost per call and a cost per byte.

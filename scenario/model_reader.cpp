@@ -95,6 +95,7 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
                             .sigma_1s = cal.compute_jitter_sigma_1s,
                             .measured = true};
   m.spec.outer_step_time_per_param_s = cal.outer_step_time_per_param_s;
+  m.spec.outer_step_alone_time_per_param_s = cal.outer_step_alone_time_per_param_s;
   if (cal.optimizer_estimate_ratio > 0)
     m.spec.optimizer_estimate_ratio = cal.optimizer_estimate_ratio;
   if (cal.back_to_back_compute_ratio > 0)

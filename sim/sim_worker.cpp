@@ -278,12 +278,19 @@ void SimWorker::outer_step(const OuterStep& op) {
   const double count = static_cast<double>(op.params.count);
   // Measured (profile, issue 30.3): the outer step per parameter, a merge's extra stream in
   // proportion to its bytes; else the bytes through HBM.
-  const double measured = ctx_.scenario.model.spec.outer_step_time_per_param_s;
-  const double seconds = measured > 0 ? measured * count * (step_bytes + local_bytes) / step_bytes
+  const auto& spec = ctx_.scenario.model.spec;
+  const double measured = spec.outer_step_time_per_param_s;
+  const double streams = (step_bytes + local_bytes) / step_bytes;
+  const double seconds = measured > 0 ? measured * count * streams
                                       : count * 2 * (step_bytes + local_bytes) /
                                             ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
+  // Alone where measured: the price of the part that no other worker's memory-bound op overlaps
+  // (sim/memory_contention.h).
+  const double alone = measured > 0 && spec.outer_step_alone_time_per_param_s > 0
+                           ? spec.outer_step_alone_time_per_param_s * count * streams
+                           : seconds;
   compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1},
-          seconds * ctx_.platform.nominal_speed);
+          alone * ctx_.platform.nominal_speed);
 }
 
 void SimWorker::reload_master(Slice params, Slice) {

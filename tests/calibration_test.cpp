@@ -561,9 +561,11 @@ TEST(Calibration, OuterStepTakesItsMeasuredPrice) {
   const testing::ScratchDir dir;
   auto profile = mlp_profile();
   profile.outer_step_time_per_param_s = 2e-9;
+  profile.outer_step_alone_time_per_param_s = 1.5e-9;
   std::ofstream(dir / "profile.json") << calibration_json(profile);
-  EXPECT_DOUBLE_EQ(read_calibration((dir / "profile.json").string()).outer_step_time_per_param_s,
-                   2e-9);
+  const auto read = read_calibration((dir / "profile.json").string());
+  EXPECT_DOUBLE_EQ(read.outer_step_time_per_param_s, 2e-9);
+  EXPECT_DOUBLE_EQ(read.outer_step_alone_time_per_param_s, 1.5e-9);
   const auto path = (dir / "s.yaml").string();
   std::ofstream(path) << R"(name: cal
 cluster: {nodes: 1, gpus_per_node: 2, gpu: a100-80gb, intra_node: {bandwidth: 1TB/s, latency: 0us}}

@@ -62,6 +62,40 @@ TEST(MemoryContention, AStepBesideASlowerWorkersIsMadeUpForTheOverlapOnly) {
   EXPECT_NEAR(own.at(1)[0], 0.030, 1e-9);
 }
 
+// DiLoCo's outer step (outer_step_alone_time_per_param_s). Three workers of one node (each
+// simulated: no rank classes stand one for the others), memory shared by two:
+// ranks 0 and 1 share a memory system and rank 2 has one of its own. All three begin their outer
+// steps together after the parameters' all-reduce; 0 and 1 run theirs beside each other, 4 ms
+// alone and 6 ms made up: 10 ms, the price at once; rank 2 has none beside it: 4 ms.
+TEST(MemoryContention, OuterStepsBesideAnotherTakeTheContendedPriceAloneTheAlonePrice) {
+  auto s = scenario_from("name: outer\n" + testing::round_cluster(1, 3) + testing::kFourBlocks +
+                         "training: {micro_batch: 1, seq_len: 1, warmup_steps: 0, steps: 4, "
+                         "optimizer: adamw}\nalgorithms: [ddp]\n");
+  s.model.spec.memory_shared_by = 2;
+  s.model.spec.outer_step_time_per_param_s = 1e-10;       // 100M parameters: 10 ms
+  s.model.spec.outer_step_alone_time_per_param_s = 4e-11; // 4 ms
+  const auto outer_steps = [&] {
+    const auto r = simulate(s, "diloco", {{"H", "2"}});
+    std::map<int, std::vector<double>> out;
+    for (const auto& e : r.trace.events)
+      if (r.trace.name_of(e.name) == "outer step")
+        out[e.worker].push_back(e.end - e.start);
+    return out;
+  };
+  const auto d = outer_steps();
+  ASSERT_EQ(d.size(), 3u);
+  for (const auto& [worker, seconds] : d) {
+    ASSERT_EQ(seconds.size(), 2u) << worker; // steps 2 and 4
+    for (const double t : seconds)
+      EXPECT_NEAR(t, worker == 2 ? 0.004 : 0.010, 1e-9) << worker;
+  }
+  // Without an alone price, every outer step at the listed one.
+  s.model.spec.outer_step_alone_time_per_param_s = 0;
+  for (const auto& [worker, seconds] : outer_steps())
+    for (const double t : seconds)
+      EXPECT_NEAR(t, 0.010, 1e-9) << worker;
+}
+
 TEST(MemoryContention, WithoutAnAlonePriceNothingChanges) {
   auto s = ddp("  stragglers: [{gpu: 1, slowdown: 3}]\n");
   s.model.spec.optimizer_alone_points.clear();
