@@ -31,6 +31,16 @@ bool GpuSpec::any_comm_interference() const {
 bool GpuSpec::any_compute_interference() const {
   return any_above_zero(compute_interference_by_op, compute_interference);
 }
+double GpuSpec::collective_start_seconds(std::string_view op, double bytes) const {
+  const auto it = collective_start_cost_by_op.find(op);
+  return it == collective_start_cost_by_op.end()
+             ? 0.0
+             : it->second.fixed_s + it->second.per_byte_s * bytes;
+}
+double GpuSpec::collective_start_share(std::string_view op) const {
+  const auto it = collective_start_cost_by_op.find(op);
+  return it == collective_start_cost_by_op.end() ? StartCost::kMostShare : it->second.share;
+}
 
 LinkSpec link_at(std::string name, double line_rate_Bps, double latency_s, double efficiency) {
   return LinkSpec{std::move(name), line_rate_Bps * efficiency, latency_s, efficiency};

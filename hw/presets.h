@@ -52,12 +52,33 @@ struct GpuSpec {
   // the comm thread after: each slows and is slowed by compute its own way). No preset sets them.
   std::map<std::string, double, std::less<>> comm_interference_by_op;
   std::map<std::string, double, std::less<>> compute_interference_by_op;
+  // The compute a collective's start takes from its worker, by calibration op name: a fixed cost
+  // and one per byte of the call's data, in seconds of the device, taken at `share` of the
+  // compute's speed while it lasts. On a CPU worker the thread that issues it cuts Gloo's
+  // reduce-scatter and all-gather into pieces and copies them (RealWorker), and Gloo's thread and
+  // the kernel's TCP stack begin the first piece, above the compute thread's priority but not
+  // all the time: FSDP's forward of 0.25 ms beside an all-gather's start took 0.63-0.8 ms, a
+  // forward of 1.6 ms lost 0.6 ms (mlp, 2 CPU workers, 100 Mbit/s), where the share of a long
+  // transfer (comm_interference) priced 0.27 ms. `overlapsim profile` measures it on CPU
+  // workers; a GPU's host issues NCCL's kernels beside the device's compute: none. Not a
+  // scenario key.
+  struct StartCost {
+    static constexpr double kLeastShare = 0.01, kMostShare = 0.99;
+    double fixed_s = 0;
+    double per_byte_s = 0;
+    double share = kMostShare; // in [kLeastShare, kMostShare]
+  };
+  std::map<std::string, StartCost, std::less<>> collective_start_cost_by_op;
 
   double comm_interference_of(std::string_view op) const;
   double compute_interference_of(std::string_view op) const;
   // Whether any kind's share is above 0.
   bool any_comm_interference() const;
   bool any_compute_interference() const;
+  // Seconds collective_start_cost_by_op gives a start of `op` over `bytes` (0: none measured),
+  // and the share of the compute's speed it takes.
+  double collective_start_seconds(std::string_view op, double bytes) const;
+  double collective_start_share(std::string_view op) const;
 };
 
 struct LinkSpec {

@@ -236,6 +236,36 @@ Calibration read_calibration(const std::string& path) {
         read_shares(shares, iw + "." + name, s.comm_interference, s.compute_interference);
       }
     }
+    if (m.contains("collective_start_costs")) {
+      const json& ops = m.at("collective_start_costs");
+      const std::string sw = where + ".collective_start_costs";
+      if (!ops.is_object())
+        throw std::runtime_error(
+            fmt::format("{}: expected a map of collective name to its fixed_s and per_byte_s", sw));
+      for (const auto& [name, cost] : ops.items()) {
+        if (name != "all_reduce" && name != "reduce_scatter" && name != "all_gather" &&
+            name != "broadcast" && name != "reduce" && name != "all_to_all" && name != "send_recv")
+          throw std::runtime_error(
+              fmt::format("{}.{}: unknown collective; expected all_reduce, reduce_scatter, "
+                          "all_gather, broadcast, reduce, all_to_all or send_recv",
+                          sw, name));
+        if (!cost.is_object())
+          throw std::runtime_error(fmt::format(
+              "{}.{}: expected {{\"fixed_s\": ..., \"per_byte_s\": ..., \"share\": ...}}", sw,
+              name));
+        auto& start = c.collective_start_costs[name];
+        start.fixed_s = positive(cost, "fixed_s", sw + "." + name, true);
+        start.per_byte_s = positive(cost, "per_byte_s", sw + "." + name, true);
+        if (cost.contains("share")) {
+          start.share = positive(cost, "share", sw + "." + name, false);
+          if (start.share < hw::GpuSpec::StartCost::kLeastShare ||
+              start.share > hw::GpuSpec::StartCost::kMostShare)
+            throw std::runtime_error(fmt::format("{}.{}: share is {}, expected {} to {}", sw, name,
+                                                 start.share, hw::GpuSpec::StartCost::kLeastShare,
+                                                 hw::GpuSpec::StartCost::kMostShare));
+        }
+      }
+    }
     if (m.contains("comm_stream_share")) {
       const double f = positive(m, "comm_stream_share", where, false);
       if (f < 0.05 || f > 0.95)
@@ -350,6 +380,9 @@ std::string calibration_json(const Calibration& c) {
         shares["compute_interference"] = *s.compute_interference;
       model["interference_by_op"][name] = shares;
     }
+    for (const auto& [name, cost] : c.collective_start_costs)
+      model["collective_start_costs"][name] = {
+          {"fixed_s", cost.fixed_s}, {"per_byte_s", cost.per_byte_s}, {"share", cost.share}};
     if (c.comm_stream_share)
       model["comm_stream_share"] = *c.comm_stream_share;
     if (c.collective_handoff_wait_s)

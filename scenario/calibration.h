@@ -7,6 +7,7 @@
 #pragma once
 
 #include "hw/model.h"
+#include "hw/presets.h"
 
 #include <map>
 #include <optional>
@@ -121,6 +122,9 @@ struct Calibration {
   std::map<std::string, InterferenceShares> interference_by_op;
   // Share of compute speed the communication stream's compute gets beside the compute stream's.
   std::optional<double> comm_stream_share;
+  // The compute a collective's start takes from its worker, by calibration op name: fixed_s and
+  // per_byte_s of the call's data (hw::GpuSpec's collective_start_cost_by_op; CPU workers).
+  std::map<std::string, hw::GpuSpec::StartCost> collective_start_costs;
   // Seconds a collective issued beside compute waits to start (hw::GpuSpec).
   std::optional<double> collective_handoff_wait_s;
   // Seconds the first compute op after such a wait takes longer (hw::GpuSpec).

@@ -114,6 +114,8 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
     if (s.compute_interference)
       cluster.gpu.compute_interference_by_op[name] = *s.compute_interference;
   }
+  for (const auto& [name, cost] : cal.collective_start_costs)
+    cluster.gpu.collective_start_cost_by_op[name] = cost;
   if (cal.comm_stream_share)
     cluster.gpu.comm_stream_share = *cal.comm_stream_share;
   if (cal.collective_handoff_wait_s)

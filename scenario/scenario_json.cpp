@@ -85,6 +85,9 @@ nlohmann::json to_json(const Scenario& s) {
     cluster["gpu"]["interference_by_op"][op]["comm_interference"] = share;
   for (const auto& [op, share] : c.gpu.compute_interference_by_op)
     cluster["gpu"]["interference_by_op"][op]["compute_interference"] = share;
+  for (const auto& [op, cost] : c.gpu.collective_start_cost_by_op)
+    cluster["gpu"]["collective_start_costs"][op] = {
+        {"fixed_s", cost.fixed_s}, {"per_byte_s", cost.per_byte_s}, {"share", cost.share}};
   if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree)
     cluster["fabric"] = {
         {"topology", "fat_tree"},

@@ -420,6 +420,23 @@ std::tuple<int, int, int> SimWorker::send_key(const CollectiveCall& call) {
   return {call.group->id, call.peer, compute ? 0 : 1};
 }
 
+sg4::ExecPtr SimWorker::begin_start_cost(const CollectiveCall& call, double bytes) {
+  const auto& gpu = ctx_.scenario.cluster.gpu;
+  const std::string op = calibration_op_name(call.op);
+  const double seconds = gpu.collective_start_seconds(op, bytes);
+  if (seconds <= 0)
+    return nullptr;
+  // It takes `share` of a compute stream's speed (priority 1 beside share / (1 - share)), so an
+  // op shorter than the start's work loses that share of its speed, a longer one the whole cost.
+  // Beside the transfer, which begins with the first piece: the call's time is the link's, and
+  // the stream that issued it goes on (the issuing thread's own part is the least of it).
+  const double share = gpu.collective_start_share(op);
+  auto exec = sg4::this_actor::exec_init(seconds * ctx_.platform.nominal_speed);
+  exec->set_priority(share / (1 - share));
+  exec->start();
+  return exec;
+}
+
 CommHandle SimWorker::start(const CollectiveCall& call) {
   const double bytes = bytes_of(call);
   const std::int64_t seq = next_seq(call);
@@ -438,9 +455,13 @@ CommHandle SimWorker::start(const CollectiveCall& call) {
   const bool after_handoff = take_handoff();
   sg4::Actor::create(fmt::format("x{}", rank_), host_,
                      [this, call, bytes, seq, previous, state, after_handoff] {
+                       // The start's work runs from the call, even behind a previous one.
+                       const auto starting = begin_start_cost(call, bytes);
                        if (previous)
                          previous->wait();
                        run_collective(call, bytes, seq, after_handoff);
+                       if (starting)
+                         starting->wait();
                        state->finish();
                      });
   return CommHandle{state};
@@ -457,7 +478,10 @@ void SimWorker::run(const CollectiveCall& call) {
       last.reset();
     }
   }
+  const auto starting = begin_start_cost(call, bytes);
   run_collective(call, bytes, seq, take_handoff()); // on the calling actor: no helper needed
+  if (starting)
+    starting->wait();
 }
 
 void SimWorker::wait(CommHandle& handle) {

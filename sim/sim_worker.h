@@ -114,6 +114,9 @@ private:
   // Whether this stream's next compute op is the first since it had to wait for a signal (once).
   bool take_compute_handoff();
   double bytes_of(const CollectiveCall& call) const;
+  // The compute the start of `call` takes from this GPU (hw::GpuSpec's
+  // collective_start_cost_by_op), begun by the calling actor; null when none was measured.
+  simgrid::s4u::ExecPtr begin_start_cost(const CollectiveCall& call, double bytes);
   std::int64_t next_seq(const CollectiveCall& call);
   static std::tuple<int, int, int> send_key(const CollectiveCall& call);
   Channel& channel(int signal);
