@@ -169,4 +169,19 @@ std::int64_t interference_probe_elements(std::int64_t n, double compute_s, doubl
       lasting, static_cast<double>(world), static_cast<double>(std::max<std::int64_t>(n, world)))));
 }
 
+std::optional<StartCostLine> start_cost_line(double small_bytes, double small_s, double large_bytes,
+                                             double large_s) {
+  small_s = std::max(0.0, small_s);
+  large_s = std::max(0.0, large_s);
+  if (small_s <= 0 && large_s <= 0)
+    return std::nullopt;
+  if (large_bytes <= small_bytes || large_s <= small_s)
+    return StartCostLine{(small_s + large_s) / 2, 0};
+  const double slope = (large_s - small_s) / (large_bytes - small_bytes);
+  const double fixed = small_s - slope * small_bytes;
+  if (fixed < 0)
+    return StartCostLine{0, large_s / large_bytes};
+  return StartCostLine{fixed, slope};
+}
+
 } // namespace overlapsim::real

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -116,5 +117,17 @@ inline constexpr int kComputeRepeatsPerProbe = 8;
 // share of them that lasts that long, at least one element per rank (`world`).
 std::int64_t interference_probe_elements(std::int64_t n, double compute_s, double full_s,
                                          int world);
+
+// What a collective's start costs its worker's compute (hw::GpuSpec's StartCost), from what
+// compute lost beside the start of two sizes (`small_s` beside `small_bytes` of data, `large_s`
+// beside `large_bytes`): the line through both, its fixed part at least 0 (else through the
+// origin and the larger point), flat at their mean when the larger start cost less (noise, or a
+// start whose cost does not grow). None when neither lost anything.
+struct StartCostLine {
+  double fixed_s = 0;
+  double per_byte_s = 0;
+};
+std::optional<StartCostLine> start_cost_line(double small_bytes, double small_s, double large_bytes,
+                                             double large_s);
 
 } // namespace overlapsim::real

@@ -11,8 +11,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <fmt/format.h>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <numbers>
 #include <numeric>
 #include <optional>
@@ -892,6 +895,231 @@ HandoffWaits measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId 
   return waits;
 }
 
+// What the start of each collective kind in `ops` costs this worker's compute (hw::GpuSpec's
+// collective_start_cost_by_op). On a CPU worker the issuing thread copies Gloo's pieces, and
+// Gloo's thread and the kernel's TCP stack begin the first one, above the compute thread's
+// priority but not all the time: FSDP's forward of 0.25 ms took 0.63-0.8 ms beside its
+// all-gather's start (mlp, 2 workers, 100 Mbit/s), a forward of 1.6 ms lost 0.6 ms, where the
+// share of a long transfer (comm_interference) priced 0.27 ms. Measured on fills on a thread
+// computing as a run's compute thread does, each alone and beside a collective, every rank at
+// once, the pairs interleaved, four ways per kind: fills of about 2 ms (longer than the start's
+// work) with the collective started once the fill is under way, shards of `piece` and 4 x `piece`
+// elements (Gloo's pieces, at most what `capacity` holds): the cost, a line in the bytes; the same
+// fill with the smaller collective started 3 ms before it (its start's work done, its data
+// moving): what the transfer alone takes, subtracted (the simulator slows compute by the
+// transfer's own share, comm_interference, beside every transfer); and fills of about 0.4 ms
+// (shorter than the start's work) with the larger started under way: the share of the compute's
+// speed the start's work takes (the larger: ProcessGroupGloo's two threads each begin a piece of
+// a call of several, as the runs' calls are). A fill, not a layer: a gpt's block took 15-80 ms
+// alone within one loop on a 2-core machine, more than the start costs. None where the smaller
+// collective lasts less than 10 ms by the profile's fit of its kind (`lasts`, seconds for an op
+// over an array of so many bytes, the all-gather's output; loopback): there its start and its
+// transfer are one, priced by the transfer's share. `scratch` and `out` hold `capacity` elements
+// each.
+//
+// The transfer's share measured here (`transfer_shares`) replaces the interference loop's where
+// both are: fill beside a moving transfer and fill alone in interleaved pairs, where the loop
+// times its compute alone first and beside later, so the machine's drift between the two lands
+// in the share (mlp over 100 Mbit/s: the loop's all-gather share 0 to 0.24 over seven profiles
+// of one build, ACCO's forward predicted 33% slow at 0.2, where the pairs found 0.0-0.03).
+struct StartCosts {
+  std::map<std::string, hw::GpuSpec::StartCost> costs;
+  std::map<std::string, double> transfer_shares; // by calibration op name
+};
+
+StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scratch, BufferId out,
+                               std::int64_t capacity, std::int64_t piece,
+                               std::vector<CollectiveOp> ops,
+                               const std::function<double(CollectiveOp, double)>& lasts) {
+  StartCosts result;
+  auto& costs = result.costs;
+  const int world = topo.world_size();
+  const std::int64_t large = std::max<std::int64_t>(1, std::min(4 * piece, capacity / world));
+  const std::array<std::int64_t, 2> shards{std::max<std::int64_t>(1, large / 4), large};
+  // A call's data: the shard for an all-gather, the whole array for the others.
+  const auto data_elements = [&](CollectiveOp op, std::int64_t shard) {
+    return op == CollectiveOp::all_gather ? shard : shard * world;
+  };
+  std::erase_if(ops, [&](CollectiveOp op) {
+    return lasts(op, static_cast<double>(shards[0] * world) * 4) < 10e-3;
+  });
+  if (world < 2 || ops.empty())
+    return result;
+  // The fills' sizes from one timed fill of up to 1M elements (the second of two).
+  const std::int64_t sizing = std::min<std::int64_t>(capacity, 1 << 20);
+  w.fill(Slice{scratch, 0, sizing}, 0.0);
+  w.fill(Slice{scratch, 0, sizing}, 0.0);
+  const auto& sized = w.trace().events.back();
+  const double per_element = std::max(sized.end - sized.start, 1e-6) / static_cast<double>(sizing);
+  const auto elements_for = [&](double seconds) {
+    return std::clamp<std::int64_t>(std::llround(seconds / per_element), 1024, 64 << 20);
+  };
+  const std::int64_t long_fill = elements_for(2e-3), short_fill = elements_for(0.4e-3);
+  const BufferId fills = w.declare({"start_cost_probe", MemoryCategory::buffers, long_fill, 4});
+  constexpr int kPairs = 12;
+  constexpr std::chrono::microseconds kUnderWay{50}, kBefore{3000};
+  // Probe i: its fill's elements, and the collective started beside it (every odd i), under way
+  // or before.
+  struct Probe {
+    std::int64_t elements = 1;
+    std::optional<CollectiveCall> call;
+    bool before = false;
+  };
+  enum Way : std::size_t { kSmall, kLarge, kShort, kMoving, kWays };
+  std::vector<Probe> probes;
+  for (const CollectiveOp op : ops)
+    for (std::size_t way = 0; way < kWays; ++way) {
+      const std::int64_t shard = shards[way == kLarge || way == kShort ? 1 : 0];
+      CollectiveCall call;
+      call.op = op;
+      call.group = &topo.world();
+      call.name = "start cost probe";
+      call.data = Slice{scratch, 0, data_elements(op, shard)};
+      if (op == CollectiveOp::all_gather)
+        call.out = Slice{out, 0, shard * world};
+      else if (op == CollectiveOp::reduce_scatter)
+        call.out = Slice{out, 0, shard};
+      const std::int64_t elements = way == kShort ? short_fill : long_fill;
+      for (int r = 0; r < kPairs; ++r) {
+        probes.push_back({elements, std::nullopt, false});
+        probes.push_back({elements, call, way == kMoving});
+      }
+    }
+  // The fill of probe i has begun (`started`), has ended (`done`); `go`: probe i may begin.
+  std::mutex m;
+  std::condition_variable cv;
+  int go = -1, started = -1, done = -1;
+  bool quit = false;
+  const int total = static_cast<int>(probes.size());
+  std::exception_ptr failure;
+  std::thread compute([&] {
+    try {
+      lower_compute_thread_priority(w.on_cpu());
+      w.enter(StreamKind::compute);
+      for (int i = 0; i < total; ++i) {
+        {
+          std::unique_lock lock(m);
+          cv.wait(lock, [&] { return go >= i || quit; });
+          if (quit)
+            return;
+          started = i;
+        }
+        cv.notify_all();
+        w.fill(Slice{fills, 0, probes[static_cast<std::size_t>(i)].elements}, 0.0);
+        {
+          std::lock_guard lock(m);
+          done = i;
+        }
+        cv.notify_all();
+      }
+    } catch (...) {
+      failure = std::current_exception();
+      std::lock_guard lock(m);
+      started = done = total;
+      cv.notify_all();
+    }
+  });
+  std::exception_ptr comm_failure;
+  const std::size_t from = w.trace().events.size();
+  try {
+    w.enter(StreamKind::comm);
+    for (int i = 0; i < total; ++i) {
+      const Probe& probe = probes[static_cast<std::size_t>(i)];
+      barrier(w, topo.world());
+      CommHandle handle;
+      if (probe.call && probe.before) {
+        handle = w.start(*probe.call);
+        std::this_thread::sleep_for(kBefore);
+      }
+      {
+        std::unique_lock lock(m);
+        go = i;
+        cv.notify_all();
+        cv.wait(lock, [&] { return started >= i; });
+      }
+      // This thread's waking took the core from the fill before it took its start time; the fill
+      // has it back while this one sleeps, then loses it to the start.
+      std::this_thread::sleep_for(kUnderWay);
+      if (probe.call && !probe.before)
+        handle = w.start(*probe.call);
+      {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return done >= i; });
+      }
+      w.wait(handle);
+    }
+  } catch (...) {
+    comm_failure = std::current_exception();
+    w.abort();
+  }
+  {
+    std::lock_guard lock(m);
+    quit = true;
+  }
+  cv.notify_all();
+  compute.join();
+  w.enter(StreamKind::compute);
+  if (comm_failure)
+    std::rethrow_exception(comm_failure);
+  if (failure)
+    std::rethrow_exception(failure);
+
+  // Each fill's time from where its pair's collective started under way (`lead`; the alone one
+  // counts from there too), and each collective's.
+  const std::size_t n = probes.size();
+  std::vector<double> took(n, 0.0), began(n, 0.0), lead(n, 0.0);
+  const Trace& t = w.trace();
+  const std::string fill = op_label(MemoryOp::fill).name;
+  std::vector<double> issued;
+  for (std::size_t i = from, f = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if (e.stream == StreamKind::compute && t.name_of(e.name) == fill && f < n) {
+      took[f] = e.end - e.start;
+      began[f++] = e.start;
+    } else if (t.name_of(e.name) == "start cost probe") {
+      issued.push_back(e.start);
+    }
+  }
+  for (std::size_t i = 1, c = 0; i < n && c < issued.size(); i += 2, ++c)
+    if (!probes[i].before)
+      lead[i] = lead[i - 1] = std::clamp(issued[c] - began[i], 0.0, took[i]);
+  // A way's pairs, each fill beside its collective against the one alone just before it (the
+  // machine drifts by more than the costs over the loop): the median of `f(alone, beside)`.
+  const auto paired = [&](std::size_t k, Way way, auto f) {
+    std::vector<double> values;
+    const std::size_t first = (k * kWays + way) * 2 * kPairs;
+    for (std::size_t i = first; i < first + 2 * kPairs; i += 2)
+      if (took[i] - lead[i] > 0)
+        values.push_back(f(took[i] - lead[i], took[i + 1] - lead[i + 1]));
+    return values.empty() ? 0.0 : median(values);
+  };
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    // The transfer's weight against the compute's 1 (what a fill lost beside a moving one, per
+    // second of it), and each start's cost net of it, what the fill lost beyond that.
+    const double transfer = std::max(
+        0.0, paired(k, kMoving, [](double alone, double beside) { return beside / alone - 1; }));
+    result.transfer_shares[calibration_op_name(ops[k])] = transfer / (1 + transfer);
+    const auto lost = [&](double alone, double beside) { return beside - alone * (1 + transfer); };
+    const auto bytes = [&](Way way) {
+      return static_cast<double>(probes[(k * kWays + way) * 2 * kPairs + 1].call->data.count) * 4;
+    };
+    const double weight = std::max(0.0, paired(k, kShort, [&](double alone, double beside) {
+                                     return beside / alone - 1 - transfer;
+                                   }));
+    const auto line = start_cost_line(bytes(kSmall), paired(k, kSmall, lost), bytes(kLarge),
+                                      paired(k, kLarge, lost));
+    if (!line)
+      continue;
+    auto& cost = costs[calibration_op_name(ops[k])];
+    cost.fixed_s = line->fixed_s;
+    cost.per_byte_s = line->per_byte_s;
+    // Weights add: what the short fill lost beyond the transfer's weight is the start's.
+    cost.share = std::clamp(weight / (1 + weight), hw::GpuSpec::StartCost::kLeastShare,
+                            hw::GpuSpec::StartCost::kMostShare);
+  }
+  return result;
+}
+
 // The communication stream's share of the device while both streams compute (hw::GpuSpec's
 // comm_stream_share): the whole model's optimizer step on this thread, as the communication stream
 // (ACCO's and DPU's update runs there beside the next forward), over buffers of its own, while a
@@ -1498,6 +1726,32 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     const auto apart = measure_interference(w, topo, params, grads, scratch, scratch_out, n, layers,
                                             o, {CollectiveOp::send}, 13000);
     keep_shares(cal, apart, {CollectiveOp::send});
+  }
+  // What each kind's start costs the compute beside it, on CPU workers (a GPU's host issues
+  // beside the device's compute).
+  if (!ctx.device.is_cuda()) {
+    std::vector<CollectiveOp> started;
+    for (const auto op :
+         {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather})
+      if (std::any_of(o.issued.begin(), o.issued.end(), [&](const auto& issued) {
+            return issued.first.ranks > 1 && issued.first.op == calibration_op_name(op);
+          }))
+        started.push_back(op);
+    // How long a call lasts by the link's fit of its kind (the all-reduce's: the link's own).
+    const auto& link = topo.nodes() > 1 ? cal.inter_node : cal.intra_node;
+    const auto& fits = topo.nodes() > 1 ? cal.inter_node_ops : cal.intra_node_ops;
+    const auto lasts = [&](CollectiveOp op, double bytes) {
+      const std::string name = calibration_op_name(op);
+      for (const auto& fit : fits)
+        if (fit.op == name)
+          return fit.local_seconds_for(bytes);
+      return link ? link->local_seconds_for(bytes) : 0.0;
+    };
+    auto measured = measure_start_costs(w, topo, scratch, scratch_out, n, ctx.gloo_piece_elements,
+                                        started, lasts);
+    cal.collective_start_costs = std::move(measured.costs);
+    for (const auto& [name, share] : measured.transfer_shares)
+      cal.interference_by_op[name].comm_interference = share;
   }
   const auto handoff = measure_handoff_wait(w, topo, params, grads, scratch, layers);
   cal.collective_handoff_wait_s = handoff.collective;

@@ -155,5 +155,29 @@ TEST(ProfileStatistics, InterferenceProbesLastEightForwardsAndBackwardsWhereTheL
   EXPECT_EQ(interference_probe_elements(1000, 0.004, 0.0, 2), 1000);
 }
 
+TEST(ProfileStatistics, StartCostLineGoesThroughBothSizes) {
+  // A forward lost 0.4 ms beside a 256 KiB start and 1.0 ms beside a 1 MiB one: 0.6 ms per
+  // 786,432 bytes, 0.2 ms fixed.
+  const auto line = start_cost_line(262144, 0.4e-3, 1048576, 1.0e-3);
+  ASSERT_TRUE(line);
+  EXPECT_NEAR(line->per_byte_s, 0.6e-3 / 786432, 1e-18);
+  EXPECT_NEAR(line->fixed_s, 0.2e-3, 1e-12);
+  // A line that would cross 0 below: through the origin and the larger point instead.
+  const auto steep = start_cost_line(262144, 0.1e-3, 1048576, 2.0e-3);
+  ASSERT_TRUE(steep);
+  EXPECT_EQ(steep->fixed_s, 0);
+  EXPECT_NEAR(steep->per_byte_s, 2.0e-3 / 1048576, 1e-18);
+  // The larger start cost less (noise): flat at the mean; a negative loss counts as none.
+  const auto flat = start_cost_line(262144, 0.5e-3, 1048576, 0.3e-3);
+  ASSERT_TRUE(flat);
+  EXPECT_NEAR(flat->fixed_s, 0.4e-3, 1e-12);
+  EXPECT_EQ(flat->per_byte_s, 0);
+  const auto half = start_cost_line(262144, -0.2e-3, 1048576, 0.6e-3);
+  ASSERT_TRUE(half);
+  EXPECT_EQ(half->fixed_s, 0); // 0 - slope x 262144 < 0: through the origin
+  EXPECT_NEAR(half->per_byte_s, 0.6e-3 / 1048576, 1e-18);
+  EXPECT_FALSE(start_cost_line(262144, -1e-4, 1048576, 0.0));
+}
+
 } // namespace
 } // namespace overlapsim::real
