@@ -152,6 +152,31 @@ TEST(OpCosts, TheTypicalOpOfAKindWeighsEachInstancesMedian) {
   EXPECT_NEAR(costs[0].per_step_s, (0.30 + 0.36 + 3.1) / 3, 1e-12);
 }
 
+TEST(OpCosts, AnOpWithoutAStepCountsInTheStepItsWorkerMarksDoneNext) {
+  Trace t;
+  t.workers = 1;
+  // Four steps marked done at 10, 20, 30, 40 s, each with a small copy (a stage of 0.05 s) and a
+  // large one (1.5 s), steps 2 and 3 with a second large one (2 s), all recorded without a step.
+  // Pooled, their median is 1.5 (four small, six large); by instance (position in the step): the
+  // small ones' 0.05 weighs 4, the large ones' 1.5 weighs 4, the second large ones' 2 weighs 2.
+  for (int s = 0; s < 4; ++s) {
+    const double at = 10.0 * s;
+    event(t, 0, StreamKind::compute, OpCategory::copy, "copy", at + 1, at + 1.05);
+    event(t, 0, StreamKind::compute, OpCategory::copy, "copy", at + 2, at + 3.5);
+    if (s > 1)
+      event(t, 0, StreamKind::compute, OpCategory::copy, "copy", at + 4, at + 6);
+    t.steps.push_back(StepMark{at + 10, 0, s, 1});
+  }
+  const auto costs = op_costs(t, 0, 40, 4);
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_NEAR(costs[0].median_s, (0.05 * 4 + 1.5 * 4 + 2.0 * 2) / 10, 1e-12);
+  // Halves: steps 0-1 (0.05 x 2 + 1.5 x 2) / 4, steps 2-3 (0.05 x 2 + 1.5 x 2 + 2 x 2) / 6.
+  EXPECT_NEAR(costs[0].halves_spread, (7.1 / 6 - 3.1 / 4) / 1.02, 1e-12);
+  // An op after the worker's last mark stays outside any step: one instance of its own.
+  event(t, 0, StreamKind::compute, OpCategory::copy, "copy", 41, 41.2);
+  EXPECT_NEAR(op_costs(t, 0, 42, 4)[0].median_s, (0.05 * 4 + 1.5 * 4 + 2.0 * 2 + 0.2) / 11, 1e-12);
+}
+
 TEST(OpCosts, TheHalvesSpreadIsTheRunsOwnNoiseOnTheTypicalOp) {
   Trace t;
   t.workers = 1;

@@ -19,7 +19,9 @@ struct OpCost {
   double count_per_step = 0; // ops a worker runs per step
   // The typical op: each instance's median duration over the steps (the j-th op of the kind in a
   // step on a worker's stream: one bucket, unit or stage), averaged over the instances by their
-  // counts; ops outside any step are one instance. For a kind whose ops are alike, their median.
+  // counts. An op recorded without a step (copies, accumulates, fills) counts in the step its
+  // worker marks done next; ops after a worker's last mark are one instance. For a kind whose ops
+  // are alike, their median.
   double median_s = 0;
   double per_step_s = 0; // summed durations per worker per step
   // Collectives: what the members spent waiting for the group's last one to start, per worker per

@@ -1478,59 +1478,77 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
       2.0 * 4 * static_cast<double>(n) / expected_time(d[op_label(MemoryOp::copy).name]);
   // Each element-wise op its own price (issue 30.3): accumulate and fill borrowed the copy's
   // bandwidth (ACCO's accumulate was priced 3.5x its measured time on a CPU, a fill of DPU's few
-  // counts at nothing against its dispatch cost). Each timed over one element and over the model,
-  // after a step as in a run: a fixed cost per call and a cost per byte (the bytes SimWorker
-  // counts: copy reads and writes, accumulate reads two and writes one, fill writes, a master's
-  // reload reads the parameters and writes the master). Each one-element op right after the
-  // whole model's: on a GPU it then queues behind a running kernel, as a run's fills and copies
-  // do, and is timed as the device runs it; issued to an idle stream (after the other ops of one
-  // element) its events timed the host's launch instead (H100: a fill of one element 38 us
-  // profiled, 3.7-4.4 us in ACCO's and DPU's runs).
+  // counts at nothing against its dispatch cost). Each timed over one element and over the model:
+  // a fixed cost per call and a cost per byte (the bytes SimWorker counts: copy reads and writes,
+  // accumulate reads two and writes one, fill writes, a master's reload reads the parameters and
+  // writes the master). Each one-element op right after the whole model's: on a GPU it then
+  // queues behind a running kernel, as a run's fills and copies do, and is timed as the device
+  // runs it; issued to an idle stream (after the other ops of one element) its events timed the
+  // host's launch instead (H100: a fill of one element 38 us profiled, 3.7-4.4 us in ACCO's and
+  // DPU's runs).
+  // Each op in a loop of its own, right after forward + backward as a run's are, into a buffer of
+  // its own: timed one after another over the same buffers, each found the previous one's bytes
+  // in the caches (the mlp's accumulate right after a copy into the same buffer profiled at 92
+  // GB/s, 48 GB/s in a loop of its own, and ran 1.8-2.3x the first price in ACCO's and CDP's
+  // runs). After a whole step instead (the optimizer's update too) the copy priced 5.9e-11 s a
+  // byte against 3.4e-11 and DDP's copies came out 79% slow: a run's copies follow the backward.
   // Every worker at once, then (shared_memory) one worker at a time: the cost per byte alone.
   {
-    const auto element_wise = [&] {
-      for (const std::int64_t count : {n, std::int64_t{1}})
-        w.copy(Slice{grads, 0, count}, Slice{state, 0, count});
-      for (const std::int64_t count : {n, std::int64_t{1}})
-        w.accumulate(Slice{grads, 0, count}, Slice{state, 0, count});
-      for (const std::int64_t count : {n, std::int64_t{1}})
-        w.fill(Slice{state, 0, count}, 0);
-      for (const std::int64_t count : {n, std::int64_t{1}})
-        w.reload_master(Slice{params, 0, count}, Slice{state, 0, count});
-    };
-    // (fixed, per byte) by op name, from the events after `from`.
-    const auto prices = [&](std::size_t from) {
-      std::map<std::string, std::pair<double, double>> out;
-      const auto timed = durations(w.trace(), from);
-      for (const auto& [op, bytes_per_element] : {std::pair{MemoryOp::copy, 8.0},
-                                                  {MemoryOp::accumulate, 12.0},
-                                                  {MemoryOp::fill, 4.0},
-                                                  {MemoryOp::reload_master, 8.0}}) {
-        const std::string name = op_label(op).name;
-        const auto it = timed.find(name);
-        if (it == timed.end())
-          continue;
-        std::vector<double> all, one; // each repeat: the whole model's, then one element's
-        for (std::size_t i = 0; i < it->second.size(); ++i)
-          (i % 2 == 0 ? all : one).push_back(it->second[i]);
-        const double fixed = expected_time(one);
-        const double bytes = bytes_per_element * static_cast<double>(n - 1);
-        out[name] = {fixed, bytes > 0 ? std::max(0.0, expected_time(all) - fixed) / bytes : 0.0};
+    const BufferId written = w.declare(
+        {"profile_element_wise", MemoryCategory::buffers, std::max<std::int64_t>(1, n), 4});
+    const auto run_op = [&](MemoryOp op, std::int64_t count) {
+      switch (op) {
+      case MemoryOp::copy:
+        return w.copy(Slice{grads, 0, count}, Slice{written, 0, count});
+      case MemoryOp::accumulate:
+        return w.accumulate(Slice{grads, 0, count}, Slice{written, 0, count});
+      case MemoryOp::fill:
+        return w.fill(Slice{written, 0, count}, 0);
+      case MemoryOp::reload_master:
+        return w.reload_master(Slice{params, 0, count}, Slice{state, 0, count});
       }
-      return out;
     };
-    for (const auto& [name, price] : prices(repeat_timed(w, o, together, [&](int r) {
-           layer_by_layer_then_together(r);
-           element_wise();
-         })))
-      cal.memory_ops[name] = {price.first, price.second};
-    if (shared_memory)
-      for (const auto& [name, price] : prices(repeat_timed(w, o, together, [&](int r) {
-             layer_by_layer(r);
-             one_rank_at_a_time(w, ctx.topology.world(), element_wise);
-           })))
-        if (cal.memory_ops.contains(name) && price.second > 0)
-          cal.memory_ops[name].alone_per_byte_s = price.second;
+    const auto whole_then_one = [&](MemoryOp op) {
+      for (const std::int64_t count : {n, std::int64_t{1}})
+        run_op(op, count);
+    };
+    // (fixed, per byte) of `op` from its events after `from`.
+    const auto price = [&](MemoryOp op, double bytes_per_element,
+                           std::size_t from) -> std::optional<std::pair<double, double>> {
+      const auto timed = durations(w.trace(), from);
+      const auto it = timed.find(op_label(op).name);
+      if (it == timed.end())
+        return std::nullopt;
+      std::vector<double> all, one; // each repeat: the whole model's, then one element's
+      for (std::size_t i = 0; i < it->second.size(); ++i)
+        (i % 2 == 0 ? all : one).push_back(it->second[i]);
+      const double fixed = expected_time(one);
+      const double bytes = bytes_per_element * static_cast<double>(n - 1);
+      return std::pair{fixed, bytes > 0 ? std::max(0.0, expected_time(all) - fixed) / bytes : 0.0};
+    };
+    for (const auto& [op, bytes_per_element] : {std::pair{MemoryOp::copy, 8.0},
+                                                {MemoryOp::accumulate, 12.0},
+                                                {MemoryOp::fill, 4.0},
+                                                {MemoryOp::reload_master, 8.0}}) {
+      const std::string name = op_label(op).name;
+      const auto together_price =
+          price(op, bytes_per_element, repeat_timed(w, o, together, [&](int r) {
+                  layer_by_layer_then_together(r);
+                  whole_then_one(op);
+                }));
+      if (!together_price)
+        continue;
+      cal.memory_ops[name] = {together_price->first, together_price->second};
+      if (!shared_memory)
+        continue;
+      const auto alone_price =
+          price(op, bytes_per_element, repeat_timed(w, o, together, [&](int r) {
+                  layer_by_layer(r);
+                  one_rank_at_a_time(w, ctx.topology.world(), [&] { whole_then_one(op); });
+                }));
+      if (alone_price && alone_price->second > 0)
+        cal.memory_ops[name].alone_per_byte_s = alone_price->second;
+    }
   }
   cal.replicator_phases =
       measure_replicator_phases(w, ctx.topology, o, Slice{params, 0, n}, Slice{grads, 0, n});
