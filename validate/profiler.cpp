@@ -266,17 +266,21 @@ std::vector<scenario::SizeTime> ping_pong(RealWorker& w, const Group& group, Buf
 // What a message pays beyond its time alone when the opposite direction carries one
 // (hw::LinkSpec::reverse_busy_s), between the group's first two ranks, where the algorithms send
 // messages (CDP). Each repeat times one message from index 1 to index 0 twice, alone and while
-// index 0 sends index 1 a message six times as large, begun one message-time earlier (as CDP's
+// index 0 sends index 1 a message four times as large, begun one message-time earlier (as CDP's
 // lap-one partials start while the complete sums of the stage before still flow back); the
 // receiver's time from posting to done, paired, so the link's noise cancels. Over TCP through a
 // queue (an emulated 100 Mbit/s link: 1.8 MB in 155-250 ms against 143 ms alone) the receiver's
-// ready-to-receive notice and the acknowledgements wait behind the other direction's data. The
+// ready-to-receive notice and the acknowledgements wait behind the other direction's data, for as
+// long as it flows: the cost grows with the message, so it is timed at the largest the
+// algorithms send (at 0.6 MB it read 17-20 ms where the mlp's 1.77 MB relays paid 70-100 ms, and
+// gpt-tiny's 4.8 MB ones 160-230 ms against 22 ms at 1 MiB). The load ends three message-times
+// after the timed message starts at the link's rate, past the 1.5-1.7x the runs' messages took. The
 // large message goes on the communication stream's connection, the timed one on the compute
 // stream's, as CDP's two laps do: on one connection the notice would wait for all of it (Gloo
 // writes a pair's messages in order). Returns index 0's mean difference (never below 0); 0 on
 // the others and where nothing is sent.
-double reverse_busy_delay(RealWorker& w, const Group& group, BufferId buffer, BufferId out,
-                          const ProfileOptions& o, double max_bytes) {
+double reverse_busy_delay(RealWorker& w, const Group& group, BufferId out, const ProfileOptions& o,
+                          double max_bytes) {
   const bool messages = std::any_of(o.issued.begin(), o.issued.end(),
                                     [](const auto& s) { return s.first.op == "send_recv"; });
   if (!messages || group.size() < 2)
@@ -285,11 +289,11 @@ double reverse_busy_delay(RealWorker& w, const Group& group, BufferId buffer, Bu
   for (const auto& [size, calls] : o.issued)
     if (size.op == "send_recv")
       largest = std::max(largest, size.bytes);
-  constexpr double kMessageBytes = 1 << 20; // the ramp is paid once: a MiB shows it
-  // Rounded down: six of them fit the scratch buffer (max_bytes).
-  const auto message = std::max<std::int64_t>(
-      1, static_cast<std::int64_t>(std::min({kMessageBytes, largest, max_bytes / 6}) / 4));
-  const std::int64_t bulk = 6 * message;
+  const auto message =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(largest, max_bytes) / 4));
+  const std::int64_t bulk = 4 * message;
+  const BufferId load_buffer =
+      w.declare({"profile_reverse_load", MemoryCategory::buffers, bulk, 4});
   const int me = group.index_of(w.rank());
   const int peer = group.ranks[static_cast<std::size_t>(me == 0 ? 1 : 0)];
   constexpr int kRepeats = 5;
@@ -311,7 +315,7 @@ double reverse_busy_delay(RealWorker& w, const Group& group, BufferId buffer, Bu
       msg.tag = 9;
       load.tag = 8;
       msg.data = Slice{out, 0, message};
-      load.data = Slice{buffer, 0, bulk};
+      load.data = Slice{load_buffer, 0, bulk};
       msg.name = load.name = "profile";
       CommHandle loading;
       if (loaded) {
@@ -1682,7 +1686,7 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
         ops.push_back(fit);
     }
     const auto messages = ping_pong(w, group, scratch, o, max_bytes);
-    const double reverse_busy = reverse_busy_delay(w, group, scratch, scratch_out, o, max_bytes);
+    const double reverse_busy = reverse_busy_delay(w, group, scratch_out, o, max_bytes);
     if (!messages.empty()) {
       ops.push_back(robust_fit("send_recv", 2, messages));
       ops.back().reverse_busy_s = reverse_busy;
