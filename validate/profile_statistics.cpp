@@ -89,6 +89,16 @@ double end_spread(const std::vector<std::vector<double>>& durations) {
   return median(std::move(spreads));
 }
 
+double paired_median_delay(const std::vector<double>& alone, const std::vector<double>& loaded) {
+  const std::size_t repeats = std::min(alone.size(), loaded.size());
+  if (repeats == 0)
+    return 0;
+  std::vector<double> delays;
+  for (std::size_t r = 0; r < repeats; ++r)
+    delays.push_back(loaded[r] - alone[r]);
+  return std::max(0.0, median(std::move(delays)));
+}
+
 std::vector<double> sweep_sizes(const ProfileOptions& o, double max_bytes, std::string_view op,
                                 int ranks) {
   const int sizes = std::max(2, o.sizes);

@@ -277,8 +277,9 @@ std::vector<scenario::SizeTime> ping_pong(RealWorker& w, const Group& group, Buf
 // after the timed message starts at the link's rate, past the 1.5-1.7x the runs' messages took. The
 // large message goes on the communication stream's connection, the timed one on the compute
 // stream's, as CDP's two laps do: on one connection the notice would wait for all of it (Gloo
-// writes a pair's messages in order). Returns index 0's mean difference (never below 0); 0 on
-// the others and where nothing is sent.
+// writes a pair's messages in order). Returns index 0's median difference over the repeats
+// (paired_median_delay: a stall in one of five repeats is not a rate); 0 on the others and where
+// nothing is sent.
 double reverse_busy_delay(RealWorker& w, const Group& group, BufferId out, const ProfileOptions& o,
                           double max_bytes) {
   const bool messages = std::any_of(o.issued.begin(), o.issued.end(),
@@ -339,7 +340,7 @@ double reverse_busy_delay(RealWorker& w, const Group& group, BufferId out, const
         (loaded ? busy : alone).push_back(t);
     }
   }
-  return me == 0 ? std::max(0.0, expected_time(busy) - expected_time(alone)) : 0.0;
+  return me == 0 ? paired_median_delay(alone, busy) : 0.0;
 }
 
 // The alpha-beta fit, or, when noise makes the times not grow with size (a fast loopback and a
