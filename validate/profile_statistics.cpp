@@ -194,4 +194,10 @@ std::optional<StartCostLine> start_cost_line(double small_bytes, double small_s,
   return StartCostLine{fixed, slope};
 }
 
+int start_probe_fills(double longest_pass_s, double fill_s) {
+  if (!(fill_s > 0) || !(longest_pass_s > 0))
+    return 1;
+  return static_cast<int>(std::clamp(std::round(longest_pass_s / fill_s), 1.0, 20.0));
+}
+
 } // namespace overlapsim::real

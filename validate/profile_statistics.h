@@ -140,4 +140,11 @@ struct StartCostLine {
 std::optional<StartCostLine> start_cost_line(double small_bytes, double small_s, double large_bytes,
                                              double large_s);
 
+// How many fills of `fill_s` a start-cost probe runs back to back, timed as one, to last as long
+// as the model's longest layer pass (`longest_pass_s`): what a start costs is what the compute
+// beside it loses while it runs, and a start's work outlasts a short fill (gpt-tiny's all-gather
+// of 0.9 MB over 100 Mbit/s: 0.3-0.5 ms lost by fills of 2 ms, 1.8-3.2 ms by fills of 20-32 ms,
+// 4-6 ms by the forwards of FSDP's units). At least 1, at most 20 (40 ms of 2 ms fills).
+int start_probe_fills(double longest_pass_s, double fill_s);
+
 } // namespace overlapsim::real

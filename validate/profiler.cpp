@@ -907,20 +907,27 @@ HandoffWaits measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId 
 // all-gather's start (mlp, 2 workers, 100 Mbit/s), a forward of 1.6 ms lost 0.6 ms, where the
 // share of a long transfer (comm_interference) priced 0.27 ms. Measured on fills on a thread
 // computing as a run's compute thread does, each alone and beside a collective, every rank at
-// once, the pairs interleaved, four ways per kind: fills of about 2 ms (longer than the start's
-// work) with the collective started once the fill is under way, shards of `piece` and 4 x `piece`
-// elements (Gloo's pieces, at most what `capacity` holds): the cost, a line in the bytes; the same
-// fill with the smaller collective started 3 ms before it (its start's work done, its data
-// moving): what the transfer alone takes, subtracted (the simulator slows compute by the
-// transfer's own share, comm_interference, beside every transfer); and fills of about 0.4 ms
-// (shorter than the start's work) with the larger started under way: the share of the compute's
-// speed the start's work takes (the larger: ProcessGroupGloo's two threads each begin a piece of
-// a call of several, as the runs' calls are). A fill, not a layer: a gpt's block took 15-80 ms
-// alone within one loop on a 2-core machine, more than the start costs. None where the smaller
-// collective lasts less than 10 ms by the profile's fit of its kind (`lasts`, seconds for an op
-// over an array of so many bytes, the all-gather's output; loopback): there its start and its
-// transfer are one, priced by the transfer's share. `scratch` and `out` hold `capacity` elements
-// each.
+// once, the pairs interleaved, four ways per kind: fills as long as the model's longest layer
+// pass (`beside_s`, at least 2 ms, at most 40 ms: back-to-back fills of about 2 ms timed as one)
+// with the collective started once the fill is under way, shards of `piece` and 4 x `piece`
+// elements (Gloo's pieces, at most what `capacity` holds): the cost, a line in the bytes. As long
+// as a layer (start_probe_fills), because a start's work is not over in 2 ms: gpt-tiny's FSDP
+// units (a block's forward of 15 ms) took 4-6 ms longer beside their all-gathers' starts over
+// 100 Mbit/s (0.9 MB shards in pieces of 262 KB) than with the all-gathers held back until each
+// forward had ended; fills of 2 ms priced the start at 0.3-0.5 ms, fills of 20-32 ms at 1.8-3.2
+// ms. The same fill with the larger collective started 3 ms before it (its start's work done, its
+// data moving, outlasting the fill): what the transfer alone takes, subtracted (the simulator
+// slows compute by the transfer's own share, comm_interference, beside every transfer); and
+// fills of about 0.4 ms (shorter than the start's work) with the larger started under way: the
+// share of the compute's speed the start's work takes (the larger: ProcessGroupGloo's two threads
+// each begin a piece of a call of several, as the runs' calls are). A fill, not a layer: a gpt's
+// block took 15-80 ms alone within one loop on a 2-core machine, more than the start costs (and
+// fills lost nothing beside gpt-wide's all-gathers, where its units' passes took 3-10% longer
+// than with the all-gathers held back: what a start costs a matmul is not all measured here).
+// None where the smaller collective lasts less than 10 ms by the profile's fit of its kind
+// (`lasts`, seconds for an op over an array of so many bytes, the all-gather's output; loopback):
+// there its start and its transfer are one, priced by the transfer's share. `scratch` and `out`
+// hold `capacity` elements each.
 //
 // The transfer's share measured here (`transfer_shares`) replaces the interference loop's where
 // both are: fill beside a moving transfer and fill alone in interleaved pairs, where the loop
@@ -935,7 +942,8 @@ struct StartCosts {
 StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scratch, BufferId out,
                                std::int64_t capacity, std::int64_t piece,
                                std::vector<CollectiveOp> ops,
-                               const std::function<double(CollectiveOp, double)>& lasts) {
+                               const std::function<double(CollectiveOp, double)>& lasts,
+                               double beside_s) {
   StartCosts result;
   auto& costs = result.costs;
   const int world = topo.world_size();
@@ -960,6 +968,8 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
     return std::clamp<std::int64_t>(std::llround(seconds / per_element), 1024, 64 << 20);
   };
   const std::int64_t long_fill = elements_for(2e-3), short_fill = elements_for(0.4e-3);
+  // A long probe is this many long fills back to back (a buffer of 40 ms would take ~0.5 GB).
+  const int long_fills = start_probe_fills(beside_s, 2e-3);
   const BufferId fills = w.declare({"start_cost_probe", MemoryCategory::buffers, long_fill, 4});
   constexpr int kPairs = 12;
   constexpr std::chrono::microseconds kUnderWay{50}, kBefore{3000};
@@ -967,6 +977,7 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
   // or before.
   struct Probe {
     std::int64_t elements = 1;
+    int fills = 1; // back to back, timed as one
     std::optional<CollectiveCall> call;
     bool before = false;
   };
@@ -974,7 +985,7 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
   std::vector<Probe> probes;
   for (const CollectiveOp op : ops)
     for (std::size_t way = 0; way < kWays; ++way) {
-      const std::int64_t shard = shards[way == kLarge || way == kShort ? 1 : 0];
+      const std::int64_t shard = shards[way == kSmall ? 0 : 1];
       CollectiveCall call;
       call.op = op;
       call.group = &topo.world();
@@ -985,9 +996,10 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
       else if (op == CollectiveOp::reduce_scatter)
         call.out = Slice{out, 0, shard};
       const std::int64_t elements = way == kShort ? short_fill : long_fill;
+      const int repeats = way == kShort ? 1 : long_fills;
       for (int r = 0; r < kPairs; ++r) {
-        probes.push_back({elements, std::nullopt, false});
-        probes.push_back({elements, call, way == kMoving});
+        probes.push_back({elements, repeats, std::nullopt, false});
+        probes.push_back({elements, repeats, call, way == kMoving});
       }
     }
   // The fill of probe i has begun (`started`), has ended (`done`); `go`: probe i may begin.
@@ -1010,7 +1022,9 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
           started = i;
         }
         cv.notify_all();
-        w.fill(Slice{fills, 0, probes[static_cast<std::size_t>(i)].elements}, 0.0);
+        const Probe& probe = probes[static_cast<std::size_t>(i)];
+        for (int k = 0; k < probe.fills; ++k)
+          w.fill(Slice{fills, 0, probe.elements}, 0.0);
         {
           std::lock_guard lock(m);
           done = i;
@@ -1076,11 +1090,16 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
   const Trace& t = w.trace();
   const std::string fill = op_label(MemoryOp::fill).name;
   std::vector<double> issued;
-  for (std::size_t i = from, f = 0; i < t.events.size(); ++i) {
+  for (std::size_t i = from, f = 0, k = 0; i < t.events.size(); ++i) {
     const auto& e = t.events[i];
     if (e.stream == StreamKind::compute && t.name_of(e.name) == fill && f < n) {
-      took[f] = e.end - e.start;
-      began[f++] = e.start;
+      if (k == 0)
+        began[f] = e.start;
+      took[f] = e.end - began[f];
+      if (++k == static_cast<std::size_t>(probes[f].fills)) {
+        k = 0;
+        ++f;
+      }
     } else if (t.name_of(e.name) == "start cost probe") {
       issued.push_back(e.start);
     }
@@ -1770,8 +1789,12 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
           return fit.local_seconds_for(bytes);
       return link ? link->local_seconds_for(bytes) : 0.0;
     };
+    // The longest layer pass: the most of a start any one op beside it sees.
+    double longest = 0;
+    for (const auto& l : cal.layers)
+      longest = std::max({longest, l.fwd_time_per_sample_s, l.bwd_time_per_sample_s});
     auto measured = measure_start_costs(w, topo, scratch, scratch_out, n, ctx.gloo_piece_elements,
-                                        started, lasts);
+                                        started, lasts, longest * s.training.micro_batch);
     cal.collective_start_costs = std::move(measured.costs);
     for (const auto& [name, share] : measured.transfer_shares)
       cal.interference_by_op[name].comm_interference = share;

@@ -196,5 +196,16 @@ TEST(ProfileStatistics, StartCostLineGoesThroughBothSizes) {
   EXPECT_FALSE(start_cost_line(262144, -1e-4, 1048576, 0.0));
 }
 
+TEST(ProfileStatistics, AStartProbeLastsAsLongAsTheLongestLayerPass) {
+  // gpt-tiny's head backward of 32.2 ms: 16 fills of 2 ms; the mlp's 0.76 ms: one.
+  EXPECT_EQ(start_probe_fills(32.2e-3, 2e-3), 16);
+  EXPECT_EQ(start_probe_fills(0.76e-3, 2e-3), 1);
+  EXPECT_EQ(start_probe_fills(3.1e-3, 2e-3), 2); // rounded: 1.55
+  // At most 40 ms of fills, and one where nothing was measured.
+  EXPECT_EQ(start_probe_fills(0.5, 2e-3), 20);
+  EXPECT_EQ(start_probe_fills(0.0, 2e-3), 1);
+  EXPECT_EQ(start_probe_fills(10e-3, 0.0), 1);
+}
+
 } // namespace
 } // namespace overlapsim::real
