@@ -16,7 +16,9 @@ counts, and values of 10 MB. It counts what a user must never see:
   bad-output  a successful run's summary.json is missing, unparsable or holds non-finite times
   flood       stderr over 64 KiB (an error echoing a whole 10 MB value)
   accepted    a targeted case that must be refused ran instead
-  lost        a user's file in --out was changed or deleted (look-alike outputs, issue 26.1)
+  lost        a user's file in --out was changed or deleted (look-alike outputs, issue 26.1), or
+              beside it (directories named like a dead run's staging directory, issue 63.1)
+  exposed     a 0700 output directory lost its mode (issue 63.2)
 Prints one line per problem (up to --show), then the counts. Exit status 0 (a benchmark), or with
 --strict 1 when there was any problem (scripts/sanitize.sh, in CI, on the sanitizer build).
 
@@ -32,9 +34,11 @@ import random
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 NASTY_VALUES = [
     '""', "''", "-1", "0", "1e308", "-1e308", "1e-300", ".nan", ".inf", "-.inf", "nan", "1e308TB/s",
@@ -290,6 +294,81 @@ def run_lookalike(args, case, name, files, workdir):
     return ",".join(problems) or "rejected", name, first_line
 
 
+# Issue 63.1-63.3: what a run does beside and to its output directory.
+STAGING_LOOKALIKES = [".out.staging.999999", ".out.staging.0999999", ".out.staging.+999999",
+                      ".out.staging. 999999", ".out.staging.999999.0123456789abcdef"]
+
+
+def run_output_safety(args, case, kind, workdir):
+    """One of three cases, each a problem class of its own when it fails:
+    staging-lookalike  directories named like a dead process's staging directory, holding a
+                       user's file, sit beside --out: the run must leave every one intact (lost);
+    private-dir        --out is a 0700 directory: it must stay 0700 after two runs (exposed);
+    interrupted        SIGTERM during the simulation: exit 143 with one line saying so (signal,
+                       unclear), no staging directory left (partial)."""
+    root = os.path.join(workdir, f"safety{case}")
+    os.makedirs(root)
+    scenario, out = os.path.join(root, "s.yaml"), os.path.join(root, "out")
+    with open(scenario, "w") as f:
+        f.write(BASE)
+    command = [args.binary, "run", scenario, "--out", out, "--no-plots", "--no-progress"]
+    problems, err = [], ""
+    if kind == "staging-lookalike":
+        for name in STAGING_LOOKALIKES:
+            os.makedirs(os.path.join(root, name))
+            with open(os.path.join(root, name, "thesis.tex"), "w") as f:
+                f.write("chapter 1")
+        p = subprocess.run(command, capture_output=True, timeout=args.timeout,
+                           stdin=subprocess.DEVNULL)
+        err = p.stderr.decode("utf-8", "replace")
+        if p.returncode < 0 or p.returncode >= 128:
+            problems.append("signal")
+        for name in STAGING_LOOKALIKES:
+            thesis = os.path.join(root, name, "thesis.tex")
+            if not os.path.isfile(thesis) or open(thesis).read() != "chapter 1":
+                problems.append("lost")
+                break
+    elif kind == "private-dir":
+        os.makedirs(out)
+        os.chmod(out, 0o700)
+        for _ in range(2):
+            p = subprocess.run(command, capture_output=True, timeout=args.timeout,
+                               stdin=subprocess.DEVNULL)
+            err = p.stderr.decode("utf-8", "replace")
+            if p.returncode < 0 or p.returncode >= 128:
+                problems.append("signal")
+        if os.stat(out).st_mode & 0o7777 != 0o700:
+            problems.append("exposed")
+    else:  # interrupted: a simulation of seconds, stopped once it is under way
+        slow = command + ["--force", "--set", "cluster.nodes=64", "--set",
+                          "cluster.rank_classes=off", "--set", "training.steps=3000"]
+        p = subprocess.Popen(slow, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+        staging = lambda: [n for n in os.listdir(root) if n.startswith(".out.staging.")]
+        for _ in range(int(args.timeout * 20)):
+            if staging() or p.poll() is not None:
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGTERM)
+        try:
+            _, raw = p.communicate(timeout=args.timeout)
+            err = raw.decode("utf-8", "replace")
+            if p.returncode != 128 + signal.SIGTERM:
+                problems.append("signal")
+            elif "interrupted by signal 15" not in err or len(err.strip().splitlines()) != 1:
+                problems.append("unclear")
+            if staging():
+                problems.append("partial")
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            problems.append("hang")
+    shutil.rmtree(root, ignore_errors=True)
+    first_line = err.strip().splitlines()[0] if err.strip() else ""
+    return ",".join(problems) or "ok", kind, first_line
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=500)
@@ -329,6 +408,7 @@ def main():
     counts, shown = {}, 0
     targeted = [] if args.no_targeted else targeted_cases(workdir)
     lookalikes = [] if args.no_targeted else LOOKALIKE_CASES
+    safety = [] if args.no_targeted else ["staging-lookalike", "private-dir", "interrupted"]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run_case, args, c, text, workdir): kind for c, text, kind in cases}
         for i, (kind, text, path, limited, must_fail) in enumerate(targeted):
@@ -337,6 +417,10 @@ def main():
         for i, (name, files) in enumerate(lookalikes):
             futures[pool.submit(run_lookalike, args, args.cases + len(targeted) + i, name, files,
                                 workdir)] = "look-alike"
+        for i, kind in enumerate(safety):
+            futures[pool.submit(run_output_safety, args,
+                                args.cases + len(targeted) + len(lookalikes) + i, kind,
+                                workdir)] = kind
         for fut in concurrent.futures.as_completed(futures):
             verdict, name, message = fut.result()
             for v in verdict.split(","):
@@ -346,10 +430,10 @@ def main():
                 print(f"{verdict:12} {futures[fut]:28} {name}: {message[:150]}")
     shutil.rmtree(workdir, ignore_errors=True)
     print(f"# {args.cases} mutants of {len(seeds)} scenarios, seed {args.seed}, and "
-          f"{len(targeted) + len(lookalikes)} targeted cases; budget {args.timeout:g} s, huge sizes under "
+          f"{len(targeted) + len(lookalikes) + len(safety)} targeted cases; budget {args.timeout:g} s, huge sizes under "
           f"{args.memory_limit} MiB of {'resident memory (ASan)' if args.asan else 'address space'}")
     problems = ["signal", "abort", "hang", "partial", "unclear", "bad-output", "flood", "accepted",
-                "lost"]
+                "lost", "exposed"]
     for key in ["ok", "rejected"] + problems:
         print(f"{key:12} {counts.get(key, 0)}")
     if args.strict and any(counts.get(key, 0) for key in problems):

@@ -7,6 +7,7 @@
 #include "cli/run_command.h"
 #include "cli/sweep_command.h"
 #include "cli/validate_command.h"
+#include "files/interruption.h"
 
 #include <fmt/format.h>
 #include <memory>
@@ -67,7 +68,10 @@ void add_commands(CLI::App& app) {
   run->add_option("--max-memory", run_opts->max_memory,
                   "Refuse a run whose estimated memory exceeds this (default: the memory "
                   "available now), e.g. 8GB");
-  run->callback([run_opts] { g_exit_code = run_command(*run_opts); });
+  run->callback([run_opts] {
+    InterruptGuard guard;
+    g_exit_code = run_command(*run_opts);
+  });
 
   auto coll = std::make_shared<CollectiveOptions>();
   auto* collective = app.add_subcommand(
@@ -88,7 +92,10 @@ void add_commands(CLI::App& app) {
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "auto"}));
   collective->add_flag("--json", coll->json, "Print a JSON list (one object per size)");
   collective->add_option("--set", coll->overrides, "Override a scenario key: key.path=value");
-  collective->callback([coll] { g_exit_code = collective_command(*coll); });
+  collective->callback([coll] {
+    InterruptGuard guard;
+    g_exit_code = collective_command(*coll);
+  });
 
   auto val = std::make_shared<ValidateOptions>();
   auto* validate = app.add_subcommand(
@@ -203,14 +210,20 @@ void add_commands(CLI::App& app) {
   sweep->add_option("--max-memory", sw->max_memory,
                     "Refuse a sweep whose estimated memory (its largest point x the points run at "
                     "once) exceeds this (default: the memory available now)");
-  sweep->callback([sw] { g_exit_code = sweep_command(*sw); });
+  sweep->callback([sw] {
+    InterruptGuard guard;
+    g_exit_code = sweep_command(*sw);
+  });
 
   auto merge_out = std::make_shared<std::string>();
   auto merge_in = std::make_shared<std::vector<std::string>>();
   auto* merge = app.add_subcommand("merge", "Join the shard outputs of one sweep into one summary");
   merge->add_option("out", *merge_out, "Output directory")->required();
   merge->add_option("shards", *merge_in, "Shard output directories")->required();
-  merge->callback([merge_out, merge_in] { g_exit_code = merge_command(*merge_out, *merge_in); });
+  merge->callback([merge_out, merge_in] {
+    InterruptGuard guard;
+    g_exit_code = merge_command(*merge_out, *merge_in);
+  });
 
   auto presets_json = std::make_shared<bool>(false);
   auto* presets = app.add_subcommand(
@@ -227,7 +240,10 @@ void add_commands(CLI::App& app) {
   auto plot_dir = std::make_shared<std::string>();
   auto* plot = app.add_subcommand("plot", "(Re)draw the plots of an output directory");
   plot->add_option("dir", *plot_dir, "Output directory holding summary.json")->required();
-  plot->callback([plot_dir] { g_exit_code = plot_command(*plot_dir); });
+  plot->callback([plot_dir] {
+    InterruptGuard guard;
+    g_exit_code = plot_command(*plot_dir);
+  });
 }
 
 } // namespace overlapsim::cli

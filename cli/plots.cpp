@@ -1,9 +1,9 @@
 #include "cli/plots.h"
 
+#include "files/interruption.h"
 #include "files/output_stage.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -31,52 +31,12 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? v : fallback;
 }
 
-// The signal this process received while the script ran, and the script's pid to pass it on to.
-std::atomic<int> g_signal{0};
-std::atomic<pid_t> g_child{-1};
-
-extern "C" void forward_signal(int sig) {
-  g_signal.store(sig);
-  if (const pid_t child = g_child.load(); child > 0)
-    ::kill(child, sig);
-}
-
-// SIGINT and SIGTERM are caught (and passed on to the script) while it runs; std::system ignored
-// SIGINT instead, so an interrupted command went on to publish outputs without plots.
-class ForwardSignals {
-public:
-  ForwardSignals() {
-    struct sigaction sa {};
-    sa.sa_handler = forward_signal;
-    sigemptyset(&sa.sa_mask);
-    g_signal.store(0);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~ForwardSignals() {
-    g_child.store(-1);
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  ForwardSignals(const ForwardSignals&) = delete;
-  ForwardSignals& operator=(const ForwardSignals&) = delete;
-
-private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 } // namespace
-
-Interrupted::Interrupted(int signal)
-    : std::runtime_error(fmt::format("interrupted by signal {} ({}); nothing was published", signal,
-                                     ::strsignal(signal))),
-      signal_(signal) {}
 
 void draw_plots(const std::string& dir) {
   const std::string script = env_or("OVERLAPSIM_PLOTS_SCRIPT", std::string(OVERLAPSIM_SOURCE_DIR) +
@@ -91,7 +51,10 @@ void draw_plots(const std::string& dir) {
         "--no-plots)",
         script));
   std::fflush(nullptr);
-  ForwardSignals forward;
+  // SIGINT and SIGTERM are caught (and passed on to the script) while it runs; std::system ignored
+  // SIGINT instead, so an interrupted command went on to publish outputs without plots.
+  InterruptGuard guard;
+  throw_if_interrupted();
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0)
@@ -102,8 +65,7 @@ void draw_plots(const std::string& dir) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent)
       ::_exit(126);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
+    reset_interrupt_handlers();
     std::vector<std::string> args = {python, script, dir};
     std::vector<char*> argv;
     for (auto& a : args)
@@ -114,14 +76,13 @@ void draw_plots(const std::string& dir) {
                  std::strerror(errno));
     ::_exit(127);
   }
-  g_child.store(pid);
-  if (const int sig = g_signal.load(); sig != 0) // it came before the pid was known
-    ::kill(pid, sig);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  {
+    ForegroundChild foreground(pid);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
-  if (const int sig = g_signal.load(); sig != 0)
-    throw Interrupted(sig);
+  throw_if_interrupted();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return;
   throw std::runtime_error(

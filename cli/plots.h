@@ -3,20 +3,12 @@
 // published; --no-plots skips them), and a signal while they are drawn stops the command.
 #pragma once
 
+#include "files/interruption.h"
+
 #include <stdexcept>
 #include <string>
 
 namespace overlapsim::cli {
-
-// A command stopped by SIGINT or SIGTERM: it publishes nothing and exits 128 + the signal.
-class Interrupted : public std::runtime_error {
-public:
-  explicit Interrupted(int signal);
-  int signal() const { return signal_; }
-
-private:
-  int signal_;
-};
 
 // Draws the plots of the summary in `dir` into `dir`. Throws std::runtime_error when the script
 // is missing, fails or dies (its one-line message is on stderr), and Interrupted when this

@@ -128,6 +128,8 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
       rows.back().extra["simulation"] = result.simulation;
       if (results)
         results->push_back(std::move(result));
+    } catch (const Interrupted&) {
+      throw;
     } catch (const std::exception& e) {
       SummaryRow failed;
       failed.algorithm = a.label;
@@ -151,6 +153,8 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
       ddp_throughput =
           compute_metrics(reference.trace, scenario.training.warmup_steps, scenario.training.steps)
               .throughput_samples_s;
+    } catch (const Interrupted&) {
+      throw;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "warning: the ddp reference of speedup_vs_ddp failed: %s\n", e.what());
     }
@@ -239,10 +243,12 @@ int run_command(const RunOptions& options) {
     const std::string& dir = stage.path();
     if (scenario.output.traces)
       for (std::size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].error.empty())
+        if (rows[i].error.empty()) {
+          throw_if_interrupted(); // a trace can take seconds to write
           write_trace_file(dir, rows[i].algorithm, results[i].trace,
                            fmt::format("{}: {}", scenario.name, rows[i].algorithm),
                            scenario.output);
+        }
     write_summary(dir, scenario::to_json(scenario), rows);
     write_file_atomically(dir + "/report.md", report_markdown(scenario, rows));
     if (options.print_table)

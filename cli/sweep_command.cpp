@@ -190,6 +190,8 @@ std::vector<ordered_json> collect(Child& c) {
       return parsed.get<std::vector<ordered_json>>();
     failure =
         fmt::format("the process sent an unreadable reply ({}): {}", failure, reply.substr(0, 80));
+  } catch (const Interrupted&) {
+    throw; // the sweep stops, publishing nothing
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -268,6 +270,7 @@ run_sweep_points(const std::vector<scenario::Scenario>& scenarios,
     // A timeout keeps the progress bar's elapsed time moving while every point is busy.
     if (::poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR)
       throw std::runtime_error(fmt::format("poll: {}", std::strerror(errno)));
+    throw_if_interrupted(); // the running points are killed as `running` unwinds
     auto it = running.begin();
     for (const auto& f : fds) {
       if (f.revents == 0) {

@@ -1,6 +1,7 @@
 #include "files/output_stage.h"
 
 #include "files/atomic_file.h"
+#include "files/interruption.h"
 #include "files/remove_tree.h"
 
 #include <algorithm>
@@ -13,7 +14,10 @@
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -23,10 +27,110 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// ".<name>.staging.<pid>" beside the output directory: on the same file system, so that the
-// publishing rename is atomic, and hidden from listings.
+// ".<name>.staging.<pid>.<token>" beside the output directory: on the same file system, so that
+// the publishing rename is atomic, and hidden from listings.
 std::string staging_prefix(const fs::path& dir) {
   return fmt::format(".{}.staging.", dir.filename().string());
+}
+
+// Inside each staging directory: a marker saying which process on which host made it, with the
+// random token that its name carries too. Only a directory whose marker reads exactly so is
+// ever removed as a killed run's (issue 63.1).
+constexpr const char* kStagingMarker = ".overlapsim-staging";
+
+std::string marker_text(const std::string& host, const std::string& pid, const std::string& token) {
+  return fmt::format("overlapsim staging directory\nhost {}\npid {}\ntoken {}\n", host, pid, token);
+}
+
+std::string this_host() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0)
+    return "unknown";
+  return name;
+}
+
+// 16 lowercase hex digits from the random device: no two runs' staging directories share a name.
+std::string random_token() {
+  std::random_device device;
+  const std::uint64_t value = (std::uint64_t{device()} << 32) ^ device();
+  return fmt::format("{:016x}", value);
+}
+
+bool is_token(std::string_view text) {
+  return text.size() == 16 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// Reads at most `limit` bytes of a regular file (not a link); nullopt when it is not one.
+std::optional<std::string> small_file(const fs::path& file, std::size_t limit) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return std::nullopt;
+  struct stat st {};
+  std::optional<std::string> text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<std::size_t>(st.st_size) <= limit) {
+    text.emplace(static_cast<std::size_t>(st.st_size), '\0');
+    if (::read(fd, text->data(), text->size()) != static_cast<ssize_t>(text->size()))
+      text.reset();
+  }
+  ::close(fd);
+  return text;
+}
+
+// Whether `entry`, named like a staging directory of `prefix`, is one a killed run of this tool
+// left on this host: the exact spelling ".<name>.staging.<pid>.<token>" with the pid as
+// std::to_string writes it, a real directory holding the marker that names this host, that pid
+// and that token, nothing in it but plain files and directories, and no process with that pid.
+bool left_by_a_killed_run(const fs::directory_entry& entry, const std::string& prefix) {
+  const std::string rest = entry.path().filename().string().substr(prefix.size());
+  const auto dot = rest.find('.');
+  if (dot == std::string::npos)
+    return false;
+  const std::string pid_text = rest.substr(0, dot), token = rest.substr(dot + 1);
+  long pid = 0;
+  try {
+    std::size_t used = 0;
+    pid = std::stol(pid_text, &used);
+    if (used != pid_text.size() || pid <= 0 || std::to_string(pid) != pid_text)
+      return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+  std::error_code ec;
+  if (!is_token(token) || entry.is_symlink(ec) || !entry.is_directory(ec))
+    return false;
+  if (small_file(entry.path() / kStagingMarker, 4096) != marker_text(this_host(), pid_text, token))
+    return false;
+  for (auto it = fs::recursive_directory_iterator(entry.path(), ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const auto status = it->symlink_status(ec);
+    if (ec || !(fs::is_regular_file(status) || fs::is_directory(status)))
+      return false;
+  }
+  return !ec && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// Gives the staging directory the mode, owner and group of the output directory it will replace,
+// so that a private (0700) or group-shared (2770) directory stays so (issue 63.2). A new output
+// directory keeps what mkdir gave it: the umask's mode and the parent's set-group-ID group.
+void keep_access_of(const fs::path& dir, const std::string& staging) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return;
+  struct stat now {};
+  if (::stat(staging.c_str(), &now) != 0)
+    throw std::runtime_error(fmt::format("{}: cannot read: {}", staging, std::strerror(errno)));
+  if ((now.st_uid != st.st_uid || now.st_gid != st.st_gid) &&
+      ::chown(staging.c_str(), st.st_uid, st.st_gid) != 0)
+    throw std::runtime_error(fmt::format(
+        "{}: cannot give the new outputs its owner and group (uid {}, gid {}): {}; a run keeps "
+        "them; choose a directory of your own",
+        dir.string(), st.st_uid, st.st_gid, std::strerror(errno)));
+  if (::chmod(staging.c_str(), st.st_mode & 07777) != 0)
+    throw std::runtime_error(fmt::format("{}: cannot give the new outputs its mode {:04o}: {}",
+                                         dir.string(), st.st_mode & 07777, std::strerror(errno)));
 }
 
 // A directory's name without trailing separators ("out/run/" is "out/run"); a symbolic link to a
@@ -230,24 +334,31 @@ OutputStage::OutputStage(std::string dir) {
   fs::create_directories(parent, ec);
   if (ec)
     throw std::runtime_error(fmt::format("{}: cannot create: {}", parent.string(), ec.message()));
-  // Staging directories of runs that were killed (their process is gone) are removed.
+  // Staging directories of runs that were killed (their process is gone) are removed: only those
+  // this tool provably made (left_by_a_killed_run).
   const std::string prefix = staging_prefix(target);
-  for (const auto& entry : fs::directory_iterator(parent, ec)) {
-    const std::string file = entry.path().filename().string();
-    if (!file.starts_with(prefix))
-      continue;
-    const std::string pid_text = file.substr(prefix.size());
-    char* end = nullptr;
-    const long pid = std::strtol(pid_text.c_str(), &end, 10);
-    if (end != pid_text.c_str() && *end == '\0' && pid > 0 &&
-        ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+  for (const auto& entry : fs::directory_iterator(parent, ec))
+    if (entry.path().filename().string().starts_with(prefix) && left_by_a_killed_run(entry, prefix))
       remove_tree(entry.path().string());
+  const std::string pid = std::to_string(::getpid());
+  for (int attempt = 0;; ++attempt) {
+    const std::string token = random_token();
+    staging_ = (parent / fmt::format("{}{}.{}", prefix, pid, token)).string();
+    if (::mkdir(staging_.c_str(), 0777) == 0) {
+      try {
+        write_file_atomically((fs::path(staging_) / kStagingMarker).string(),
+                              marker_text(this_host(), pid, token));
+        keep_access_of(target, staging_);
+      } catch (...) {
+        remove_tree(staging_);
+        throw;
+      }
+      break;
+    }
+    if (errno != EEXIST || attempt == 8)
+      throw std::runtime_error(
+          fmt::format("{}: cannot create: {}", staging_, std::strerror(errno)));
   }
-  staging_ = (parent / (prefix + std::to_string(::getpid()))).string();
-  remove_tree(staging_);
-  fs::create_directory(staging_, ec);
-  if (ec)
-    throw std::runtime_error(fmt::format("{}: cannot create: {}", staging_, ec.message()));
 }
 
 OutputStage::~OutputStage() {
@@ -257,10 +368,14 @@ OutputStage::~OutputStage() {
 }
 
 void OutputStage::publish() {
+  throw_if_interrupted(); // an interrupted command publishes nothing (files/interruption.h)
   // Checked again: the user may have put a file there while the run went on.
   check_replaceable(dir_);
-  write_manifest(staging_);
+  // The marker is not an output. Removed first, so that the manifest does not list it; a process
+  // killed from here on leaves a directory that no later run removes (docs/SCENARIO.md).
   std::error_code ec;
+  fs::remove(fs::path(staging_) / kStagingMarker, ec);
+  write_manifest(staging_);
   // An empty directory (or none) is replaced by a plain rename; a previous run's outputs are
   // exchanged atomically with the new ones, then removed from where the staging directory was.
   if (fs::is_directory(dir_, ec) && fs::is_empty(dir_, ec))

@@ -1,5 +1,7 @@
 #include "sim/child_process.h"
 
+#include "files/interruption.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -79,7 +81,8 @@ ChildProcess::ChildProcess(const std::function<std::string()>& body) {
   if (pid_ == 0) {
     // The child dies with its parent: a killed `overlapsim run` leaves no simulation running.
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)
-      _exit(4); // the parent died before the request took effect
+      _exit(4);                 // the parent died before the request took effect
+    reset_interrupt_handlers(); // the parent's guard (files/interruption.h) is the parent's
     ::close(fds[0]);
     const auto out_of_memory = [] {
       return fmt::format(
@@ -127,6 +130,9 @@ std::string ChildProcess::collect() {
   std::string reply;
   char buf[1 << 16];
   for (;;) {
+    // Interrupted (SIGINT, SIGTERM): the destructor kills and reaps the child. Checked after the
+    // end of the reply too: a Ctrl-C reaches the child as well, which may die first.
+    throw_if_interrupted();
     const ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n < 0 && errno == EINTR)
       continue;
@@ -134,6 +140,7 @@ std::string ChildProcess::collect() {
       break;
     reply.append(buf, static_cast<std::size_t>(n));
   }
+  throw_if_interrupted();
   ::close(fd_);
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {

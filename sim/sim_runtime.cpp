@@ -1,5 +1,6 @@
 #include "sim/sim_runtime.h"
 
+#include "files/interruption.h"
 #include "sim/child_process.h"
 #include "sim/collectives.h"
 #include "sim/platform.h"
@@ -203,6 +204,8 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
   std::string reply;
   try {
     reply = child.collect();
+  } catch (const Interrupted&) {
+    throw;
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(
         fmt::format("simulation of '{}' failed: {}", algorithm.name(), e.what()));
