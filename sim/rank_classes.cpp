@@ -114,6 +114,16 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   for (std::size_t n = 0; n < nodes; ++n)
     rc.runs[n] = alike[n] ? 0 : 1;
   rc.runs[static_cast<std::size_t>(rc.node)] = 1;
+  // Folding hides GPUs from the trace; it is worth that only where it saves time (issue 62.7).
+  if (const int left_out = rc.world - rc.simulated_ranks(); left_out < kFoldFromGpusLeftOut) {
+    rc.folded = false;
+    rc.runs.clear();
+    rc.why_full = left_out == 0
+                      ? "folding would simulate every GPU"
+                      : fmt::format("folding would leave out only {} GPU{} (rank classes "
+                                    "fold from {})",
+                                    left_out, left_out == 1 ? "" : "s", kFoldFromGpusLeftOut);
+  }
   return rc;
 }
 

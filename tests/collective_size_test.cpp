@@ -48,7 +48,7 @@ TEST(CollectiveSize, InPlaceIsAnOutputOverTheInput) {
 TEST(CollectiveSize, SimulationListsTheSizesItsCollectivesUsed) {
   // 4 layers of 256 x 256 + 256 parameters, fp32 gradients: 263168 x 4 bytes, one DDP bucket
   // (25 MiB cap), all-reduced once per step (the last micro-batch of 2). Calls count over the GPUs
-  // the simulation ran: rank classes run one of these two.
+  // the simulation ran: both (rank classes fold from 4 GPUs left out).
   const auto s = scenario::load_scenario_text(R"(name: sizes
 cluster: {nodes: 2, gpus_per_node: 1, gpu: a100-80gb, inter_node: ethernet-10g}
 model: {preset: mlp, width: 256, depth: 4, dtype: fp32}
@@ -58,9 +58,9 @@ algorithms: [ddp, fsdp, acco]
                                               "sizes.yaml");
   const auto ddp = sim::simulate(s, s.algorithms[0]).collective_calls;
   ASSERT_EQ(ddp.size(), 2u);
-  EXPECT_EQ(ddp.at(CollectiveSize{"all_reduce", 2, 263168.0 * 4}), 4); // 4 steps
+  EXPECT_EQ(ddp.at(CollectiveSize{"all_reduce", 2, 263168.0 * 4}), 2 * 4); // 2 ranks, 4 steps
   // Its optimizer steps too, by the parameters each updates: the whole model once a step.
-  EXPECT_EQ(ddp.at(CollectiveSize{kOptimizerStep, 1, 263168.0}), 4);
+  EXPECT_EQ(ddp.at(CollectiveSize{kOptimizerStep, 1, 263168.0}), 2 * 4);
   // FSDP: each layer a unit, gathered for the forward and the backward of each micro-batch, its
   // gradient reduced once a step.
   const auto fsdp = sim::simulate(s, s.algorithms[1]).collective_calls;
@@ -68,10 +68,11 @@ algorithms: [ddp, fsdp, acco]
   const CollectiveSize unit_reduce{"reduce_scatter", 2, 65792.0 * 4};
   ASSERT_TRUE(fsdp.contains(unit_gather));
   ASSERT_TRUE(fsdp.contains(unit_reduce));
-  EXPECT_EQ(fsdp.at(unit_gather), 4 * 2 * 2 * 4); // steps x micro-batches x passes x units
-  EXPECT_EQ(fsdp.at(unit_reduce), 4 * 4);
+  EXPECT_EQ(fsdp.at(unit_gather),
+            2 * 4 * 2 * 2 * 4); // ranks x steps x micro-batches x passes x units
+  EXPECT_EQ(fsdp.at(unit_reduce), 2 * 4 * 4);
   // Each unit's shard stepped once a step: half of 65,792 parameters.
-  EXPECT_EQ(fsdp.at(CollectiveSize{kOptimizerStep, 1, 65792.0 / 2}), 4 * 4);
+  EXPECT_EQ(fsdp.at(CollectiveSize{kOptimizerStep, 1, 65792.0 / 2}), 2 * 4 * 4);
   // Neither makes an estimate; ACCO does, of its shard (half of 263,168), under its own name.
   EXPECT_FALSE(std::any_of(fsdp.begin(), fsdp.end(),
                            [](const auto& c) { return c.first.op == kOptimizerEstimate; }));

@@ -76,6 +76,45 @@ TEST(RankClasses, EveryRankRunsWhereSomethingTellsThemApart) {
             "an oversubscribed fat tree whose leaves hold several GPU positions' NICs");
 }
 
+// Issue 62.7: a 2-GPU run was folded into one trace process, and a straggler on one of two
+// nodes of 8 printed "classes (16 of 16 GPUs simulated)". Auto folds only where at least
+// kFoldFromGpusLeftOut GPUs are left out.
+TEST(RankClasses, AutoFoldsOnlyWhereItLeavesOutFourGpusOrMore) {
+  ASSERT_EQ(sim::kFoldFromGpusLeftOut, 4);
+  const auto described = [](int nodes, int gpus, const std::string& extra = "") {
+    const auto s = testing::scenario_from(cluster_yaml(extra),
+                                          {"cluster.nodes=" + std::to_string(nodes),
+                                           "cluster.gpus_per_node=" + std::to_string(gpus)});
+    scenario::AlgorithmSpec a;
+    a.name = a.label = "ddp";
+    return sim::choose_rank_classes(s, *make_algorithm(a)).describe();
+  };
+  EXPECT_EQ(described(2, 1),
+            "full (folding would leave out only 1 GPU (rank classes fold from 4))");
+  EXPECT_EQ(described(2, 2),
+            "full (folding would leave out only 2 GPUs (rank classes fold from 4))");
+  EXPECT_EQ(described(2, 4), "classes (4 of 8 GPUs simulated)");
+  EXPECT_EQ(described(2, 8, ", stragglers: [{gpu: 9, slowdown: 1.5}]"),
+            "full (folding would simulate every GPU)");
+  EXPECT_EQ(described(3, 2, ", stragglers: [{gpu: 0, slowdown: 1.5}]"),
+            "full (folding would leave out only 2 GPUs (rank classes fold from 4))");
+}
+
+// A folded trace names, per process, the GPUs it stands for; a straggler's node's GPUs stand for
+// themselves.
+TEST(RankClasses, AFoldedTraceNamesTheGpusEachProcessStandsFor) {
+  const auto r = testing::simulate(
+      testing::scenario_from(cluster_yaml(", stragglers: [{gpu: 5, slowdown: 1.5}]")), "ddp");
+  const std::string json = chrome_trace_json(r.trace, "t", {});
+  // Nodes 1 (the representative) and 2 (the straggler's) run; node 1's GPUs stand for nodes 0,
+  // 1 and 3's.
+  for (const char* name :
+       {"node 1 gpu 0 (stands for 3 GPUs: 0, 2, 6)", "node 1 gpu 1 (stands for 3 GPUs: 1, 3, 7)",
+        "node 2 gpu 0", "node 2 gpu 1"})
+    EXPECT_THAT(json, HasSubstr("\"name\":\"" + std::string(name) + "\"")) << name;
+  EXPECT_THAT(json, Not(HasSubstr("node 0 gpu")));
+}
+
 // The summary fields a user compares, folded against full: within 0.1% (the issue's bar), time
 // fractions within 0.1% of the iteration.
 void expect_same_summary(const Metrics& folded, const Metrics& full) {
@@ -233,8 +272,8 @@ TEST(RankClasses, TracesDrawTheAskedGpusFromTheirClass) {
   EXPECT_THAT(json, Not(HasSubstr("\"pid\":1,")));
   // Without a choice, the representatives under their own numbers.
   const std::string all = chrome_trace_json(r.trace, "t", {});
-  EXPECT_THAT(all, HasSubstr("\"name\":\"node 1 gpu 0\""));
-  EXPECT_THAT(all, HasSubstr("\"name\":\"node 1 gpu 1\""));
+  EXPECT_THAT(all, HasSubstr("\"name\":\"node 1 gpu 0 (stands for 4 GPUs: 0-6 every 2)\""));
+  EXPECT_THAT(all, HasSubstr("\"name\":\"node 1 gpu 1 (stands for 4 GPUs: 1-7 every 2)\""));
   EXPECT_THAT(all, Not(HasSubstr("\"name\":\"node 0 gpu 0\"")));
 }
 

@@ -74,6 +74,48 @@ std::int32_t track_tid(const std::array<std::int32_t, kStreams>& count, std::siz
   return stream == 0 ? 1 + slot : count[0] + slot;
 }
 
+// The GPUs a sorted list holds, compactly: runs of three or more at one stride as "a-b" (stride
+// 1) or "a-b every d", the rest one by one; past 160 characters, "and k more".
+std::string gpu_list(const std::vector<int>& gpus) {
+  std::string out;
+  for (std::size_t i = 0; i < gpus.size();) {
+    // The run starting at i: [i, end) at one stride.
+    std::size_t end = i + 1;
+    if (i + 1 < gpus.size()) {
+      const int stride = gpus[i + 1] - gpus[i];
+      end = i + 2;
+      while (end < gpus.size() && gpus[end] - gpus[end - 1] == stride)
+        ++end;
+      if (end - i < 3)
+        end = i + 1;
+    }
+    if (!out.empty())
+      out += ", ";
+    if (out.size() > 160) {
+      out += fmt::format("and {} more", gpus.size() - i);
+      break;
+    }
+    if (end - i >= 3) {
+      const int stride = gpus[i + 1] - gpus[i];
+      out += stride == 1 ? fmt::format("{}-{}", gpus[i], gpus[end - 1])
+                         : fmt::format("{}-{} every {}", gpus[i], gpus[end - 1], stride);
+    } else {
+      out += std::to_string(gpus[i]);
+    }
+    i = end;
+  }
+  return out;
+}
+
+// A process's name: its GPU, and under rank classes the GPUs its worker stands for (issue 62.7).
+std::string process_label(const Trace& trace, int pid, const std::vector<int>& members) {
+  std::string label =
+      fmt::format("node {} gpu {}", pid / trace.gpus_per_node, pid % trace.gpus_per_node);
+  if (members.size() > 1)
+    label += fmt::format(" (stands for {} GPUs: {})", members.size(), gpu_list(members));
+  return label;
+}
+
 } // namespace
 
 std::string chrome_trace_json(const Trace& trace, const std::string& title,
@@ -97,6 +139,11 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
     static const std::vector<int> none;
     return w >= 0 && w < trace.workers ? pids[static_cast<std::size_t>(w)] : none;
   };
+  // Under rank classes, the GPUs each worker stands for (its class's members).
+  std::vector<std::vector<int>> members(pids.size());
+  for (int g = 0; g < gpus && !trace.class_of.empty(); ++g)
+    if (const auto w = trace.class_of[static_cast<std::size_t>(g)]; w >= 0 && w < trace.workers)
+      members[static_cast<std::size_t>(w)].push_back(g);
   std::vector<std::pair<int, int>> rows; // (pid, worker), by pid
   for (int w = 0; w < trace.workers; ++w)
     for (const int pid : shown(w))
@@ -131,11 +178,16 @@ std::string chrome_trace_json(const Trace& trace, const std::string& title,
   const auto tracks = assign_tracks(trace, start_ns, end_ns);
   for (const auto& [pid, w] : rows) {
     sep();
-    fmt::format_to(it,
-                   "{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_name\",\"args\":{{\"name\":"
-                   "\"node {1} gpu {2}\"}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"name\":"
-                   "\"process_sort_index\",\"args\":{{\"sort_index\":{0}}}}}",
-                   pid, pid / trace.gpus_per_node, pid % trace.gpus_per_node);
+    fmt::format_to(
+        it,
+        "{{\"ph\":\"M\",\"pid\":{0},\"name\":\"process_name\",\"args\":{{\"name\":"
+        "{1}}}}},\n{{\"ph\":\"M\",\"pid\":{0},\"name\":"
+        "\"process_sort_index\",\"args\":{{\"sort_index\":{0}}}}}",
+        pid,
+        nlohmann::json(process_label(trace, pid,
+                                     workers.empty() ? members[static_cast<std::size_t>(w)]
+                                                     : std::vector<int>{}))
+            .dump());
     // Tracks sort by stream, then number: "comm 2" right below "comm".
     const auto& count = tracks.count[static_cast<std::size_t>(w)];
     std::int32_t sort_index = 0;
