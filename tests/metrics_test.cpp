@@ -52,7 +52,10 @@ TEST(Metrics, HandBuiltTwoWorkerTrace) {
   EXPECT_DOUBLE_EQ(m.idle_fraction[1], 0.2);
   EXPECT_DOUBLE_EQ(m.idle_fraction_mean, 0.3);
   EXPECT_DOUBLE_EQ(m.idle_fraction_max, 0.4);
-  EXPECT_DOUBLE_EQ(m.exposed_comm_s, (3.0 + 1.0) / 2);
+  // Worker 0's 3 s of data moving beyond its compute: no network ends its step before worker 1's
+  // 8 s of compute, so 2 s are exposed (a faster network removes them) and 1 s waits (issue 62.4).
+  EXPECT_DOUBLE_EQ(m.exposed_comm_s, (2.0 + 1.0) / 2);
+  EXPECT_DOUBLE_EQ(m.waiting_s, (1.0 + 0.0) / 2);
   EXPECT_DOUBLE_EQ(m.comm_bytes_per_step, 100);
   EXPECT_DOUBLE_EQ(m.compute_s_per_step, (6.0 + 8.0) / 2);
   EXPECT_DOUBLE_EQ(m.comm_s_per_step, 4.0);

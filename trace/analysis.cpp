@@ -250,20 +250,18 @@ Analysis analyze(const Trace& t, const Metrics& m) {
   a.critical_path = critical_path(t, m, keys, sends);
 
   const auto workers = static_cast<std::size_t>(t.workers);
-  std::vector<std::vector<Interval>> busy(workers), transfer(workers), waiting(workers),
-      comm(workers);
+  std::vector<std::vector<Interval>> busy(workers), comm(workers);
+  std::vector<std::vector<CommSpan>> spans(workers);
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const auto& e = t.events[i];
     const auto w = static_cast<std::size_t>(e.worker);
     if (e.category == OpCategory::comm) {
       comm[w].push_back({e.start, e.end});
-      if (is_p2p(t, e) && e.bytes == 0) {
-        waiting[w].push_back({e.start, e.end}); // a receive waits for its peer's send
-      } else {
-        const double arrived = std::clamp(arrival[i] < 0 ? e.start : arrival[i], e.start, e.end);
-        waiting[w].push_back({e.start, arrived});
-        transfer[w].push_back({arrived, e.end});
-      }
+      // A receive waits for its peer's send to its end.
+      const double arrived = is_p2p(t, e) && e.bytes == 0 ? e.end
+                             : arrival[i] < 0             ? e.start
+                                                          : arrival[i];
+      spans[w].push_back({e.start, std::clamp(arrived, e.start, e.end), e.end});
     } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
       busy[w].push_back({e.start, e.end});
     }
@@ -279,29 +277,18 @@ Analysis analyze(const Trace& t, const Metrics& m) {
     const double length = window.end - window.start;
     if (length <= 0)
       continue;
-    auto clip = [&](std::vector<Interval> v) {
-      for (auto& i : v)
-        i = {std::clamp(i.start, window.start, window.end),
-             std::clamp(i.end, window.start, window.end)};
-      return merged(std::move(v));
-    };
-    const auto b = clip(busy[w]);
-    const auto tr = clip(transfer[w]);
-    auto wait_and_transfer = waiting[w];
-    wait_and_transfer.insert(wait_and_transfer.end(), transfer[w].begin(), transfer[w].end());
-    const auto wt = clip(wait_and_transfer);
-    auto with_busy = [&](std::vector<Interval> v) {
-      v.insert(v.end(), b.begin(), b.end());
-      return v;
-    };
+    std::vector<Interval> b;
+    for (const auto& i : busy[w])
+      b.push_back({std::clamp(i.start, window.start, window.end),
+                   std::clamp(i.end, window.start, window.end)});
     const double computing = union_length(b);
-    // Idle time covered by this GPU's data moving, then by waits for peers, then the rest.
-    const double exposed = uncovered_length(tr, b);
-    const double waited = uncovered_length(wt, with_busy(tr));
+    // Idle time a faster network would remove, then waits for peers, then the rest (split_idle).
+    const auto split =
+        split_idle(b, spans[w], window, length - m.steps * m.slowest_compute_s_per_step);
     IdleBreakdown& d = a.idle[w];
     d.compute = computing / length;
-    d.exposed_comm = exposed / length;
-    d.waiting = waited / length;
+    d.exposed_comm = split.exposed / length;
+    d.waiting = split.waiting / length;
     d.idle_other = std::max(0.0, 1 - d.compute - d.exposed_comm - d.waiting);
     // Weighed by the GPUs the worker stands for (rank classes; 1 each otherwise).
     const double weight = size[w] / static_cast<double>(t.gpus());

@@ -64,6 +64,77 @@ double uncovered_length(std::vector<Interval> a, std::vector<Interval> b) {
   return total;
 }
 
+namespace {
+// The length of `v` (sorted, disjoint) inside [lo, hi).
+double length_within(const std::vector<Interval>& v, double lo, double hi) {
+  double total = 0;
+  for (const auto& i : v)
+    total += std::max(0.0, std::min(i.end, hi) - std::max(i.start, lo));
+  return total;
+}
+} // namespace
+
+IdleSplit split_idle(const std::vector<Interval>& busy, const std::vector<CommSpan>& comm,
+                     Interval window, double removable) {
+  std::vector<Interval> moving, in_flight, computing;
+  for (const auto& c : comm) {
+    const double start = std::clamp(c.start, window.start, window.end);
+    const double end = std::clamp(c.end, window.start, window.end);
+    const double arrived = std::clamp(c.arrived, start, end);
+    in_flight.push_back({start, end});
+    moving.push_back({arrived, end});
+  }
+  for (const auto& b : busy)
+    computing.push_back({std::clamp(b.start, window.start, window.end),
+                         std::clamp(b.end, window.start, window.end)});
+  moving = merged(std::move(moving));
+  in_flight = merged(std::move(in_flight));
+  computing = merged(std::move(computing));
+  // The gaps between compute ops, each with the latest late arrival among the ops ending in it.
+  std::vector<Interval> gaps;
+  double cursor = window.start;
+  for (const auto& b : computing) {
+    if (b.start > cursor)
+      gaps.push_back({cursor, b.start});
+    cursor = std::max(cursor, b.end);
+  }
+  if (cursor < window.end)
+    gaps.push_back({cursor, window.end});
+  std::vector<double> late(gaps.size(), -1);
+  for (const auto& c : comm) {
+    if (!(c.arrived > c.start)) // every peer was there when this worker started it
+      continue;
+    const auto g = std::lower_bound(gaps.begin(), gaps.end(), c.end,
+                                    [](const Interval& gap, double t) { return gap.end < t; });
+    if (g != gaps.end() && c.end > g->start && c.start < g->end) {
+      auto& l = late[static_cast<std::size_t>(g - gaps.begin())];
+      l = std::max(l, c.arrived);
+    }
+  }
+  const auto within = [](const std::vector<Interval>& v, double lo, double hi) {
+    std::vector<Interval> out;
+    for (const auto& i : v)
+      if (std::min(i.end, hi) > std::max(i.start, lo))
+        out.push_back({std::max(i.start, lo), std::min(i.end, hi)});
+    return out;
+  };
+  IdleSplit split;
+  for (std::size_t k = 0; k < gaps.size(); ++k) {
+    const auto& gap = gaps[k];
+    const double ready = std::clamp(late[k], gap.start, gap.end);
+    split.exposed += length_within(moving, ready, gap.end);
+    split.waiting += length_within(in_flight, gap.start, ready) +
+                     uncovered_length(within(in_flight, ready, gap.end), moving);
+  }
+  // Beyond rounding: the slowest worker's own cap is its idle time, computed another way.
+  if (const double cap = std::max(0.0, removable);
+      split.exposed > cap + 1e-12 * (window.end - window.start)) {
+    split.waiting += split.exposed - cap;
+    split.exposed = cap;
+  }
+  return split;
+}
+
 Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   Metrics m;
   const int last = warmup_steps + steps - 1;
@@ -111,8 +182,8 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   // Per worker, over its own steady-state steps (staggered schedules like CDP's end their steps at
   // different times): compute-stream busy time and communication not hidden behind it.
   // A comm op waits for its peers until the last one arrived, then moves data.
-  std::vector<std::vector<Interval>> compute(workers), comm(workers), moving(workers),
-      waiting(workers);
+  std::vector<std::vector<Interval>> compute(workers), comm(workers);
+  std::vector<std::vector<CommSpan>> spans(workers);
   std::vector<double> bytes(workers, 0.0), inter_bytes(workers, 0.0), wan_bytes(workers, 0.0);
   auto own_open = [&](std::size_t w) { return warmup_steps == 0 ? 0.0 : open[w]; };
   const auto arrival = peer_arrivals(trace);
@@ -125,11 +196,7 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     const Interval clipped{std::max(e.start, lo), std::min(e.end, hi)};
     if (e.category == OpCategory::comm) {
       comm[w].push_back(clipped);
-      const double arrived = std::clamp(arrival[i], clipped.start, clipped.end);
-      if (arrived > clipped.start)
-        waiting[w].push_back({clipped.start, arrived});
-      if (arrived < clipped.end)
-        moving[w].push_back({arrived, clipped.end});
+      spans[w].push_back({e.start, std::clamp(arrival[i], e.start, e.end), e.end});
       if (e.start >= lo) {
         bytes[w] += e.bytes;
         inter_bytes[w] += e.inter_node_bytes;
@@ -144,6 +211,11 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   m.waiting_per_worker_s.resize(workers);
   double idle_sum = 0, exposed_sum = 0, waiting_sum = 0, bytes_sum = 0, compute_sum = 0,
          comm_sum = 0, inter_sum = 0, wan_sum = 0;
+  // The slowest worker's compute per step: no network makes a step of synchronising workers
+  // shorter (issue 62.4), so no worker's exposed communication exceeds its step beyond it.
+  for (std::size_t w = 0; w < workers; ++w)
+    m.slowest_compute_s_per_step =
+        std::max(m.slowest_compute_s_per_step, union_length(compute[w]) / steps);
   for (std::size_t w = 0; w < workers; ++w) {
     const double busy = union_length(compute[w]);
     compute_sum += size[w] * busy / steps;
@@ -151,12 +223,11 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     const double own_window = close[w] - own_open(w);
     m.worker_window.push_back({own_open(w), close[w]});
     m.idle_fraction[w] = own_window > 0 ? std::clamp(1.0 - busy / own_window, 0.0, 1.0) : 0.0;
-    // Data moving counts before waiting: a GPU whose one op moves data while another waits is
-    // communicating. The two add up to the comm time not covered by compute.
-    m.exposed_comm_per_worker_s[w] = uncovered_length(moving[w], compute[w]) / steps;
-    auto busy_or_moving = compute[w];
-    busy_or_moving.insert(busy_or_moving.end(), moving[w].begin(), moving[w].end());
-    m.waiting_per_worker_s[w] = uncovered_length(waiting[w], busy_or_moving) / steps;
+    // The two add up to the comm time not covered by compute (split_idle).
+    const auto split = split_idle(compute[w], spans[w], {own_open(w), close[w]},
+                                  own_window - steps * m.slowest_compute_s_per_step);
+    m.exposed_comm_per_worker_s[w] = split.exposed / steps;
+    m.waiting_per_worker_s[w] = split.waiting / steps;
     idle_sum += size[w] * m.idle_fraction[w];
     exposed_sum += size[w] * m.exposed_comm_per_worker_s[w];
     waiting_sum += size[w] * m.waiting_per_worker_s[w];

@@ -44,8 +44,9 @@ struct Metrics {
   double intra_node_bytes_per_step = 0;
   double inter_node_bytes_per_step = 0;
   double wan_bytes_per_step = 0;
-  double compute_s_per_step = 0; // compute-stream busy time per step, mean over workers
-  double comm_s_per_step = 0;    // time with a collective in flight per step, mean over workers
+  double compute_s_per_step = 0;         // compute-stream busy time per step, mean over workers
+  double slowest_compute_s_per_step = 0; // the same, of the slowest worker
+  double comm_s_per_step = 0; // time with a collective in flight per step, mean over workers
   MemoryByCategory memory_breakdown{}; // worst worker
   double peak_memory_bytes = 0;
   double simulated_time_s = 0;
@@ -54,6 +55,28 @@ struct Metrics {
   double accumulation_min = 0;
   double accumulation_max = 0;
 };
+
+// One communication op of a worker: it started, its last member arrived, it ended.
+struct CommSpan {
+  double start;
+  double arrived;
+  double end;
+};
+
+// A worker's compute-stream idle time with communication in flight, split by what would remove it
+// (issue 62.4). Within each gap between compute ops, the ops that end in it decide: until the
+// latest of their peers arrived late (after this worker had started the op), the gap waits for
+// peers, whether or not data of earlier ops moves meanwhile, since a faster network would not end
+// it sooner; from then, time with data moving is `exposed` (a faster network removes it) and time
+// still waiting is `waiting`. Idle time with no op in flight is neither. Where the network paces
+// every worker, no peer arrives late, yet a faster network shortens the window only down to the
+// slowest worker's compute: `removable` (the window less that) caps `exposed`, the rest waits.
+struct IdleSplit {
+  double exposed = 0;
+  double waiting = 0;
+};
+IdleSplit split_idle(const std::vector<Interval>& busy, const std::vector<CommSpan>& comm,
+                     Interval window, double removable);
 
 // Throws std::runtime_error when the trace lacks the step marks of the window.
 Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps);
