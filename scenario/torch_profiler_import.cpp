@@ -49,6 +49,7 @@ protected:
     if (inflated_ > kMaxInflatedTraceBytes) // a gzip bomb, or not a trace
       throw std::runtime_error(fmt::format("{}: inflates to more than {} GiB; expected a {}", path_,
                                            kMaxInflatedTraceBytes >> 30, kProfilerTrace.what));
+    check_runs(n);
     if (n == 0)
       return traits_type::eof();
     setg(buf_.data(), buf_.data(), buf_.data() + n);
@@ -56,7 +57,33 @@ protected:
   }
 
 private:
+  // nlohmann's lexer keeps a token's bytes, and the whitespace before it, until the token ends:
+  // gigabytes of spaces, or of one string, would be held before the parse budget sees them. No
+  // trace has a run of 16 MiB between two structural characters.
+  static constexpr std::size_t kMaxRun = std::size_t{16} << 20;
+  void check_runs(int n) {
+    for (int k = 0; k < n; ++k) {
+      const char c = buf_[static_cast<std::size_t>(k)];
+      if (in_string_
+              ? !escaped_ && c == '"'
+              : c == '"' || c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':') {
+        in_string_ = in_string_ != (c == '"');
+        run_ = 0;
+        continue;
+      }
+      escaped_ = in_string_ && !escaped_ && c == '\\';
+      if (++run_ > kMaxRun)
+        throw std::runtime_error(
+            fmt::format("{}: more than {} MiB of one string, number or whitespace at byte {}; "
+                        "expected a {}",
+                        path_, kMaxRun >> 20, inflated_ - static_cast<std::uintmax_t>(n - k),
+                        kProfilerTrace.what));
+    }
+  }
+
   const std::string& path_;
+  bool in_string_ = false, escaped_ = false;
+  std::size_t run_ = 0;
   gzFile file_ = nullptr;
   std::array<char, 1 << 16> buf_{};
   std::uintmax_t inflated_ = 0;

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 #include <vector>
 #include <zlib.h>
 
@@ -247,11 +248,11 @@ TEST(BoundedCalibration, AbsurdNumbersAreRefusedNamingFileAndKey) {
               HasSubstr("'latency_s' must be a non-negative number"));
 }
 
-// A gzip member of `mib` MiB of zeros, streamed through zlib (never held whole).
-std::string gzip_zeros(int mib) {
+// A gzip member of `mib` MiB of `fill` bytes, streamed through zlib (never held whole).
+std::string gzip_of(int mib, char fill = '\0') {
   z_stream z{};
   deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY); // 15 + 16: a gzip wrapper
-  const std::string zeros(1 << 20, '\0');
+  const std::string zeros(1 << 20, fill);
   std::string out;
   char buf[1 << 16];
   for (int i = 0; i <= mib; ++i) {
@@ -274,7 +275,7 @@ TEST(BoundedProfilerTrace, AGzipBombIsRefusedAtOnceNamingTheFile) {
   const ScratchDir dir;
   const auto path = (dir / "bomb.json.gz").string();
   {
-    const std::string member = gzip_zeros(64);
+    const std::string member = gzip_of(64);
     std::ofstream out(path, std::ios::binary);
     for (int i = 0; i < 48; ++i)
       out << member;
@@ -301,6 +302,21 @@ algorithms: [ddp]
   EXPECT_EQ(r.first, 1);
   EXPECT_THAT(r.second, HasSubstr("bomb.json.gz: not valid JSON"));
   EXPECT_THAT(r.second, Not(HasSubstr("bad_alloc")));
+  // Spaces, or one endless string, would be kept by the lexer: refused past 16 MiB in a row.
+  for (const auto& [name, head, fill] :
+       {std::tuple{"spaces.json.gz", "", ' '},
+        std::tuple{"string.json.gz", "{\"traceEvents\": \"", 'a'}}) {
+    const auto file = (dir / name).string();
+    gzFile f = gzopen(file.c_str(), "wb");
+    gzputs(f, head);
+    gzclose(f);
+    std::ofstream(file, std::ios::binary | std::ios::app) << gzip_of(64, fill);
+    EXPECT_THAT(error_of([&] { import_torch_profiler(file, s); }),
+                HasSubstr(std::string(name) +
+                          ": more than 16 MiB of one string, number or "
+                          "whitespace at byte " +
+                          std::to_string((16 << 20) + std::string(head).size())));
+  }
 }
 
 TEST(BoundedProfilerTrace, NegativeDurationsAreRefused) {
