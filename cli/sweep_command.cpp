@@ -536,6 +536,9 @@ bool inside(const std::filesystem::path& a, const std::filesystem::path& b) {
 }
 
 int merge_command(const std::string& out, const std::vector<std::string>& shards) {
+  // Outside the try: released in the handler, before the message is written (release_json).
+  ordered_json first;
+  std::vector<ordered_json> rows;
   try {
     // Issue 26.10: a shard given twice, and an output directory that is a shard (which the merge
     // would replace), are refused before anything is read.
@@ -555,8 +558,6 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
             : inside(out_dir, here) ? "lies inside"
                                     : "holds"));
     }
-    ordered_json first;
-    std::vector<ordered_json> rows;
     // Every shard's rows are held at once: the shards share one budget of parsed memory.
     std::uintmax_t budget = scenario::kSummaryFile.max_parsed_bytes;
     std::set<int> points;
@@ -638,12 +639,16 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
     top["sweep"] = first["sweep"];
     top["sweep"]["shard"] = "merged";
     OutputStage stage(out);
-    write_summary(stage.path(), nlohmann::json::parse(first["scenario"].dump()), rows, top);
+    write_summary(stage.path(), nlohmann::json::parse(first["scenario"].dump()), std::move(rows),
+                  top);
     draw_plots(stage.path());
     stage.publish();
     std::printf("%d points from %zu shards: outputs in %s\n", total, shards.size(), out.c_str());
     return 0;
   } catch (const std::exception& e) {
+    for (auto& r : rows)
+      scenario::release_json(r);
+    scenario::release_json(first);
     return report_failure("overlapsim merge", e);
   }
 }

@@ -24,7 +24,8 @@ inline constexpr UserFileKind kLayerTableFile{"layer table", std::uintmax_t{16} 
 inline constexpr UserFileKind kLossCurveFile{"loss curve", std::uintmax_t{256} << 20};
 inline constexpr UserFileKind kNcclTestsLog{"nccl-tests log", std::uintmax_t{64} << 20};
 // merge holds every shard's rows at once: its shards share one budget of parsed values, and the
-// summary it writes copies them, so a merge stays within about 2.5 GB (a 1 GiB shard took 14x).
+// summary it writes takes them over, so a merge stays within about 2 GB (a shard took 14x its
+// size).
 inline constexpr UserFileKind kSummaryFile{"summary", std::uintmax_t{256} << 20,
                                            std::uintmax_t{1} << 30};
 // A PyTorch profiler trace: its size on disk (gzip'd or not), and what it may inflate to (it is

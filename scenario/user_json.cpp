@@ -95,12 +95,17 @@ Json parse_bounded(Input&& input, const std::string& path, const UserFileKind& k
     BoundedDom<Json> dom(result, path, kind, budget);
     Json::sax_parse(std::forward<Input>(input), &dom);
   } catch (const nlohmann::json::exception& e) {
+    release_json(result);
     throw std::runtime_error(fmt::format("{}: not valid JSON: {}", path, e.what()));
   } catch (const std::bad_alloc&) {
+    release_json(result); // first: the message needs memory too
     throw std::runtime_error(
         fmt::format("{}: out of memory while parsing the {}; expected a smaller file (or free "
                     "some memory, or raise ulimit -v)",
                     path, kind.what));
+  } catch (...) { // past the depth or the budget
+    release_json(result);
+    throw;
   }
   return result;
 }

@@ -37,6 +37,21 @@ template <class Json>
 Json parse_user_json(std::istream& in, const std::string& path, const UserFileKind& kind,
                      std::uintmax_t& budget);
 
+// Frees a parsed value without allocating. nlohmann's destructor first moves every list's items
+// into a stack as long as the list, which, when memory has run out, turned std::bad_alloc into
+// std::terminate while unwinding; this clears the innermost lists first (depth at most
+// kMaxJsonDepth for what parse_user_json returns), so nothing is left to move.
+template <class Json> void release_json(Json& j) noexcept {
+  if (!j.is_array() && !j.is_object())
+    return;
+  for (auto& child : j)
+    release_json(child);
+  if (j.is_array())
+    j.template get_ref<typename Json::array_t&>().clear();
+  else
+    j.template get_ref<typename Json::object_t&>().clear();
+}
+
 // read_user_file, then parse_user_json within kind.max_parsed_bytes.
 nlohmann::json read_user_json(const std::string& path, const UserFileKind& kind);
 

@@ -127,6 +127,34 @@ TEST_F(BoundedCli, MergeRefusesADeeplyNestedShardWithoutCrashing) {
   }
 }
 
+TEST_F(BoundedCli, MergeOutOfMemoryIsAMessageNotAnAbort) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "AddressSanitizer maps terabytes of shadow memory: no ulimit -v under it";
+#endif
+  // Issue 63.4: memory running out while parsing (here 20 million list items, 40 MB, within the
+  // budget, under ulimit -v 400000) was "terminate called ... std::bad_alloc", signal 6.
+  fs::create_directories(dir_ / "zeros");
+  {
+    std::ofstream f(dir_ / "zeros" / "summary.json");
+    f << R"({"sweep": {"vary": ["a"], "points": 1}, "scenario": {}, "results": [{"point": 0, )"
+      << R"("a": "1", "algorithm": "ddp", "idle_fraction_per_gpu": [0)";
+    const std::string chunk = [] {
+      std::string c;
+      for (int i = 0; i < 1000000; ++i)
+        c += ",0";
+      return c;
+    }();
+    for (int i = 0; i < 20; ++i)
+      f << chunk;
+    f << "]}]}";
+  }
+  const auto r = run("merge " + path("m") + " " + path("zeros"), "ulimit -v 400000;");
+  EXPECT_EQ(r.first, 1) << r.second;
+  EXPECT_THAT(r.second, HasSubstr("zeros/summary.json: out of memory while parsing the summary"));
+  EXPECT_THAT(r.second, Not(HasSubstr("terminate")));
+  EXPECT_FALSE(fs::exists(path("m")));
+}
+
 TEST_F(BoundedCli, MergeRefusesNegativeMetricsAndEmptyNames) {
   ASSERT_EQ(run("sweep " + path("s.yaml") +
                 " --no-plots --no-progress --vary training.steps=2,3 --out " + path("s"))
