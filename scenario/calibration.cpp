@@ -503,13 +503,20 @@ LinkFit import_nccl_tests(std::string_view text, const std::string& name, std::s
       throw std::runtime_error(fmt::format(
           "{}:{}: expected an nccl-tests row (size count type redop [root] time algbw busbw ...)",
           name, number));
+    // A negative, infinite or absurd size or time (microseconds) was fitted as measured (63.9).
+    bool usable = false;
     try {
       points.push_back(SizeTime{std::stod(w[0]), std::stod(w[time_column]) * 1e-6});
+      usable = std::isfinite(points.back().bytes) && points.back().bytes >= 0 &&
+               points.back().bytes <= kMaxBytes && std::isfinite(points.back().seconds) &&
+               points.back().seconds >= 0 && points.back().seconds <= kMaxSeconds;
     } catch (const std::exception&) {
-      throw std::runtime_error(
-          fmt::format("{}:{}: expected numbers for size and time, got '{}' and '{}'", name, number,
-                      w[0], w[time_column]));
     }
+    if (!usable)
+      throw std::runtime_error(
+          fmt::format("{}:{}: expected a size of 0 to {:g} bytes and a time of 0 to {:g} us, got "
+                      "'{}' and '{}'",
+                      name, number, kMaxBytes, kMaxSeconds * 1e6, w[0], w[time_column]));
   }
   if (ranks == 0)
     ranks = counted_ranks;

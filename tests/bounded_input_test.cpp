@@ -274,6 +274,16 @@ TEST(BoundedCalibration, AbsurdNumbersAreRefusedNamingFileAndKey) {
                 read_calibration(profile(dir, {{"latency_s", -1}}));
               }),
               HasSubstr("'latency_s' must be a non-negative number"));
+  // An nccl-tests log's negative or infinite times were fitted as measured.
+  for (const std::string time : {"-156.0", "inf", "1e300"})
+    EXPECT_THAT(error_of([&] {
+                  import_nccl_tests("#  Rank 0\n#  Rank 1\n 1048576 262144 float sum -1 " + time +
+                                        " 1 2 0 1 2 3 0\n",
+                                    "log.txt", "all_reduce", 0);
+                }),
+                HasSubstr("log.txt:3: expected a size of 0 to 1e+18 bytes and a time of 0 to "
+                          "3.6e+09 us, got '1048576' and '" +
+                          time + "'"));
 }
 
 // A gzip member of `mib` MiB of `fill` bytes, streamed through zlib (never held whole).
