@@ -283,7 +283,7 @@ def command_cases(workdir):
         ("merge-deep", ["merge", out, shard], "nested more than 64 levels"),
         ("merge-empty", ["merge", "", shard], "empty"),
         ("merge-empty", ["merge", out, "", shard], "empty"),
-        ("cli-exit", ["collective", "--ranks", "1e20"], "--ranks"),
+        ("cli-exit", ["profile", "--import-nccl-tests", scenario, "--ranks", "1e20"], "--ranks"),
         ("cli-exit", ["collective", "--algorithm", "nvls"], "--algorithm"),
         ("cli-exit", ["sweep", scenario, "--vary", "training.steps=2,3", "--jobs", "abc"], "--jobs"),
         ("cli-exit", ["merge", out], "shards"),

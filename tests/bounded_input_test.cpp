@@ -187,8 +187,9 @@ TEST_F(BoundedCli, CommandLineErrorsExitWithOne) {
   // Issue 63.8: CLI11's own codes (104-106) for what docs/SCENARIO.md calls bad input (1).
   const std::string s = path("s.yaml");
   for (const std::string& args : std::vector<std::string>{
-           "collective --ranks 1e20", "collective --algorithm nvls", "sweep " + s + " --jobs abc",
-           "merge " + path("m"), "run " + s + " --out ''", "frobnicate", "run " + s + " --no-such",
+           "collective --ranks 1e20", "profile --import-nccl-tests " + s + " --ranks 1e20",
+           "collective --algorithm nvls", "sweep " + s + " --jobs abc", "merge " + path("m"),
+           "run " + s + " --out ''", "frobnicate", "run " + s + " --no-such",
            "validate " + s + " --timeout -1", "profile " + s + " --timeout 0"}) {
     const auto r = run(args);
     EXPECT_EQ(r.first, 1) << args << ": " << r.second;
