@@ -19,6 +19,10 @@ counts, and values of 10 MB. It counts what a user must never see:
   lost        a user's file in --out was changed or deleted (look-alike outputs, issue 26.1), or
               beside it (directories named like a dead run's staging directory, issue 63.1)
   exposed     a 0700 output directory lost its mode (issue 63.2)
+  exit-code   a refused targeted command exited with a status other than 1 (issue 63.8)
+Targeted commands besides `run` (issue 63): merge of a 200,000-deep shard and of '', command-line
+errors, a calibration profile with 1e30 ranks or 1e308 B/s, a layer table's bp_s 1e308, --set with
+an empty key, a gzip bomb given to profile --import-torch-profiler.
 Prints one line per problem (up to --show), then the counts. Exit status 0 (a benchmark), or with
 --strict 1 when there was any problem (scripts/sanitize.sh, in CI, on the sanitizer build).
 
@@ -27,6 +31,7 @@ Prints one line per problem (up to --show), then the counts. Exit status 0 (a be
 """
 import argparse
 import concurrent.futures
+import gzip
 import json
 import math
 import os
@@ -253,6 +258,76 @@ LOOKALIKE_CASES = [
 ]
 
 
+def command_cases(workdir):
+    """(class, arguments, what the error must say) for commands other than `run` on a scenario
+    (issue 63): each must be refused with exit status 1, promptly, naming the problem."""
+    def write(name, data):
+        path = os.path.join(workdir, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+        return path
+    scenario = write("cmd-base.yaml", BASE)
+    # Deep inside the scenario, which merge copies: the copy recursed off the stack (SIGSEGV).
+    shard = os.path.dirname(write("deep-shard/summary.json",
+                                  '{"sweep": {"vary": ["a"], "points": 1}, "scenario": {"x": ' +
+                                  "[" * 200000 + "]" * 200000 + '}, "results": []}'))
+    out = os.path.join(workdir, "cmd-out")
+    link = {"op": "all_reduce", "ranks": 2, "latency_s": 1e-5, "bandwidth_Bps": 1e10}
+
+    def calibration(name, **change):
+        cal = write(name, json.dumps({"schema": "overlapsim-calibration/1",
+                                      "links": {"inter_node": dict(link, **change)}}))
+        return write(name + ".yaml", BASE.replace("  gpu: a100-80gb\n",
+                                                  f"  gpu: a100-80gb\n  calibration: {cal}\n"))
+    table = write("bp.tsv", "bp_s\tcomm_s\n0.1\t0.1\n1e308\t0.1\n")
+    layers = "  layers:\n    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}"
+    bomb = write("bomb.json.gz", gzip.compress(b"\0" * (16 << 20), 1) * 8)  # 128 MiB inflated
+    return [
+        ("merge-deep", ["merge", out, shard], "nested more than 64 levels"),
+        ("merge-empty", ["merge", "", shard], "empty"),
+        ("merge-empty", ["merge", out, "", shard], "empty"),
+        ("cli-exit", ["profile", "--import-nccl-tests", scenario, "--ranks", "1e20"], "--ranks"),
+        ("cli-exit", ["collective", "--algorithm", "nvls"], "--algorithm"),
+        ("cli-exit", ["sweep", scenario, "--vary", "training.steps=2,3", "--jobs", "abc"], "--jobs"),
+        ("cli-exit", ["merge", out], "shards"),
+        ("cli-exit", ["run", scenario, "--out", ""], "--out"),
+        ("cli-exit", ["frobnicate"], "frobnicate"),
+        ("cli-exit", ["validate", scenario, "--timeout", "-1"], "--timeout"),
+        ("calibration", ["run", calibration("ranks.json", ranks=1e30)], "'ranks'"),
+        ("calibration", ["run", calibration("bw.json", bandwidth_Bps=1e308)], "'bandwidth_Bps'"),
+        ("layer-table", ["run", write("bp.yaml", BASE.replace(layers, f"  profile: {table}"))],
+         "bp.tsv:3: column 'bp_s'"),
+        ("set-key", ["run", scenario, "--set", "cluster.nodes.=1"], "is empty"),
+        ("gzip-bomb", ["profile", scenario, "--import-torch-profiler", bomb], "not valid JSON"),
+    ]
+
+
+def run_command_case(args, name, argv, expect):
+    """A targeted command (command_cases): anything but exit status 1 with `expect` in its error
+    is a problem."""
+    try:
+        p = subprocess.run([args.binary] + argv + ["--no-plots"] * (argv[0] in ("run", "sweep")),
+                           capture_output=True, timeout=args.timeout, stdin=subprocess.DEVNULL)
+        rc, err = p.returncode, p.stderr.decode("utf-8", "replace") + p.stdout.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        return "hang", name, " ".join(argv)[:100]
+    problems = []
+    if rc < 0 or rc >= 128:
+        problems.append("signal")
+    if re.search(r"CRITICAL|terminate called|bad_alloc|Aborted|core dumped|AddressSanitizer|"
+                 r"runtime error:|filesystem error|Deadlock", err):
+        problems.append("abort")
+    if rc == 0:
+        problems.append("accepted")
+    elif rc != 1:
+        problems.append("exit-code")
+    if rc != 0 and expect not in err:
+        problems.append("unclear")
+    first_line = err.strip().splitlines()[0] if err.strip() else f"exit {rc}"
+    return ",".join(problems) or "rejected", name, first_line
+
+
 def run_lookalike(args, case, name, files, workdir):
     """Runs BASE into a directory of a user's look-alike files; anything but a refusal that leaves
     every file as it was is a problem."""
@@ -409,6 +484,7 @@ def main():
     targeted = [] if args.no_targeted else targeted_cases(workdir)
     lookalikes = [] if args.no_targeted else LOOKALIKE_CASES
     safety = [] if args.no_targeted else ["staging-lookalike", "private-dir", "interrupted"]
+    commands = [] if args.no_targeted else command_cases(workdir)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run_case, args, c, text, workdir): kind for c, text, kind in cases}
         for i, (kind, text, path, limited, must_fail) in enumerate(targeted):
@@ -421,6 +497,8 @@ def main():
             futures[pool.submit(run_output_safety, args,
                                 args.cases + len(targeted) + len(lookalikes) + i, kind,
                                 workdir)] = kind
+        for kind, argv, expect in commands:
+            futures[pool.submit(run_command_case, args, kind, argv, expect)] = kind
         for fut in concurrent.futures.as_completed(futures):
             verdict, name, message = fut.result()
             for v in verdict.split(","):
@@ -430,10 +508,10 @@ def main():
                 print(f"{verdict:12} {futures[fut]:28} {name}: {message[:150]}")
     shutil.rmtree(workdir, ignore_errors=True)
     print(f"# {args.cases} mutants of {len(seeds)} scenarios, seed {args.seed}, and "
-          f"{len(targeted) + len(lookalikes) + len(safety)} targeted cases; budget {args.timeout:g} s, huge sizes under "
+          f"{len(targeted) + len(lookalikes) + len(safety) + len(commands)} targeted cases; budget {args.timeout:g} s, huge sizes under "
           f"{args.memory_limit} MiB of {'resident memory (ASan)' if args.asan else 'address space'}")
     problems = ["signal", "abort", "hang", "partial", "unclear", "bad-output", "flood", "accepted",
-                "lost", "exposed"]
+                "lost", "exposed", "exit-code"]
     for key in ["ok", "rejected"] + problems:
         print(f"{key:12} {counts.get(key, 0)}")
     if args.strict and any(counts.get(key, 0) for key in problems):

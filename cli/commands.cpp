@@ -45,6 +45,9 @@ const CLI::Validator kNonEmpty(
       return value.empty() ? std::string("expected a path, got an empty one") : std::string();
     },
     "PATH");
+// Issue 63.7: `--timeout -1` started the workers, and Gloo refused it with "enforce fail". Checked
+// here, where the option is parsed, so that builds without LibTorch check it alike.
+const CLI::Range kTimeout(0.001, 86400.0, "SECONDS");
 } // namespace
 
 void add_commands(CLI::App& app) {
@@ -117,6 +120,7 @@ void add_commands(CLI::App& app) {
   validate
       ->add_option("--timeout", val->timeout_s,
                    "Seconds one collective (or the rendezvous) may wait before the run fails")
+      ->check(kTimeout)
       ->capture_default_str();
   validate
       ->add_option("--profile-time", val->profile_time_s,
@@ -160,6 +164,7 @@ void add_commands(CLI::App& app) {
   profile->add_option("--backend", prof->backend, "gloo | nccl")->capture_default_str();
   profile->add_option("--emulate-link", prof->emulate_link, "As for validate; root only");
   profile->add_option("--timeout", prof->timeout_s, "Seconds one collective may wait")
+      ->check(kTimeout)
       ->capture_default_str();
   profile->add_option("--profile-time", prof->profile_time_s, "As for validate")
       ->check(CLI::Range(0.001, 3600.0))
@@ -218,8 +223,8 @@ void add_commands(CLI::App& app) {
   auto merge_out = std::make_shared<std::string>();
   auto merge_in = std::make_shared<std::vector<std::string>>();
   auto* merge = app.add_subcommand("merge", "Join the shard outputs of one sweep into one summary");
-  merge->add_option("out", *merge_out, "Output directory")->required();
-  merge->add_option("shards", *merge_in, "Shard output directories")->required();
+  merge->add_option("out", *merge_out, "Output directory")->required()->check(kNonEmpty);
+  merge->add_option("shards", *merge_in, "Shard output directories")->required()->check(kNonEmpty);
   merge->callback([merge_out, merge_in] {
     InterruptGuard guard;
     g_exit_code = merge_command(*merge_out, *merge_in);

@@ -85,13 +85,15 @@ int main(int argc, char** argv) {
     if (!known) {
       std::fprintf(stderr, "overlapsim: unknown command '%s'; expected one of: %s\n", argv[1],
                    names.c_str());
-      return 106;
+      return 1;
     }
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints its message, and returns 0 for --help and --version but its own codes (105,
+    // 106...) for errors: a command-line error is bad input, 1 as documented (issue 63.8).
+    return app.exit(e) == 0 ? 0 : 1;
   }
   return overlapsim::cli::exit_code();
 }

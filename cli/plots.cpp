@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <new>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -124,7 +125,11 @@ int plot_command(const std::string& dir) {
 }
 
 int report_failure(const char* command, const std::exception& e) {
-  std::fprintf(stderr, "%s: %s\n", command, e.what());
+  // std::bad_alloc says only "std::bad_alloc" (issue 63.4).
+  std::fprintf(stderr, "%s: %s\n", command,
+               dynamic_cast<const std::bad_alloc*>(&e) != nullptr
+                   ? "out of memory (free some memory, raise ulimit -v, or ask for less)"
+                   : e.what());
   if (const auto* interrupted = dynamic_cast<const Interrupted*>(&e))
     return 128 + interrupted->signal();
   return 1;

@@ -9,7 +9,7 @@
 #include "files/output_stage.h"
 #include "hw/units.h"
 #include "scenario/loader.h"
-#include "scenario/user_file.h"
+#include "scenario/user_json.h"
 #include "sim/child_process.h"
 #include "trace/summary.h"
 
@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -473,10 +474,20 @@ void check_row(const ordered_json& r, const ordered_json& vary, const std::strin
       throw bad("error", "a message", r["error"]);
     return;
   }
-  const auto number = [](const ordered_json& v) { return v.is_number() || v.is_null(); };
+  // Every metric a sweep writes is a count, a time, a size or a fraction: a negative one is a
+  // damaged shard (issue 63.9). What a value should have been, or nullptr when it is one.
+  const auto expected = [](const ordered_json& v) -> const char* {
+    if (v.is_null())
+      return nullptr;
+    if (!v.is_number())
+      return "a number";
+    return std::isfinite(v.get<double>()) && v.get<double>() >= 0 ? nullptr
+                                                                  : "a number of at least 0";
+  };
   for (const char* field : kNumericFields)
-    if (r.contains(field) && !number(r[field]))
-      throw bad(field, "a number", r[field]);
+    if (r.contains(field))
+      if (const char* what = expected(r[field]))
+        throw bad(field, what, r[field]);
   for (const char* group : kNumericGroups) {
     if (!r.contains(group))
       continue;
@@ -484,11 +495,11 @@ void check_row(const ordered_json& r, const ordered_json& vary, const std::strin
     if (!g.is_object() && !g.is_array())
       throw bad(group, "an object or list of numbers", g);
     for (auto it = g.begin(); it != g.end(); ++it)
-      if (!number(*it))
+      if (const char* what = expected(*it))
         throw bad(
             fmt::format("{}.{}", group,
                         g.is_object() ? it.key() : std::to_string(std::distance(g.begin(), it))),
-            "a number", *it);
+            what, *it);
   }
 }
 
@@ -528,6 +539,9 @@ bool inside(const std::filesystem::path& a, const std::filesystem::path& b) {
 }
 
 int merge_command(const std::string& out, const std::vector<std::string>& shards) {
+  // Outside the try: released in the handler, before the message is written (release_json).
+  ordered_json first;
+  std::vector<ordered_json> rows;
   try {
     // Issue 26.10: a shard given twice, and an output directory that is a shard (which the merge
     // would replace), are refused before anything is read.
@@ -547,19 +561,15 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
             : inside(out_dir, here) ? "lies inside"
                                     : "holds"));
     }
-    ordered_json first;
-    std::vector<ordered_json> rows;
+    // Every shard's rows are held at once: the shards share one budget of parsed memory.
+    std::uintmax_t budget = scenario::kSummaryFile.max_parsed_bytes;
     std::set<int> points;
     std::set<std::pair<int, std::string>> seen_rows;
     for (const auto& dir : shards) {
       const std::string file = dir + "/summary.json";
-      const std::string text = scenario::read_user_file(file, scenario::kSummaryFile);
-      ordered_json doc;
-      try {
-        doc = ordered_json::parse(text);
-      } catch (const nlohmann::json::exception& e) {
-        throw std::runtime_error(fmt::format("{}: not valid JSON ({})", file, e.what()));
-      }
+      ordered_json doc = scenario::parse_user_json<ordered_json>(
+          scenario::read_user_file(file, scenario::kSummaryFile), file, scenario::kSummaryFile,
+          budget);
       if (!doc.is_object() || !doc.contains("sweep") || !doc["sweep"].is_object() ||
           !doc.contains("results") || !doc["results"].is_array())
         throw std::runtime_error(
@@ -571,9 +581,7 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
                                              "[1, {}], got {}",
                                              file, kMaxMergedPoints, points_of.dump()));
       check_shard(doc, file);
-      if (first.is_null()) {
-        first = doc;
-      } else {
+      if (!first.is_null()) {
         // Which part differs, so that a user sees why (the scenario, or the grid it was swept on).
         for (const auto& [what, mine, theirs] :
              std::initializer_list<std::tuple<const char*, ordered_json, ordered_json>>{
@@ -613,9 +621,13 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
                                                file, i, p, algorithm.get<std::string>()));
         check_row(r, doc["sweep"]["vary"], file, i);
         here.insert(p);
-        rows.push_back(r);
       }
       points.insert(here.begin(), here.end());
+      // Moved, not copied: a merge holds each row once.
+      for (auto& r : doc["results"])
+        rows.push_back(std::move(r));
+      if (first.is_null())
+        first = std::move(doc);
     }
     if (first.is_null())
       throw std::runtime_error("expected shard directories to merge");
@@ -630,12 +642,16 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
     top["sweep"] = first["sweep"];
     top["sweep"]["shard"] = "merged";
     OutputStage stage(out);
-    write_summary(stage.path(), nlohmann::json::parse(first["scenario"].dump()), rows, top);
+    write_summary(stage.path(), nlohmann::json::parse(first["scenario"].dump()), std::move(rows),
+                  top);
     draw_plots(stage.path());
     stage.publish();
     std::printf("%d points from %zu shards: outputs in %s\n", total, shards.size(), out.c_str());
     return 0;
   } catch (const std::exception& e) {
+    for (auto& r : rows)
+      scenario::release_json(r);
+    scenario::release_json(first);
     return report_failure("overlapsim merge", e);
   }
 }

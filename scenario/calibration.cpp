@@ -1,5 +1,5 @@
 #include "scenario/calibration.h"
-#include "scenario/user_file.h"
+#include "scenario/user_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -45,20 +45,41 @@ const json& field(const json& j, const char* key, const std::string& where) {
   return j.at(key);
 }
 
-double positive(const json& j, const char* key, const std::string& where, bool allow_zero) {
+// Issue 63.9: a bandwidth of 1e308 B/s was read (and printed as "inf TB/s per node"): a value past
+// what any hardware measures is a damaged profile. Bounds as a scenario's (docs/SCENARIO.md).
+constexpr double kMaxBandwidthBps = 1e15; // 1 PB/s
+constexpr double kMaxSeconds = 3600;      // 1 h: a layer's time, a latency, a measured point
+constexpr double kMaxBytes = 1e18;        // 1 EB: a measured point's size; any other value
+
+double positive(const json& j, const char* key, const std::string& where, bool allow_zero,
+                double max = kMaxBytes) {
   const json& v = field(j, key, where);
-  if (!v.is_number() || v.get<double>() < 0 || (!allow_zero && v.get<double>() == 0))
-    throw std::runtime_error(fmt::format("{}: '{}' must be a {} number", where, key,
-                                         allow_zero ? "non-negative" : "positive"));
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
+      (!allow_zero && v.get<double>() == 0) || v.get<double>() > max)
+    throw std::runtime_error(fmt::format("{}: '{}' must be a {} number at most {:g}, found {}",
+                                         where, key, allow_zero ? "non-negative" : "positive", max,
+                                         v.dump().substr(0, 200)));
   return v.get<double>();
+}
+
+// An optional whole number in [lo, hi] (`fallback` when absent): json::value converted 1e30 to
+// -2147483648 (issue 63.7).
+int whole(const json& j, const char* key, const std::string& where, int lo, int hi, int fallback) {
+  if (!j.is_object() || !j.contains(key))
+    return fallback;
+  const json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
+    throw std::runtime_error(fmt::format("{}: '{}' must be a whole number from {} to {}, found {}",
+                                         where, key, lo, hi, v.dump().substr(0, 200)));
+  return v.get<int>();
 }
 
 LinkFit read_link(const json& j, const std::string& where) {
   LinkFit f;
   f.op = j.value("op", "");
-  f.ranks = j.value("ranks", 0);
-  f.latency_s = positive(j, "latency_s", where, true);
-  f.bandwidth_Bps = positive(j, "bandwidth_Bps", where, false);
+  f.ranks = whole(j, "ranks", where, 0, 1 << 20, 0); // at most a scenario's GPUs
+  f.latency_s = positive(j, "latency_s", where, true, kMaxSeconds);
+  f.bandwidth_Bps = positive(j, "bandwidth_Bps", where, false, kMaxBandwidthBps);
   f.max_relative_residual = j.value("max_relative_residual", 0.0);
   f.in_place = j.value("in_place", false);
   if (j.contains("reverse_busy_s")) {
@@ -69,8 +90,9 @@ LinkFit read_link(const json& j, const std::string& where) {
   }
   if (j.contains("points"))
     for (const auto& p : j.at("points")) {
-      f.points.push_back(SizeTime{p.value("bytes", 0.0), p.value("seconds", 0.0)});
-      const std::string at = fmt::format("{}: point {}", where, f.points.size());
+      const std::string at = fmt::format("{}: point {}", where, f.points.size() + 1);
+      f.points.push_back(SizeTime{positive(p, "bytes", at, true, kMaxBytes),
+                                  positive(p, "seconds", at, true, kMaxSeconds)});
       // Seconds a member ends after another: at most 10, as reverse_busy_s.
       const auto apart = [&](const char* key) {
         if (!p.contains(key))
@@ -89,13 +111,7 @@ LinkFit read_link(const json& j, const std::string& where) {
 } // namespace
 
 Calibration read_calibration(const std::string& path) {
-  const std::string text = read_user_file(path, kCalibrationFile);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
+  const json j = read_user_json(path, kCalibrationFile);
   const std::string schema = j.is_object() ? j.value("schema", "") : "";
   if (schema != kCalibrationSchema)
     throw std::runtime_error(fmt::format("{}: expected \"schema\": \"{}\", found '{}'", path,
@@ -107,12 +123,12 @@ Calibration read_calibration(const std::string& path) {
     const json& m = j.at("model");
     const std::string where = path + ": model";
     c.model = m.value("name", "");
-    c.micro_batch = m.value("micro_batch", 0);
+    c.micro_batch = whole(m, "micro_batch", where, 0, 16777216, 0); // a scenario's bound
     for (const auto& l : field(m, "layers", where)) {
       const std::string lw = fmt::format("{}.layers[{}]", where, c.layers.size());
       c.layers.push_back(LayerTiming{field(l, "name", lw).get<std::string>(),
-                                     positive(l, "fwd_time_per_sample_s", lw, true),
-                                     positive(l, "bwd_time_per_sample_s", lw, true)});
+                                     positive(l, "fwd_time_per_sample_s", lw, true, kMaxSeconds),
+                                     positive(l, "bwd_time_per_sample_s", lw, true, kMaxSeconds)});
       if (l.contains("activation_bytes_per_sample"))
         c.layers.back().activation_bytes_per_sample =
             positive(l, "activation_bytes_per_sample", lw, true);
@@ -167,7 +183,7 @@ Calibration read_calibration(const std::string& path) {
                         c.compute_jitter_sigma_1s));
     }
     if (m.contains("memory_bandwidth_Bps"))
-      c.memory_bandwidth_Bps = positive(m, "memory_bandwidth_Bps", where, false);
+      c.memory_bandwidth_Bps = positive(m, "memory_bandwidth_Bps", where, false, kMaxBandwidthBps);
     if (m.contains("memory_ops")) {
       const json& ops = m.at("memory_ops");
       const std::string ow = where + ".memory_ops";
@@ -487,13 +503,20 @@ LinkFit import_nccl_tests(std::string_view text, const std::string& name, std::s
       throw std::runtime_error(fmt::format(
           "{}:{}: expected an nccl-tests row (size count type redop [root] time algbw busbw ...)",
           name, number));
+    // A negative, infinite or absurd size or time (microseconds) was fitted as measured (63.9).
+    bool usable = false;
     try {
       points.push_back(SizeTime{std::stod(w[0]), std::stod(w[time_column]) * 1e-6});
+      usable = std::isfinite(points.back().bytes) && points.back().bytes >= 0 &&
+               points.back().bytes <= kMaxBytes && std::isfinite(points.back().seconds) &&
+               points.back().seconds >= 0 && points.back().seconds <= kMaxSeconds;
     } catch (const std::exception&) {
-      throw std::runtime_error(
-          fmt::format("{}:{}: expected numbers for size and time, got '{}' and '{}'", name, number,
-                      w[0], w[time_column]));
     }
+    if (!usable)
+      throw std::runtime_error(
+          fmt::format("{}:{}: expected a size of 0 to {:g} bytes and a time of 0 to {:g} us, got "
+                      "'{}' and '{}'",
+                      name, number, kMaxBytes, kMaxSeconds * 1e6, w[0], w[time_column]));
   }
   if (ranks == 0)
     ranks = counted_ranks;

@@ -39,24 +39,27 @@ std::vector<LayerTimes> parse_layer_table(const std::string& text,
     if (cells.size() != header.size())
       throw std::runtime_error(fmt::format("{}:{}: expected {} tab-separated columns, found {}",
                                            name_for_errors, line_no, header.size(), cells.size()));
-    auto number = [&](std::size_t col, const char* what) {
+    // Issue 63.7: bp_s 1e308 ran the simulation into a deadlock at t = inf; a layer's time is at
+    // most an hour (a scenario's longest time), its parameters at most a layer's 1e13.
+    auto number = [&](std::size_t col, double max, const char* what) {
       const std::string& s = cells[col];
       double v = 0;
       const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v) || v < 0)
+      if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v) || v < 0 || v > max)
         throw std::runtime_error(
-            fmt::format("{}:{}: column '{}': expected a non-negative number{}, got '{}'",
-                        name_for_errors, line_no, header[col], what, s));
+            fmt::format("{}:{}: column '{}': expected a number{} from 0 to {:g}, got '{}'",
+                        name_for_errors, line_no, header[col], what, max, s));
       return v;
     };
+    constexpr double kMaxSeconds = 3600, kMaxParams = 1e13;
     LayerTimes l;
     l.name = name ? cells[*name] : fmt::format("layer{}", layers.size());
-    l.bp_s = number(*bp, " of seconds");
-    l.comm_s = number(*comm, " of seconds");
+    l.bp_s = number(*bp, kMaxSeconds, " of seconds");
+    l.comm_s = number(*comm, kMaxSeconds, " of seconds");
     if (fwd)
-      l.fwd_s = number(*fwd, " of seconds");
+      l.fwd_s = number(*fwd, kMaxSeconds, " of seconds");
     if (params)
-      l.params = number(*params, "");
+      l.params = number(*params, kMaxParams, "");
     layers.push_back(std::move(l));
   }
   if (layers.empty())

@@ -8,11 +8,13 @@
 #include "hw/units.h"
 #include "hw/vit_ops.h"
 #include "scenario/calibration.h"
+#include "scenario/delimited_fields.h"
 #include "scenario/layer_table.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h> // fmt::join (in <fmt/format.h> before fmt 11)
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/depthguard.h> // YAML::DeepRecursion
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -84,6 +86,13 @@ std::optional<std::size_t> invalid_utf8_at(std::string_view s) {
   return std::nullopt;
 }
 
+// Aliases can make a small file expand exponentially ("billion laughs"): the walk stops at a
+// bound far above any real scenario.
+constexpr long kMaxYamlValues = 1000000;
+// No scenario nests deeper than a few levels; an alias that contains itself (`a: &a [*a]`) nests
+// without end and overflowed the stack (issue 26.2).
+constexpr int kMaxYamlDepth = 64;
+
 // Applies one "a.b.c=value" override to the document tree.
 void apply_override(YAML::Node root, const std::string& assignment, Context& ctx) {
   const auto eq = assignment.find('=');
@@ -95,19 +104,24 @@ void apply_override(YAML::Node root, const std::string& assignment, Context& ctx
   YAML::Node value;
   try {
     value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::DeepRecursion&) {
+    throw ScenarioError(fmt::format("--set '{}': the value is nested more than {} levels deep",
+                                    assignment.substr(0, eq), kMaxYamlDepth));
   } catch (const YAML::Exception& ex) {
     throw ScenarioError(
         fmt::format("--set '{}': the value is not valid YAML: {}", assignment, ex.msg));
   }
   long visited = 0;
   check_keys(value, path, "--set " + path, visited);
-  std::vector<std::string> keys;
-  std::stringstream ss(path);
-  for (std::string k; std::getline(ss, k, '.');) {
-    if (k.empty())
-      throw ScenarioError(fmt::format("--set '{}': empty key in the path", assignment));
-    keys.push_back(k);
-  }
+  // split_fields keeps a trailing empty key: getline dropped it, and `cluster.nodes.=1` set
+  // cluster.nodes (issue 63.9).
+  const std::vector<std::string> keys = split_fields(path, '.');
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (keys[i].empty())
+      throw ScenarioError(fmt::format(
+          "--set '{}': key {} of the path '{}' is empty; expected key.path=value (keys joined "
+          "by single dots)",
+          assignment, i + 1, path));
   YAML::Node node = root;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::string& k = keys[i];
@@ -283,12 +297,6 @@ ScenarioError::ScenarioError(const std::string& what)
 
 // What YAML itself lets through but a scenario may not: a repeated key (yaml-cpp keeps the first
 // and drops the second silently) and a key that is a map or a list.
-// Aliases can make a small file expand exponentially ("billion laughs"): the walk stops at a
-// bound far above any real scenario.
-constexpr long kMaxYamlValues = 1000000;
-// No scenario nests deeper than a few levels; an alias that contains itself (`a: &a [*a]`) nests
-// without end and overflowed the stack (issue 26.2).
-constexpr int kMaxYamlDepth = 64;
 
 void check_keys(const YAML::Node& node, const std::string& path, const std::string& file,
                 long& visited, int depth) {
@@ -345,6 +353,10 @@ Scenario load_scenario_text(const std::string& yaml, const std::string& name_for
                                       name_for_errors, documents[1].Mark().line + 1));
     if (!documents.empty())
       root = documents.front();
+  } catch (const YAML::DeepRecursion& ex) {
+    // yaml-cpp's own bound (its message is "bad file"), far past check_keys' (issue 63.7).
+    throw ScenarioError(fmt::format("{}:{}: nested more than {} levels deep; expected a scenario",
+                                    name_for_errors, ex.mark.line + 1, kMaxYamlDepth));
   } catch (const YAML::Exception& ex) {
     throw ScenarioError(
         fmt::format("{}:{}: not valid YAML: {}", name_for_errors, ex.mark.line + 1, ex.msg));

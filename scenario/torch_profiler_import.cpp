@@ -1,13 +1,17 @@
 #include "scenario/torch_profiler_import.h"
-#include "scenario/user_file.h"
+#include "scenario/user_json.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <istream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+#include <streambuf>
 #include <unordered_map>
 #include <vector>
 #include <zlib.h>
@@ -18,30 +22,72 @@ namespace {
 
 using nlohmann::json;
 
-// gzread reads gzip and plain files alike.
-std::string read_maybe_gzipped(const std::string& path) {
-  check_user_file(path, kProfilerTrace);
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr)
-    throw std::runtime_error(fmt::format("{}: cannot open", path));
-  std::string text;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) {
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > kMaxInflatedTraceBytes) { // a gzip bomb, or not a trace
-      gzclose(f);
-      throw std::runtime_error(fmt::format("{}: inflates to more than {} GiB; expected a {}", path,
+// A trace's bytes as they inflate (gzread reads gzip and plain files alike): the parse takes them
+// as they come, so a gzip bomb is refused at its first byte that is not JSON, or at
+// kMaxInflatedTraceBytes, never held whole (issue 63.7: 3 GB of zeros was std::bad_alloc).
+class GzipTraceBuf : public std::streambuf {
+public:
+  explicit GzipTraceBuf(const std::string& path) : path_(path) {
+    check_user_file(path, kProfilerTrace);
+    file_ = gzopen(path.c_str(), "rb");
+    if (file_ == nullptr)
+      throw std::runtime_error(fmt::format("{}: cannot open", path));
+  }
+  ~GzipTraceBuf() override { gzclose(file_); }
+  GzipTraceBuf(const GzipTraceBuf&) = delete;
+  GzipTraceBuf& operator=(const GzipTraceBuf&) = delete;
+
+protected:
+  int_type underflow() override {
+    const int n = gzread(file_, buf_.data(), static_cast<unsigned>(buf_.size()));
+    if (n < 0) {
+      int err = Z_OK;
+      throw std::runtime_error(
+          fmt::format("{}: damaged gzip data ({})", path_, gzerror(file_, &err)));
+    }
+    inflated_ += static_cast<std::uintmax_t>(n);
+    if (inflated_ > kMaxInflatedTraceBytes) // a gzip bomb, or not a trace
+      throw std::runtime_error(fmt::format("{}: inflates to more than {} GiB; expected a {}", path_,
                                            kMaxInflatedTraceBytes >> 30, kProfilerTrace.what));
+    check_runs(n);
+    if (n == 0)
+      return traits_type::eof();
+    setg(buf_.data(), buf_.data(), buf_.data() + n);
+    return traits_type::to_int_type(buf_[0]);
+  }
+
+private:
+  // nlohmann's lexer keeps a token's bytes, and the whitespace before it, until the token ends:
+  // gigabytes of spaces, or of one string, would be held before the parse budget sees them. No
+  // trace has a run of 16 MiB between two structural characters.
+  static constexpr std::size_t kMaxRun = std::size_t{16} << 20;
+  void check_runs(int n) {
+    for (int k = 0; k < n; ++k) {
+      const char c = buf_[static_cast<std::size_t>(k)];
+      if (in_string_
+              ? !escaped_ && c == '"'
+              : c == '"' || c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':') {
+        in_string_ = in_string_ != (c == '"');
+        run_ = 0;
+        continue;
+      }
+      escaped_ = in_string_ && !escaped_ && c == '\\';
+      if (++run_ > kMaxRun)
+        throw std::runtime_error(
+            fmt::format("{}: more than {} MiB of one string, number or whitespace at byte {}; "
+                        "expected a {}",
+                        path_, kMaxRun >> 20, inflated_ - static_cast<std::uintmax_t>(n - k),
+                        kProfilerTrace.what));
     }
   }
-  int err = Z_OK;
-  const std::string what = n < 0 ? gzerror(f, &err) : "";
-  gzclose(f);
-  if (n < 0)
-    throw std::runtime_error(fmt::format("{}: damaged gzip data ({})", path, what));
-  return text;
-}
+
+  const std::string& path_;
+  bool in_string_ = false, escaped_ = false;
+  std::size_t run_ = 0;
+  gzFile file_ = nullptr;
+  std::array<char, 1 << 16> buf_{};
+  std::uintmax_t inflated_ = 0;
+};
 
 enum class RangeKind { op, module, annotation };
 
@@ -113,10 +159,11 @@ long long tid_of(const json& e) {
 
 Calibration import_torch_profiler(const std::string& path, const Scenario& scenario) {
   json trace;
-  try {
-    trace = json::parse(read_maybe_gzipped(path));
-  } catch (const json::exception& e) {
-    throw std::runtime_error(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  {
+    GzipTraceBuf inflated(path);
+    std::istream in(&inflated);
+    std::uintmax_t budget = kProfilerTrace.max_parsed_bytes;
+    trace = parse_user_json<json>(in, path, kProfilerTrace, budget);
   }
   if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array())
     throw std::runtime_error(
@@ -151,7 +198,9 @@ Calibration import_torch_profiler(const std::string& path, const Scenario& scena
     device = trace["deviceProperties"][0].value("name", "");
 
   try {
+    std::size_t index = 0;
     for (const auto& e : trace["traceEvents"]) {
+      const std::size_t i = index++;
       if (!e.is_object() || !e.contains("ph"))
         continue;
       const std::string ph = e.value("ph", "");
@@ -167,6 +216,13 @@ Calibration import_torch_profiler(const std::string& path, const Scenario& scena
         continue;
       const double ts = e.at("ts").get<double>();
       const double dur = e.value("dur", 0.0);
+      // A negative duration was summed into the layers' times (issue 63.9); a trace covers at most
+      // hours, 1e13 microseconds is days.
+      if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0 || dur > 1e13)
+        throw std::runtime_error(
+            fmt::format("{}: key 'traceEvents.{}.dur' ({}): expected a duration from 0 to 1e13 "
+                        "microseconds, got {}",
+                        path, i, name.substr(0, 200), e.value("dur", json()).dump()));
       const auto& args = e.contains("args") ? e["args"] : json::object();
       if (cat == "kernel" || cat == "gpu_memset" || cat == "gpu_memcpy") {
         if (args.contains("correlation"))

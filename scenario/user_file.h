@@ -12,16 +12,26 @@ namespace overlapsim::scenario {
 struct UserFileKind {
   const char* what;         // "scenario file", for messages
   std::uintmax_t max_bytes; // documented in docs/SCENARIO.md ("Input files")
+  // JSON kinds: the memory its parsed values may take (scenario/user_json.h), so that a file
+  // within max_bytes cannot take more memory than the machine has once parsed.
+  std::uintmax_t max_parsed_bytes = 0;
 };
 
 inline constexpr UserFileKind kScenarioFile{"scenario file", std::uintmax_t{16} << 20};
-inline constexpr UserFileKind kCalibrationFile{"calibration profile", std::uintmax_t{64} << 20};
+inline constexpr UserFileKind kCalibrationFile{"calibration profile", std::uintmax_t{64} << 20,
+                                               std::uintmax_t{1} << 30};
 inline constexpr UserFileKind kLayerTableFile{"layer table", std::uintmax_t{16} << 20};
 inline constexpr UserFileKind kLossCurveFile{"loss curve", std::uintmax_t{256} << 20};
 inline constexpr UserFileKind kNcclTestsLog{"nccl-tests log", std::uintmax_t{64} << 20};
-inline constexpr UserFileKind kSummaryFile{"summary", std::uintmax_t{1} << 30};
-// A PyTorch profiler trace: its size on disk (gzip'd or not), and what it may inflate to.
-inline constexpr UserFileKind kProfilerTrace{"PyTorch profiler trace", std::uintmax_t{2} << 30};
+// merge holds every shard's rows at once: its shards share one budget of parsed values, and the
+// summary it writes takes them over, so a merge stays within about 2 GB (a shard took 14x its
+// size).
+inline constexpr UserFileKind kSummaryFile{"summary", std::uintmax_t{256} << 20,
+                                           std::uintmax_t{1} << 30};
+// A PyTorch profiler trace: its size on disk (gzip'd or not), and what it may inflate to (it is
+// parsed as it inflates: the limit bounds the time, the parsed budget the memory).
+inline constexpr UserFileKind kProfilerTrace{"PyTorch profiler trace", std::uintmax_t{2} << 30,
+                                             std::uintmax_t{4} << 30};
 inline constexpr std::uintmax_t kMaxInflatedTraceBytes = std::uintmax_t{8} << 30;
 
 // Throws std::runtime_error unless `path` names a regular file of at most kind.max_bytes.

@@ -137,19 +137,20 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
 }
 
 void write_summary(const std::string& dir, const nlohmann::json& scenario,
-                   const std::vector<nlohmann::ordered_json>& rows,
+                   std::vector<nlohmann::ordered_json> rows,
                    const nlohmann::ordered_json& top_level) {
   nlohmann::ordered_json doc;
   doc["scenario"] = nlohmann::ordered_json::parse(scenario.dump());
   for (const auto& [k, v] : top_level.items())
     doc[k] = v;
-  doc["results"] = rows;
+  doc["results"] = std::move(rows);
+  const auto& results = doc["results"].get_ref<const nlohmann::ordered_json::array_t&>();
   std::vector<std::string> leading;
   if (top_level.contains("sweep"))
     for (const auto& k : top_level["sweep"]["vary"])
       leading.push_back(k.get<std::string>());
   write_file_atomically(dir + "/summary.json", doc.dump(2) + "\n");
-  write_file_atomically(dir + "/summary.csv", summary_csv(rows, leading));
+  write_file_atomically(dir + "/summary.csv", summary_csv(results, leading));
 }
 
 void write_summary(const std::string& dir, const nlohmann::json& scenario,
@@ -157,7 +158,7 @@ void write_summary(const std::string& dir, const nlohmann::json& scenario,
   std::vector<nlohmann::ordered_json> json_rows;
   for (const auto& r : rows)
     json_rows.push_back(to_json(r));
-  write_summary(dir, scenario, json_rows, top_level);
+  write_summary(dir, scenario, std::move(json_rows), top_level);
 }
 
 } // namespace overlapsim

@@ -28,12 +28,13 @@ nlohmann::ordered_json to_json(const SummaryRow& row);
 
 // Writes summary.json ({"scenario": ..., "results": [...]} plus `top_level` extras) and summary.csv
 // into `dir`, each atomically. The JSON-row form serves rows that come from other processes
-// (sweeps) or other summaries (merge).
+// (sweeps) or other summaries (merge); they are taken by value, so that a caller done with them
+// (merge, holding every shard's rows) moves them in rather than holding them twice.
 void write_summary(const std::string& dir, const nlohmann::json& scenario,
                    const std::vector<SummaryRow>& rows,
                    const nlohmann::ordered_json& top_level = nlohmann::ordered_json::object());
 void write_summary(const std::string& dir, const nlohmann::json& scenario,
-                   const std::vector<nlohmann::ordered_json>& rows,
+                   std::vector<nlohmann::ordered_json> rows,
                    const nlohmann::ordered_json& top_level = nlohmann::ordered_json::object());
 
 // The CSV of the rows: `leading` columns first (a sweep's varied keys), then the SCENARIO.md
