@@ -29,6 +29,7 @@ signal.signal(signal.SIGTERM, signal.SIG_DFL)
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.lines  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
@@ -456,6 +457,37 @@ def numeric(value):
         return float("nan")
 
 
+def row_fits(row):
+    """Whether a row fits in GPU memory: its `fits` where it has one, else its peak memory against
+    the GPU's (cli/report.cpp's row_fits; a row without a known capacity fits)."""
+    if isinstance(row.get("fits"), bool):
+        return row["fits"]
+    peak, capacity = row.get("peak_memory_bytes"), row.get("gpu_memory_bytes")
+    if not finite(peak) or not finite(capacity) or capacity <= 0:
+        return True
+    return peak <= capacity
+
+
+# A marker per line of a sweep plot, in drawing order.
+SWEEP_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p"]
+NOT_FIT_LABEL = "hollow: does not fit in GPU memory"
+
+
+def same_values(a, b):
+    """Whether two lines' (x, y) points are the same (within 1e-9 relative): one hides the other."""
+    return len(a) == len(b) and all(
+        xa == xb and (ya == yb or (finite(ya) and finite(yb)
+                                   and abs(ya - yb) <= 1e-9 * max(abs(ya), abs(yb))))
+        for (xa, ya), (xb, yb) in zip(a, b))
+
+
+def wrapped_title(text, width):
+    """`text` wrapped at `width` characters per line, its own line breaks kept."""
+    import textwrap
+    return "\n".join(line for part in text.split("\n")
+                     for line in (textwrap.wrap(part, width) or [""]))
+
+
 def plot_sweep(out, summary, scenario):
     sweep = summary.get("sweep")
     if not sweep or not sweep.get("vary"):
@@ -473,15 +505,35 @@ def plot_sweep(out, summary, scenario):
                                  ("iteration_time_s", "sweep-iteration-time.png", "iteration time (s)")):
         fig, ax = plt.subplots(figsize=(8, 5))
         xs_all = []
-        for alg, pts in by_alg.items():
+        any_unfit = False
+        drawn = []  # (label, points) of the lines drawn so far
+        for k, (alg, pts) in enumerate(by_alg.items()):
             pts.sort(key=lambda p: p[0])
             xs = [p[0] for p in pts]
             xs_all += xs
             styles = ["-", "--", ":", "-."]
             combo = sorted({lbl.split(",", 1)[1] if "," in lbl else "" for lbl in by_alg})
             style = styles[combo.index(alg.split(",", 1)[1] if "," in alg else "") % len(styles)]
-            ax.plot(xs, [p[2].get(metric, 0) for p in pts], marker="o", label=alg, linestyle=style,
-                    color=algorithm_colour(pts[0][2]["algorithm"]))
+            colour = algorithm_colour(pts[0][2]["algorithm"])
+            marker, size, width = SWEEP_MARKERS[k % len(SWEEP_MARKERS)], 7, 2.0
+            values = [(p[0], p[2].get(metric, 0)) for p in pts]
+            # A line equal to one drawn before (zero1 on ddp) is drawn dashed and thinner, with
+            # smaller markers, so the one beneath shows between its dashes and around its markers.
+            twin = next((name for name, v in drawn if same_values(v, values)), None)
+            if twin:
+                size, width, style = 4.5, 1.4, (0, (4, 3))
+            drawn.append((alg, values))
+            ax.plot(xs, [v[1] for v in values], marker=marker, markersize=size, linewidth=width,
+                    label=f"{alg} (same as {twin})" if twin else alg, linestyle=style,
+                    color=colour)
+            # A point that does not fit in GPU memory is drawn hollow (issue 62.3): the fastest
+            # line may be one that cannot run.
+            unfit = [p for p in pts if not row_fits(p[2])]
+            if unfit:
+                any_unfit = True
+                ax.plot([p[0] for p in unfit], [p[2].get(metric, 0) for p in unfit],
+                        linestyle="none", marker=marker, markersize=size, markerfacecolor="white",
+                        markeredgecolor=colour, markeredgewidth=1.6, zorder=5)
             # What a step holds where it is not DDP's at that point (issue 27.4: ACCO's 6x batch
             # read as a 3.35x speedup beside a plot where it is the slowest per step).
             for x, _, row in pts:
@@ -491,10 +543,10 @@ def plot_sweep(out, summary, scenario):
                     ax.annotate(f"{samples:.0f}/step", (x, row.get(metric, 0)), fontsize=6,
                                 xytext=(3, 3), textcoords="offset points",
                                 color=algorithm_colour(row["algorithm"]))
-        finite = [x for x in xs_all if x > 0 and math.isfinite(x)]
+        finite_xs = [x for x in xs_all if x > 0 and math.isfinite(x)]
         # Rates and latencies are read by decades; other keys when they span two (issue 27.9).
         by_decades = any(w in key for w in ("bandwidth", "latency", "rate"))
-        if finite and max(finite) / min(finite) >= (4 if by_decades else 100):
+        if finite_xs and max(finite_xs) / min(finite_xs) >= (4 if by_decades else 100):
             ax.set_xscale("log")
         if spans_decades([p[2].get(metric) for pts in by_alg.values() for p in pts]):
             ax.set_yscale("log")  # speedups from 0.5x to 60x: a linear axis hides the small ones
@@ -503,9 +555,18 @@ def plot_sweep(out, summary, scenario):
         ax.set_xticklabels([t[1] for t in ticks], rotation=30, fontsize=8)
         ax.set_xlabel(key)
         ax.set_ylabel(label)
-        ax.set_title(f"{scenario}, {sources_of(results)}\n{label.split(' (')[0]} vs {key} "
-                     "(samples per step noted where not DDP's)", fontsize=11)
-        ax.legend(fontsize=8)
+        # Wrapped: a long scenario or key name ran past the figure's right edge.
+        ax.set_title(wrapped_title(f"{scenario}, {sources_of(results)}\n{label.split(' (')[0]} vs "
+                                   f"{key} (samples per step noted where not DDP's)", 70),
+                     fontsize=11)
+        handles, labels = ax.get_legend_handles_labels()
+        if any_unfit:
+            handles.append(matplotlib.lines.Line2D([], [], linestyle="none", marker="o",
+                                                   markersize=7, markerfacecolor="white",
+                                                   markeredgecolor="#777777",
+                                                   markeredgewidth=1.6))
+            labels.append(NOT_FIT_LABEL)
+        ax.legend(handles, labels, fontsize=8)
         ax.grid(color="#EEEEEE")
         fig.tight_layout()
         save(fig, os.path.join(out, fname))

@@ -162,6 +162,49 @@ class PlotsTest(unittest.TestCase):
             for name in ["sweep-speedup.png", "sweep-iteration-time.png", "predicted-vs-measured.png"]:
                 self.assertTrue(is_png(os.path.join(d, name)), name)
 
+    def test_sweep_marks_points_that_do_not_fit_and_keeps_equal_lines_visible(self):
+        # Issue 62.3/62.9: a point that does not fit in GPU memory is hollow and the legend says
+        # so; zero1 equal to ddp is dashed over it, not hiding it; the title stays in the figure.
+        from matplotlib.colors import to_rgba
+        with tempfile.TemporaryDirectory() as d:
+            bws = ("10Mb/s", "1Gb/s", "100Gb/s")
+            rows = []
+            for p, bw in enumerate(bws):
+                for a, s in (("ddp", 1.0), ("zero1", 1.0), ("acco", 3.0 - p), ("cdp-v2", 0.5 + p)):
+                    rows.append({"algorithm": a, "cluster.inter_node.bandwidth": bw, "point": p,
+                                 "speedup_vs_ddp": s, "iteration_time_s": 1 / s,
+                                 "peak_memory_bytes": 3e10, "gpu_memory_bytes": 8e10})
+            rows[2]["peak_memory_bytes"] = 9e10  # acco at 10Mb/s: 90 GB of 80
+            rows[7]["fits"] = False  # cdp-v2 at 1Gb/s: the field wins over 30 GB < 80 GB
+            rows[11]["fits"] = True  # cdp-v2 at 100Gb/s
+            with open(os.path.join(d, "summary.json"), "w") as f:
+                json.dump({"scenario": {"name": "a-scenario-with-a-rather-long-name-for-its-title"},
+                           "results": rows, "sweep": {"vary": ["cluster.inter_node.bandwidth"]}}, f)
+            figures = self.draw(d, "sweep")
+            for name in ("sweep-speedup.png", "sweep-iteration-time.png"):
+                fig = figures[name]
+                ax = fig.axes[0]
+                labels = [t.get_text() for t in ax.get_legend().get_texts()]
+                self.assertEqual(labels, ["ddp", "zero1 (same as ddp)", "acco", "cdp-v2",
+                                          "hollow: does not fit in GPU memory"], name)
+                metric = (lambda s: s) if name == "sweep-speedup.png" else (lambda s: 1 / s)
+                hollow = sorted((round(x, 9), round(y, 9)) for ln in ax.get_lines()
+                                if ln.get_markerfacecolor() in ("white", "w", to_rgba("white"))
+                                for x, y in zip(ln.get_xdata(), ln.get_ydata()))
+                self.assertEqual(hollow, sorted([(1e7, round(metric(3.0), 9)),
+                                                 (1e9, round(metric(1.5), 9))]), name)
+                lines = {ln.get_label(): ln for ln in ax.get_lines()}
+                ddp, zero1 = lines["ddp"], lines["zero1 (same as ddp)"]
+                self.assertEqual(ddp.get_linestyle(), "-")
+                self.assertEqual(zero1.get_linestyle(), "--")
+                self.assertLess(zero1.get_markersize(), ddp.get_markersize())
+                self.assertLess(zero1.get_linewidth(), ddp.get_linewidth())
+                self.assertEqual(len({ln.get_marker() for ln in lines.values()
+                                      if not ln.get_label().startswith("_")}), 4)
+                title = ax.title.get_window_extent()
+                self.assertGreaterEqual(title.x0, fig.bbox.x0, name)
+                self.assertLessEqual(title.x1, fig.bbox.x1, name)
+
     def test_null_comparison_errors_are_na_not_a_failure(self):
         # CDP-v2 validated alone (2026-11-27): its measured exposed communication and a speedup
         # without a measured DDP read 0, their relative errors null; `100 * None` failed the plot
