@@ -52,8 +52,10 @@ CATEGORY_LABELS = {"waiting": "waiting for peers"}
 # use, none of them an algorithm's (plots_selftest checks against `overlapsim algorithms`), so
 # nothing is drawn in DDP's colour (issue 27.9).
 SUMMARY_COLOURS = {}
-PALETTE = ["#FF7F0E", "#8C564B", "#E377C2", "#AEC7E8", "#98DF8A", "#FF9896", "#C5B0D5",
-           "#C49C94", "#F7B6D2", "#DBDB8D", "#9EDAE5"]
+# Every pair of these and the algorithms' colours is at least CIEDE2000 12 apart (issue 62.9:
+# local-sgd and flexdemo were 4.7 apart; test_plots.py checks it).
+PALETTE = ["#E7298A", "#003F5C", "#A65628", "#BBBBFF", "#AA00CC", "#00DDCC", "#664400",
+           "#FF00FF", "#990011", "#005500", "#998800"]
 MEMORY_PARTS = ["params", "grads", "optimizer_state", "buffers", "activations"]
 MEMORY_COLOURS = ["#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3"]
 MAX_TIMELINE_GPUS = 64

@@ -11,6 +11,55 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "overlapsim_plots.py")
 
 
+def srgb_to_lab(colour):
+    """CIELAB (D65) of an sRGB colour "#RRGGBB"."""
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    xyz = ((0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / 0.95047,
+           0.2126729 * r + 0.7151522 * g + 0.0721750 * b,
+           (0.0193339 * r + 0.1191920 * g + 0.9503041 * b) / 1.08883)
+    fx, fy, fz = [t ** (1 / 3) if t > 216 / 24389 else (24389 / 27 * t + 16) / 116 for t in xyz]
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def ciede2000(lab1, lab2):
+    """The CIEDE2000 colour difference (Sharma, Wu and Dalal 2005) of two CIELAB colours."""
+    import math
+    (l1, a1, b1), (l2, a2, b2) = lab1, lab2
+    c_mean = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - math.sqrt(c_mean ** 7 / (c_mean ** 7 + 25 ** 7)))
+    a1p, a2p = (1 + g) * a1, (1 + g) * a2
+    c1p, c2p = math.hypot(a1p, b1), math.hypot(a2p, b2)
+    h1p = math.degrees(math.atan2(b1, a1p)) % 360 if c1p else 0.0
+    h2p = math.degrees(math.atan2(b2, a2p)) % 360 if c2p else 0.0
+    dh = 0.0
+    if c1p * c2p:
+        dh = h2p - h1p
+        dh = dh - 360 if dh > 180 else dh + 360 if dh < -180 else dh
+    d_l, d_c = l2 - l1, c2p - c1p
+    d_h = 2 * math.sqrt(c1p * c2p) * math.sin(math.radians(dh / 2))
+    l_mean, cp_mean = (l1 + l2) / 2, (c1p + c2p) / 2
+    if not c1p * c2p:
+        h_mean = h1p + h2p
+    elif abs(h1p - h2p) <= 180:
+        h_mean = (h1p + h2p) / 2
+    else:
+        h_mean = (h1p + h2p + 360) / 2 if h1p + h2p < 360 else (h1p + h2p - 360) / 2
+    t = (1 - 0.17 * math.cos(math.radians(h_mean - 30)) + 0.24 * math.cos(math.radians(2 * h_mean))
+         + 0.32 * math.cos(math.radians(3 * h_mean + 6))
+         - 0.20 * math.cos(math.radians(4 * h_mean - 63)))
+    d_theta = 30 * math.exp(-((h_mean - 275) / 25) ** 2)
+    r_c = 2 * math.sqrt(cp_mean ** 7 / (cp_mean ** 7 + 25 ** 7))
+    s_l = 1 + 0.015 * (l_mean - 50) ** 2 / math.sqrt(20 + (l_mean - 50) ** 2)
+    s_c, s_h = 1 + 0.045 * cp_mean, 1 + 0.015 * cp_mean * t
+    r_t = -math.sin(math.radians(2 * d_theta)) * r_c
+    return math.sqrt((d_l / s_l) ** 2 + (d_c / s_c) ** 2 + (d_h / s_h) ** 2
+                     + r_t * (d_c / s_c) * (d_h / s_h))
+
+
+MIN_COLOUR_DISTANCE = 12  # CIEDE2000 between any two algorithm or spare colours (issue 62.9)
+
+
 def make_output_dir(path, algorithms=("ddp", "acco", "cdp-v2"), gpus=4, steps=4):
     """Writes a small but complete summary.json and one trace per algorithm into `path`."""
     results = []
@@ -530,6 +579,39 @@ class PlotsTest(unittest.TestCase):
         colours = [p.algorithm_colour(n) for n in names]
         self.assertEqual(len(set(colours)), len(names))
         p.SUMMARY_COLOURS.clear()
+
+    def test_ciede2000_matches_sharmas_test_data(self):
+        # Sharma, Wu and Dalal (2005), Table 1: pairs 1, 7, 17, 25 and 34.
+        for lab1, lab2, want in (((50, 2.6772, -79.7751), (50, 0, -82.7485), 2.0425),
+                                 ((50, 0, 0), (50, -1, 2), 2.3669),
+                                 ((50, 2.5, 0), (73, 25, -18), 27.1492),
+                                 ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387),
+                                  1.2644),
+                                 ((2.0776, 0.0795, -1.135), (0.9033, -0.0636, -0.5514), 0.9082)):
+            self.assertAlmostEqual(ciede2000(lab1, lab2), want, places=4)
+        self.assertAlmostEqual(ciede2000(srgb_to_lab("#FFFFFF"), (100, 0, 0)), 0, places=2)
+
+    def test_every_two_colours_are_at_least_ciede2000_12_apart(self):
+        # Issue 62.9: local-sgd #8C8C8C and flexdemo #7F7F7F were 4.7 apart, dpu and a spare 5.0,
+        # zero1 and streaming-diloco 6.4, cdp-v2 and dreamddp 7.2, cdp-v1 and plsgd-enp 9.1, acco
+        # and asc-wfbp 9.1. The algorithms' colours (`overlapsim algorithms --json`) and the spare
+        # ones other labels take, every pair.
+        binary = os.environ.get("OVERLAPSIM_BINARY")
+        if not binary:
+            self.skipTest("OVERLAPSIM_BINARY not set (ctest sets it)")
+        sys.path.insert(0, HERE)
+        import overlapsim_plots as p
+        registry = json.loads(subprocess.run([binary, "algorithms", "--json"], check=True,
+                                             capture_output=True, text=True).stdout)
+        colours = [(a["name"], a["colour"]) for a in registry]
+        colours += [(f"spare {k}", c) for k, c in enumerate(p.PALETTE)]
+        close = []
+        for i, (n1, c1) in enumerate(colours):
+            for n2, c2 in colours[i + 1:]:
+                d = ciede2000(srgb_to_lab(c1), srgb_to_lab(c2))
+                if d < MIN_COLOUR_DISTANCE:
+                    close.append(f"{n1} {c1} / {n2} {c2}: {d:.1f}")
+        self.assertEqual(close, [])
 
 
 if __name__ == "__main__":
