@@ -138,6 +138,28 @@ def steady_window(row, trace, steps_shown=3):
     return end * 2 / 3, end
 
 
+def timeline_window(row, trace):
+    """The timeline's window, in ms: a few steady-state steps, or, where a communication op that
+    starts in the steady state is longer than they are (DiLoCo's 31.85 s sync against 5.2 s of
+    steps), that op whole with a margin of 5% on each side (issue 62.9: it was cut)."""
+    lo, hi = steady_window(row, trace)
+    ops = [(start, dur) for (_, tid), evs in trace["events"].items() if tid == 1
+           for start, dur, cat, _ in evs if cat == "comm" and start >= lo]
+    if not ops:
+        return lo, hi
+    start, dur = max(ops, key=lambda op: (op[1], -op[0]))
+    if start + dur <= hi:
+        return lo, hi
+    return max(0.0, start - 0.05 * dur), start + 1.05 * dur
+
+
+def universe_of(trace, row):
+    """The job's GPUs, by index: all of the row's workers where the trace holds some of them only
+    (rank classes, output.trace_gpus), else the trace's."""
+    total = (row or {}).get("workers") or 0
+    return range(total) if total > len(trace["names"]) else sorted(trace["names"])
+
+
 def pick_gpus(trace, limit):
     """All GPUs up to `limit`; beyond, the first and last few and the compute outliers."""
     pids = sorted(trace["names"]) or sorted({p for p, _ in trace["events"]})
@@ -206,18 +228,12 @@ def draw_gantt(ax, trace, gpus, window, universe=None, fontsize=8):
                 if start + dur >= lo and start <= hi:
                     spans.setdefault(cat, []).append((start - lo, dur))
             for cat, cat_spans in spans.items():
-                # A thin white edge keeps back-to-back ops of one category apart, on ops wide enough
-                # to show it: on small ones (DDP's many bucket all-reduces) the edges were all that
-                # showed, and the row looked pale instead of the legend's colour (issue 27.9).
-                wide = [s for s in cat_spans if s[1] > 0.004 * (hi - lo)]
-                narrow = [s for s in cat_spans if s[1] <= 0.004 * (hi - lo)]
+                # Edges in the bar's own colour: white edges between back-to-back ops (FSDP's
+                # per-layer gathers) read as pale bands that no legend entry explained (issue
+                # 62.9), and on small ops (DDP's buckets) they were all that showed (27.9).
                 colour = CATEGORY_COLOURS.get(cat, "#999999")
-                if wide:
-                    ax.broken_barh(wide, (y + tid - 0.4, 0.8), facecolors=colour,
-                                   edgecolor="white", linewidth=0.4, label=cat)
-                if narrow:
-                    ax.broken_barh(narrow, (y + tid - 0.4, 0.8), facecolors=colour,
-                                   edgecolor=colour, linewidth=0.4, label=cat)
+                ax.broken_barh(cat_spans, (y + tid - 0.4, 0.8), facecolors=colour,
+                               edgecolor=colour, linewidth=0.4, antialiased=False, label=cat)
             drawn |= set(spans)
         ticks.append(y + 0.5)  # centred on the GPU's compute and comm rows
         labels.append(str(trace["names"].get(pid, f"gpu {pid}")))
@@ -232,6 +248,7 @@ def draw_gantt(ax, trace, gpus, window, universe=None, fontsize=8):
             tick.set_color("#666666")
             tick.set_fontstyle("italic")
     ax.grid(axis="x", color="#EEEEEE")
+    ax.set_axisbelow(True)  # grid lines over the bars read as pale bands (issue 62.9)
     return drawn
 
 
@@ -276,10 +293,9 @@ def bar_names(results):
 def plot_timeline(out, name, row, trace, scenario):
     gpus, _ = pick_gpus(trace, MAX_TIMELINE_GPUS)
     # A trace of output.trace_gpus holds some GPUs only: the row says how many there were.
-    total = (row or {}).get("workers") or 0
-    universe = range(total) if total > len(trace["names"]) else sorted(trace["names"])
+    universe = universe_of(trace, row)
     gaps = hidden_between(gpus, universe)
-    window = steady_window(row, trace)
+    window = timeline_window(row, trace)
     # Rows of about 11 pt even at 64 GPUs, so that every GPU's label stays legible.
     rows = 2 * len(gpus) + GAP_ROWS * len(gaps)
     fig, ax = plt.subplots(figsize=(13, min(26, max(3.5, 1.8 + 0.16 * rows))))
@@ -306,8 +322,11 @@ def plot_timeline_compare(out, rows, traces, scenario):
     cats = set()
     for ax, n in zip(axes[:, 0], names):
         gpus, _ = pick_gpus(traces[n], 4)
-        lo, hi = steady_window(rows.get(n), traces[n])
-        cats |= draw_gantt(ax, traces[n], gpus, (lo, hi), fontsize=7)
+        lo, hi = timeline_window(rows.get(n), traces[n])
+        # The job's GPUs, not only the traced ones: 4 of 8 traced GPUs of a 32-GPU job hide 28
+        # (issue 62.9: "4 GPUs not shown").
+        cats |= draw_gantt(ax, traces[n], gpus, (lo, hi), universe_of(traces[n], rows.get(n)),
+                           fontsize=7)
         ax.set_ylabel(n, rotation=0, ha="right", va="center", fontsize=10, color=algorithm_colour(n))
         ax.set_xlabel(f"{n}: ms since its steady-state window opened ({hi - lo:.4g} ms shown)",
                       fontsize=8)

@@ -613,6 +613,56 @@ class PlotsTest(unittest.TestCase):
                     close.append(f"{n1} {c1} / {n2} {c2}: {d:.1f}")
         self.assertEqual(close, [])
 
+    def write_trace(self, d, name, gpus, ops, row):
+        """A trace of `gpus` (pids) with `ops` (pid, tid, start ms, duration ms, category) and a
+        summary with `row` for algorithm `name`."""
+        events = [{"ph": "M", "pid": g, "name": "process_name",
+                   "args": {"name": f"node {g // 8} gpu {g % 8}"}} for g in gpus]
+        events += [{"ph": "X", "pid": g, "tid": tid, "ts": t * 1e3, "dur": dur * 1e3, "name": cat,
+                    "cat": cat} for g, tid, t, dur, cat in ops]
+        with open(os.path.join(d, f"trace-{name}.json"), "w") as f:
+            json.dump({"traceEvents": events}, f)
+        with open(os.path.join(d, "summary.json"), "w") as f:
+            json.dump({"scenario": {"name": "t"}, "results": [dict(row, algorithm=name)]}, f)
+
+    def test_comparison_counts_the_jobs_gpus_not_the_traced_ones(self):
+        # Issue 62.9: rank classes trace GPUs 8-15 of a 32-GPU job; the comparison shows 4 of
+        # them and said "4 GPUs not shown" (of the 8 traced) instead of 8 before, 4 between
+        # and 16 after.
+        with tempfile.TemporaryDirectory() as d:
+            gpus = range(8, 16)
+            ops = [(g, 0, s * 100.0, 80.0, "forward") for g in gpus for s in range(4)]
+            self.write_trace(d, "ddp", gpus, ops, {"workers": 32, "steady_state": {
+                "start_s": 0.1, "end_s": 0.4, "steps": 3}})
+            ax = self.draw(d, "timeline-compare")["timeline-compare.png"].axes[0]
+            labels = [t.get_text() for t in ax.get_yticklabels()]
+            self.assertEqual(labels, ["\u2026 8 GPUs not shown", "node 1 gpu 0", "node 1 gpu 1",
+                                      "node 1 gpu 2", "\u2026 4 GPUs not shown", "node 1 gpu 7",
+                                      "\u2026 16 GPUs not shown"])
+
+    def test_timeline_shows_the_longest_sync_whole_and_no_unexplained_bands(self):
+        # Issue 62.9: a DiLoCo-like 30 s sync starting in a 3 s steady-state window was cut at the
+        # window's end; now the window holds it whole, 5% either side. FSDP's comm rows showed pale
+        # bands (white edges, grid lines over the bars) that no legend entry explained.
+        with tempfile.TemporaryDirectory() as d:
+            ops = [(g, 0, s * 1000.0, 900.0, "forward") for g in (0, 1) for s in range(40)]
+            ops += [(g, 1, 2000.0 + k * 10.0, 10.0, "comm") for g in (0, 1) for k in range(50)]
+            ops += [(g, 1, 3000.0, 30000.0, "comm") for g in (0, 1)]
+            self.write_trace(d, "diloco", (0, 1), ops, {"workers": 2, "steady_state": {
+                "start_s": 1.0, "end_s": 4.0, "steps": 3}})
+            fig = self.draw(d, "timeline")["timeline-diloco.png"]
+            ax = fig.axes[0]
+            self.assertEqual(ax.get_xlim(), (0.0, 33000.0))  # 1.5 s to 34.5 s
+            self.assertIn("time since 1500.0 ms", ax.get_xlabel())
+            sync = [p.get_extents() for c in ax.collections for p in c.get_paths()
+                    if p.get_extents().width > 20000]
+            self.assertEqual([(e.x0, e.width) for e in sync], [(1500.0, 30000.0)] * 2)
+            # Back-to-back ops (the 50 10-ms gathers) are edged in their own colour, and the grid
+            # lies under the bars: nothing pale is drawn that the legend does not name.
+            for c in ax.collections:
+                self.assertEqual(c.get_edgecolor().tolist(), c.get_facecolor().tolist())
+            self.assertTrue(ax.get_axisbelow())
+
 
 if __name__ == "__main__":
     unittest.main()
