@@ -362,14 +362,16 @@ def plot_speedup(out, results, scenario):
                     "a target loss (training.target_loss) before reading these as wins",
                     (0.5, -0.32), xycoords="axes fraction", ha="center", fontsize=7,
                     color="#444444")
+    labels = []
     for bar, r, value in zip(bars, results, values):
         # Without a DDP reference (it failed) the speedup is NaN: no bar, and the label says why.
         known = math.isfinite(value)
         text = (f"{value:.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
                 f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%" if known
                 else "no DDP\nreference")
-        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, value if known else 0), ha="center",
-                    va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
+        labels.append(ax.annotate(text, (bar.get_x() + bar.get_width() / 2, value if known else 0),
+                                  ha="center", va="bottom", fontsize=8, xytext=(0, 2),
+                                  textcoords="offset points"))
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="DDP")
     ax.set_ylim(0, max([v for v in values if math.isfinite(v)] + [1.0]) * 1.25)
     ax.set_ylabel("throughput speedup vs DDP (x)")
@@ -378,7 +380,27 @@ def plot_speedup(out, results, scenario):
                  "optimizer step on each bar)", fontsize=11)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
+    clear_of_line(fig, ax, labels, 1.0)
     save(fig, os.path.join(out, "speedup.png"))
+
+
+def clear_of_line(fig, ax, labels, y):
+    """Moves each bar label that the horizontal line at `y` crosses to sit just above the line
+    (issue 62.9: a 0.89x bar's label was struck through by the DDP line), then raises the axes'
+    top until every label lies inside them."""
+    fig.canvas.draw()
+    line = ax.transData.transform((0, y))[1]
+    for label in labels:
+        box = label.get_window_extent()
+        if box.y0 < line < box.y1:
+            label.xy = (label.xy[0], y)
+    fig.canvas.draw()
+    top = max([label.get_window_extent().y1 for label in labels] + [0])
+    if top > ax.bbox.y1:
+        data_top = ax.transData.inverted().transform((0, top))[1]
+        lo, _ = ax.get_ylim()
+        ax.set_ylim(lo, lo + (data_top - lo) * 1.05)
+        fig.canvas.draw()
 
 
 def idle_shares(row):
@@ -442,7 +464,8 @@ def plot_memory(out, results, traces, scenario):
     ax.set_ylabel("peak memory per GPU, worst GPU (GB)")
     ax.set_xlabel("algorithm")
     ax.set_title("peak memory by kind")
-    ax.legend(fontsize=8)
+    # Below the axes: inside, it covered a bar's "does not fit" label (issue 62.9).
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
     if with_counters:
         ax2 = axes[0, 1]
         rows = {r["algorithm"]: r for r in results}
@@ -627,7 +650,13 @@ def plot_loss(out, summary, scenario):
         xs = [w if w is not None else (s / rate if rate else float("nan")) for s, _, w in pts]
         ax.plot(xs, [p[1] for p in pts], label=alg, color=algorithm_colour(alg))
     ax.axhline(target, color="#555555", linestyle="--", linewidth=1, label=f"target {target:g}")
-    ax.set_xlabel("wall-clock time (s)")
+    # Times over more than two decades (a slow algorithm beside a fast one): a log axis, or the
+    # fast ones' curves are squeezed against the left edge (issue 62.9).
+    times = [x for line in ax.get_lines()[:-1] for x in line.get_xdata()]
+    log = spans_decades(times)
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel("wall-clock time (s, log scale)" if log else "wall-clock time (s)")
     ax.set_ylabel("loss")
     ax.set_title(f"{scenario}: loss against wall-clock time (time to target in the summary)",
                  fontsize=11)

@@ -663,6 +663,62 @@ class PlotsTest(unittest.TestCase):
                 self.assertEqual(c.get_edgecolor().tolist(), c.get_facecolor().tolist())
             self.assertTrue(ax.get_axisbelow())
 
+    def test_speedup_labels_clear_the_ddp_line_and_the_memory_legend_covers_no_label(self):
+        # Issue 62.9: a label of a bar just under 1x was struck through by the DDP line, and the
+        # memory legend (upper right) covered the last bar's "does not fit" label.
+        with tempfile.TemporaryDirectory() as d:
+            make_output_dir(d, algorithms=("ddp", "zero1", "fsdp", "acco", "cdp-v2"))
+            path = os.path.join(d, "summary.json")
+            with open(path) as f:
+                summary = json.load(f)
+            for r, speedup in zip(summary["results"], (1.0, 0.89, 0.5, 1.14, 0.97)):
+                r["speedup_vs_ddp"] = speedup
+            last = summary["results"][-1]
+            last["peak_memory_bytes"], last["exceeds_gpu_memory"] = 9.5e10, True
+            last["memory_breakdown"]["activations"] = 7.9e10
+            with open(path, "w") as f:
+                json.dump(summary, f)
+            figures = self.draw(d, "speedup,memory")
+            fig = figures["speedup.png"]
+            ax = fig.axes[0]
+            line = ax.transData.transform((0, 1.0))[1]
+            texts = [t for t in ax.texts if "samples/step" in t.get_text()]
+            self.assertEqual(len(texts), 5)
+            for t in texts:
+                box = t.get_window_extent()
+                self.assertFalse(box.y0 < line < box.y1, t.get_text())
+                self.assertLessEqual(box.y1, ax.bbox.y1, t.get_text())
+            # The 0.5x label stays on its bar; the 0.89x and 0.97x ones sit on the line.
+            self.assertEqual(sorted(round(t.xy[1], 6) for t in texts), [0.5, 1.0, 1.0, 1.0, 1.14])
+            fig = figures["memory.png"]
+            ax = fig.axes[0]
+            legend = ax.get_legend().get_window_extent()
+            notes = [t for t in ax.texts if "does not fit" in t.get_text()]
+            self.assertEqual(len(notes), 1)
+            self.assertFalse(legend.overlaps(notes[0].get_window_extent()))
+            self.assertFalse(legend.overlaps(ax.bbox))
+            self.assertLessEqual(legend.y1, ax.bbox.y0)
+            self.assertGreaterEqual(legend.y0, fig.bbox.y0)
+
+    def test_loss_vs_time_goes_logarithmic_when_times_span_over_100x(self):
+        # Issue 62.9: one algorithm 200x slower squeezed the others against the left edge.
+        for slow_rate, scale in ((5.0, "log"), (500.0, "linear")):
+            with tempfile.TemporaryDirectory() as d:
+                rows = [{"algorithm": "ddp", "throughput_samples_s": 1000.0},
+                        {"algorithm": "acco", "throughput_samples_s": slow_rate}]
+                with open(os.path.join(d, "summary.json"), "w") as f:
+                    json.dump({"scenario": {"name": "loss", "training": {"target_loss": 2.0}},
+                               "results": rows}, f)
+                with open(os.path.join(d, "loss.csv"), "w") as f:
+                    f.write("algorithm,samples,loss\n")
+                    for a in ("ddp", "acco"):
+                        for k in range(1, 11):
+                            f.write(f"{a},{1000 * k},{4 - 0.2 * k}\n")
+                ax = self.draw(d, "loss")["loss-vs-time.png"].axes[0]
+                # ddp's times run 1 to 10 s; acco's 200 to 2000 s at 5 samples/s, 2 to 20 s at 500.
+                self.assertEqual(ax.get_xscale(), scale, slow_rate)
+                self.assertEqual("log scale" in ax.get_xlabel(), scale == "log")
+
 
 if __name__ == "__main__":
     unittest.main()
