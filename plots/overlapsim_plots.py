@@ -139,9 +139,10 @@ def steady_window(row, trace, steps_shown=3):
 
 
 def timeline_window(row, trace):
-    """The timeline's window, in ms: a few steady-state steps, or, where a communication op that
-    starts in the steady state is longer than they are (DiLoCo's 31.85 s sync against 5.2 s of
-    steps), that op whole with a margin of 5% on each side (issue 62.9: it was cut)."""
+    """The timeline's window, in ms: a few steady-state steps or, where the longest communication
+    op that starts in the steady state ends after them (DiLoCo's 31.85 s outer sync against 5.2 s
+    of steps), from the same start to that op's end and 5% of it more: the steps up to the sync
+    and the sync whole (issue 62.9: it was cut)."""
     lo, hi = steady_window(row, trace)
     ops = [(start, dur) for (_, tid), evs in trace["events"].items() if tid == 1
            for start, dur, cat, _ in evs if cat == "comm" and start >= lo]
@@ -150,7 +151,7 @@ def timeline_window(row, trace):
     start, dur = max(ops, key=lambda op: (op[1], -op[0]))
     if start + dur <= hi:
         return lo, hi
-    return max(0.0, start - 0.05 * dur), start + 1.05 * dur
+    return lo, start + 1.05 * dur
 
 
 def universe_of(trace, row):

@@ -642,8 +642,9 @@ class PlotsTest(unittest.TestCase):
 
     def test_timeline_shows_the_longest_sync_whole_and_no_unexplained_bands(self):
         # Issue 62.9: a DiLoCo-like 30 s sync starting in a 3 s steady-state window was cut at the
-        # window's end; now the window holds it whole, 5% either side. FSDP's comm rows showed pale
-        # bands (white edges, grid lines over the bars) that no legend entry explained.
+        # window's end; now the window runs from the same start to the sync's end and 5% of it
+        # more. FSDP's comm rows showed pale bands (white edges, grid lines over the bars) that no
+        # legend entry explained.
         with tempfile.TemporaryDirectory() as d:
             ops = [(g, 0, s * 1000.0, 900.0, "forward") for g in (0, 1) for s in range(40)]
             ops += [(g, 1, 2000.0 + k * 10.0, 10.0, "comm") for g in (0, 1) for k in range(50)]
@@ -652,11 +653,11 @@ class PlotsTest(unittest.TestCase):
                 "start_s": 1.0, "end_s": 4.0, "steps": 3}})
             fig = self.draw(d, "timeline")["timeline-diloco.png"]
             ax = fig.axes[0]
-            self.assertEqual(ax.get_xlim(), (0.0, 33000.0))  # 1.5 s to 34.5 s
-            self.assertIn("time since 1500.0 ms", ax.get_xlabel())
+            self.assertEqual(ax.get_xlim(), (0.0, 33500.0))  # 1 s to 3 s + 1.05 x 30 s
+            self.assertIn("time since 1000.0 ms", ax.get_xlabel())
             sync = [p.get_extents() for c in ax.collections for p in c.get_paths()
                     if p.get_extents().width > 20000]
-            self.assertEqual([(e.x0, e.width) for e in sync], [(1500.0, 30000.0)] * 2)
+            self.assertEqual([(e.x0, e.width) for e in sync], [(2000.0, 30000.0)] * 2)
             # Back-to-back ops (the 50 10-ms gathers) are edged in their own colour, and the grid
             # lies under the bars: nothing pale is drawn that the legend does not name.
             for c in ax.collections:
