@@ -382,7 +382,10 @@ std::string sweep_report_markdown(const Json& scenario, const Json& sweep,
       if (row_fits(*r) &&
           (!best || num(*r, "throughput_samples_s") > num(*best, "throughput_samples_s")))
         best = r;
-    std::string faster;
+    std::string faster; // fastest first
+    std::stable_sort(ran.begin(), ran.end(), [](const Json* a, const Json* b) {
+      return num(*a, "throughput_samples_s") > num(*b, "throughput_samples_s");
+    });
     for (const Json* r : ran)
       if (!row_fits(*r) &&
           (!best || num(*r, "throughput_samples_s") > num(*best, "throughput_samples_s")))
@@ -431,7 +434,9 @@ std::string sweep_report_markdown(const Json& scenario, const Json& sweep,
           for (const Json* r : by_point[p])
             if (r->value("algorithm", "") == a && !r->contains("error") &&
                 std::isfinite(num(*r, "speedup_vs_ddp")))
-              line.emplace_back(value_of(*r, key), num(*r, "speedup_vs_ddp"));
+              line.emplace_back(
+                  fmt::format("{}={}", key.substr(key.rfind('.') + 1), value_of(*r, key)),
+                  num(*r, "speedup_vs_ddp"));
         out += fmt::format("- {}{}: ", a, g.empty() ? "" : fmt::format(" ({})", g));
         if (line.empty()) {
           out += "no point with a speedup (no DDP row, or every row failed)\n";
@@ -439,7 +444,7 @@ std::string sweep_report_markdown(const Json& scenario, const Json& sweep,
         }
         std::vector<std::string> events;
         if (line.front().second > 1)
-          events.push_back(fmt::format("faster than DDP from the first point ({}, {})",
+          events.push_back(fmt::format("faster than DDP from the first point, {} ({})",
                                        line.front().first, speedup_text(line.front().second)));
         for (std::size_t i = 1; i < line.size(); ++i) {
           const auto& [x0, s0] = line[i - 1];

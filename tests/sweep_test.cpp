@@ -471,12 +471,15 @@ TEST(SweepReport, FeasibleWinnerCrossingsAndMemory) {
             "| 2 | 100Gb/s | fast | 1.50x | 150 | 64 | 30 GB | big (2.50x, 70 GB) |");
   EXPECT_EQ(line_of(md, "| 3 | 400Gb/s |"),
             "| 3 | 400Gb/s | slow | 1.10x | 110 | 64 | 10 GB | - |");
-  EXPECT_EQ(line_of(md, "- fast:"),
-            "- fast: faster than DDP from the first point (1Gb/s, 2.00x); falls back to or below "
-            "DDP between 100Gb/s (1.50x) and 400Gb/s (0.90x).");
+  EXPECT_EQ(
+      line_of(md, "- fast:"),
+      "- fast: faster than DDP from the first point, bandwidth=1Gb/s (2.00x); falls back to or "
+      "below DDP between bandwidth=100Gb/s (1.50x) and bandwidth=400Gb/s (0.90x).");
   EXPECT_EQ(line_of(md, "- slow:"),
-            "- slow: overtakes DDP between 10Gb/s (0.80x) and 100Gb/s (1.20x).");
-  EXPECT_EQ(line_of(md, "- flat:"), "- flat: never faster than DDP here (at most 1.00x at 1Gb/s).");
+            "- slow: overtakes DDP between bandwidth=10Gb/s (0.80x) and bandwidth=100Gb/s "
+            "(1.20x).");
+  EXPECT_EQ(line_of(md, "- flat:"),
+            "- flat: never faster than DDP here (at most 1.00x at bandwidth=1Gb/s).");
   EXPECT_EQ(line_of(md, "- ddp"), ""); // DDP is the reference, not a line
   // Memory per GPU: fit, and what does not, against the GPU's memory.
   EXPECT_EQ(line_of(md, "| 0 (net.bandwidth=1Gb/s) | 20 GB"),
