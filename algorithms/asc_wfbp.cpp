@@ -162,7 +162,7 @@ const AlgorithmDescriptor& asc_wfbp_descriptor() {
       "Shi et al., ASC-WFBP (DreamDDP's baseline); MG-WFBP's merging",
       UpdateKind::synchronous,
       false,
-      "#D62728",
+      "#637939",
       // The number of all-reduces in flight is an assumption: the paper searches it per iteration.
       {{"simultaneous",
         OptionType::integer,

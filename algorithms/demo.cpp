@@ -92,7 +92,7 @@ const AlgorithmDescriptor& demo_descriptor() {
       "Peng et al., DeMo: Decoupled Momentum Optimization, 2024",
       UpdateKind::local,
       true,
-      "#BCBD22",
+      "#B2DF8A",
       replicator_options(false),
       make_demo};
   return d;

@@ -39,7 +39,7 @@ const AlgorithmDescriptor& flexdemo_descriptor() {
         "DeToNATION (FlexDeMo), Algorithm 1",
         UpdateKind::local,
         true,
-        "#7F7F7F",
+        "#332288",
         replicator_options(true),
         make_flexdemo};
     f.options.insert(

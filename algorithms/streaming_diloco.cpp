@@ -199,7 +199,7 @@ const AlgorithmDescriptor& streaming_diloco_descriptor() {
       "Douillard et al., Streaming DiLoCo, 2025, Algorithm 1",
       UpdateKind::local,
       true,
-      "#9467BD",
+      "#882255",
       {{"H", OptionType::integer, "10", 1, 1000000, {}, "inner steps between a fragment's syncs"},
        // The paper's main runs use a handful of fragments.
        {"fragments",

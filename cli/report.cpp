@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <limits>
+#include <map>
 
 namespace overlapsim::cli {
 
@@ -257,6 +258,252 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
                            op["gpu"].get<int>(), op["category"].get<std::string>(),
                            hw::format_time(op["seconds"].get<double>()));
   }
+  return out;
+}
+
+bool row_fits(const nlohmann::ordered_json& row) {
+  if (row.contains("fits") && row["fits"].is_boolean())
+    return row["fits"].get<bool>();
+  const auto number = [&](const char* key) {
+    return row.contains(key) && row[key].is_number() ? row[key].get<double>() : 0.0;
+  };
+  const double capacity = number("gpu_memory_bytes");
+  return capacity <= 0 || number("peak_memory_bytes") <= capacity;
+}
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double num(const Json& row, const char* key) {
+  return row.contains(key) && row[key].is_number() ? row[key].get<double>()
+                                                   : std::numeric_limits<double>::quiet_NaN();
+}
+
+// The memory a row may use: memory_available_bytes where the row has it, else the GPU's.
+double capacity_of(const Json& row) {
+  const double available = num(row, "memory_available_bytes");
+  return std::isfinite(available) && available > 0 ? available : num(row, "gpu_memory_bytes");
+}
+
+std::string speedup_text(double s) {
+  return std::isfinite(s) ? fmt::format("{:.2f}x", s) : std::string("n/a");
+}
+
+std::string memory_cell(const Json& row) {
+  const double peak = num(row, "peak_memory_bytes");
+  if (!std::isfinite(peak))
+    return "n/a";
+  if (row_fits(row))
+    return fmt::format("{} (fits)", hw::format_bytes(peak));
+  const double capacity = capacity_of(row);
+  return std::isfinite(capacity) && capacity > 0 && peak > capacity
+             ? fmt::format("**{} > {}: does not fit**", hw::format_bytes(peak),
+                           hw::format_bytes(capacity))
+             : fmt::format("**{}: does not fit**", hw::format_bytes(peak));
+}
+
+std::string value_of(const Json& row, const std::string& key) {
+  return row.contains(key) && row[key].is_string() ? row[key].get<std::string>() : "";
+}
+
+} // namespace
+
+std::string sweep_report_markdown(const Json& scenario, const Json& sweep,
+                                  const std::vector<Json>& rows) {
+  std::vector<std::string> keys;
+  for (const auto& k : sweep.value("vary", Json::array()))
+    keys.push_back(k.get<std::string>());
+  const std::string name = scenario.value("name", std::string("sweep"));
+  // Points and algorithms in the summary's order (point order, then the scenario's).
+  std::vector<int> points;
+  std::vector<std::string> algorithms;
+  std::map<int, std::vector<const Json*>> by_point;
+  for (const auto& r : rows) {
+    const int p = r.value("point", 0);
+    if (!by_point.contains(p))
+      points.push_back(p);
+    by_point[p].push_back(&r);
+    const std::string a = r.value("algorithm", "");
+    if (std::find(algorithms.begin(), algorithms.end(), a) == algorithms.end())
+      algorithms.push_back(a);
+  }
+  const auto point_values = [&](int p) {
+    std::string out;
+    for (const auto& k : keys)
+      out += fmt::format("{}{}={}", out.empty() ? "" : ", ", k,
+                         by_point[p].empty() ? "" : value_of(*by_point[p].front(), k));
+    return out;
+  };
+  std::string out = fmt::format("# {}: sweep\n\n", name);
+  std::string varied;
+  for (const auto& k : keys) {
+    std::string values;
+    if (sweep.contains("values") && sweep["values"].contains(k))
+      for (const auto& v : sweep["values"][k])
+        values += fmt::format("{}{}", values.empty() ? "" : ", ", v.get<std::string>());
+    varied += fmt::format("{}`{}` over {}", varied.empty() ? "" : "; ", k, values);
+  }
+  out += fmt::format("{} points x {} algorithms, varying {}. Simulated.", points.size(),
+                     algorithms.size(), varied);
+  if (sweep.contains("overrides") && !sweep["overrides"].empty()) {
+    std::string fixed;
+    for (const auto& o : sweep["overrides"])
+      fixed += fmt::format("{}`{}`", fixed.empty() ? "" : ", ", o.get<std::string>());
+    out += fmt::format(" Fixed: {}.", fixed);
+  }
+  const std::string shard = sweep.contains("shard") && sweep["shard"].is_string()
+                                ? sweep["shard"].get<std::string>()
+                                : std::string();
+  if (!shard.empty() && shard != "0/1" && shard != "merged")
+    out += fmt::format(" Shard {}: {} of the sweep's {} points (`overlapsim merge` joins them).",
+                       shard, points.size(), sweep.value("points", 0));
+  out += " A row fits when its peak memory per GPU is at most the GPU's memory (its `fits` field "
+         "where the summary has one).\n\n";
+
+  // Per point: the fastest row that fits, and any faster one that does not.
+  out += "## Fastest that fits, per point\n\nBy samples per second among the algorithms whose "
+         "peak memory per GPU fits in the GPU's memory.\n\n";
+  out += "| point |";
+  for (const auto& k : keys)
+    out += " " + k + " |";
+  out += " winner | speedup vs DDP | samples/s | samples/step | memory per GPU | faster but does "
+         "not fit |\n|---|";
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    out += "---|";
+  out += "---|---|---|---|---|---|\n";
+  for (const int p : points) {
+    const Json* best = nullptr;
+    std::vector<const Json*> ran;
+    for (const Json* r : by_point[p])
+      if (!r->contains("error") && std::isfinite(num(*r, "throughput_samples_s")))
+        ran.push_back(r);
+    for (const Json* r : ran)
+      if (row_fits(*r) &&
+          (!best || num(*r, "throughput_samples_s") > num(*best, "throughput_samples_s")))
+        best = r;
+    std::string faster; // fastest first
+    std::stable_sort(ran.begin(), ran.end(), [](const Json* a, const Json* b) {
+      return num(*a, "throughput_samples_s") > num(*b, "throughput_samples_s");
+    });
+    for (const Json* r : ran)
+      if (!row_fits(*r) &&
+          (!best || num(*r, "throughput_samples_s") > num(*best, "throughput_samples_s")))
+        faster += fmt::format("{}{} ({}, {})", faster.empty() ? "" : ", ",
+                              r->value("algorithm", ""), speedup_text(num(*r, "speedup_vs_ddp")),
+                              hw::format_bytes(num(*r, "peak_memory_bytes")));
+    out += fmt::format("| {} | ", p);
+    for (const auto& k : keys)
+      out += (by_point[p].empty() ? "" : value_of(*by_point[p].front(), k)) + " | ";
+    if (best)
+      out += fmt::format("{} | {} | {:.4g} | {:.4g} | {} | {} |\n", best->value("algorithm", ""),
+                         speedup_text(num(*best, "speedup_vs_ddp")),
+                         num(*best, "throughput_samples_s"), num(*best, "samples_per_step"),
+                         hw::format_bytes(num(*best, "peak_memory_bytes")),
+                         faster.empty() ? "-" : faster);
+    else
+      out += fmt::format("none fits | | | | | {} |\n", faster.empty() ? "-" : faster);
+  }
+
+  // Per algorithm: where along the first varied key its speedup crosses 1, the other keys fixed.
+  if (!keys.empty()) {
+    const std::string& key = keys.front();
+    out += fmt::format("\n## Where each algorithm overtakes DDP\n\nAlong `{}`, in the sweep's "
+                       "order{}: the first point where its speedup over DDP rises above 1x, and "
+                       "where it falls back.\n\n",
+                       key, keys.size() > 1 ? ", for each value of the other varied keys" : "");
+    // Groups: the other keys' values, in point order.
+    std::vector<std::string> groups;
+    std::map<std::string, std::vector<int>> group_points;
+    for (const int p : points) {
+      std::string g;
+      for (std::size_t i = 1; i < keys.size(); ++i)
+        g += fmt::format("{}{}={}", g.empty() ? "" : ", ", keys[i],
+                         by_point[p].empty() ? "" : value_of(*by_point[p].front(), keys[i]));
+      if (!group_points.contains(g))
+        groups.push_back(g);
+      group_points[g].push_back(p);
+    }
+    for (const auto& a : algorithms) {
+      if (a == "ddp")
+        continue;
+      for (const auto& g : groups) {
+        // (value, speedup) of the algorithm's rows with a speedup, in the sweep's order.
+        std::vector<std::pair<std::string, double>> line;
+        for (const int p : group_points[g])
+          for (const Json* r : by_point[p])
+            if (r->value("algorithm", "") == a && !r->contains("error") &&
+                std::isfinite(num(*r, "speedup_vs_ddp")))
+              line.emplace_back(
+                  fmt::format("{}={}", key.substr(key.rfind('.') + 1), value_of(*r, key)),
+                  num(*r, "speedup_vs_ddp"));
+        out += fmt::format("- {}{}: ", a, g.empty() ? "" : fmt::format(" ({})", g));
+        if (line.empty()) {
+          out += "no point with a speedup (no DDP row, or every row failed)\n";
+          continue;
+        }
+        std::vector<std::string> events;
+        if (line.front().second > 1)
+          events.push_back(fmt::format("faster than DDP from the first point, {} ({})",
+                                       line.front().first, speedup_text(line.front().second)));
+        for (std::size_t i = 1; i < line.size(); ++i) {
+          const auto& [x0, s0] = line[i - 1];
+          const auto& [x1, s1] = line[i];
+          if (s0 <= 1 && s1 > 1)
+            events.push_back(fmt::format("overtakes DDP between {} ({}) and {} ({})", x0,
+                                         speedup_text(s0), x1, speedup_text(s1)));
+          else if (s0 > 1 && s1 <= 1)
+            events.push_back(fmt::format("falls back to or below DDP between {} ({}) and {} ({})",
+                                         x0, speedup_text(s0), x1, speedup_text(s1)));
+        }
+        if (events.empty()) {
+          const auto most = std::max_element(line.begin(), line.end(),
+                                             [](auto& l, auto& r) { return l.second < r.second; });
+          events.push_back(fmt::format("never faster than DDP here (at most {} at {})",
+                                       speedup_text(most->second), most->first));
+        }
+        std::string joined;
+        for (const auto& e : events)
+          joined += fmt::format("{}{}", joined.empty() ? "" : "; ", e);
+        out += joined + ".\n";
+      }
+    }
+  }
+
+  // A table with a row per point and a column per algorithm; `cell` writes a row's entry.
+  const auto table = [&](const std::string& heading, const auto& cell) {
+    out += heading + "\n\n| point |";
+    for (const auto& a : algorithms)
+      out += " " + a + " |";
+    out += "\n|---|";
+    for (std::size_t i = 0; i < algorithms.size(); ++i)
+      out += "---|";
+    out += "\n";
+    for (const int p : points) {
+      out += fmt::format("| {} ({}) |", p, point_values(p));
+      for (const auto& a : algorithms) {
+        const auto it = std::find_if(by_point[p].begin(), by_point[p].end(),
+                                     [&](const Json* r) { return r->value("algorithm", "") == a; });
+        out += " " +
+               (it == by_point[p].end()    ? std::string()
+                : (*it)->contains("error") ? std::string("failed")
+                                           : cell(**it)) +
+               " |";
+      }
+      out += "\n";
+    }
+  };
+  table("\n## Memory per GPU\n\nPeak memory of the worst GPU, and whether it fits.", memory_cell);
+  // Speedups and what a step holds, per point (the summary has every metric).
+  table("\n## Speedup vs DDP (samples per step)", [](const Json& r) {
+    return fmt::format("{} ({:.4g})", speedup_text(num(r, "speedup_vs_ddp")),
+                       num(r, "samples_per_step"));
+  });
+  for (const auto& r : rows)
+    if (r.contains("error"))
+      out += fmt::format("\n**Point {}, {} could not run**: {}\n", r.value("point", 0),
+                         r.value("algorithm", ""),
+                         r["error"].is_string() ? r["error"].get<std::string>() : "");
   return out;
 }
 

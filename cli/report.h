@@ -22,4 +22,16 @@ std::string network_summary(const scenario::Scenario& scenario);
 std::string report_markdown(const scenario::Scenario& scenario,
                             const std::vector<SummaryRow>& rows);
 
+// Whether a summary row fits in its GPU's memory: its `fits` field where it has one, else its
+// peak_memory_bytes against gpu_memory_bytes (a row without a known capacity fits).
+bool row_fits(const nlohmann::ordered_json& row);
+
+// A sweep's report.md (issue 62.3), from what its summary.json holds: `scenario` (the summary's
+// "scenario"), `sweep` (its "sweep": vary, values, points) and the rows in point order. Per point
+// the fastest row that fits in GPU memory; per algorithm where along the first varied key its
+// speedup over DDP crosses 1; memory per GPU and fit per point.
+std::string sweep_report_markdown(const nlohmann::ordered_json& scenario,
+                                  const nlohmann::ordered_json& sweep,
+                                  const std::vector<nlohmann::ordered_json>& rows);
+
 } // namespace overlapsim::cli

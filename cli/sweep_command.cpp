@@ -4,8 +4,10 @@
 #include "algorithms/sync_period.h"
 #include "cli/plots.h"
 #include "cli/progress_bar.h"
+#include "cli/report.h"
 #include "cli/run_command.h"
 #include "cli/work_budget.h"
+#include "files/atomic_file.h"
 #include "files/output_stage.h"
 #include "hw/units.h"
 #include "scenario/loader.h"
@@ -405,6 +407,9 @@ int sweep_command(const SweepOptions& o, const PointBody& body) {
                     {"shard", fmt::format("{}/{}", shard, shards)},
                     {"overrides", o.overrides}};
     write_summary(dir, scenario::to_json(base), rows, top);
+    write_file_atomically(dir + "/report.md",
+                          sweep_report_markdown(ordered_json::parse(scenario::to_json(base).dump()),
+                                                top["sweep"], rows));
     // A shard's plots would show part of the grid; merge draws the whole one.
     if (o.plots && base.output.plots && shards == 1)
       draw_plots(dir);
@@ -642,6 +647,9 @@ int merge_command(const std::string& out, const std::vector<std::string>& shards
     top["sweep"] = first["sweep"];
     top["sweep"]["shard"] = "merged";
     OutputStage stage(out);
+    // The report first: the summary takes the rows (no copy of a large merge).
+    write_file_atomically(stage.path() + "/report.md",
+                          sweep_report_markdown(first["scenario"], top["sweep"], rows));
     write_summary(stage.path(), nlohmann::json::parse(first["scenario"].dump()), std::move(rows),
                   top);
     draw_plots(stage.path());

@@ -29,6 +29,7 @@ signal.signal(signal.SIGTERM, signal.SIG_DFL)
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.lines  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
@@ -51,8 +52,10 @@ CATEGORY_LABELS = {"waiting": "waiting for peers"}
 # use, none of them an algorithm's (plots_selftest checks against `overlapsim algorithms`), so
 # nothing is drawn in DDP's colour (issue 27.9).
 SUMMARY_COLOURS = {}
-PALETTE = ["#FF7F0E", "#8C564B", "#E377C2", "#AEC7E8", "#98DF8A", "#FF9896", "#C5B0D5",
-           "#C49C94", "#F7B6D2", "#DBDB8D", "#9EDAE5"]
+# Every pair of these and the algorithms' colours is at least CIEDE2000 12 apart (issue 62.9:
+# local-sgd and flexdemo were 4.7 apart; test_plots.py checks it).
+PALETTE = ["#E7298A", "#003F5C", "#A65628", "#BBBBFF", "#AA00CC", "#00DDCC", "#664400",
+           "#FF00FF", "#990011", "#005500", "#998800"]
 MEMORY_PARTS = ["params", "grads", "optimizer_state", "buffers", "activations"]
 MEMORY_COLOURS = ["#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3"]
 MAX_TIMELINE_GPUS = 64
@@ -135,6 +138,29 @@ def steady_window(row, trace, steps_shown=3):
     return end * 2 / 3, end
 
 
+def timeline_window(row, trace):
+    """The timeline's window, in ms: a few steady-state steps or, where the longest communication
+    op that starts in the steady state ends after them (DiLoCo's 31.85 s outer sync against 5.2 s
+    of steps), from the same start to that op's end and 5% of it more: the steps up to the sync
+    and the sync whole (issue 62.9: it was cut)."""
+    lo, hi = steady_window(row, trace)
+    ops = [(start, dur) for (_, tid), evs in trace["events"].items() if tid == 1
+           for start, dur, cat, _ in evs if cat == "comm" and start >= lo]
+    if not ops:
+        return lo, hi
+    start, dur = max(ops, key=lambda op: (op[1], -op[0]))
+    if start + dur <= hi:
+        return lo, hi
+    return lo, start + 1.05 * dur
+
+
+def universe_of(trace, row):
+    """The job's GPUs, by index: all of the row's workers where the trace holds some of them only
+    (rank classes, output.trace_gpus), else the trace's."""
+    total = (row or {}).get("workers") or 0
+    return range(total) if total > len(trace["names"]) else sorted(trace["names"])
+
+
 def pick_gpus(trace, limit):
     """All GPUs up to `limit`; beyond, the first and last few and the compute outliers."""
     pids = sorted(trace["names"]) or sorted({p for p, _ in trace["events"]})
@@ -203,18 +229,12 @@ def draw_gantt(ax, trace, gpus, window, universe=None, fontsize=8):
                 if start + dur >= lo and start <= hi:
                     spans.setdefault(cat, []).append((start - lo, dur))
             for cat, cat_spans in spans.items():
-                # A thin white edge keeps back-to-back ops of one category apart, on ops wide enough
-                # to show it: on small ones (DDP's many bucket all-reduces) the edges were all that
-                # showed, and the row looked pale instead of the legend's colour (issue 27.9).
-                wide = [s for s in cat_spans if s[1] > 0.004 * (hi - lo)]
-                narrow = [s for s in cat_spans if s[1] <= 0.004 * (hi - lo)]
+                # Edges in the bar's own colour: white edges between back-to-back ops (FSDP's
+                # per-layer gathers) read as pale bands that no legend entry explained (issue
+                # 62.9), and on small ops (DDP's buckets) they were all that showed (27.9).
                 colour = CATEGORY_COLOURS.get(cat, "#999999")
-                if wide:
-                    ax.broken_barh(wide, (y + tid - 0.4, 0.8), facecolors=colour,
-                                   edgecolor="white", linewidth=0.4, label=cat)
-                if narrow:
-                    ax.broken_barh(narrow, (y + tid - 0.4, 0.8), facecolors=colour,
-                                   edgecolor=colour, linewidth=0.4, label=cat)
+                ax.broken_barh(cat_spans, (y + tid - 0.4, 0.8), facecolors=colour,
+                               edgecolor=colour, linewidth=0.4, antialiased=False, label=cat)
             drawn |= set(spans)
         ticks.append(y + 0.5)  # centred on the GPU's compute and comm rows
         labels.append(str(trace["names"].get(pid, f"gpu {pid}")))
@@ -229,6 +249,7 @@ def draw_gantt(ax, trace, gpus, window, universe=None, fontsize=8):
             tick.set_color("#666666")
             tick.set_fontstyle("italic")
     ax.grid(axis="x", color="#EEEEEE")
+    ax.set_axisbelow(True)  # grid lines over the bars read as pale bands (issue 62.9)
     return drawn
 
 
@@ -273,10 +294,9 @@ def bar_names(results):
 def plot_timeline(out, name, row, trace, scenario):
     gpus, _ = pick_gpus(trace, MAX_TIMELINE_GPUS)
     # A trace of output.trace_gpus holds some GPUs only: the row says how many there were.
-    total = (row or {}).get("workers") or 0
-    universe = range(total) if total > len(trace["names"]) else sorted(trace["names"])
+    universe = universe_of(trace, row)
     gaps = hidden_between(gpus, universe)
-    window = steady_window(row, trace)
+    window = timeline_window(row, trace)
     # Rows of about 11 pt even at 64 GPUs, so that every GPU's label stays legible.
     rows = 2 * len(gpus) + GAP_ROWS * len(gaps)
     fig, ax = plt.subplots(figsize=(13, min(26, max(3.5, 1.8 + 0.16 * rows))))
@@ -303,8 +323,11 @@ def plot_timeline_compare(out, rows, traces, scenario):
     cats = set()
     for ax, n in zip(axes[:, 0], names):
         gpus, _ = pick_gpus(traces[n], 4)
-        lo, hi = steady_window(rows.get(n), traces[n])
-        cats |= draw_gantt(ax, traces[n], gpus, (lo, hi), fontsize=7)
+        lo, hi = timeline_window(rows.get(n), traces[n])
+        # The job's GPUs, not only the traced ones: 4 of 8 traced GPUs of a 32-GPU job hide 28
+        # (issue 62.9: "4 GPUs not shown").
+        cats |= draw_gantt(ax, traces[n], gpus, (lo, hi), universe_of(traces[n], rows.get(n)),
+                           fontsize=7)
         ax.set_ylabel(n, rotation=0, ha="right", va="center", fontsize=10, color=algorithm_colour(n))
         ax.set_xlabel(f"{n}: ms since its steady-state window opened ({hi - lo:.4g} ms shown)",
                       fontsize=8)
@@ -340,14 +363,16 @@ def plot_speedup(out, results, scenario):
                     "a target loss (training.target_loss) before reading these as wins",
                     (0.5, -0.32), xycoords="axes fraction", ha="center", fontsize=7,
                     color="#444444")
+    labels = []
     for bar, r, value in zip(bars, results, values):
         # Without a DDP reference (it failed) the speedup is NaN: no bar, and the label says why.
         known = math.isfinite(value)
         text = (f"{value:.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
                 f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%" if known
                 else "no DDP\nreference")
-        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, value if known else 0), ha="center",
-                    va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
+        labels.append(ax.annotate(text, (bar.get_x() + bar.get_width() / 2, value if known else 0),
+                                  ha="center", va="bottom", fontsize=8, xytext=(0, 2),
+                                  textcoords="offset points"))
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="DDP")
     ax.set_ylim(0, max([v for v in values if math.isfinite(v)] + [1.0]) * 1.25)
     ax.set_ylabel("throughput speedup vs DDP (x)")
@@ -356,7 +381,27 @@ def plot_speedup(out, results, scenario):
                  "optimizer step on each bar)", fontsize=11)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
+    clear_of_line(fig, ax, labels, 1.0)
     save(fig, os.path.join(out, "speedup.png"))
+
+
+def clear_of_line(fig, ax, labels, y):
+    """Moves each bar label that the horizontal line at `y` crosses to sit just above the line
+    (issue 62.9: a 0.89x bar's label was struck through by the DDP line), then raises the axes'
+    top until every label lies inside them."""
+    fig.canvas.draw()
+    line = ax.transData.transform((0, y))[1]
+    for label in labels:
+        box = label.get_window_extent()
+        if box.y0 < line < box.y1:
+            label.xy = (label.xy[0], y)
+    fig.canvas.draw()
+    top = max([label.get_window_extent().y1 for label in labels] + [0])
+    if top > ax.bbox.y1:
+        data_top = ax.transData.inverted().transform((0, top))[1]
+        lo, _ = ax.get_ylim()
+        ax.set_ylim(lo, lo + (data_top - lo) * 1.05)
+        fig.canvas.draw()
 
 
 def idle_shares(row):
@@ -420,7 +465,8 @@ def plot_memory(out, results, traces, scenario):
     ax.set_ylabel("peak memory per GPU, worst GPU (GB)")
     ax.set_xlabel("algorithm")
     ax.set_title("peak memory by kind")
-    ax.legend(fontsize=8)
+    # Below the axes: inside, it covered a bar's "does not fit" label (issue 62.9).
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
     if with_counters:
         ax2 = axes[0, 1]
         rows = {r["algorithm"]: r for r in results}
@@ -456,6 +502,37 @@ def numeric(value):
         return float("nan")
 
 
+def row_fits(row):
+    """Whether a row fits in GPU memory: its `fits` where it has one, else its peak memory against
+    the GPU's (cli/report.cpp's row_fits; a row without a known capacity fits)."""
+    if isinstance(row.get("fits"), bool):
+        return row["fits"]
+    peak, capacity = row.get("peak_memory_bytes"), row.get("gpu_memory_bytes")
+    if not finite(peak) or not finite(capacity) or capacity <= 0:
+        return True
+    return peak <= capacity
+
+
+# A marker per line of a sweep plot, in drawing order.
+SWEEP_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p"]
+NOT_FIT_LABEL = "hollow: does not fit in GPU memory"
+
+
+def same_values(a, b):
+    """Whether two lines' (x, y) points are the same (within 1e-9 relative): one hides the other."""
+    return len(a) == len(b) and all(
+        xa == xb and (ya == yb or (finite(ya) and finite(yb)
+                                   and abs(ya - yb) <= 1e-9 * max(abs(ya), abs(yb))))
+        for (xa, ya), (xb, yb) in zip(a, b))
+
+
+def wrapped_title(text, width):
+    """`text` wrapped at `width` characters per line, its own line breaks kept."""
+    import textwrap
+    return "\n".join(line for part in text.split("\n")
+                     for line in (textwrap.wrap(part, width) or [""]))
+
+
 def plot_sweep(out, summary, scenario):
     sweep = summary.get("sweep")
     if not sweep or not sweep.get("vary"):
@@ -473,15 +550,35 @@ def plot_sweep(out, summary, scenario):
                                  ("iteration_time_s", "sweep-iteration-time.png", "iteration time (s)")):
         fig, ax = plt.subplots(figsize=(8, 5))
         xs_all = []
-        for alg, pts in by_alg.items():
+        any_unfit = False
+        drawn = []  # (label, points) of the lines drawn so far
+        for k, (alg, pts) in enumerate(by_alg.items()):
             pts.sort(key=lambda p: p[0])
             xs = [p[0] for p in pts]
             xs_all += xs
             styles = ["-", "--", ":", "-."]
             combo = sorted({lbl.split(",", 1)[1] if "," in lbl else "" for lbl in by_alg})
             style = styles[combo.index(alg.split(",", 1)[1] if "," in alg else "") % len(styles)]
-            ax.plot(xs, [p[2].get(metric, 0) for p in pts], marker="o", label=alg, linestyle=style,
-                    color=algorithm_colour(pts[0][2]["algorithm"]))
+            colour = algorithm_colour(pts[0][2]["algorithm"])
+            marker, size, width = SWEEP_MARKERS[k % len(SWEEP_MARKERS)], 7, 2.0
+            values = [(p[0], p[2].get(metric, 0)) for p in pts]
+            # A line equal to one drawn before (zero1 on ddp) is drawn dashed and thinner, with
+            # smaller markers, so the one beneath shows between its dashes and around its markers.
+            twin = next((name for name, v in drawn if same_values(v, values)), None)
+            if twin:
+                size, width, style = 4.5, 1.4, (0, (4, 3))
+            drawn.append((alg, values))
+            ax.plot(xs, [v[1] for v in values], marker=marker, markersize=size, linewidth=width,
+                    label=f"{alg} (same as {twin})" if twin else alg, linestyle=style,
+                    color=colour)
+            # A point that does not fit in GPU memory is drawn hollow (issue 62.3): the fastest
+            # line may be one that cannot run.
+            unfit = [p for p in pts if not row_fits(p[2])]
+            if unfit:
+                any_unfit = True
+                ax.plot([p[0] for p in unfit], [p[2].get(metric, 0) for p in unfit],
+                        linestyle="none", marker=marker, markersize=size, markerfacecolor="white",
+                        markeredgecolor=colour, markeredgewidth=1.6, zorder=5)
             # What a step holds where it is not DDP's at that point (issue 27.4: ACCO's 6x batch
             # read as a 3.35x speedup beside a plot where it is the slowest per step).
             for x, _, row in pts:
@@ -491,10 +588,10 @@ def plot_sweep(out, summary, scenario):
                     ax.annotate(f"{samples:.0f}/step", (x, row.get(metric, 0)), fontsize=6,
                                 xytext=(3, 3), textcoords="offset points",
                                 color=algorithm_colour(row["algorithm"]))
-        finite = [x for x in xs_all if x > 0 and math.isfinite(x)]
+        finite_xs = [x for x in xs_all if x > 0 and math.isfinite(x)]
         # Rates and latencies are read by decades; other keys when they span two (issue 27.9).
         by_decades = any(w in key for w in ("bandwidth", "latency", "rate"))
-        if finite and max(finite) / min(finite) >= (4 if by_decades else 100):
+        if finite_xs and max(finite_xs) / min(finite_xs) >= (4 if by_decades else 100):
             ax.set_xscale("log")
         if spans_decades([p[2].get(metric) for pts in by_alg.values() for p in pts]):
             ax.set_yscale("log")  # speedups from 0.5x to 60x: a linear axis hides the small ones
@@ -503,9 +600,18 @@ def plot_sweep(out, summary, scenario):
         ax.set_xticklabels([t[1] for t in ticks], rotation=30, fontsize=8)
         ax.set_xlabel(key)
         ax.set_ylabel(label)
-        ax.set_title(f"{scenario}, {sources_of(results)}\n{label.split(' (')[0]} vs {key} "
-                     "(samples per step noted where not DDP's)", fontsize=11)
-        ax.legend(fontsize=8)
+        # Wrapped: a long scenario or key name ran past the figure's right edge.
+        ax.set_title(wrapped_title(f"{scenario}, {sources_of(results)}\n{label.split(' (')[0]} vs "
+                                   f"{key} (samples per step noted where not DDP's)", 70),
+                     fontsize=11)
+        handles, labels = ax.get_legend_handles_labels()
+        if any_unfit:
+            handles.append(matplotlib.lines.Line2D([], [], linestyle="none", marker="o",
+                                                   markersize=7, markerfacecolor="white",
+                                                   markeredgecolor="#777777",
+                                                   markeredgewidth=1.6))
+            labels.append(NOT_FIT_LABEL)
+        ax.legend(handles, labels, fontsize=8)
         ax.grid(color="#EEEEEE")
         fig.tight_layout()
         save(fig, os.path.join(out, fname))
@@ -545,7 +651,13 @@ def plot_loss(out, summary, scenario):
         xs = [w if w is not None else (s / rate if rate else float("nan")) for s, _, w in pts]
         ax.plot(xs, [p[1] for p in pts], label=alg, color=algorithm_colour(alg))
     ax.axhline(target, color="#555555", linestyle="--", linewidth=1, label=f"target {target:g}")
-    ax.set_xlabel("wall-clock time (s)")
+    # Times over more than two decades (a slow algorithm beside a fast one): a log axis, or the
+    # fast ones' curves are squeezed against the left edge (issue 62.9).
+    times = [x for line in ax.get_lines()[:-1] for x in line.get_xdata()]
+    log = spans_decades(times)
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel("wall-clock time (s, log scale)" if log else "wall-clock time (s)")
     ax.set_ylabel("loss")
     ax.set_title(f"{scenario}: loss against wall-clock time (time to target in the summary)",
                  fontsize=11)

@@ -11,6 +11,55 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "overlapsim_plots.py")
 
 
+def srgb_to_lab(colour):
+    """CIELAB (D65) of an sRGB colour "#RRGGBB"."""
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    xyz = ((0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / 0.95047,
+           0.2126729 * r + 0.7151522 * g + 0.0721750 * b,
+           (0.0193339 * r + 0.1191920 * g + 0.9503041 * b) / 1.08883)
+    fx, fy, fz = [t ** (1 / 3) if t > 216 / 24389 else (24389 / 27 * t + 16) / 116 for t in xyz]
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def ciede2000(lab1, lab2):
+    """The CIEDE2000 colour difference (Sharma, Wu and Dalal 2005) of two CIELAB colours."""
+    import math
+    (l1, a1, b1), (l2, a2, b2) = lab1, lab2
+    c_mean = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - math.sqrt(c_mean ** 7 / (c_mean ** 7 + 25 ** 7)))
+    a1p, a2p = (1 + g) * a1, (1 + g) * a2
+    c1p, c2p = math.hypot(a1p, b1), math.hypot(a2p, b2)
+    h1p = math.degrees(math.atan2(b1, a1p)) % 360 if c1p else 0.0
+    h2p = math.degrees(math.atan2(b2, a2p)) % 360 if c2p else 0.0
+    dh = 0.0
+    if c1p * c2p:
+        dh = h2p - h1p
+        dh = dh - 360 if dh > 180 else dh + 360 if dh < -180 else dh
+    d_l, d_c = l2 - l1, c2p - c1p
+    d_h = 2 * math.sqrt(c1p * c2p) * math.sin(math.radians(dh / 2))
+    l_mean, cp_mean = (l1 + l2) / 2, (c1p + c2p) / 2
+    if not c1p * c2p:
+        h_mean = h1p + h2p
+    elif abs(h1p - h2p) <= 180:
+        h_mean = (h1p + h2p) / 2
+    else:
+        h_mean = (h1p + h2p + 360) / 2 if h1p + h2p < 360 else (h1p + h2p - 360) / 2
+    t = (1 - 0.17 * math.cos(math.radians(h_mean - 30)) + 0.24 * math.cos(math.radians(2 * h_mean))
+         + 0.32 * math.cos(math.radians(3 * h_mean + 6))
+         - 0.20 * math.cos(math.radians(4 * h_mean - 63)))
+    d_theta = 30 * math.exp(-((h_mean - 275) / 25) ** 2)
+    r_c = 2 * math.sqrt(cp_mean ** 7 / (cp_mean ** 7 + 25 ** 7))
+    s_l = 1 + 0.015 * (l_mean - 50) ** 2 / math.sqrt(20 + (l_mean - 50) ** 2)
+    s_c, s_h = 1 + 0.045 * cp_mean, 1 + 0.015 * cp_mean * t
+    r_t = -math.sin(math.radians(2 * d_theta)) * r_c
+    return math.sqrt((d_l / s_l) ** 2 + (d_c / s_c) ** 2 + (d_h / s_h) ** 2
+                     + r_t * (d_c / s_c) * (d_h / s_h))
+
+
+MIN_COLOUR_DISTANCE = 12  # CIEDE2000 between any two algorithm or spare colours (issue 62.9)
+
+
 def make_output_dir(path, algorithms=("ddp", "acco", "cdp-v2"), gpus=4, steps=4):
     """Writes a small but complete summary.json and one trace per algorithm into `path`."""
     results = []
@@ -161,6 +210,49 @@ class PlotsTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             for name in ["sweep-speedup.png", "sweep-iteration-time.png", "predicted-vs-measured.png"]:
                 self.assertTrue(is_png(os.path.join(d, name)), name)
+
+    def test_sweep_marks_points_that_do_not_fit_and_keeps_equal_lines_visible(self):
+        # Issue 62.3/62.9: a point that does not fit in GPU memory is hollow and the legend says
+        # so; zero1 equal to ddp is dashed over it, not hiding it; the title stays in the figure.
+        from matplotlib.colors import to_rgba
+        with tempfile.TemporaryDirectory() as d:
+            bws = ("10Mb/s", "1Gb/s", "100Gb/s")
+            rows = []
+            for p, bw in enumerate(bws):
+                for a, s in (("ddp", 1.0), ("zero1", 1.0), ("acco", 3.0 - p), ("cdp-v2", 0.5 + p)):
+                    rows.append({"algorithm": a, "cluster.inter_node.bandwidth": bw, "point": p,
+                                 "speedup_vs_ddp": s, "iteration_time_s": 1 / s,
+                                 "peak_memory_bytes": 3e10, "gpu_memory_bytes": 8e10})
+            rows[2]["peak_memory_bytes"] = 9e10  # acco at 10Mb/s: 90 GB of 80
+            rows[7]["fits"] = False  # cdp-v2 at 1Gb/s: the field wins over 30 GB < 80 GB
+            rows[11]["fits"] = True  # cdp-v2 at 100Gb/s
+            with open(os.path.join(d, "summary.json"), "w") as f:
+                json.dump({"scenario": {"name": "a-scenario-with-a-rather-long-name-for-its-title"},
+                           "results": rows, "sweep": {"vary": ["cluster.inter_node.bandwidth"]}}, f)
+            figures = self.draw(d, "sweep")
+            for name in ("sweep-speedup.png", "sweep-iteration-time.png"):
+                fig = figures[name]
+                ax = fig.axes[0]
+                labels = [t.get_text() for t in ax.get_legend().get_texts()]
+                self.assertEqual(labels, ["ddp", "zero1 (same as ddp)", "acco", "cdp-v2",
+                                          "hollow: does not fit in GPU memory"], name)
+                metric = (lambda s: s) if name == "sweep-speedup.png" else (lambda s: 1 / s)
+                hollow = sorted((round(x, 9), round(y, 9)) for ln in ax.get_lines()
+                                if ln.get_markerfacecolor() in ("white", "w", to_rgba("white"))
+                                for x, y in zip(ln.get_xdata(), ln.get_ydata()))
+                self.assertEqual(hollow, sorted([(1e7, round(metric(3.0), 9)),
+                                                 (1e9, round(metric(1.5), 9))]), name)
+                lines = {ln.get_label(): ln for ln in ax.get_lines()}
+                ddp, zero1 = lines["ddp"], lines["zero1 (same as ddp)"]
+                self.assertEqual(ddp.get_linestyle(), "-")
+                self.assertEqual(zero1.get_linestyle(), "--")
+                self.assertLess(zero1.get_markersize(), ddp.get_markersize())
+                self.assertLess(zero1.get_linewidth(), ddp.get_linewidth())
+                self.assertEqual(len({ln.get_marker() for ln in lines.values()
+                                      if not ln.get_label().startswith("_")}), 4)
+                title = ax.title.get_window_extent()
+                self.assertGreaterEqual(title.x0, fig.bbox.x0, name)
+                self.assertLessEqual(title.x1, fig.bbox.x1, name)
 
     def test_null_comparison_errors_are_na_not_a_failure(self):
         # CDP-v2 validated alone (2026-11-27): its measured exposed communication and a speedup
@@ -487,6 +579,146 @@ class PlotsTest(unittest.TestCase):
         colours = [p.algorithm_colour(n) for n in names]
         self.assertEqual(len(set(colours)), len(names))
         p.SUMMARY_COLOURS.clear()
+
+    def test_ciede2000_matches_sharmas_test_data(self):
+        # Sharma, Wu and Dalal (2005), Table 1: pairs 1, 7, 17, 25 and 34.
+        for lab1, lab2, want in (((50, 2.6772, -79.7751), (50, 0, -82.7485), 2.0425),
+                                 ((50, 0, 0), (50, -1, 2), 2.3669),
+                                 ((50, 2.5, 0), (73, 25, -18), 27.1492),
+                                 ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387),
+                                  1.2644),
+                                 ((2.0776, 0.0795, -1.135), (0.9033, -0.0636, -0.5514), 0.9082)):
+            self.assertAlmostEqual(ciede2000(lab1, lab2), want, places=4)
+        self.assertAlmostEqual(ciede2000(srgb_to_lab("#FFFFFF"), (100, 0, 0)), 0, places=2)
+
+    def test_every_two_colours_are_at_least_ciede2000_12_apart(self):
+        # Issue 62.9: local-sgd #8C8C8C and flexdemo #7F7F7F were 4.7 apart, dpu and a spare 5.0,
+        # zero1 and streaming-diloco 6.4, cdp-v2 and dreamddp 7.2, cdp-v1 and plsgd-enp 9.1, acco
+        # and asc-wfbp 9.1. The algorithms' colours (`overlapsim algorithms --json`) and the spare
+        # ones other labels take, every pair.
+        binary = os.environ.get("OVERLAPSIM_BINARY")
+        if not binary:
+            self.skipTest("OVERLAPSIM_BINARY not set (ctest sets it)")
+        sys.path.insert(0, HERE)
+        import overlapsim_plots as p
+        registry = json.loads(subprocess.run([binary, "algorithms", "--json"], check=True,
+                                             capture_output=True, text=True).stdout)
+        colours = [(a["name"], a["colour"]) for a in registry]
+        colours += [(f"spare {k}", c) for k, c in enumerate(p.PALETTE)]
+        close = []
+        for i, (n1, c1) in enumerate(colours):
+            for n2, c2 in colours[i + 1:]:
+                d = ciede2000(srgb_to_lab(c1), srgb_to_lab(c2))
+                if d < MIN_COLOUR_DISTANCE:
+                    close.append(f"{n1} {c1} / {n2} {c2}: {d:.1f}")
+        self.assertEqual(close, [])
+
+    def write_trace(self, d, name, gpus, ops, row):
+        """A trace of `gpus` (pids) with `ops` (pid, tid, start ms, duration ms, category) and a
+        summary with `row` for algorithm `name`."""
+        events = [{"ph": "M", "pid": g, "name": "process_name",
+                   "args": {"name": f"node {g // 8} gpu {g % 8}"}} for g in gpus]
+        events += [{"ph": "X", "pid": g, "tid": tid, "ts": t * 1e3, "dur": dur * 1e3, "name": cat,
+                    "cat": cat} for g, tid, t, dur, cat in ops]
+        with open(os.path.join(d, f"trace-{name}.json"), "w") as f:
+            json.dump({"traceEvents": events}, f)
+        with open(os.path.join(d, "summary.json"), "w") as f:
+            json.dump({"scenario": {"name": "t"}, "results": [dict(row, algorithm=name)]}, f)
+
+    def test_comparison_counts_the_jobs_gpus_not_the_traced_ones(self):
+        # Issue 62.9: rank classes trace GPUs 8-15 of a 32-GPU job; the comparison shows 4 of
+        # them and said "4 GPUs not shown" (of the 8 traced) instead of 8 before, 4 between
+        # and 16 after.
+        with tempfile.TemporaryDirectory() as d:
+            gpus = range(8, 16)
+            ops = [(g, 0, s * 100.0, 80.0, "forward") for g in gpus for s in range(4)]
+            self.write_trace(d, "ddp", gpus, ops, {"workers": 32, "steady_state": {
+                "start_s": 0.1, "end_s": 0.4, "steps": 3}})
+            ax = self.draw(d, "timeline-compare")["timeline-compare.png"].axes[0]
+            labels = [t.get_text() for t in ax.get_yticklabels()]
+            self.assertEqual(labels, ["\u2026 8 GPUs not shown", "node 1 gpu 0", "node 1 gpu 1",
+                                      "node 1 gpu 2", "\u2026 4 GPUs not shown", "node 1 gpu 7",
+                                      "\u2026 16 GPUs not shown"])
+
+    def test_timeline_shows_the_longest_sync_whole_and_no_unexplained_bands(self):
+        # Issue 62.9: a DiLoCo-like 30 s sync starting in a 3 s steady-state window was cut at the
+        # window's end; now the window runs from the same start to the sync's end and 5% of it
+        # more. FSDP's comm rows showed pale bands (white edges, grid lines over the bars) that no
+        # legend entry explained.
+        with tempfile.TemporaryDirectory() as d:
+            ops = [(g, 0, s * 1000.0, 900.0, "forward") for g in (0, 1) for s in range(40)]
+            ops += [(g, 1, 2000.0 + k * 10.0, 10.0, "comm") for g in (0, 1) for k in range(50)]
+            ops += [(g, 1, 3000.0, 30000.0, "comm") for g in (0, 1)]
+            self.write_trace(d, "diloco", (0, 1), ops, {"workers": 2, "steady_state": {
+                "start_s": 1.0, "end_s": 4.0, "steps": 3}})
+            fig = self.draw(d, "timeline")["timeline-diloco.png"]
+            ax = fig.axes[0]
+            self.assertEqual(ax.get_xlim(), (0.0, 33500.0))  # 1 s to 3 s + 1.05 x 30 s
+            self.assertIn("time since 1000.0 ms", ax.get_xlabel())
+            sync = [p.get_extents() for c in ax.collections for p in c.get_paths()
+                    if p.get_extents().width > 20000]
+            self.assertEqual([(e.x0, e.width) for e in sync], [(2000.0, 30000.0)] * 2)
+            # Back-to-back ops (the 50 10-ms gathers) are edged in their own colour, and the grid
+            # lies under the bars: nothing pale is drawn that the legend does not name.
+            for c in ax.collections:
+                self.assertEqual(c.get_edgecolor().tolist(), c.get_facecolor().tolist())
+            self.assertTrue(ax.get_axisbelow())
+
+    def test_speedup_labels_clear_the_ddp_line_and_the_memory_legend_covers_no_label(self):
+        # Issue 62.9: a label of a bar just under 1x was struck through by the DDP line, and the
+        # memory legend (upper right) covered the last bar's "does not fit" label.
+        with tempfile.TemporaryDirectory() as d:
+            make_output_dir(d, algorithms=("ddp", "zero1", "fsdp", "acco", "cdp-v2"))
+            path = os.path.join(d, "summary.json")
+            with open(path) as f:
+                summary = json.load(f)
+            for r, speedup in zip(summary["results"], (1.0, 0.89, 0.5, 1.14, 0.97)):
+                r["speedup_vs_ddp"] = speedup
+            last = summary["results"][-1]
+            last["peak_memory_bytes"], last["exceeds_gpu_memory"] = 9.5e10, True
+            last["memory_breakdown"]["activations"] = 7.9e10
+            with open(path, "w") as f:
+                json.dump(summary, f)
+            figures = self.draw(d, "speedup,memory")
+            fig = figures["speedup.png"]
+            ax = fig.axes[0]
+            line = ax.transData.transform((0, 1.0))[1]
+            texts = [t for t in ax.texts if "samples/step" in t.get_text()]
+            self.assertEqual(len(texts), 5)
+            for t in texts:
+                box = t.get_window_extent()
+                self.assertFalse(box.y0 < line < box.y1, t.get_text())
+                self.assertLessEqual(box.y1, ax.bbox.y1, t.get_text())
+            # The 0.5x label stays on its bar; the 0.89x and 0.97x ones sit on the line.
+            self.assertEqual(sorted(round(t.xy[1], 6) for t in texts), [0.5, 1.0, 1.0, 1.0, 1.14])
+            fig = figures["memory.png"]
+            ax = fig.axes[0]
+            legend = ax.get_legend().get_window_extent()
+            notes = [t for t in ax.texts if "does not fit" in t.get_text()]
+            self.assertEqual(len(notes), 1)
+            self.assertFalse(legend.overlaps(notes[0].get_window_extent()))
+            self.assertFalse(legend.overlaps(ax.bbox))
+            self.assertLessEqual(legend.y1, ax.bbox.y0)
+            self.assertGreaterEqual(legend.y0, fig.bbox.y0)
+
+    def test_loss_vs_time_goes_logarithmic_when_times_span_over_100x(self):
+        # Issue 62.9: one algorithm 200x slower squeezed the others against the left edge.
+        for slow_rate, scale in ((5.0, "log"), (500.0, "linear")):
+            with tempfile.TemporaryDirectory() as d:
+                rows = [{"algorithm": "ddp", "throughput_samples_s": 1000.0},
+                        {"algorithm": "acco", "throughput_samples_s": slow_rate}]
+                with open(os.path.join(d, "summary.json"), "w") as f:
+                    json.dump({"scenario": {"name": "loss", "training": {"target_loss": 2.0}},
+                               "results": rows}, f)
+                with open(os.path.join(d, "loss.csv"), "w") as f:
+                    f.write("algorithm,samples,loss\n")
+                    for a in ("ddp", "acco"):
+                        for k in range(1, 11):
+                            f.write(f"{a},{1000 * k},{4 - 0.2 * k}\n")
+                ax = self.draw(d, "loss")["loss-vs-time.png"].axes[0]
+                # ddp's times run 1 to 10 s; acco's 200 to 2000 s at 5 samples/s, 2 to 20 s at 500.
+                self.assertEqual(ax.get_xscale(), scale, slow_rate)
+                self.assertEqual("log scale" in ax.get_xlabel(), scale == "log")
 
 
 if __name__ == "__main__":

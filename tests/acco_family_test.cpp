@@ -1,6 +1,7 @@
 // ZeRO-1, DPU, ACCO-wp and ACCO against the ACCO paper's claims and hand calculations.
 #include "test_util.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
@@ -57,7 +58,7 @@ TEST(AccoFamily, OneSlowGpuAccoKeepsEveryoneBusy) {
                                         "  stragglers: [{gpu: 1, slowdown: 4}]\n", kLayers),
                                {"training.steps=12", "training.warmup_steps=2"});
   const auto ddp = simulate(s, "ddp");
-  const auto acco = simulate(s, "acco");
+  const auto acco = simulate(s, "acco", {{"max_micro_batches", "0"}}); // the paper's: no cap
   for (int w : {0, 2, 3})
     EXPECT_NEAR(ddp.metrics.idle_fraction[static_cast<std::size_t>(w)], 0.75, 0.01) << w;
   for (double idle : acco.metrics.idle_fraction)
@@ -82,8 +83,8 @@ TEST(AccoFamily, CommunicationBoundMultiNode) {
                     {"training.steps=8", "training.warmup_steps=2"});
   const auto ddp = simulate(s, "ddp");
   const auto zero1 = simulate(s, "zero1");
-  const auto acco = simulate(s, "acco");
-  const auto dpu = simulate(s, "dpu");
+  const auto acco = simulate(s, "acco", {{"max_micro_batches", "0"}}); // the paper's: no cap
+  const auto dpu = simulate(s, "dpu", {{"max_micro_batches", "0"}});
   EXPECT_GT(ddp.metrics.idle_fraction_mean, 0.6);
   EXPECT_GT(zero1.metrics.idle_fraction_mean, 0.6);
   EXPECT_GT(ddp.metrics.exposed_comm_s, 0.5 * 0.3);
@@ -123,7 +124,7 @@ TEST(AccoFamily, MaxMicroBatchesCapsAccumulationAndTheComputeStreamWaits) {
       scenario_from(scenario(4, 1, "{bandwidth: 1GB/s, latency: 10us}", "",
                              "    - {name: b, params: 50M, fwd_flops_per_sample: 1T, repeat: 2}\n"),
                     {"training.steps=8", "training.warmup_steps=2"});
-  const auto free = simulate(s, "acco");
+  const auto free = simulate(s, "acco", {{"max_micro_batches", "0"}});
   const auto capped = simulate(s, "acco", {{"min_micro_batches", "2"}, {"max_micro_batches", "2"}});
   for (const auto& a : capped.trace.accumulations)
     EXPECT_EQ(a.micro_batches, 4); // 2 per stage, two stages per optimizer step
@@ -139,6 +140,34 @@ TEST(AccoFamily, MaxMicroBatchesCapsAccumulationAndTheComputeStreamWaits) {
   const auto one = simulate(s, "dpu", {{"max_micro_batches", "1"}});
   for (const auto& a : one.trace.accumulations)
     EXPECT_EQ(a.micro_batches, 1);
+}
+
+TEST(AccoFamily, DefaultCapIsFourTimesDdpsMicroBatchesPerStep) {
+  // The communication-bound case above (a 300 ms round against 60 ms micro-batches): unbounded,
+  // ACCO accumulates ~5 micro-batches per stage (more than 8 a step) and DPU ~5 a step. By
+  // default (issue 62.3) a step holds at most 4x DDP's micro-batches (grad_accum): with
+  // grad_accum 1, 4 a step: 2 per ACCO stage, 4 per DPU or ACCO-WP round; with grad_accum 2, 8.
+  const auto s =
+      scenario_from(scenario(4, 1, "{bandwidth: 1GB/s, latency: 10us}", "",
+                             "    - {name: b, params: 50M, fwd_flops_per_sample: 1T, repeat: 2}\n"),
+                    {"training.steps=8", "training.warmup_steps=2"});
+  const auto most = [](const auto& r) {
+    int m = 0;
+    for (const auto& a : r.trace.accumulations)
+      m = std::max(m, a.micro_batches);
+    return m;
+  };
+  EXPECT_GT(most(simulate(s, "acco", {{"max_micro_batches", "0"}})), 8);
+  for (const char* a : {"acco", "dpu", "acco-wp"}) {
+    const auto r = simulate(s, a);
+    EXPECT_EQ(most(r), 4) << a;
+    EXPECT_NEAR(r.metrics.accumulation_mean, 4.0, 1e-9) << a; // the cap binds at every step
+  }
+  auto twice = s;
+  twice.training.grad_accum = 2;
+  EXPECT_EQ(most(simulate(twice, "acco")), 8);
+  // An explicit minimum above the default cap raises the cap to it.
+  EXPECT_EQ(most(simulate(s, "dpu", {{"min_micro_batches", "6"}})), 6);
 }
 
 TEST(AccoFamily, TwoCommunicationRoundsPerStepForAccoOneForDpu) {

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cli/report.h"
 #include "cli/sweep_command.h"
 #include "scenario/loader.h"
 
@@ -110,6 +111,14 @@ TEST_F(Sweep, ShardsMergeIntoTheWholeAndRunsAreDeterministic) {
   EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "m" / "summary.json"))["results"],
             nlohmann::json::parse(all)["results"]);
   EXPECT_EQ(slurp(dir_ / "m" / "summary.csv"), slurp(dir_ / "all" / "summary.csv"));
+  // report.md too (issue 62.3): the same bytes run after run, and merged as run whole; a shard's
+  // says it holds part of the sweep.
+  const std::string report = slurp(dir_ / "all" / "report.md");
+  EXPECT_THAT(report, HasSubstr("4 points x 2 algorithms"));
+  ASSERT_EQ(run(base_ + "--out " + (dir_ / "again").string()).first, 0);
+  EXPECT_EQ(slurp(dir_ / "again" / "report.md"), report);
+  EXPECT_EQ(slurp(dir_ / "m" / "report.md"), report);
+  EXPECT_THAT(slurp(dir_ / "s0" / "report.md"), HasSubstr("Shard 0/2: 2 of the sweep's 4 points"));
   // A shard missing is an error.
   const auto partial = run("merge " + (dir_ / "p").string() + " " + (dir_ / "s0").string());
   EXPECT_NE(partial.first, 0);
@@ -407,3 +416,89 @@ TEST_F(Sweep, MergeRefusesShardsWhosePartsHaveTheWrongTypes) {
 }
 
 } // namespace
+
+namespace overlapsim::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A sweep row as summary.json holds it: point, bandwidth, algorithm, samples per second,
+// speedup, samples per step, peak memory against an 80 GB GPU.
+Json row(int point, const char* bandwidth, const char* algorithm, double samples_s, double speedup,
+         double peak_gb) {
+  return Json{
+      {"net.bandwidth", bandwidth}, {"algorithm", algorithm}, {"throughput_samples_s", samples_s},
+      {"speedup_vs_ddp", speedup},  {"samples_per_step", 64}, {"peak_memory_bytes", peak_gb * 1e9},
+      {"gpu_memory_bytes", 80e9},   {"point", point}};
+}
+
+std::string line_of(const std::string& text, const std::string& start) {
+  const auto at = text.find(start);
+  return at == std::string::npos ? "" : text.substr(at, text.find('\n', at) - at);
+}
+
+TEST(SweepReport, FeasibleWinnerCrossingsAndMemory) {
+  // Point 0 (1Gb/s): big is fastest (4x) but needs 90 GB of 80: the winner is fast (2x), and the
+  // report names big as faster but not fitting. Point 1 (10Gb/s): big fits (79 GB) and wins.
+  // Point 2 (100Gb/s): big's 70 GB is below the GPU's 80 GB, but its row says fits: false with
+  // 64 GB available (the fields a summary may carry win over the comparison): fast wins at 1.5x.
+  // Point 3 (400Gb/s): slow wins at 1.1x. Along the bandwidth, fast falls back to DDP between
+  // 100Gb/s and 400Gb/s; slow overtakes DDP between 10Gb/s and 100Gb/s; flat never does.
+  std::vector<Json> rows;
+  const char* bw[] = {"1Gb/s", "10Gb/s", "100Gb/s", "400Gb/s"};
+  const double fast[] = {2.0, 1.8, 1.5, 0.9}, slow[] = {0.5, 0.8, 1.2, 1.1};
+  const double big[] = {4.0, 3.0, 2.5, 0.1}, big_gb[] = {90, 79, 70, 70};
+  for (int p = 0; p < 4; ++p) {
+    rows.push_back(row(p, bw[p], "ddp", 100, 1.0, 20));
+    rows.push_back(row(p, bw[p], "fast", 100 * fast[p], fast[p], 30));
+    rows.push_back(row(p, bw[p], "slow", 100 * slow[p], slow[p], 10));
+    rows.push_back(row(p, bw[p], "flat", 100, 1.0, 20));
+    rows.push_back(row(p, bw[p], "big", 100 * big[p], big[p], big_gb[p]));
+  }
+  rows[14]["fits"] = false; // point 2's big
+  rows[14]["memory_available_bytes"] = 64e9;
+  const Json sweep{{"vary", {"net.bandwidth"}},
+                   {"values", {{"net.bandwidth", {"1Gb/s", "10Gb/s", "100Gb/s", "400Gb/s"}}}},
+                   {"points", 4},
+                   {"shard", "0/1"},
+                   {"overrides", Json::array()}};
+  const std::string md = sweep_report_markdown(Json{{"name", "toy"}}, sweep, rows);
+  EXPECT_THAT(md, HasSubstr("4 points x 5 algorithms"));
+  EXPECT_EQ(line_of(md, "| 0 | 1Gb/s |"),
+            "| 0 | 1Gb/s | fast | 2.00x | 200 | 64 | 30 GB | big (4.00x, 90 GB) |");
+  EXPECT_EQ(line_of(md, "| 1 | 10Gb/s |"), "| 1 | 10Gb/s | big | 3.00x | 300 | 64 | 79 GB | - |");
+  EXPECT_EQ(line_of(md, "| 2 | 100Gb/s |"),
+            "| 2 | 100Gb/s | fast | 1.50x | 150 | 64 | 30 GB | big (2.50x, 70 GB) |");
+  EXPECT_EQ(line_of(md, "| 3 | 400Gb/s |"),
+            "| 3 | 400Gb/s | slow | 1.10x | 110 | 64 | 10 GB | - |");
+  EXPECT_EQ(
+      line_of(md, "- fast:"),
+      "- fast: faster than DDP from the first point, bandwidth=1Gb/s (2.00x); falls back to or "
+      "below DDP between bandwidth=100Gb/s (1.50x) and bandwidth=400Gb/s (0.90x).");
+  EXPECT_EQ(line_of(md, "- slow:"),
+            "- slow: overtakes DDP between bandwidth=10Gb/s (0.80x) and bandwidth=100Gb/s "
+            "(1.20x).");
+  EXPECT_EQ(line_of(md, "- flat:"),
+            "- flat: never faster than DDP here (at most 1.00x at bandwidth=1Gb/s).");
+  EXPECT_EQ(line_of(md, "- ddp"), ""); // DDP is the reference, not a line
+  // Memory per GPU: fit, and what does not, against the GPU's memory.
+  EXPECT_EQ(line_of(md, "| 0 (net.bandwidth=1Gb/s) | 20 GB"),
+            "| 0 (net.bandwidth=1Gb/s) | 20 GB (fits) | 30 GB (fits) | 10 GB (fits) | 20 GB (fits) "
+            "| **90 GB > 80 GB: does not fit** |");
+  EXPECT_THAT(line_of(md, "| 2 (net.bandwidth=100Gb/s) | 20 GB"),
+              HasSubstr("| **70 GB > 64 GB: does not fit** |"));
+}
+
+TEST(SweepReport, FitsFieldFirstThenPeakAgainstTheGpu) {
+  EXPECT_TRUE(row_fits(row(0, "x", "a", 1, 1, 80))); // equal to the GPU's memory fits
+  EXPECT_FALSE(row_fits(row(0, "x", "a", 1, 1, 81)));
+  auto r = row(0, "x", "a", 1, 1, 81);
+  r["fits"] = true;
+  EXPECT_TRUE(row_fits(r));
+  r.erase("gpu_memory_bytes");
+  r.erase("fits");
+  EXPECT_TRUE(row_fits(r)); // no capacity known: nothing to exceed
+}
+
+} // namespace
+} // namespace overlapsim::cli
