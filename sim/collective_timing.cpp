@@ -74,6 +74,10 @@ double bus_factor(CollectiveOp op, int n) {
   }
 }
 
+RankClasses collective_rank_classes(const scenario::Scenario& scenario, CollectiveOp op) {
+  return choose_rank_classes(scenario, OneCollective(op, 1));
+}
+
 CollectiveTiming time_collective(const scenario::Scenario& scenario, CollectiveOp op,
                                  double size_bytes) {
   const OneCollective algorithm(op, size_bytes);

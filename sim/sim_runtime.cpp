@@ -6,6 +6,7 @@
 #include "sim/sim_worker.h"
 
 #include <cstring>
+#include <new>
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
@@ -127,8 +128,11 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
         ++finished;
       } catch (const std::exception& e) {
         if (failure.empty()) {
+          // Out of memory reads as such (issue 63.6: rows said "... std::bad_alloc").
+          const bool no_memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
           failure = fmt::format("GPU {} ({} stream) at t = {} s: {}", rank, stream,
-                                sg4::Engine::get_clock(), e.what());
+                                sg4::Engine::get_clock(),
+                                no_memory ? "out of memory (std::bad_alloc)" : e.what());
           sg4::Actor::kill_all();
         }
       }
