@@ -177,7 +177,7 @@ def targeted_cases(workdir):
         # ACCO accumulates micro-batches for as long as a round communicates: millions a round.
         (base("bandwidth: 10Gb/s", "bandwidth: 1kB/s").replace("[ddp]", "[acco]"), ()),
         (base("latency: 5us", "latency: 1h").replace("[ddp]", "[acco]"), ()),
-        # Ring steps on 4,096 nodes: 100M messages, and 200 B per GPU pair.
+        # Ring steps on 4,096 nodes: 100M messages, and 110 B per GPU pair.
         (base("nodes: 2", "nodes: 4096\n  collectives: steps"), ()),
         # 19M ops (inside the op budget), but 1.6M collectives a step of 25-40 us each.
         (base("params: 2M", "params: 200M").replace("gpus_per_node: 1", "gpus_per_node: 4")

@@ -174,7 +174,7 @@ WorkEstimate summarize(std::vector<SimulationWork> sims, std::string breakdown) 
     e.seconds += predicted_seconds(w);
   }
   if (std::any_of(sims.begin(), sims.end(), [](const auto& w) { return w.messages > 0; }))
-    e.gpu_pair_bytes = 200; // ring-step messages (the fit in work_budget.h)
+    e.gpu_pair_bytes = 110; // ring-step messages (the fit in work_budget.h)
   e.simulations = std::move(sims);
   e.breakdown = std::move(breakdown);
   e.time_breakdown = describe_time(e);
@@ -317,8 +317,9 @@ MemoryEstimate estimate_memory(const WorkEstimate& work, double kept_traces) {
   // The traces the parent keeps, and the largest one's serialized copy while it is read back.
   const double traces = 72 * ops * (kept_traces + 1);
   m.resident_bytes = simulation + traces;
-  const double stacks = 2 * gpus * (128 + 4) * 1024.0;
-  m.address_space_bytes = m.resident_bytes + stacks;
+  m.actor_stacks = 2 * gpus;
+  const double stacks = m.actor_stacks * (128 + 4) * 1024.0;
+  m.address_space_bytes = kAddressSpacePerResident * m.resident_bytes + stacks;
   m.breakdown =
       fmt::format("{} for a simulation of {} ops on {} GPUs, {} for the traces of {} "
                   "simulation(s)",
@@ -354,14 +355,13 @@ void check_memory_budget(const std::string& source, const MemoryEstimate& m,
   rlimit as{};
   if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     const double need = mapped_bytes() + m.address_space_bytes;
-    const double stacks = std::round((m.address_space_bytes - m.resident_bytes) / (132 * 1024.0));
     if (need > static_cast<double>(as.rlim_cur))
       throw std::invalid_argument(fmt::format(
           "{}: the simulation would need about {} of address space (this process's {} mapped, "
           "{} actor stacks of 132 KiB, {}), more than the limit of {} (ulimit -v); use fewer "
           "GPUs or steps, or raise the limit",
           source, hw::format_bytes(need), hw::format_bytes(mapped_bytes()),
-          hw::format_count(stacks), m.breakdown,
+          hw::format_count(m.actor_stacks), m.breakdown,
           hw::format_bytes(static_cast<double>(as.rlim_cur))));
   }
 }

@@ -33,7 +33,7 @@ struct WorkEstimate {
   double gpus = 0;    // the most GPUs one simulation runs
   double seconds = 0; // predicted wall time of every simulation the command runs (a fit, below)
   // Memory per GPU squared: SimGrid's per-flow state of collectives that span every GPU, 1.1 B;
-  // 200 B with ring-step messages (kRingStepPairBytes).
+  // 110 B with ring-step messages.
   double gpu_pair_bytes = 1.1;
   std::vector<SimulationWork> simulations;
   std::string breakdown;      // how the ops were counted, for the error message
@@ -93,13 +93,18 @@ double parse_max_time(const std::string& text);
 // 40 MB + 100 B per op + 9 KiB per GPU + 1.1 B per GPU squared (SimGrid's per-flow state of
 // collectives that span every GPU), plus the traces the parent keeps (72 B per op and algorithm;
 // issue 63.6: twice that while the largest is read back, its serialized copy beside it).
-// With cluster.collectives: steps, 200 B per GPU squared instead of 1.1 (a fit: 100-110 B resident
-// on 512-2,048 GPUs as 64-256 nodes x 8, one step, doubled for the address space the heap's growth
-// maps beyond it: 4,096 GPUs ran out of a 4 GiB limit at 1.6 GB resident; issue 63.6).
-// The address space adds every actor's stack (two per GPU, 128 KiB each plus a guard page).
+// With cluster.collectives: steps, 110 B per GPU squared instead of 1.1 (a fit: 100-110 B resident
+// on 512-2,048 GPUs as 64-256 nodes x 8, one step; 4,096 GPUs ran out of a 4 GiB limit at 1.6 GB
+// resident; issue 63.6).
+// The address space is 2.5 x that (a fit: the parent's VmPeak over its VmHWM, 1.74 GB over 689 MB,
+// reading back 200,000 steps of one GPU, 2.6M ops: vectors and strings that grow by doubling map
+// more than they touch; issue 63.6: 878 MiB of ulimit -v ran out after 11 s, estimated 675 MB),
+// plus every actor's stack (two per GPU, 128 KiB each plus a guard page).
+constexpr double kAddressSpacePerResident = 2.5;
 struct MemoryEstimate {
   double resident_bytes = 0;
   double address_space_bytes = 0; // beyond what this process maps already
+  double actor_stacks = 0;
   std::string breakdown;
 };
 

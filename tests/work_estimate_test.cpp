@@ -82,8 +82,8 @@ TEST(WorkEstimate, RingStepsCountEveryMessage) {
               0.015 + 4 * 3 * 12 * 2.5e-6 + 4 * 3 * kBuckets * 25e-6 + 4 * 3e-6 +
                   4 * 3 * kBuckets * 6 * 2e-6 * std::pow(4, 0.4),
               1e-12);
-  // Memory: 200 B per GPU pair with ring steps.
-  EXPECT_DOUBLE_EQ(cli::estimate_work(s).gpu_pair_bytes, 200);
+  // Memory: 110 B per GPU pair with ring steps.
+  EXPECT_DOUBLE_EQ(cli::estimate_work(s).gpu_pair_bytes, 110);
   s.cluster.gpus_per_node = 2;
   w = work_of(cli::estimate_work(s), "ddp");
   EXPECT_DOUBLE_EQ(w.messages, 8 * 3 * kBuckets * 8);
