@@ -48,7 +48,7 @@ constexpr double kWorkBudgetOps = 2e7;
 // to `overlapsim run`, `collective` and `sweep` on a 2-core shared x86 machine (Release build), on
 // a 4 x 2M-parameter model, GPT-Neo presets and the default scenario: 1-1,048,576 GPUs, 2-20,000
 // steps, bucket_cap 4 KB-25 MiB, collectives nccl and steps (256 nodes; 128 x 8):
-//   0.08 s per command (start, parsing, outputs) + per simulation 15 ms (fork, SimGrid's engine,
+//   0.08 s per command (start, parsing, outputs) + per simulation 10 ms (fork, SimGrid's engine,
 //   the platform) + 2.5 us a compute op + 25 us x (1 + log2(simulated GPUs per node) / 3) a
 //   collective call (SimGrid's flows, the trace: 25 us on one GPU, 48 us on a node of 8)
 //   + 3 us per GPU of the cluster (folded too: rank tables, trees over the nodes)
@@ -56,7 +56,7 @@ constexpr double kWorkBudgetOps = 2e7;
 //   (SimGrid re-solves the sharing of every concurrent message at each one's end: 16 us a message
 //   on 128 nodes, 31 us on 1,024).
 constexpr double kSecondsPerCommand = 0.08;
-constexpr double kSecondsPerSimulation = 0.015;
+constexpr double kSecondsPerSimulation = 0.01;
 constexpr double kSecondsPerComputeOp = 2.5e-6;
 constexpr double kSecondsPerCollective = 25e-6;
 constexpr double kSecondsPerClusterGpu = 3e-6;

@@ -40,8 +40,8 @@ TEST(WorkEstimate, ABucketOfOneKilobyteIsACollectiveEach) {
   EXPECT_DOUBLE_EQ(w.compute_ops, 1 * 3 * (4 * 2 * 1 + 4));
   EXPECT_DOUBLE_EQ(w.collective_ops, 1 * 3 * 200e3);
   EXPECT_DOUBLE_EQ(e.ops, 36 + 600e3);
-  // 80 ms + 15 ms + 36 x 2.5 us + 600k x 25 us (one GPU a node) + 2 cluster GPUs x 3 us.
-  EXPECT_NEAR(e.seconds, 0.08 + 0.015 + 36 * 2.5e-6 + 600e3 * 25e-6 + 2 * 3e-6, 1e-9);
+  // 80 ms + 10 ms + 36 x 2.5 us + 600k x 25 us (one GPU a node) + 2 cluster GPUs x 3 us.
+  EXPECT_NEAR(e.seconds, 0.08 + 0.01 + 36 * 2.5e-6 + 600e3 * 25e-6 + 2 * 3e-6, 1e-9);
   // Past 10 minutes only with many more steps: 15 s here.
   EXPECT_LT(e.seconds, cli::kDefaultMaxTimeS);
 }
@@ -79,7 +79,7 @@ TEST(WorkEstimate, RingStepsCountEveryMessage) {
   EXPECT_DOUBLE_EQ(w.messages, 4 * 3 * kBuckets * 6);
   EXPECT_NEAR(w.message_seconds, 2e-6 * std::pow(4, 0.4), 1e-15);
   EXPECT_NEAR(cli::predicted_seconds(w),
-              0.015 + 4 * 3 * 12 * 2.5e-6 + 4 * 3 * kBuckets * 25e-6 + 4 * 3e-6 +
+              0.01 + 4 * 3 * 12 * 2.5e-6 + 4 * 3 * kBuckets * 25e-6 + 4 * 3e-6 +
                   4 * 3 * kBuckets * 6 * 2e-6 * std::pow(4, 0.4),
               1e-12);
   // Memory: 110 B per GPU pair with ring steps.
@@ -113,7 +113,7 @@ TEST(WorkEstimate, ACollectiveOnAFoldedClusterCountsOneNode) {
   auto e = cli::estimate_collective_work(s, overlapsim::CollectiveOp::all_reduce, 21);
   EXPECT_DOUBLE_EQ(e.gpus, 8);
   EXPECT_EQ(e.simulations.size(), 21u);
-  EXPECT_NEAR(e.seconds, 0.08 + 21 * (0.015 + 8 * 25e-6 * 2 + 131072 * 3e-6), 1e-9);
+  EXPECT_NEAR(e.seconds, 0.08 + 21 * (0.01 + 8 * 25e-6 * 2 + 131072 * 3e-6), 1e-9);
   // A broadcast has a root: every GPU runs.
   e = cli::estimate_collective_work(s, overlapsim::CollectiveOp::broadcast, 1);
   EXPECT_DOUBLE_EQ(e.gpus, 131072);
