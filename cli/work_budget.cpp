@@ -171,6 +171,7 @@ WorkEstimate summarize(std::vector<SimulationWork> sims, std::string breakdown) 
   for (const auto& w : sims) {
     e.ops = std::max(e.ops, w.ops());
     e.gpus = std::max(e.gpus, w.gpus);
+    e.world = std::max(e.world, w.world);
     e.seconds += predicted_seconds(w);
   }
   if (std::any_of(sims.begin(), sims.end(), [](const auto& w) { return w.messages > 0; }))
@@ -313,7 +314,8 @@ MemoryEstimate estimate_memory(const WorkEstimate& work, double kept_traces) {
   const double gpus = work.gpus;
   const double ops = work.ops;
   MemoryEstimate m;
-  const double simulation = 40e6 + 100 * ops + 9 * 1024 * gpus + work.gpu_pair_bytes * gpus * gpus;
+  const double simulation = 40e6 + 100 * ops + 9 * 1024 * gpus + work.gpu_pair_bytes * gpus * gpus +
+                            310 * std::max(0.0, work.world - gpus);
   // The traces the parent keeps, and the largest one's serialized copy while it is read back.
   const double traces = 72 * ops * (kept_traces + 1);
   m.resident_bytes = simulation + traces;

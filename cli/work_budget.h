@@ -31,6 +31,7 @@ struct SimulationWork {
 struct WorkEstimate {
   double ops = 0;     // the largest simulation's trace events (forward/backward ops, collectives)
   double gpus = 0;    // the most GPUs one simulation runs
+  double world = 0;   // the cluster's GPUs
   double seconds = 0; // predicted wall time of every simulation the command runs (a fit, below)
   // Memory per GPU squared: SimGrid's per-flow state of collectives that span every GPU, 1.1 B;
   // 110 B with ring-step messages.
@@ -96,6 +97,8 @@ double parse_max_time(const std::string& text);
 // With cluster.collectives: steps, 110 B per GPU squared instead of 1.1 (a fit: 100-110 B resident
 // on 512-2,048 GPUs as 64-256 nodes x 8, one step; 4,096 GPUs ran out of a 4 GiB limit at 1.6 GB
 // resident; issue 63.6).
+// Folded, a run still keeps tables per GPU of the cluster (its rank's class, the trees over the
+// nodes): 310 B each (a fit: 87 MB on 131,072 and 373 MB on 1,048,576 GPUs of 8 simulated).
 // The address space is 2.5 x that (a fit: the parent's VmPeak over its VmHWM, 1.74 GB over 689 MB,
 // reading back 200,000 steps of one GPU, 2.6M ops: vectors and strings that grow by doubling map
 // more than they touch; issue 63.6: 878 MiB of ulimit -v ran out after 11 s, estimated 675 MB),
