@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Predicted against measured wall time of `overlapsim run`, `collective` and `sweep` (issue 63.5).
+"""Predicted against measured wall time and memory of `run`, `collective` and `sweep` (issue 63.5).
 
     bench/work_estimate.py [--bin build/overlapsim] [--only NAME,...]
 
-For each case: the estimate the command prints when refused (`--max-time 1us`: "would take about
-X"), then the command's measured wall time without the limit, and their ratio. The estimate's
+For each case: the estimates the command prints when refused (`--max-time 1us`: "would take about
+X"; `--max-memory 1B`: "would need about Y of memory"), then the command's measured wall time and
+peak resident size (os.wait4's ru_maxrss: the largest of the process and the children it waited
+for) without the limits, and their ratios. A sweep's memory estimate is its largest point's times
+the points run at once. The estimate's
 model (cli/work_budget.h) is a fit to runs like these on a 2-core machine; each case should land
 within 2x (predicted / measured between 0.5 and 2). Timings are noisy on a shared machine: a case
 off by more is worth a second run before refitting. Prints numbers and a count of cases outside 2x;
@@ -65,6 +68,7 @@ CASES = [
      ["--vary", "seed=" + ",".join(str(i) for i in range(1, 101)), "--jobs", "2"]),
 ]
 
+BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15}
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1, "min": 60, "h": 3600, "days": 86400}
 
 
@@ -84,14 +88,28 @@ def predicted(binary, command, scenario, extra, out):
     return float(m.group(1)) * UNITS[m.group(2)]
 
 
+def predicted_memory(binary, command, scenario, extra, out):
+    p = subprocess.run(command_line(binary, command, scenario, extra, out) +
+                       ["--max-memory", "1B"], capture_output=True, text=True, timeout=120)
+    m = re.search(r"would need about ([0-9.e+]+) (B|KB|MB|GB|TB|PB) of memory", p.stderr)
+    if not m:
+        raise RuntimeError(f"no memory estimate in: {p.stderr.strip()[:300]}")
+    return float(m.group(1)) * BYTES[m.group(2)]
+
+
 def measured(binary, command, scenario, extra, out):
+    """Wall seconds and peak resident bytes."""
     start = time.monotonic()
-    p = subprocess.run(command_line(binary, command, scenario, extra, out), capture_output=True,
-                       text=True, timeout=600)
-    wall = time.monotonic() - start
-    if p.returncode not in (0, 2):
-        raise RuntimeError(f"exit {p.returncode}: {p.stderr.strip()[:300]}")
-    return wall
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(command_line(binary, command, scenario, extra, out),
+                             stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - start
+        if p.returncode not in (0, 2):
+            err.seek(0)
+            raise RuntimeError(f"exit {p.returncode}: {err.read().decode()[-300:]}")
+    return wall, usage.ru_maxrss * 1024
 
 
 def main():
@@ -101,7 +119,8 @@ def main():
     args = ap.parse_args()
     only = [o for o in args.only.split(",") if o]
     outside = 0
-    print(f"{'case':<38} {'predicted':>10} {'measured':>10} {'ratio':>6}")
+    print(f"{'case':<38} {'time: predicted':>15} {'measured':>9} {'ratio':>6}"
+          f" {'memory: predicted':>17} {'measured':>9} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base.yaml"
         base.write_text(BASE)
@@ -111,15 +130,18 @@ def main():
             out = os.path.join(tmp, f"out{i}")
             try:
                 guess = predicted(args.bin, command, scenario or base, extra, out + "p")
-                wall = measured(args.bin, command, scenario or base, extra, out)
+                memory = predicted_memory(args.bin, command, scenario or base, extra, out + "m")
+                wall, rss = measured(args.bin, command, scenario or base, extra, out)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print(f"{name:<38} error: {e}")
                 outside += 1
                 continue
-            ratio = guess / wall
-            flag = "" if 0.5 <= ratio <= 2 else "  OUTSIDE 2x"
+            ratio, mem_ratio = guess / wall, memory / rss
+            flag = "" if 0.5 <= ratio <= 2 and 0.5 <= mem_ratio <= 2 else "  OUTSIDE 2x"
             outside += flag != ""
-            print(f"{name:<38} {guess:>9.2f}s {wall:>9.2f}s {ratio:>6.2f}{flag}", flush=True)
+            print(f"{name:<38} {guess:>14.2f}s {wall:>8.2f}s {ratio:>6.2f}"
+                  f" {memory / 1e6:>15.0f}MB {rss / 1e6:>7.0f}MB {mem_ratio:>6.2f}{flag}",
+                  flush=True)
     print(f"{outside} case(s) outside 2x")
     return 0
 

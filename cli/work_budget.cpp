@@ -91,7 +91,7 @@ double message_seconds(const scenario::ClusterSpec& c) {
 // What one collective call costs: more flows on a node's GPUs (the fit in work_budget.h).
 double collective_seconds(const scenario::ClusterSpec& c, double simulated_gpus) {
   const double per_node = std::max(1.0, std::min<double>(simulated_gpus, c.gpus_per_node));
-  return kSecondsPerCollective * (1 + std::log2(per_node) / 3);
+  return kSecondsPerCollective * (1 + std::log2(per_node) / 8);
 }
 
 // Ring-step messages one GPU sends per collective with cluster.collectives: steps: the two-level
@@ -172,6 +172,7 @@ WorkEstimate summarize(std::vector<SimulationWork> sims, std::string breakdown) 
     e.ops = std::max(e.ops, w.ops());
     e.gpus = std::max(e.gpus, w.gpus);
     e.world = std::max(e.world, w.world);
+    e.collective_ops = std::max(e.collective_ops, w.collective_ops);
     e.seconds += predicted_seconds(w);
   }
   if (std::any_of(sims.begin(), sims.end(), [](const auto& w) { return w.messages > 0; }))
@@ -314,7 +315,8 @@ MemoryEstimate estimate_memory(const WorkEstimate& work, double kept_traces) {
   const double gpus = work.gpus;
   const double ops = work.ops;
   MemoryEstimate m;
-  const double simulation = 40e6 + 100 * ops + 9 * 1024 * gpus + work.gpu_pair_bytes * gpus * gpus +
+  const double simulation = 40e6 + 100 * ops + 800 * work.collective_ops + 9 * 1024 * gpus +
+                            work.gpu_pair_bytes * gpus * gpus +
                             310 * std::max(0.0, work.world - gpus);
   // The traces the parent keeps, and the largest one's serialized copy while it is read back.
   const double traces = 72 * ops * (kept_traces + 1);

@@ -29,9 +29,10 @@ struct SimulationWork {
 };
 
 struct WorkEstimate {
-  double ops = 0;     // the largest simulation's trace events (forward/backward ops, collectives)
-  double gpus = 0;    // the most GPUs one simulation runs
-  double world = 0;   // the cluster's GPUs
+  double ops = 0;   // the largest simulation's trace events (forward/backward ops, collectives)
+  double gpus = 0;  // the most GPUs one simulation runs
+  double world = 0; // the cluster's GPUs
+  double collective_ops = 0; // the most collective calls of one simulation
   double seconds = 0; // predicted wall time of every simulation the command runs (a fit, below)
   // Memory per GPU squared: SimGrid's per-flow state of collectives that span every GPU, 1.1 B;
   // 110 B with ring-step messages.
@@ -48,10 +49,11 @@ constexpr double kWorkBudgetOps = 2e7;
 // The wall-time model (issue 63.5), a fit (bench/work_estimate.py prints it against measured runs)
 // to `overlapsim run`, `collective` and `sweep` on a 2-core shared x86 machine (Release build), on
 // a 4 x 2M-parameter model, GPT-Neo presets and the default scenario: 1-1,048,576 GPUs, 2-20,000
-// steps, bucket_cap 4 KB-25 MiB, collectives nccl and steps (256 nodes; 128 x 8):
+// steps, bucket_cap 1 KB-25 MiB, collectives nccl and steps (256 nodes; 128 x 8):
 //   0.08 s per command (start, parsing, outputs) + per simulation 10 ms (fork, SimGrid's engine,
-//   the platform) + 2.5 us a compute op + 25 us x (1 + log2(simulated GPUs per node) / 3) a
-//   collective call (SimGrid's flows, the trace: 25 us on one GPU, 48 us on a node of 8)
+//   the platform) + 2.5 us a compute op + 25 us x (1 + log2(simulated GPUs per node) / 8) a
+//   collective call (SimGrid's flows, the trace: 25 us on one GPU; 34-37 us on a node of 8, 80k
+//   calls at bucket_cap 160KB and 12.8M at 1KB)
 //   + 3 us per GPU of the cluster (folded too: rank tables, trees over the nodes)
 //   + per ring-step message 2 us on two-level rings, 2 us x nodes^0.4 on a flat ring over nodes
 //   (SimGrid re-solves the sharing of every concurrent message at each one's end: 16 us a message
@@ -97,6 +99,8 @@ double parse_max_time(const std::string& text);
 // With cluster.collectives: steps, 110 B per GPU squared instead of 1.1 (a fit: 100-110 B resident
 // on 512-2,048 GPUs as 64-256 nodes x 8, one step; 4,096 GPUs ran out of a 4 GiB limit at 1.6 GB
 // resident; issue 63.6).
+// A collective call costs 800 B more than another op (a fit: 161 MB resident for 128k calls of 8
+// GPUs on one node at bucket_cap 1KB, 56 MB for 12k calls of one GPU; issue 63.5d).
 // Folded, a run still keeps tables per GPU of the cluster (its rank's class, the trees over the
 // nodes): 310 B each (a fit: 87 MB on 131,072 and 373 MB on 1,048,576 GPUs of 8 simulated).
 // The address space is 2.5 x that (a fit: the parent's VmPeak over its VmHWM, 1.74 GB over 689 MB,

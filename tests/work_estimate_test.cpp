@@ -88,8 +88,8 @@ TEST(WorkEstimate, RingStepsCountEveryMessage) {
   w = work_of(cli::estimate_work(s), "ddp");
   EXPECT_DOUBLE_EQ(w.messages, 8 * 3 * kBuckets * 8);
   EXPECT_DOUBLE_EQ(w.message_seconds, 2e-6);
-  // 8 GPUs on 4 nodes x 2: 25 us x (1 + log2(2) / 3) a collective.
-  EXPECT_NEAR(w.collective_seconds, 25e-6 * (1 + 1.0 / 3), 1e-15);
+  // 8 GPUs on 4 nodes x 2: 25 us x (1 + log2(2) / 8) a collective.
+  EXPECT_NEAR(w.collective_seconds, 25e-6 * (1 + 1.0 / 8), 1e-15);
 }
 
 TEST(WorkEstimate, AscWfbpMayReduceEveryLayerOnItsOwn) {
@@ -113,7 +113,7 @@ TEST(WorkEstimate, ACollectiveOnAFoldedClusterCountsOneNode) {
   auto e = cli::estimate_collective_work(s, overlapsim::CollectiveOp::all_reduce, 21);
   EXPECT_DOUBLE_EQ(e.gpus, 8);
   EXPECT_EQ(e.simulations.size(), 21u);
-  EXPECT_NEAR(e.seconds, 0.08 + 21 * (0.01 + 8 * 25e-6 * 2 + 131072 * 3e-6), 1e-9);
+  EXPECT_NEAR(e.seconds, 0.08 + 21 * (0.01 + 8 * 25e-6 * (1 + 3.0 / 8) + 131072 * 3e-6), 1e-9);
   // A broadcast has a root: every GPU runs.
   e = cli::estimate_collective_work(s, overlapsim::CollectiveOp::broadcast, 1);
   EXPECT_DOUBLE_EQ(e.gpus, 131072);
