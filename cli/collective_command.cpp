@@ -160,7 +160,16 @@ int collective_command(const CollectiveOptions& o) {
     }
     double busbw_sum = 0;
     for (double size : sizes) {
-      const auto t = sim::time_collective(scenario, op, size);
+      sim::CollectiveTiming t;
+      try {
+        t = sim::time_collective(scenario, op, size);
+      } catch (const std::exception& e) {
+        // Out of memory anyway: the estimate made before beside it (issue 63.6).
+        const std::string what = e.what();
+        if (what.find("out of memory") == std::string::npos)
+          throw;
+        throw std::runtime_error(with_memory_estimate(what, estimate_memory(work, 0)));
+      }
       busbw_sum += t.busbw_Bps;
       if (o.json) {
         rows.push_back(to_json(t));
