@@ -6,7 +6,8 @@ truncation, re-indentation, unknown keys), runs each mutant with a time budget, 
 set of targeted cases (issue 26): YAML alias cycles and deep nesting, special files (/dev/zero,
 /dev/urandom, a FIFO, a directory, as the scenario and as the files it names), huge sizes and
 counts (bucket_cap: 1e7PB, a billion layers or steps) under an address-space limit, fractional
-counts, and values of 10 MB. It counts what a user must never see:
+counts, values of 10 MB, and work past the time, op or memory budget (issue 63: ACCO at 1 kB/s,
+ring steps on 4,096 nodes, a million-point sweep, `collective` on a million GPUs). It counts what a user must never see:
   signal      the process died of a signal (or exit status >= 128)
   abort       stderr shows an abort inside the simulation (SimGrid CRITICAL, terminate, bad_alloc)
               or a sanitizer finding (AddressSanitizer, UBSan's "runtime error")
@@ -179,10 +180,32 @@ def targeted_cases(workdir):
         ("steps: 2}", f"steps: 2, loss_curve: {TEN_MB}}}"),
     ]
     cases += [("long-value", base(old, new), None, False, True) for old, new in long_values]
+    # Issue 63.5-6: work that ran for minutes or out of memory before an up-front estimate counted
+    # it; each must be refused at once (the estimate of time, ops or memory, exit 1).
+    budget = [
+        # ACCO accumulates micro-batches for as long as a round communicates: millions a round.
+        (base("bandwidth: 10Gb/s", "bandwidth: 1kB/s").replace("[ddp]", "[acco]"), ()),
+        (base("latency: 5us", "latency: 1h").replace("[ddp]", "[acco]"), ()),
+        # Ring steps on 4,096 nodes: 100M messages, and 110 B per GPU pair.
+        (base("nodes: 2", "nodes: 4096\n  collectives: steps"), ()),
+        # 19M ops (inside the op budget), but 800k collectives a step of 34 us each on 8 GPUs.
+        (base("params: 2M", "params: 100M").replace("gpus_per_node: 1", "gpus_per_node: 8")
+         .replace("[ddp]", "[{name: ddp, bucket_cap: 1KB}]")
+         .replace("  gpu: a100-80gb\n", "  gpu: a100-80gb\n  intra_node: nvlink3\n"), ()),
+        # A million-point sweep, before any point is loaded.
+        (BASE, ("sweep", "--vary", "seed=" + ",".join(map(str, range(1, 1001))),
+                "--vary", "training.micro_batch=" + ",".join(map(str, range(1, 1001))))),
+        # A broadcast has a root: `collective` cannot fold it, and runs all 1,048,576 GPUs.
+        (base("nodes: 2\n  gpus_per_node: 1", "nodes: 131072\n  gpus_per_node: 8\n"
+              "  intra_node: nvlink3"),
+         ("collective", "--op", "broadcast", "--size", "1KB:1GB")),
+    ]
+    cases += [("budget", text, None, True, True, command) for text, command in budget]
     return cases
 
 
-def run_case(args, case, text, workdir, path=None, memory_limited=False, must_fail=False):
+def run_case(args, case, text, workdir, path=None, memory_limited=False, must_fail=False,
+             command=()):
     scenario = path or os.path.join(workdir, f"case{case}.yaml")
     out = os.path.join(workdir, f"out{case}")
     if path is None:
@@ -200,9 +223,13 @@ def run_case(args, case, text, workdir, path=None, memory_limited=False, must_fa
         env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
                                                      f"hard_rss_limit_mb={args.memory_limit}"]))
         limited = False
+    # `command`: ("sweep", its arguments...) or ("collective", ...) instead of `run`.
+    verb, extra = (command[0], list(command[1:])) if command else ("run", [])
+    argv = [args.binary, verb, scenario] + extra
+    if verb != "collective":
+        argv += ["--out", out, "--no-plots", "--no-progress"]
     try:
-        p = subprocess.run([args.binary, "run", scenario, "--out", out, "--no-plots",
-                            "--no-progress"], capture_output=True, timeout=args.timeout,
+        p = subprocess.run(argv, capture_output=True, timeout=args.timeout,
                            stdin=subprocess.DEVNULL, env=env,
                            preexec_fn=preexec if limited else None)
         rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
@@ -220,7 +247,10 @@ def run_case(args, case, text, workdir, path=None, memory_limited=False, must_fa
         if os.path.isdir(out) and os.listdir(out):
             problems.append("partial")
         # A scenario that cannot be read at all is named by its path; one that can, by file:line.
+        # A budget's refusal (issue 63.5) names the file: the whole scenario is the cause.
         named = re.search(re.escape(os.path.basename(scenario)) + r":\d+", err) or \
+            re.search(re.escape(os.path.basename(scenario)) +
+                      r": the (run|command|simulation) would", err) or \
             re.search(r"key '", err) or (path is not None and path in err)
         if not named:
             problems.append("unclear")
@@ -487,9 +517,9 @@ def main():
     commands = [] if args.no_targeted else command_cases(workdir)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run_case, args, c, text, workdir): kind for c, text, kind in cases}
-        for i, (kind, text, path, limited, must_fail) in enumerate(targeted):
+        for i, (kind, text, path, limited, must_fail, *command) in enumerate(targeted):
             futures[pool.submit(run_case, args, args.cases + i, text, workdir, path, limited,
-                                must_fail)] = kind
+                                must_fail, command[0] if command else ())] = kind
         for i, (name, files) in enumerate(lookalikes):
             futures[pool.submit(run_lookalike, args, args.cases + len(targeted) + i, name, files,
                                 workdir)] = "look-alike"

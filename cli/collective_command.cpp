@@ -1,6 +1,7 @@
 #include "cli/collective_command.h"
 
 #include "cli/run_command.h"
+#include "cli/work_budget.h"
 #include "runtime/collective_size.h"
 #include "scenario/loader.h"
 #include "sim/collective_timing.h"
@@ -126,6 +127,11 @@ int collective_command(const CollectiveOptions& o) {
     print_scenario_warnings(scenario); // stderr: stdout stays nccl-tests' table
     const CollectiveOp op = parse_op(o.op);
     const auto sizes = parse_size_range(o.size);
+    // Before the header: a simulation of every GPU can take hours (issue 63.5b).
+    const auto work = estimate_collective_work(scenario, op, static_cast<int>(sizes.size()));
+    check_time_budget(scenario.source, work.seconds, work.breakdown, parse_max_time(o.max_time));
+    check_memory_budget(scenario.source, estimate_memory(work, 0),
+                        o.max_memory.empty() ? 0 : parse_max_memory(o.max_memory));
     const auto& cluster = scenario.cluster;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     if (!o.json) {
@@ -154,7 +160,16 @@ int collective_command(const CollectiveOptions& o) {
     }
     double busbw_sum = 0;
     for (double size : sizes) {
-      const auto t = sim::time_collective(scenario, op, size);
+      sim::CollectiveTiming t;
+      try {
+        t = sim::time_collective(scenario, op, size);
+      } catch (const std::exception& e) {
+        // Out of memory anyway: the estimate made before beside it (issue 63.6).
+        const std::string what = e.what();
+        if (what.find("out of memory") == std::string::npos)
+          throw;
+        throw std::runtime_error(with_memory_estimate(what, estimate_memory(work, 0)));
+      }
       busbw_sum += t.busbw_Bps;
       if (o.json) {
         rows.push_back(to_json(t));
@@ -174,6 +189,9 @@ int collective_command(const CollectiveOptions& o) {
       std::printf("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %g \n#\n",
                   busbw_sum / static_cast<double>(sizes.size()) / 1e9);
     return 0;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "overlapsim collective: out of memory (std::bad_alloc); use fewer GPUs\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "overlapsim collective: %s\n", e.what());
     return 1;

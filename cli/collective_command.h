@@ -15,6 +15,8 @@ struct CollectiveOptions {
   std::string algorithm; // ring | tree | hierarchical | auto; default: the scenario's
   bool json = false;
   std::vector<std::string> overrides;
+  std::string max_time;   // --max-time (default: 10 min, cli/work_budget.h)
+  std::string max_memory; // --max-memory (default: the memory available now)
 };
 
 int collective_command(const CollectiveOptions& options);

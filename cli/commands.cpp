@@ -71,6 +71,10 @@ void add_commands(CLI::App& app) {
   run->add_option("--max-memory", run_opts->max_memory,
                   "Refuse a run whose estimated memory exceeds this (default: the memory "
                   "available now), e.g. 8GB");
+  run->add_option(
+      "--max-time", run_opts->max_time,
+      "Refuse a command whose estimated wall time exceeds this (default: 10min), e.g. 2h; the "
+      "estimate is printed with the refusal");
   run->callback([run_opts] {
     InterruptGuard guard;
     g_exit_code = run_command(*run_opts);
@@ -95,6 +99,12 @@ void add_commands(CLI::App& app) {
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "auto"}));
   collective->add_flag("--json", coll->json, "Print a JSON list (one object per size)");
   collective->add_option("--set", coll->overrides, "Override a scenario key: key.path=value");
+  collective->add_option("--max-time", coll->max_time,
+                         "Refuse when the estimated wall time of every size exceeds this "
+                         "(default: 10min), e.g. 2h");
+  collective->add_option("--max-memory", coll->max_memory,
+                         "Refuse a simulation whose estimated memory exceeds this (default: the "
+                         "memory available now), e.g. 8GB");
   collective->callback([coll] {
     InterruptGuard guard;
     g_exit_code = collective_command(*coll);
@@ -215,6 +225,9 @@ void add_commands(CLI::App& app) {
   sweep->add_option("--max-memory", sw->max_memory,
                     "Refuse a sweep whose estimated memory (its largest point x the points run at "
                     "once) exceeds this (default: the memory available now)");
+  sweep->add_option("--max-time", sw->max_time,
+                    "Refuse a sweep whose estimated wall time (every point, over --jobs) exceeds "
+                    "this (default: 10min), e.g. 2h");
   sweep->callback([sw] {
     InterruptGuard guard;
     g_exit_code = sweep_command(*sw);

@@ -41,6 +41,21 @@ sim::ProgressFn make_progress(const std::string& algorithm) {
 
 } // namespace
 
+std::string out_of_memory_error(const scenario::Scenario& scenario, const std::exception& e) {
+  // The parent's own allocation failure (reading a trace back) says what it is, like the child's.
+  const std::string what = dynamic_cast<const std::bad_alloc*>(&e) != nullptr
+                               ? std::string("out of memory while reading the simulation's "
+                                             "results back (std::bad_alloc)")
+                               : std::string(e.what());
+  if (what.find("out of memory") == std::string::npos)
+    return what;
+  try {
+    return with_memory_estimate(what, estimate_memory(scenario));
+  } catch (const std::exception&) {
+    return what; // no memory left even for the estimate's text
+  }
+}
+
 SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, const Trace& trace,
                     const std::vector<std::string>& warnings) {
   SummaryRow row;
@@ -134,7 +149,7 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
       SummaryRow failed;
       failed.algorithm = a.label;
       failed.workers = scenario.cluster.world_size();
-      failed.error = e.what();
+      failed.error = out_of_memory_error(scenario, e);
       rows.push_back(std::move(failed));
       if (results)
         results->emplace_back();
@@ -232,6 +247,7 @@ int run_command(const RunOptions& options) {
     select_algorithms(scenario, options.algorithms);
     print_scenario_warnings(scenario);
     check_work_budget(scenario, options.force);
+    check_time_budget(scenario, parse_max_time(options.max_time));
     check_memory_budget(scenario,
                         options.max_memory.empty() ? 0 : parse_max_memory(options.max_memory));
     // Checked before simulating: the directory must be new, empty or a previous run's outputs.
@@ -272,6 +288,10 @@ int run_command(const RunOptions& options) {
         ++failed;
       }
     return failed > 0 ? 2 : 0;
+  } catch (const std::bad_alloc& e) {
+    std::fprintf(stderr, "overlapsim run: out of memory (std::bad_alloc) after the simulations; "
+                         "use fewer GPUs or steps\n");
+    return 1;
   } catch (const std::exception& e) {
     return report_failure("overlapsim run", e);
   }

@@ -20,11 +20,16 @@ struct RunOptions {
   bool print_table = true;
   bool force = false;     // run past the work budget (cli/work_budget.h)
   std::string max_memory; // --max-memory (default: the memory available now)
+  std::string max_time;   // --max-time (default: 10 min, cli/work_budget.h)
 };
 
 // The simulated rows of one scenario: each algorithm of `scenario.algorithms`, with speedup_vs_ddp
 // against a ddp run of the same scenario (simulated for that when not listed). Traces, when asked
 // for, come back in the same order as the rows.
+// An error's message, and where it says "out of memory" (or is std::bad_alloc) the memory estimate
+// made before the run beside it (issue 63.6).
+std::string out_of_memory_error(const scenario::Scenario& scenario, const std::exception& e);
+
 std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool progress,
                                       std::vector<sim::SimulationResult>* results = nullptr);
 

@@ -196,7 +196,7 @@ std::vector<ordered_json> collect(Child& c) {
   } catch (const Interrupted&) {
     throw; // the sweep stops, publishing nothing
   } catch (const std::exception& e) {
-    failure = e.what();
+    failure = out_of_memory_error(*c.scenario, e);
   }
   std::vector<ordered_json> rows;
   for (const auto& a : c.scenario->algorithms) {
@@ -338,15 +338,33 @@ int sweep_command(const SweepOptions& o, const PointBody& body) {
   try {
     if (o.vary.empty())
       throw std::invalid_argument("expected at least one --vary key.path=v1,v2,...");
+    if (o.jobs < 0)
+      throw std::invalid_argument(
+          fmt::format("--jobs {}: expected a positive number of points in parallel", o.jobs));
+    const double max_time = parse_max_time(o.max_time);
+    const auto jobs = static_cast<std::size_t>(
+        o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
+    // Before the grid is built or any point loaded (issue 63.5f: a million points loaded for
+    // minutes first): every point is loaded, then runs at least one simulation.
+    {
+      double points = 1;
+      for (const auto& v : o.vary)
+        points *= static_cast<double>(std::count(v.begin(), v.end(), ',') + 1);
+      const double least = kSecondsPerCommand + points * kSecondsPerSweepLoad +
+                           points * kSecondsPerSimulation / static_cast<double>(jobs);
+      check_time_budget(o.scenario, least,
+                        fmt::format("{} points x ({} to load + at least {} to simulate over {} "
+                                    "job(s))",
+                                    hw::format_count(points), hw::format_time(kSecondsPerSweepLoad),
+                                    hw::format_time(kSecondsPerSimulation), jobs),
+                        max_time);
+    }
     const auto grid = sweep_grid(o.vary);
     for (const auto& set : o.overrides)
       for (const auto& [key, value] : grid.front().values)
         if (set.starts_with(key + "="))
           throw std::invalid_argument(fmt::format(
               "--set {} and --vary {}: the key is both fixed and varied; keep one", set, key));
-    if (o.jobs < 0)
-      throw std::invalid_argument(
-          fmt::format("--jobs {}: expected a positive number of points in parallel", o.jobs));
     const auto [shard, shards] =
         o.shard.empty() ? std::pair{0, 1} : parse_shard(o.shard, o.shard_one_based);
     // Every point of the grid (not only this shard's: shards should agree on what is valid) is
@@ -372,8 +390,19 @@ int sweep_command(const SweepOptions& o, const PointBody& body) {
       mine.push_back(&p);
       scenarios.push_back(std::move(s));
     }
-    const auto jobs = static_cast<std::size_t>(
-        o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency()));
+    // Every point's simulations over the jobs that run them, and every point's loading.
+    if (!scenarios.empty()) {
+      double seconds = kSecondsPerCommand + static_cast<double>(grid.size()) * kSecondsPerSweepLoad;
+      double simulated = 0; // each point's simulations, without a command's start
+      for (const auto& s : scenarios)
+        simulated += estimate_work(s).seconds - kSecondsPerCommand;
+      seconds += simulated / static_cast<double>(std::min(jobs, scenarios.size()));
+      check_time_budget(o.scenario, seconds,
+                        fmt::format("{} points, {} of simulation over {} job(s)",
+                                    hw::format_count(static_cast<double>(scenarios.size())),
+                                    hw::format_time(simulated), std::min(jobs, scenarios.size())),
+                        max_time);
+    }
     // The largest point's memory, as many at once as run in parallel (issue 26.3).
     if (!scenarios.empty()) {
       const auto largest =

@@ -25,6 +25,7 @@ struct SweepOptions {
   bool progress = true;
   bool force = false;     // run points past the work budget (cli/work_budget.h)
   std::string max_memory; // --max-memory (default: the memory available now)
+  std::string max_time;   // --max-time (default: 10 min, cli/work_budget.h)
 };
 
 struct SweepPoint {

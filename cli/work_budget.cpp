@@ -1,12 +1,16 @@
 #include "cli/work_budget.h"
 
+#include "hw/compute_cost.h"
 #include "hw/units.h"
 #include "scenario/loader.h"
+#include "sim/collective_timing.h"
 #include "sim/rank_classes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <sys/resource.h>
@@ -15,46 +19,229 @@
 namespace overlapsim::cli {
 
 namespace {
-// The GPUs a run simulates, at most over its algorithms: fewer where rank classes fold it.
-double simulated_gpus(const scenario::Scenario& s) {
-  int most = 0;
-  for (const auto& spec : s.algorithms) {
+
+double bucket_cap_of(const scenario::AlgorithmSpec& a) {
+  // 25 MiB, torch's default, when none is given.
+  double cap = 25.0 * 1024 * 1024;
+  if (auto it = a.options.find("bucket_cap"); it != a.options.end()) {
     try {
-      most = std::max(most, sim::choose_rank_classes(s, *make_algorithm(spec)).simulated_ranks());
-    } catch (const std::exception&) {
-      return s.cluster.world_size(); // the run reports its bad option itself
+      cap = hw::parse_size_bytes(it->second.value);
+    } catch (const hw::UnitError&) {
+      // the algorithm reports its own bad option
     }
   }
-  return most > 0 ? most : s.cluster.world_size();
+  return std::max(1.0, cap);
 }
-} // namespace
 
-WorkEstimate estimate_work(const scenario::Scenario& s) {
-  const double gpus = simulated_gpus(s);
-  const double steps = s.training.warmup_steps + s.training.steps;
+double count_option(const scenario::AlgorithmSpec& a, const char* key, double fallback) {
+  if (auto it = a.options.find(key); it != a.options.end()) {
+    try {
+      return hw::parse_count(it->second.value);
+    } catch (const hw::UnitError&) {
+      // the algorithm reports its own bad option
+    }
+  }
+  return fallback;
+}
+
+// One micro-batch's forward and backward on one GPU, at the layers' own costs (hw/compute_cost.h).
+double micro_batch_seconds(const scenario::Scenario& s) {
+  const bool fp32 = s.model.dtype == scenario::Dtype::fp32;
+  double per_sample = 0;
+  for (const auto& layer : s.model.spec.layers)
+    per_sample += hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, false) +
+                  hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, true);
+  return per_sample * s.training.micro_batch;
+}
+
+// A lower bound of an all-reduce of `bytes` over every GPU: a ring's bytes over the slowest link
+// the cluster has, plus its latency once. What ACCO's compute stream waits out per round.
+double all_reduce_lower_bound_s(const scenario::Scenario& s, double bytes) {
+  const auto& c = s.cluster;
+  const double n = c.world_size();
+  if (n < 2)
+    return 0;
+  double bandwidth = std::numeric_limits<double>::infinity(), latency = 0;
+  const auto use = [&](const hw::LinkSpec& link) {
+    if (link.bandwidth_Bps > 0)
+      bandwidth = std::min(bandwidth, link.bandwidth_Bps);
+    latency = std::max(latency, link.latency_s);
+  };
+  if (c.gpus_per_node > 1)
+    use(c.intra_node);
+  if (c.nodes > 1)
+    use(c.inter_node);
+  if (c.sites.size() > 1)
+    use(c.wan);
+  return (std::isfinite(bandwidth) ? 2 * (n - 1) / n * bytes / bandwidth : 0) + latency;
+}
+
+bool delayed_update(const std::string& name) {
+  return name == "acco" || name == "acco-wp" || name == "dpu";
+}
+
+// What one ring-step message costs, on this cluster (the fit in work_budget.h).
+double message_seconds(const scenario::ClusterSpec& c) {
+  if (c.gpus_per_node > 1 && c.nodes > 1) // two-level rings
+    return kSecondsPerMessageBase;
+  return kSecondsPerMessageBase *
+         std::pow(std::max(1.0, static_cast<double>(c.world_size())), kMessageNodesExponent);
+}
+
+// What one collective call costs: more flows on a node's GPUs (the fit in work_budget.h).
+double collective_seconds(const scenario::ClusterSpec& c, double simulated_gpus) {
+  const double per_node = std::max(1.0, std::min<double>(simulated_gpus, c.gpus_per_node));
+  return kSecondsPerCollective * (1 + std::log2(per_node) / 8);
+}
+
+// Ring-step messages one GPU sends per collective with cluster.collectives: steps: the two-level
+// ring's (inside nodes, then across them) or the flat ring's 2(n-1) for an all-reduce.
+double messages_per_collective(const scenario::ClusterSpec& c, bool all_reduce) {
+  if (c.collectives != scenario::CollectiveFidelity::steps)
+    return 0;
+  const double g = c.gpus_per_node, m = c.nodes, factor = all_reduce ? 2 : 1;
+  return g > 1 && m > 1 ? factor * ((g - 1) + (m - 1)) : factor * (g * m - 1);
+}
+
+SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::AlgorithmSpec& spec) {
+  SimulationWork w;
+  w.label = spec.label;
+  w.world = s.cluster.world_size();
+  try {
+    w.gpus = sim::choose_rank_classes(s, *make_algorithm(spec)).simulated_ranks();
+  } catch (const std::exception&) {
+    w.gpus = w.world; // the run reports its bad option itself
+  }
+  w.steps = s.training.warmup_steps + s.training.steps;
   const double layers = static_cast<double>(s.model.spec.layers.size());
   const double param_bytes = s.model.spec.total_params() * scenario::dtype_bytes(s.model.dtype);
-  // Gradient buckets: the smallest bucket_cap of the algorithms (25 MiB, torch's default, when
-  // none is given) sets how many collectives a step holds.
-  double bucket_cap = 25.0 * 1024 * 1024;
-  for (const auto& a : s.algorithms)
-    if (auto it = a.options.find("bucket_cap"); it != a.options.end()) {
-      try {
-        bucket_cap = std::min(bucket_cap, hw::parse_size_bytes(it->second.value));
-      } catch (const hw::UnitError&) {
-        // the algorithm reports its own bad option
-      }
-    }
-  const double buckets = std::max(1.0, param_bytes / std::max(1.0, bucket_cap));
-  const double per_gpu_step = 2 * layers * s.training.grad_accum + buckets + 4;
-  WorkEstimate w;
-  w.ops = gpus * steps * per_gpu_step;
-  w.breakdown =
-      fmt::format("{} GPUs x {} steps x ({} layers x 2 x {} micro-batches + {} gradient "
-                  "buckets)",
-                  hw::format_count(gpus), hw::format_count(steps), hw::format_count(layers),
-                  s.training.grad_accum, hw::format_count(buckets));
+  // Gradient buckets set how many collectives a step holds; ASC-WFBP merges layers into groups
+  // only where a layer's backward is shorter than a collective's start: one per layer at most
+  // (issue 63.6: 100,000 layers, 100,000 collectives a step).
+  w.collectives_per_step = std::max(1.0, param_bytes / bucket_cap_of(spec));
+  if (spec.name == "asc-wfbp")
+    w.collectives_per_step = std::max(w.collectives_per_step, layers);
+  w.micro_batches = s.training.grad_accum;
+  if (delayed_update(spec.name)) {
+    // The compute stream accumulates micro-batches for as long as a round's communication runs
+    // (no cap unless max_micro_batches): at a slow link, comm time / compute time of them
+    // (issue 63.5e: 1 kB/s, or an hour of latency, meant millions a round).
+    const double rounds = spec.name == "acco" ? 2 : 1;
+    const double fallback =
+        spec.name == "acco" ? std::max(1, s.training.grad_accum / 2) : s.training.grad_accum;
+    const double least = count_option(spec, "min_micro_batches", 0);
+    const double most = count_option(spec, "max_micro_batches", 0);
+    double per_round = least > 0 ? least : fallback;
+    if (const double mb = micro_batch_seconds(s); mb > 0)
+      per_round = std::max(per_round, std::ceil(all_reduce_lower_bound_s(s, param_bytes) / mb));
+    if (most > 0)
+      per_round = std::min(per_round, std::max(most, least));
+    w.micro_batches = rounds * per_round;
+  }
+  w.compute_ops = w.gpus * w.steps * (2 * layers * w.micro_batches + 4);
+  w.collective_ops = w.gpus * w.steps * w.collectives_per_step;
+  w.messages = w.collective_ops * messages_per_collective(s.cluster, true);
+  w.message_seconds = message_seconds(s.cluster);
+  w.collective_seconds = collective_seconds(s.cluster, w.gpus);
   return w;
+}
+
+// Seconds as a person reads a long wait: "42 s", "12 min", "3.5 h", "2.1 days".
+std::string duration(double s) {
+  if (s >= 2 * 86400)
+    return fmt::format("{:.3g} days", s / 86400);
+  if (s >= 2 * 3600)
+    return fmt::format("{:.3g} h", s / 3600);
+  if (s >= 120)
+    return fmt::format("{:.3g} min", s / 60);
+  return hw::format_time(s);
+}
+
+std::string describe_time(const WorkEstimate& e) {
+  std::string out;
+  for (const auto& w : e.simulations)
+    out +=
+        fmt::format("{}{}: {}", out.empty() ? "" : "; ", w.label, duration(predicted_seconds(w)));
+  return out;
+}
+
+WorkEstimate summarize(std::vector<SimulationWork> sims, std::string breakdown) {
+  WorkEstimate e;
+  e.seconds = kSecondsPerCommand;
+  for (const auto& w : sims) {
+    e.ops = std::max(e.ops, w.ops());
+    e.gpus = std::max(e.gpus, w.gpus);
+    e.world = std::max(e.world, w.world);
+    e.collective_ops = std::max(e.collective_ops, w.collective_ops);
+    e.seconds += predicted_seconds(w);
+  }
+  if (std::any_of(sims.begin(), sims.end(), [](const auto& w) { return w.messages > 0; }))
+    e.gpu_pair_bytes = 110; // ring-step messages (the fit in work_budget.h)
+  e.simulations = std::move(sims);
+  e.breakdown = std::move(breakdown);
+  e.time_breakdown = describe_time(e);
+  return e;
+}
+
+} // namespace
+
+double predicted_seconds(const SimulationWork& w) {
+  return kSecondsPerSimulation + kSecondsPerComputeOp * w.compute_ops +
+         w.collective_seconds * w.collective_ops + kSecondsPerClusterGpu * w.world +
+         w.message_seconds * w.messages;
+}
+
+WorkEstimate estimate_work(const scenario::Scenario& s) {
+  std::vector<SimulationWork> sims;
+  for (const auto& a : s.algorithms)
+    sims.push_back(algorithm_work(s, a));
+  // Without a ddp entry, run simulates ddp too: the reference of speedup_vs_ddp.
+  if (std::none_of(s.algorithms.begin(), s.algorithms.end(),
+                   [](const auto& a) { return a.name == "ddp"; })) {
+    scenario::AlgorithmSpec ddp;
+    ddp.name = ddp.label = "ddp";
+    sims.push_back(algorithm_work(s, ddp));
+    sims.back().label = "ddp (reference)";
+  }
+  if (sims.empty()) { // no algorithm: the run reports it; count one DDP-like simulation
+    scenario::AlgorithmSpec ddp;
+    ddp.name = ddp.label = "ddp";
+    sims.push_back(algorithm_work(s, ddp));
+  }
+  const auto largest = *std::max_element(
+      sims.begin(), sims.end(), [](const auto& a, const auto& b) { return a.ops() < b.ops(); });
+  std::string breakdown = fmt::format(
+      "{}: {} GPUs x {} steps x ({} layers x 2 x {} micro-batches + {} collectives)", largest.label,
+      hw::format_count(largest.gpus), hw::format_count(largest.steps),
+      hw::format_count(static_cast<double>(s.model.spec.layers.size())),
+      hw::format_count(largest.micro_batches), hw::format_count(largest.collectives_per_step));
+  if (largest.messages > 0)
+    breakdown += fmt::format(", {} ring-step messages", hw::format_count(largest.messages));
+  return summarize(std::move(sims), std::move(breakdown));
+}
+
+WorkEstimate estimate_collective_work(const scenario::Scenario& s, CollectiveOp op, int sizes) {
+  SimulationWork w;
+  w.label = to_string(op);
+  w.world = s.cluster.world_size();
+  try {
+    w.gpus = sim::collective_rank_classes(s, op).simulated_ranks();
+  } catch (const std::exception&) {
+    w.gpus = w.world;
+  }
+  w.steps = 1;
+  w.collectives_per_step = 1;
+  w.collective_ops = w.gpus;
+  w.messages = w.gpus * messages_per_collective(s.cluster, op == CollectiveOp::all_reduce);
+  w.message_seconds = message_seconds(s.cluster);
+  w.collective_seconds = collective_seconds(s.cluster, w.gpus);
+  std::vector<SimulationWork> sims(static_cast<std::size_t>(std::max(1, sizes)), w);
+  std::string breakdown = fmt::format("{} size(s) x {} GPUs x 1 collective", std::max(1, sizes),
+                                      hw::format_count(w.gpus));
+  if (w.messages > 0)
+    breakdown += fmt::format(" x {} ring-step messages",
+                             hw::format_count(w.messages / std::max(1.0, w.gpus)));
+  return summarize(std::move(sims), std::move(breakdown));
 }
 
 void check_work_budget(const scenario::Scenario& s, bool force) {
@@ -67,6 +254,37 @@ void check_work_budget(const scenario::Scenario& s, bool force) {
         "(tens of minutes and gigabytes of memory); use fewer GPUs, steps or micro-batches, a "
         "larger bucket_cap, or pass --force",
         s.source, hw::format_count(w.ops), w.breakdown, hw::format_count(kWorkBudgetOps)));
+}
+
+void check_time_budget(const std::string& source, double seconds, const std::string& what,
+                       double max_time_s) {
+  if (seconds > max_time_s)
+    throw std::invalid_argument(fmt::format(
+        "{}: the command would take about {} on this machine ({}), past --max-time {}; use "
+        "fewer GPUs, steps, points or sizes, or raise --max-time if the estimate is too high "
+        "(the model: docs/SCENARIO.md, \"Work, time and memory budgets\")",
+        source, duration(seconds), what, duration(max_time_s)));
+}
+
+void check_time_budget(const scenario::Scenario& s, double max_time_s) {
+  const auto w = estimate_work(s);
+  check_time_budget(s.source, w.seconds,
+                    fmt::format("{}; the largest simulation: {}", w.time_breakdown, w.breakdown),
+                    max_time_s);
+}
+
+double parse_max_time(const std::string& text) {
+  if (text.empty())
+    return kDefaultMaxTimeS;
+  try {
+    const double seconds = hw::parse_time_s(text);
+    if (!(seconds > 0))
+      throw hw::UnitError("expected a positive duration");
+    return seconds;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(
+        fmt::format("--max-time '{}': {} (e.g. 10min, 2h or 90s)", text, e.what()));
+  }
 }
 
 namespace {
@@ -93,26 +311,40 @@ double mapped_bytes() {
 
 } // namespace
 
-MemoryEstimate estimate_memory(const scenario::Scenario& s) {
-  const double gpus = simulated_gpus(s);
-  const double ops = estimate_work(s).ops;
-  const double algorithms = std::max<double>(1, static_cast<double>(s.algorithms.size()));
+MemoryEstimate estimate_memory(const WorkEstimate& work, double kept_traces) {
+  const double gpus = work.gpus;
+  const double ops = work.ops;
   MemoryEstimate m;
-  const double simulation = 40e6 + 100 * ops + 9 * 1024 * gpus + 1.1 * gpus * gpus;
-  const double kept_traces = 72 * ops * algorithms;
-  m.resident_bytes = simulation + kept_traces;
-  const double stacks = 2 * gpus * (128 + 4) * 1024.0;
-  m.address_space_bytes = m.resident_bytes + stacks;
+  const double simulation = 40e6 + 100 * ops + 800 * work.collective_ops + 9 * 1024 * gpus +
+                            work.gpu_pair_bytes * gpus * gpus +
+                            310 * std::max(0.0, work.world - gpus);
+  // The traces the parent keeps, and the largest one's serialized copy while it is read back.
+  const double traces = 72 * ops * (kept_traces + 1);
+  m.resident_bytes = simulation + traces;
+  m.actor_stacks = 2 * gpus;
+  const double stacks = m.actor_stacks * (128 + 4) * 1024.0;
+  m.address_space_bytes = kAddressSpacePerResident * m.resident_bytes + stacks;
   m.breakdown =
       fmt::format("{} for a simulation of {} ops on {} GPUs, {} for the traces of {} "
-                  "algorithm(s)",
+                  "simulation(s)",
                   hw::format_bytes(simulation), hw::format_count(ops), hw::format_count(gpus),
-                  hw::format_bytes(kept_traces), hw::format_count(algorithms));
+                  hw::format_bytes(traces), hw::format_count(kept_traces));
   return m;
 }
 
-void check_memory_budget(const scenario::Scenario& s, double max_memory_bytes, int parallel) {
-  const auto m = estimate_memory(s);
+MemoryEstimate estimate_memory(const scenario::Scenario& s) {
+  const auto work = estimate_work(s);
+  return estimate_memory(work, std::max<double>(1, static_cast<double>(s.algorithms.size())));
+}
+
+std::string with_memory_estimate(const std::string& error, const MemoryEstimate& m) {
+  return fmt::format("{} (estimated before the run: about {} of memory, {} of address space: {})",
+                     error, hw::format_bytes(m.resident_bytes),
+                     hw::format_bytes(m.address_space_bytes), m.breakdown);
+}
+
+void check_memory_budget(const std::string& source, const MemoryEstimate& m,
+                         double max_memory_bytes, int parallel) {
   const double runs = std::max(1, parallel);
   const bool given = max_memory_bytes > 0;
   const double limit = given ? max_memory_bytes : available_memory_bytes();
@@ -121,7 +353,7 @@ void check_memory_budget(const scenario::Scenario& s, double max_memory_bytes, i
     throw std::invalid_argument(fmt::format(
         "{}: the simulation would need about {} of memory{} ({}), more than {} ({}); use fewer "
         "GPUs or steps{}, or raise --max-memory if the estimate is too high",
-        s.source, hw::format_bytes(m.resident_bytes * runs), at_once, m.breakdown,
+        source, hw::format_bytes(m.resident_bytes * runs), at_once, m.breakdown,
         hw::format_bytes(limit), given ? "--max-memory" : "the memory available now",
         runs > 1 ? ", fewer --jobs" : ""));
   rlimit as{};
@@ -132,10 +364,14 @@ void check_memory_budget(const scenario::Scenario& s, double max_memory_bytes, i
           "{}: the simulation would need about {} of address space (this process's {} mapped, "
           "{} actor stacks of 132 KiB, {}), more than the limit of {} (ulimit -v); use fewer "
           "GPUs or steps, or raise the limit",
-          s.source, hw::format_bytes(need), hw::format_bytes(mapped_bytes()),
-          hw::format_count(2 * simulated_gpus(s)), m.breakdown,
+          source, hw::format_bytes(need), hw::format_bytes(mapped_bytes()),
+          hw::format_count(m.actor_stacks), m.breakdown,
           hw::format_bytes(static_cast<double>(as.rlim_cur))));
   }
+}
+
+void check_memory_budget(const scenario::Scenario& s, double max_memory_bytes, int parallel) {
+  check_memory_budget(s.source, estimate_memory(s), max_memory_bytes, parallel);
 }
 
 double parse_max_memory(const std::string& text) {

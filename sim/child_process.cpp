@@ -94,15 +94,21 @@ ChildProcess::ChildProcess(const std::function<std::string()>& body) {
     std::memcpy(g_out_of_memory_reply, oom.data(), g_out_of_memory_length);
     g_reply_fd = fds[1];
     ::signal(SIGABRT, on_abort);
-    std::string reply(1, '0'); // status byte, then the body's bytes or its error message
+    // A status byte, then the body's bytes (written as they are: no second copy of a large reply)
+    // or its error message.
+    std::string reply;
+    bool done = false;
     try {
-      reply += body();
+      reply = body();
+      done = true;
     } catch (const std::bad_alloc&) {
       reply.assign(out_of_memory());
     } catch (const std::exception& e) {
       reply.assign(1, '1');
       reply += e.what();
     }
+    if (done)
+      write_all(fds[1], "0");
     write_all(fds[1], reply);
     ::close(fds[1]);
     _exit(0); // no atexit handlers or static destructors: they belong to the parent

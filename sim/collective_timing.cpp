@@ -15,6 +15,14 @@ class OneCollective final : public Algorithm {
 public:
   OneCollective(CollectiveOp op, double size) : op_(op), size_(size) {}
   std::string name() const override { return to_string(op_); }
+  // Every rank runs the same collective over the world: one node's GPUs stand for all (rank
+  // classes, as `run` folds DDP; issue 63.5b: a 1 GB all-reduce on 131,072 GPUs ran every GPU and
+  // did not end). A broadcast or reduce has a root, and all-to-all sends to every rank: those run
+  // in full.
+  bool node_symmetric() const override {
+    return op_ == CollectiveOp::all_reduce || op_ == CollectiveOp::reduce_scatter ||
+           op_ == CollectiveOp::all_gather;
+  }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
     class Program final : public WorkerProgram {
     public:
@@ -64,6 +72,10 @@ double bus_factor(CollectiveOp op, int n) {
   default:
     return 1.0;
   }
+}
+
+RankClasses collective_rank_classes(const scenario::Scenario& scenario, CollectiveOp op) {
+  return choose_rank_classes(scenario, OneCollective(op, 1));
 }
 
 CollectiveTiming time_collective(const scenario::Scenario& scenario, CollectiveOp op,

@@ -3,6 +3,7 @@
 
 #include "runtime/runtime.h"
 #include "scenario/scenario.h"
+#include "sim/rank_classes.h"
 
 #include <string>
 
@@ -24,6 +25,10 @@ double bus_factor(CollectiveOp op, int n);
 
 // Simulates one `op` of `size_bytes` over every GPU of the scenario's cluster, with its
 // cluster.collective_algorithm and cluster.collectives settings.
+// The ranks time_collective simulates: one node's for all where the op is symmetric (rank
+// classes, sim/rank_classes.h), every rank otherwise.
+RankClasses collective_rank_classes(const scenario::Scenario& scenario, CollectiveOp op);
+
 CollectiveTiming time_collective(const scenario::Scenario& scenario, CollectiveOp op,
                                  double size_bytes);
 

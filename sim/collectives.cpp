@@ -92,31 +92,51 @@ sg4::Mailbox* Network::mailbox(const Scope& s, int src, int dst) {
   return slot;
 }
 
-double Network::latency(int src, int dst) {
-  const std::uint64_t key =
-      (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
-  auto it = routes_.find(key);
-  if (it == routes_.end()) {
-    // Over the flow's lanes (Platform::lane): the slowest one's latency, their narrowest links'
-    // bandwidths summed.
-    double lat = 0, bw = 0;
-    for (int k = 0; k < platform_.lanes(src, dst); ++k) {
+std::pair<double, double> Network::route(int src, int dst) {
+  // Over the flow's lanes (Platform::lane): the slowest one's latency, their narrowest links'
+  // bandwidths summed.
+  double lat = 0, bw = 0;
+  for (int k = 0; k < platform_.lanes(src, dst); ++k) {
+    const Platform::Lane lane = platform_.lane(src, dst, k);
+    const auto measure = [&] {
       std::vector<sg4::Link*> links;
       double lane_latency = 0;
-      const Platform::Lane lane = platform_.lane(src, dst, k);
       lane.from->route_to(lane.to, links, &lane_latency);
       double narrowest = std::numeric_limits<double>::infinity();
       for (auto* l : links)
         narrowest = std::min(narrowest, l->get_bandwidth());
-      lat = std::max(lat, lane_latency);
-      bw += narrowest;
+      return std::pair{lane_latency, narrowest};
+    };
+    // Unfolded, routes_ keeps the rank pair's result: no second map per pair.
+    std::pair<double, double> r;
+    if (platform_.classes.folded) {
+      auto [it, fresh] = lane_routes_.try_emplace({lane.from, lane.to});
+      if (fresh)
+        it->second = measure();
+      r = it->second;
+    } else {
+      r = measure();
     }
-    it = routes_.emplace(key, std::pair{lat, bw}).first;
+    lat = std::max(lat, r.first);
+    bw += r.second;
   }
+  return {lat, bw};
+}
+
+double Network::latency(int src, int dst) {
+  if (platform_.classes.folded)
+    return route(src, dst).first;
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  auto it = routes_.find(key);
+  if (it == routes_.end())
+    it = routes_.emplace(key, route(src, dst)).first;
   return it->second.first;
 }
 
 double Network::bandwidth(int src, int dst) {
+  if (platform_.classes.folded)
+    return route(src, dst).second;
   latency(src, dst);
   return routes_.at((static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst))
       .second;

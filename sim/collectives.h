@@ -191,6 +191,13 @@ private:
   std::map<std::pair<std::string, bool>, scenario::LinkFit> local_collectives_; // op, in place
   std::unordered_map<std::string, simgrid::s4u::Mailbox*> mailboxes_;
   std::unordered_map<std::uint64_t, std::pair<double, double>> routes_; // latency, bandwidth
+  // Folded (rank classes), by the lane's two hosts: the flows of a collective over a million GPUs
+  // map onto the few hosts of the folded platform, so this stays small where routes_ by rank pair
+  // grew to millions of entries (issue 63.5a: seconds per collective shape).
+  std::map<std::pair<const simgrid::s4u::Host*, const simgrid::s4u::Host*>,
+           std::pair<double, double>>
+      lane_routes_;
+  std::pair<double, double> route(int src, int dst); // latency, bandwidth over the lanes
   std::unordered_map<int, double> ring_latency_;
   std::unordered_map<int, std::vector<int>> simulated_members_;
   std::map<std::tuple<int, int, int, int>, FlowShape> nccl_flow_shapes_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <vector>
 
 namespace overlapsim::sim {
@@ -137,36 +138,61 @@ int nccl_tree_parent(int i, int tree, int m) {
   return p < 0 ? -1 : (p + 1) % m;
 }
 
-double nccl_tree_nic_load(int m) {
-  if (m < 2)
-    return 0;
-  std::vector<int> edges(static_cast<std::size_t>(m), 0);
-  for (int tree : {0, 1})
-    for (int i = 0; i < m; ++i)
-      if (const int p = nccl_tree_parent(i, tree, m); p >= 0)
-        ++edges[static_cast<std::size_t>(i)], ++edges[static_cast<std::size_t>(p)];
-  return 0.5 * *std::max_element(edges.begin(), edges.end());
-}
+namespace {
 
-int nccl_tree_depth(int m) {
-  int deepest = 0;
+// The shapes of NCCL's two trees over m nodes, walked once per node count: every collective's cost
+// asks for them (nine times, once per algorithm and protocol the tuner weighs), and a walk is
+// O(m log m): on 131,072 nodes ~10 ms, so that a 1M-GPU run with rank classes (24k ops) spent
+// minutes here (issue 63.5a). A run or a sweep point meets one or two node counts.
+struct TreeShape {
+  double nic_load = 0;
+  int depth = 0;
+  double fill_load = 0;
+};
+
+TreeShape walk_trees(int m) {
+  TreeShape t;
+  if (m < 2)
+    return t;
+  std::vector<int> edges(static_cast<std::size_t>(m), 0);
+  std::vector<int> children(static_cast<std::size_t>(m), 0);
   for (int tree : {0, 1})
     for (int i = 0; i < m; ++i) {
       int levels = 0;
       for (int j = i; (j = nccl_tree_parent(j, tree, m)) >= 0;)
         ++levels;
-      deepest = std::max(deepest, levels);
+      t.depth = std::max(t.depth, levels);
+      if (const int p = nccl_tree_parent(i, tree, m); p >= 0) {
+        ++edges[static_cast<std::size_t>(i)], ++edges[static_cast<std::size_t>(p)];
+        ++children[static_cast<std::size_t>(p)];
+      }
     }
-  return deepest;
+  t.nic_load = 0.5 * *std::max_element(edges.begin(), edges.end());
+  t.fill_load = 0.5 * *std::max_element(children.begin(), children.end());
+  return t;
+}
+
+const TreeShape& tree_shape(int m) {
+  // Per thread: no lock on the hot path (a simulation runs on one thread; tests may use several).
+  thread_local std::map<int, TreeShape> cache;
+  auto it = cache.find(m);
+  if (it == cache.end())
+    it = cache.emplace(m, walk_trees(m)).first;
+  return it->second;
+}
+
+} // namespace
+
+double nccl_tree_nic_load(int m) {
+  return tree_shape(m).nic_load;
+}
+
+int nccl_tree_depth(int m) {
+  return tree_shape(m).depth;
 }
 
 double nccl_tree_fill_load(int m) {
-  std::vector<int> children(static_cast<std::size_t>(std::max(m, 0)), 0);
-  for (int tree : {0, 1})
-    for (int i = 0; i < m; ++i)
-      if (const int p = nccl_tree_parent(i, tree, m); p >= 0)
-        ++children[static_cast<std::size_t>(p)];
-  return m < 2 ? 0 : 0.5 * *std::max_element(children.begin(), children.end());
+  return tree_shape(m).fill_load;
 }
 
 double nccl_nvls_tree_chunk(const NcclGeneration& gen, const NcclShape& s, double bytes) {

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <fmt/format.h>
+#include <new>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <xbt/log.h>
@@ -128,8 +129,11 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
         ++finished;
       } catch (const std::exception& e) {
         if (failure.empty()) {
+          // Out of memory reads as such (issue 63.6: rows said "... std::bad_alloc").
+          const bool no_memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
           failure = fmt::format("GPU {} ({} stream) at t = {} s: {}", rank, stream,
-                                sg4::Engine::get_clock(), e.what());
+                                sg4::Engine::get_clock(),
+                                no_memory ? "out of memory (std::bad_alloc)" : e.what());
           sg4::Actor::kill_all();
         }
       }
@@ -199,7 +203,13 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
       put(body, size.elements);
       put(body, calls);
     }
-    return body + result.trace.serialize();
+    // The trace's bytes, then the trace freed before they are joined to the rest: one copy of
+    // the trace at a time (issue 63.6: 200,000 steps ran out of memory in this child).
+    std::string trace_bytes = result.trace.serialize();
+    result.trace = Trace{};
+    body.reserve(body.size() + trace_bytes.size());
+    body += trace_bytes;
+    return body;
   });
   std::string reply;
   try {

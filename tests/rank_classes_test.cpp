@@ -1,5 +1,6 @@
 // Rank classes (issue 29; sim/rank_classes.h): when one node's GPUs stand for every node's, and
 // that a folded simulation's summary equals the full one's.
+#include "sim/collective_timing.h"
 #include "sim/rank_classes.h"
 #include "test_util.h"
 #include "trace/chrome_trace.h"
@@ -275,6 +276,22 @@ TEST(RankClasses, TracesDrawTheAskedGpusFromTheirClass) {
   EXPECT_THAT(all, HasSubstr("\"name\":\"node 1 gpu 0 (stands for 4 GPUs: 0-6 every 2)\""));
   EXPECT_THAT(all, HasSubstr("\"name\":\"node 1 gpu 1 (stands for 4 GPUs: 1-7 every 2)\""));
   EXPECT_THAT(all, Not(HasSubstr("\"name\":\"node 0 gpu 0\"")));
+}
+
+// `overlapsim collective` folds like `run` (issue 63.5b: a 1 GB all-reduce on 131,072 GPUs ran
+// every GPU): the same time as the full simulation for the symmetric ops, at a small and a large
+// size (LL and Simple, ring and tree).
+TEST(RankClasses, ACollectiveFoldsAndTakesTheFullTime) {
+  auto folded = testing::scenario_from(cluster_yaml());
+  auto full = testing::scenario_from(cluster_yaml(", rank_classes: off"));
+  for (const auto op : {CollectiveOp::all_reduce, CollectiveOp::all_gather})
+    for (const double size : {4096.0, 256e6}) {
+      const auto a = sim::time_collective(folded, op, size);
+      const auto b = sim::time_collective(full, op, size);
+      EXPECT_NEAR(a.time_s, b.time_s, 1e-9 * b.time_s) << to_string(op) << " " << size;
+      EXPECT_EQ(a.algorithm, b.algorithm);
+      EXPECT_EQ(a.workers, 8);
+    }
 }
 
 } // namespace

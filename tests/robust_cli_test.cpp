@@ -250,7 +250,7 @@ TEST_F(RobustCli, WorkPastTheBudgetIsRefusedBeforeSimulating) {
           " --no-plots --set 'algorithms=[{name: ddp, bucket_cap: 1B}]' --out " + out("o"));
   EXPECT_EQ(buckets.first, 1);
   EXPECT_THAT(buckets.second, HasSubstr("about 96M ops"));
-  EXPECT_THAT(buckets.second, HasSubstr("16M gradient buckets"));
+  EXPECT_THAT(buckets.second, HasSubstr("16M collectives"));
   EXPECT_THAT(buckets.second, HasSubstr("or pass --force"));
   const auto steps =
       run("run " + scenario_ + full + " --no-plots --set training.steps=1048576 --out " + out("o"));
