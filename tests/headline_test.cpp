@@ -260,6 +260,29 @@ TEST_F(Headline, WithoutDdpTheBaselineIsDdpSimulatedAndNamed) {
                                      faster.row("acco")["speedup_vs_ddp"].get<double>())));
 }
 
+// 62.8: numbers read as numbers: "1 node", no line for a link the job does not use (one node
+// read "custom (0 B/s ...)"), and a preset whose shape was changed says so.
+TEST_F(Headline, TheHeaderSaysWhatRan) {
+  const auto o = run("name: one\ncluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, intra_node: "
+                     "nvlink4}\nmodel: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, "
+                     "seq_len: 128, steps: 2}\nalgorithms: [ddp]\n",
+                     "--set model.n_layers=2");
+  ASSERT_EQ(o.status, 0) << o.printed;
+  EXPECT_THAT(o.report, HasSubstr("\n2 GPUs (1 node x 2 h100-sxm), model gpt-neo-125m with its "
+                                  "shape overridden (54.34M parameters; the preset has 125.2M), "));
+  EXPECT_THAT(o.report, HasSubstr("\nNetwork: nvlink4 (360 GB/s per direction, 1 us latency) per "
+                                  "GPU inside a node.\n"));
+  EXPECT_THAT(o.printed, HasSubstr("\nnetwork: nvlink4 (360 GB/s per direction, 1 us latency) per "
+                                   "GPU inside a node\n"));
+  const auto preset = run("name: one\ncluster: {nodes: 1, gpus_per_node: 1, gpu: h100-sxm}\n"
+                          "model: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, seq_len: "
+                          "128, steps: 2}\nalgorithms: [ddp]\n");
+  ASSERT_EQ(preset.status, 0) << preset.printed;
+  EXPECT_THAT(preset.report, HasSubstr("\n1 GPU (1 node x 1 h100-sxm), model gpt-neo-125m (125.2M "
+                                       "parameters), "));
+  EXPECT_THAT(preset.report, HasSubstr("\nNetwork: none (one GPU).\n"));
+}
+
 // 62.6: "almost never idle" only where the idle share is under 1% and under half the baseline's;
 // otherwise the share itself.
 TEST(HeadlineClaims, IdleClaimsFollowTheNumbers) {
