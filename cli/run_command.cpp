@@ -12,6 +12,7 @@
 #include "files/atomic_file.h"
 #include "files/output_stage.h"
 #include "hw/units.h"
+#include "scenario/checkpointing.h"
 #include "scenario/loader.h"
 #include "trace/analysis.h"
 
@@ -228,45 +229,84 @@ std::string fit_advice(const scenario::Scenario& s, const std::vector<SummaryRow
   }
   if (!fsdp)
     return "Nothing overlapsim computed here fits: FSDP, which shards the most, could not run.";
-  // Then FSDP over more GPUs: its sharded state shrinks with the GPUs, the rest does not.
-  const auto& b = fsdp->metrics.memory_breakdown;
-  const double sharded = b[static_cast<std::size_t>(MemoryCategory::params)] +
-                         b[static_cast<std::size_t>(MemoryCategory::grads)] +
-                         b[static_cast<std::size_t>(MemoryCategory::optimizer_state)];
-  const double fixed = fsdp->metrics.peak_memory_bytes - sharded;
-  if (fixed >= available)
+  const auto speed = [&](const SummaryRow& r) {
+    return fmt::format("{} per step{}", hw::format_time(r.metrics.iteration_time_s),
+                       ddp_throughput > 0
+                           ? fmt::format(", {:.2f}x DDP's samples per second",
+                                         r.metrics.throughput_samples_s / ddp_throughput)
+                           : "");
+  };
+  // The part of FSDP's peak that more GPUs do not shrink: all but its sharded model state.
+  const auto unsharded = [](const SummaryRow& r) {
+    const auto& b = r.metrics.memory_breakdown;
+    return r.metrics.peak_memory_bytes - b[static_cast<std::size_t>(MemoryCategory::params)] -
+           b[static_cast<std::size_t>(MemoryCategory::grads)] -
+           b[static_cast<std::size_t>(MemoryCategory::optimizer_state)];
+  };
+  // FSDP over more nodes of `base`, from its `row` there: the estimate (the sharded state shrinks
+  // with the GPUs, the rest does not), checked by simulating FSDP there; gathered layers do not
+  // shrink, so up to three node counts from it.
+  const auto more_nodes = [&](const scenario::Scenario& base, const SummaryRow& row,
+                              const std::string& with) {
+    if (!base.cluster.sites.empty())
+      return fmt::format("FSDP{} needs {} per GPU here; how many more nodes it needs is not "
+                         "computed for a cluster of sites.",
+                         with, hw::format_bytes(row.metrics.peak_memory_bytes));
+    const int per_node = base.cluster.gpus_per_node;
+    const double fixed = unsharded(row);
+    const double gpus = std::ceil(base.cluster.world_size() *
+                                  (row.metrics.peak_memory_bytes - fixed) / (available - fixed));
+    int nodes = std::max(base.cluster.nodes + 1, static_cast<int>(std::ceil(gpus / per_node)));
+    for (int tries = 0; tries < 3 && static_cast<long long>(nodes) * per_node <= (1 << 20);
+         ++tries, ++nodes) {
+      auto bigger = base;
+      bigger.cluster.nodes = nodes;
+      try {
+        const auto there = probe(bigger, fsdp_spec);
+        if (fits(there))
+          // No speedup: DDP's ran on the smaller cluster.
+          return fmt::format("FSDP{} would fit on {} nodes ({} GPUs) instead of {}: it needs {} "
+                             "per GPU there (simulated; {} per step).",
+                             with, nodes, nodes * per_node, base.cluster.nodes,
+                             hw::format_bytes(there.metrics.peak_memory_bytes),
+                             hw::format_time(there.metrics.iteration_time_s));
+      } catch (const std::exception&) {
+        break;
+      }
+    }
+    return fmt::format("FSDP{} needs {} per GPU here and still did not fit on {} nodes; nothing "
+                       "overlapsim computed here fits.",
+                       with, hw::format_bytes(row.metrics.peak_memory_bytes), nodes - 1);
+  };
+  if (unsharded(*fsdp) < available)
+    return more_nodes(s, *fsdp, "");
+  if (s.model.checkpointing.enabled())
     return fmt::format("Not even FSDP fits on any number of GPUs: sharding its parameters, "
                        "gradients and optimizer state over more GPUs leaves {} per GPU of "
                        "activations and buffers, more than the {} available. Nothing overlapsim "
                        "computed here fits.",
-                       hw::format_bytes(fixed), hw::format_bytes(available));
-  if (!s.cluster.sites.empty())
-    return fmt::format("FSDP needs {} per GPU here; how many more nodes it needs is not computed "
-                       "for a cluster of sites.",
-                       hw::format_bytes(fsdp->metrics.peak_memory_bytes));
-  const int per_node = s.cluster.gpus_per_node;
-  const double gpus = std::ceil(s.cluster.world_size() * sharded / (available - fixed));
-  int nodes = std::max(s.cluster.nodes + 1, static_cast<int>(std::ceil(gpus / per_node)));
-  // The estimate, checked by simulating FSDP there (gathered layers do not shrink): up to three
-  // node counts from it.
-  for (int tries = 0; tries < 3 && static_cast<long long>(nodes) * per_node <= (1 << 20);
-       ++tries, ++nodes) {
-    auto bigger = s;
-    bigger.cluster.nodes = nodes;
-    try {
-      const auto row = probe(bigger, fsdp_spec);
-      if (fits(row))
-        return fmt::format("FSDP would fit on {} nodes ({} GPUs) instead of {}: it needs {} per "
-                           "GPU there (simulated).",
-                           nodes, nodes * per_node, s.cluster.nodes,
-                           hw::format_bytes(row.metrics.peak_memory_bytes));
-    } catch (const std::exception&) {
-      break;
-    }
+                       hw::format_bytes(unsharded(*fsdp)), hw::format_bytes(available));
+  // Activations are what does not shrink: keep only each layer's input and recompute the rest.
+  auto checkpointed = s;
+  checkpointed.model.checkpointing = scenario::checkpointing_of(s.model, 1);
+  const std::string with = " with activation checkpointing (model.activation_checkpointing: full)";
+  std::optional<SummaryRow> row;
+  try {
+    row = probe(checkpointed, fsdp_spec);
+  } catch (const std::exception&) {
   }
-  return fmt::format("FSDP needs {} per GPU here and still did not fit on {} nodes; nothing "
-                     "overlapsim computed here fits.",
-                     hw::format_bytes(fsdp->metrics.peak_memory_bytes), nodes - 1);
+  if (row && fits(*row))
+    return fmt::format("FSDP{} would fit: it needs {} per GPU on this cluster (simulated; {}).",
+                       with, hw::format_bytes(row->metrics.peak_memory_bytes), speed(*row));
+  if (row && unsharded(*row) < available)
+    return more_nodes(checkpointed, *row, with);
+  return fmt::format("Not even FSDP fits on any number of GPUs: sharding its parameters, "
+                     "gradients and optimizer state over more GPUs leaves {} per GPU of "
+                     "activations and buffers{}, more than the {} available. Nothing overlapsim "
+                     "computed here fits.",
+                     hw::format_bytes(unsharded(*fsdp)),
+                     row ? fmt::format(" ({}{})", hw::format_bytes(unsharded(*row)), with) : "",
+                     hw::format_bytes(available));
 }
 
 namespace {

@@ -172,7 +172,7 @@ TEST_F(Headline, NothingFitsSaysFirstWhatWouldComputed) {
   ASSERT_TRUE(std::regex_search(headline, m,
                                 std::regex("FSDP would fit on ([0-9]+) nodes \\(([0-9]+) GPUs\\) "
                                            "instead of 2: it needs ([0-9.]+ MB) per GPU there "
-                                           "\\(simulated\\)\\.")))
+                                           "\\(simulated; ([0-9.]+ ms) per step\\)\\.")))
       << headline;
   const int n = std::stoi(m[1]);
   EXPECT_EQ(std::stoi(m[2]), 2 * n);
@@ -182,20 +182,41 @@ TEST_F(Headline, NothingFitsSaysFirstWhatWouldComputed) {
   ASSERT_EQ(there.status, 0) << there.printed;
   EXPECT_EQ(there.row("fsdp")["fits"], true);
   EXPECT_EQ(hw::format_bytes(there.row("fsdp")["peak_memory_bytes"].get<double>()), m[3].str());
+  EXPECT_EQ(hw::format_time(there.row("fsdp")["iteration_time_s"].get<double>()), m[4].str());
   const auto fewer =
       run(scenario_yaml(tight, "[fsdp]"), "--set cluster.nodes=" + std::to_string(n - 1));
   ASSERT_EQ(fewer.status, 0) << fewer.printed;
   EXPECT_EQ(fewer.row("fsdp")["fits"], false);
 
-  // 1 GB of activations a layer: 4 GB per GPU that no sharding of the model state removes.
+  // 1 GB of activations a layer: 4 GB per GPU that no sharding of the model state removes, but
+  // activation checkpointing does: its figures are those of a run with it.
+  const std::string big = "1GB";
+  const auto ckpt = run(scenario_yaml(", memory: 2GB, memory_reserve: 0B", "[ddp, fsdp]", "", big));
+  ASSERT_EQ(ckpt.status, 0) << ckpt.printed;
+  const auto with = run(scenario_yaml(", memory: 2GB, memory_reserve: 0B", "[ddp, fsdp]", "", big),
+                        "--set model.activation_checkpointing=full");
+  ASSERT_EQ(with.status, 0) << with.printed;
+  EXPECT_EQ(with.row("fsdp")["fits"], true);
+  EXPECT_THAT(ckpt.headline(),
+              HasSubstr(fmt::format(
+                  "the least any of these algorithms needs is fsdp's 4.55 GB per GPU. FSDP with "
+                  "activation checkpointing (model.activation_checkpointing: full) would fit: it "
+                  "needs {} per GPU on this cluster (simulated; {} per step, {:.2f}x DDP's samples "
+                  "per second). The figures below are what each would do with enough memory.",
+                  hw::format_bytes(with.row("fsdp")["peak_memory_bytes"].get<double>()),
+                  hw::format_time(with.row("fsdp")["iteration_time_s"].get<double>()),
+                  with.row("fsdp")["throughput_samples_s"].get<double>() /
+                      ckpt.row("ddp")["throughput_samples_s"].get<double>())));
+  // 900 MB: under checkpointing FSDP still keeps 1 GB that more GPUs do not shrink.
   const auto none =
-      run(scenario_yaml(", memory: 2GB, memory_reserve: 0B", "[ddp, fsdp]", "", "1GB"));
+      run(scenario_yaml(", memory: 0.9GB, memory_reserve: 0B", "[ddp, fsdp]", "", big));
   ASSERT_EQ(none.status, 0) << none.printed;
   EXPECT_THAT(none.headline(),
               HasSubstr("Not even FSDP fits on any number of GPUs: sharding its parameters, "
                         "gradients and optimizer state over more GPUs leaves 4 GB per GPU of "
-                        "activations and buffers, more than the 2 GB available. Nothing "
-                        "overlapsim computed here fits."));
+                        "activations and buffers (1 GB with activation checkpointing "
+                        "(model.activation_checkpointing: full)), more than the 900 MB available. "
+                        "Nothing overlapsim computed here fits."));
 }
 
 // 62.2: with a target loss the headline names the fastest to it among those that fit and reach
