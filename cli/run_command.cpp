@@ -189,6 +189,13 @@ std::string fit_advice(const scenario::Scenario& s, const std::vector<SummaryRow
         return r.metrics.throughput_samples_s / r.speedup_vs_ddp;
     return 0.0;
   }();
+  const auto speed = [&](const SummaryRow& r) {
+    return fmt::format("{} per step{}", hw::format_time(r.metrics.iteration_time_s),
+                       ddp_throughput > 0
+                           ? fmt::format(", {:.2f}x DDP's samples per second",
+                                         r.metrics.throughput_samples_s / ddp_throughput)
+                           : "");
+  };
   // First the smallest change: an algorithm that shards the model state, on this cluster.
   std::optional<SummaryRow> fsdp;
   scenario::AlgorithmSpec fsdp_spec;
@@ -212,15 +219,10 @@ std::string fit_advice(const scenario::Scenario& s, const std::vector<SummaryRow
       }
       if (fits(*row))
         return fmt::format(
-            "{} would fit: it shards the {}, and needs {} per GPU on this cluster (simulated; {} "
-            "per step{}).",
+            "{} would fit: it shards the {}, and needs {} per GPU on this cluster (simulated; {}).",
             name,
             spec.name == "fsdp" ? "parameters, gradients and optimizer state" : "optimizer state",
-            hw::format_bytes(row->metrics.peak_memory_bytes),
-            hw::format_time(row->metrics.iteration_time_s),
-            ddp_throughput > 0 ? fmt::format(", {:.2f}x DDP's samples per second",
-                                             row->metrics.throughput_samples_s / ddp_throughput)
-                               : "");
+            hw::format_bytes(row->metrics.peak_memory_bytes), speed(*row));
     }
     if (spec.name == "fsdp" && row) {
       fsdp = row;
@@ -229,13 +231,6 @@ std::string fit_advice(const scenario::Scenario& s, const std::vector<SummaryRow
   }
   if (!fsdp)
     return "Nothing overlapsim computed here fits: FSDP, which shards the most, could not run.";
-  const auto speed = [&](const SummaryRow& r) {
-    return fmt::format("{} per step{}", hw::format_time(r.metrics.iteration_time_s),
-                       ddp_throughput > 0
-                           ? fmt::format(", {:.2f}x DDP's samples per second",
-                                         r.metrics.throughput_samples_s / ddp_throughput)
-                           : "");
-  };
   // The part of FSDP's peak that more GPUs do not shrink: all but its sharded model state.
   const auto unsharded = [](const SummaryRow& r) {
     const auto& b = r.metrics.memory_breakdown;
