@@ -235,7 +235,8 @@ TEST_F(RobustCli, MemoryOverflowIsFlaggedEverywhere) {
   const auto doc = nlohmann::json::parse(slurp(dir_ / "o" / "summary.json"));
   EXPECT_TRUE(doc["results"][0]["exceeds_gpu_memory"].get<bool>());
   EXPECT_DOUBLE_EQ(doc["results"][0]["peak_memory_bytes"].get<double>(), 36e9);
-  EXPECT_THAT(slurp(dir_ / "o" / "summary.csv"), HasSubstr(",true,false,14200000000.0,synchronous,,\n"));
+  EXPECT_THAT(slurp(dir_ / "o" / "summary.csv"),
+              HasSubstr(",true,false,14200000000.0,synchronous,,\n"));
   EXPECT_THAT(slurp(dir_ / "o" / "report.md"), HasSubstr("**ddp does not fit**: it needs"));
   EXPECT_TRUE(fs::exists(dir_ / "o" / "memory.png"));
 }
