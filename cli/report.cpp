@@ -1,8 +1,10 @@
 #include "cli/report.h"
 
+#include "hw/model.h"
 #include "hw/units.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -47,51 +49,193 @@ std::string percent(double f) {
 
 } // namespace
 
+std::string memory_available_text(const hw::GpuSpec& gpu) {
+  return fmt::format("{} ({} less a {} reserve)", hw::format_bytes(gpu.memory_available()),
+                     hw::format_bytes(gpu.memory_bytes), hw::format_bytes(gpu.memory_reserve()));
+}
+
 namespace {
 
-// Why the fastest algorithm beats DDP, or that DDP wins, in the terms of the idle breakdown.
-std::string verdict(const std::vector<SummaryRow>& ran) {
-  const auto ddp = std::find_if(ran.begin(), ran.end(),
-                                [](const SummaryRow& r) { return r.algorithm == "ddp"; });
-  const auto best =
-      std::max_element(ran.begin(), ran.end(), [](const SummaryRow& a, const SummaryRow& b) {
-        return a.metrics.throughput_samples_s < b.metrics.throughput_samples_s;
-      });
+double time_to_target(const SummaryRow& r) {
+  const auto& t =
+      r.extra.contains("time_to_target") ? r.extra["time_to_target"] : nlohmann::ordered_json();
+  return t.is_object() && t["time_s"].is_number() ? t["time_s"].get<double>()
+                                                  : std::numeric_limits<double>::infinity();
+}
+
+// Why a row with a target has no time to it: no curve, or a curve that stays above the target.
+std::string why_no_time(const SummaryRow& r, double target) {
+  const auto& t =
+      r.extra.contains("time_to_target") ? r.extra["time_to_target"] : nlohmann::ordered_json();
+  if (!t.is_object() || t["curve"].is_null())
+    return fmt::format("no loss curve for {}", r.algorithm);
+  if (t.contains("lowest_loss") && t["lowest_loss"].is_number())
+    return fmt::format("{}'s curve never reaches {:.4g} (its lowest loss is {:.4g})", r.algorithm,
+                       target, t["lowest_loss"].get<double>());
+  return fmt::format("{}'s curve never reaches {:.4g}", r.algorithm, target);
+}
+
+// The algorithm label as every table of report.md shows it: marked when it does not fit.
+std::string label(const SummaryRow& r) {
+  return fits(r) ? r.algorithm : r.algorithm + " (does not fit)";
+}
+
+// "ddp (158 GB), acco (79.8 GB)": the rows left out of the ranking for their memory.
+std::string unfit_list(const std::vector<const SummaryRow*>& unfit) {
   std::string out;
-  if (ddp != ran.end() && best != ran.end() && best != ddp) {
-    const double idle_ddp = 1 - field(*ddp, "idle_breakdown", "compute");
-    const double idle_best = 1 - field(*best, "idle_breakdown", "compute");
-    out += fmt::format(
-        "{} processes {:.2f}x the samples per second of DDP here. DDP's GPUs sit idle {} of the "
-        "time "
-        "({} with their own data on the wire, {} waiting for slower peers); {}'s GPUs {}.",
-        best->algorithm, best->speedup_vs_ddp, percent(idle_ddp),
-        percent(field(*ddp, "idle_breakdown", "exposed_comm")),
-        percent(field(*ddp, "idle_breakdown", "waiting")), best->algorithm,
-        idle_best < 0.01 ? "are almost never idle: communication runs while they keep computing"
-                         : fmt::format("are idle {}", percent(idle_best)));
-    const double best_batch = best->metrics.samples / best->metrics.steps;
-    const double ddp_batch = ddp->metrics.samples / ddp->metrics.steps;
-    if (std::abs(best_batch - ddp_batch) > 1e-9 * ddp_batch)
-      out += fmt::format(" Its steps are not DDP's: {:.4g} samples per optimizer step against "
-                         "DDP's {:.4g}, so it takes {} per step against DDP's {}; compare "
-                         "convergence per sample before reading the speedup as a win.",
-                         best_batch, ddp_batch, hw::format_time(best->metrics.iteration_time_s),
-                         hw::format_time(ddp->metrics.iteration_time_s));
-    if (best->metrics.peak_memory_bytes > ddp->metrics.peak_memory_bytes)
-      out += fmt::format(" It needs {} per GPU against DDP's {}.",
-                         hw::format_bytes(best->metrics.peak_memory_bytes),
-                         hw::format_bytes(ddp->metrics.peak_memory_bytes));
-    out += "\n";
-  } else if (ddp != ran.end()) {
-    out +=
-        fmt::format("DDP is the fastest of these algorithms here: its GPUs compute {} of the time, "
-                    "so there is little communication left to hide.\n",
-                    percent(field(*ddp, "idle_breakdown", "compute")));
-  } else {
-    out += "Add ddp to the algorithms for a comparison.\n";
-  }
+  for (const auto* r : unfit)
+    out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", r->algorithm,
+                       hw::format_bytes(r->metrics.peak_memory_bytes));
   return out;
+}
+
+// The reference the headline compares against: DDP among the rows, else DDP simulated as the
+// baseline (ReportContext::ddp_reference), else the first row (issue 62.10).
+struct Baseline {
+  const SummaryRow* row = nullptr;
+  std::string name; // "DDP", or the first row's label
+  std::string note; // how it was chosen, when DDP is not among the algorithms
+};
+
+Baseline baseline_of(const std::vector<SummaryRow>& ran, const ReportContext& context) {
+  for (const auto& r : ran)
+    if (r.algorithm == "ddp")
+      return {&r, "DDP", ""};
+  if (context.ddp_reference && context.ddp_reference->error.empty())
+    return {&*context.ddp_reference, "DDP",
+            " DDP is not among the algorithms run: it was simulated as the baseline, and is not "
+            "ranked."};
+  if (ran.empty())
+    return {};
+  return {
+      &ran.front(), ran.front().algorithm,
+      fmt::format(" Without a DDP run, {} (listed first) is the baseline.", ran.front().algorithm)};
+}
+
+// The headline: which of the algorithms that fit wins here, by time to the target loss when the
+// scenario has one, else by samples per second, and why in the terms of the idle breakdown. Every
+// claim is drawn from the rows' numbers (issue 62.1, 62.2, 62.6).
+std::string verdict(const scenario::Scenario& s, const std::vector<SummaryRow>& ran,
+                    const ReportContext& context) {
+  if (ran.empty())
+    return "No algorithm ran.\n";
+  std::vector<const SummaryRow*> fit, unfit;
+  for (const auto& r : ran)
+    (fits(r) ? fit : unfit).push_back(&r);
+  const auto& gpu = s.cluster.gpu;
+  std::string out;
+  if (fit.empty()) {
+    const auto least = std::min_element(ran.begin(), ran.end(), [](const auto& a, const auto& b) {
+      return a.metrics.peak_memory_bytes < b.metrics.peak_memory_bytes;
+    });
+    out += fmt::format("Nothing here fits: each {} has {} for training, and the least any of "
+                       "these algorithms needs is {}'s {} per GPU.",
+                       gpu.name, memory_available_text(gpu), least->algorithm,
+                       hw::format_bytes(least->metrics.peak_memory_bytes));
+    if (!context.fit_advice.empty())
+      out += " " + context.fit_advice;
+    return out + " The figures below are what each would do with enough memory.\n";
+  }
+  const std::string of_fit = unfit.empty() ? "" : " of the algorithms that fit";
+  const std::string left_out =
+      unfit.empty()
+          ? std::string()
+          : fmt::format(" Left out, as they need more than the {} available per GPU ({} less a {} "
+                        "reserve): {}.",
+                        hw::format_bytes(gpu.memory_available()),
+                        hw::format_bytes(gpu.memory_bytes), hw::format_bytes(gpu.memory_reserve()),
+                        unfit_list(unfit));
+
+  if (s.training.target_loss) {
+    const double target = *s.training.target_loss;
+    std::vector<const SummaryRow*> reached, not_reached;
+    for (const auto* r : fit)
+      (std::isfinite(time_to_target(*r)) ? reached : not_reached).push_back(r);
+    std::stable_sort(reached.begin(), reached.end(), [](const auto* a, const auto* b) {
+      return time_to_target(*a) < time_to_target(*b);
+    });
+    if (reached.empty()) {
+      out += fmt::format("None of the algorithms that fit reaches loss {:.4g} on its loss "
+                         "curve, so none is the fastest to it.",
+                         target);
+    } else {
+      const auto& best = *reached.front();
+      const auto& t = best.extra["time_to_target"];
+      out += fmt::format("{} reaches loss {:.4g} first{}: in {} ({} samples at {:.4g} samples "
+                         "per second)",
+                         best.algorithm, target, of_fit, hw::format_time(time_to_target(best)),
+                         hw::format_count(t["samples"].get<double>()),
+                         best.metrics.throughput_samples_s);
+      if (reached.size() > 1)
+        out += fmt::format(", {:.2f}x sooner than the next, {} ({})",
+                           time_to_target(*reached[1]) / time_to_target(best),
+                           reached[1]->algorithm, hw::format_time(time_to_target(*reached[1])));
+      out += ".";
+    }
+    std::vector<std::string> no_curve, never;
+    for (const auto* r : not_reached)
+      (why_no_time(*r, target).starts_with("no loss curve") ? no_curve : never)
+          .push_back(why_no_time(*r, target));
+    for (const auto& n : never)
+      out += fmt::format(" {}.", n);
+    out += left_out + "\n";
+    for (const auto& n : no_curve)
+      out += fmt::format("\nWarning: {} in training.loss_curve: its time to loss {:.4g} is "
+                         "unknown, and it is not ranked.\n",
+                         n, target);
+    return out;
+  }
+
+  const auto base = baseline_of(ran, context);
+  const auto& best = **std::max_element(fit.begin(), fit.end(), [](const auto* a, const auto* b) {
+    return a->metrics.throughput_samples_s < b->metrics.throughput_samples_s;
+  });
+  const double idle_base = 1 - field(*base.row, "idle_breakdown", "compute");
+  const double idle_best = 1 - field(best, "idle_breakdown", "compute");
+  if (&best == base.row) {
+    out += fmt::format("{} is the fastest{} here: its GPUs compute {} of the time{}.", base.name,
+                       of_fit, percent(1 - idle_base),
+                       idle_base < 0.1 ? ", so there is little communication left to hide" : "");
+    return out + base.note + left_out + "\n";
+  }
+  const double ratio = best.metrics.throughput_samples_s / base.row->metrics.throughput_samples_s;
+  const std::string base_fits = fits(*base.row) ? "" : " (which does not fit)";
+  if (ratio >= 1)
+    out += fmt::format("{} is the fastest{} here: {:.2f}x the samples per second of {}{}.",
+                       best.algorithm, of_fit, ratio, base.name, base_fits);
+  else
+    out +=
+        fmt::format("{} is the fastest{} here, at {:.2f}x the samples per second of {}, which "
+                    "{}.",
+                    best.algorithm, of_fit.empty() ? " of the algorithms run" : of_fit, ratio,
+                    base.name, fits(*base.row) ? "is faster" : "would be faster but does not fit");
+  out += base.note;
+  // "Almost never idle" only where the numbers say so: under 1% and under half the baseline's.
+  const bool never_idle = idle_best < 0.01 && idle_best < 0.5 * idle_base;
+  out += fmt::format(" {}'s GPUs sit idle {} of the time ({} with their own data on the wire, {} "
+                     "waiting for slower peers); {}'s GPUs {}.",
+                     base.name, percent(idle_base),
+                     percent(field(*base.row, "idle_breakdown", "exposed_comm")),
+                     percent(field(*base.row, "idle_breakdown", "waiting")), best.algorithm,
+                     never_idle ? fmt::format("are almost never idle ({}): communication runs "
+                                              "while they keep computing",
+                                              percent(idle_best))
+                                : fmt::format("are idle {}", percent(idle_best)));
+  const double best_batch = best.metrics.samples / best.metrics.steps;
+  const double base_batch = base.row->metrics.samples / base.row->metrics.steps;
+  if (std::abs(best_batch - base_batch) > 1e-9 * base_batch)
+    out += fmt::format(" Its steps are not {}'s: {:.4g} samples per optimizer step against "
+                       "{:.4g}, so it takes {} per step against {}; compare convergence per "
+                       "sample before reading the speedup as a win.",
+                       base.name, best_batch, base_batch,
+                       hw::format_time(best.metrics.iteration_time_s),
+                       hw::format_time(base.row->metrics.iteration_time_s));
+  if (best.metrics.peak_memory_bytes > base.row->metrics.peak_memory_bytes)
+    out += fmt::format(" It needs {} per GPU against {}'s {}, of the {} available.",
+                       hw::format_bytes(best.metrics.peak_memory_bytes), base.name,
+                       hw::format_bytes(base.row->metrics.peak_memory_bytes),
+                       hw::format_bytes(gpu.memory_available()));
+  return out + left_out + "\n";
 }
 
 std::string update_of(const SummaryRow& r) {
@@ -99,39 +243,43 @@ std::string update_of(const SummaryRow& r) {
 }
 
 // The rows ranked: by time to the target loss when the scenario has one, else by samples per
-// second, with what each step holds; and, without a target, what the speedups of algorithms whose
-// steps are not DDP's leave out (issue 27.2).
+// second, with what each step holds; those that do not fit come last, marked; and, without a
+// target, what the speedups of algorithms whose steps are not DDP's leave out (issue 27.2).
 std::string ranking(const scenario::Scenario& s, std::vector<SummaryRow> ran) {
   std::string out;
-  const auto time_to_target = [](const SummaryRow& r) {
-    const auto& t =
-        r.extra.contains("time_to_target") ? r.extra["time_to_target"] : nlohmann::ordered_json();
-    return t.is_object() && t["time_s"].is_number() ? t["time_s"].get<double>()
-                                                    : std::numeric_limits<double>::infinity();
+  const auto fit_first = [](const SummaryRow& a, const SummaryRow& b) {
+    return fits(a) && !fits(b);
+  };
+  const auto memory = [&](const SummaryRow& r) {
+    return fits(r) ? fmt::format("{} per GPU", hw::format_bytes(r.metrics.peak_memory_bytes))
+                   : fmt::format("does not fit: {} per GPU of {} available",
+                                 hw::format_bytes(r.metrics.peak_memory_bytes),
+                                 hw::format_bytes(r.memory_available_bytes));
   };
   if (s.training.target_loss) {
     std::stable_sort(ran.begin(), ran.end(), [&](const SummaryRow& a, const SummaryRow& b) {
-      return time_to_target(a) < time_to_target(b);
+      return fit_first(a, b) || (fits(a) == fits(b) && time_to_target(a) < time_to_target(b));
     });
     out += fmt::format("Time to reach loss {:.4g} (from the loss curves: samples to the target "
                        "over samples per second), fastest first:\n\n",
                        *s.training.target_loss);
     for (const auto& r : ran) {
       const double t = time_to_target(r);
-      out += fmt::format("- {}: {}\n", r.algorithm,
+      out += fmt::format("- {}: {}{}\n", r.algorithm,
                          std::isfinite(t) ? hw::format_time(t)
-                                          : std::string("never reached (or no loss curve)"));
+                                          : why_no_time(r, *s.training.target_loss),
+                         fits(r) ? "" : fmt::format(" ({})", memory(r)));
     }
     return out + "\n";
   }
-  std::stable_sort(ran.begin(), ran.end(), [](const SummaryRow& a, const SummaryRow& b) {
-    return a.metrics.throughput_samples_s > b.metrics.throughput_samples_s;
+  std::stable_sort(ran.begin(), ran.end(), [&](const SummaryRow& a, const SummaryRow& b) {
+    return fit_first(a, b) ||
+           (fits(a) == fits(b) && a.metrics.throughput_samples_s > b.metrics.throughput_samples_s);
   });
-  out += "Ranked by samples per second:\n\n";
+  out += "Ranked by samples per second, those that fit first:\n\n";
   for (const auto& r : ran)
-    out += fmt::format("- {}: {:.2f}x DDP, {:.4g} samples a step, {} per GPU{}\n", r.algorithm,
-                       r.speedup_vs_ddp, r.metrics.samples / r.metrics.steps,
-                       hw::format_bytes(r.metrics.peak_memory_bytes),
+    out += fmt::format("- {}: {:.2f}x DDP, {:.4g} samples a step, {}{}\n", r.algorithm,
+                       r.speedup_vs_ddp, r.metrics.samples / r.metrics.steps, memory(r),
                        update_of(r) == "local"     ? " (local updates: see below)"
                        : update_of(r) == "delayed" ? " (delayed updates: see below)"
                                                    : "");
@@ -175,22 +323,48 @@ std::string network_summary(const scenario::Scenario& s) {
     fabric = fmt::format("; {}, {} per switch hop",
                          hw::describe(hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node)),
                          hw::format_time(c.fabric.hop_latency_s));
-  return fmt::format(
-      "{} per GPU inside a node; {} per NIC between nodes, {} NIC{} per node ({} per node){}{}",
-      link(c.intra_node), link(c.inter_node), c.nics_per_node, c.nics_per_node == 1 ? "" : "s",
-      hw::format_bandwidth(c.nics_per_node * c.inter_node.bandwidth_Bps),
-      c.sites.empty() ? std::string()
-                      : fmt::format("; {} sites joined by a WAN: {}", c.sites.size(), link(c.wan)),
-      c.sites.empty() ? fabric : std::string());
+  // A link a job does not use is not shown (issue 62.8: one node read "custom (0 B/s ...)").
+  std::vector<std::string> parts;
+  if (c.gpus_per_node > 1)
+    parts.push_back(fmt::format("{} per GPU inside a node", link(c.intra_node)));
+  if (c.nodes > 1)
+    parts.push_back(fmt::format("{} per NIC between nodes, {} NIC{} per node ({} per node){}{}",
+                                link(c.inter_node), c.nics_per_node,
+                                c.nics_per_node == 1 ? "" : "s",
+                                hw::format_bandwidth(c.nics_per_node * c.inter_node.bandwidth_Bps),
+                                c.sites.empty() ? std::string()
+                                                : fmt::format("; {} sites joined by a WAN: {}",
+                                                              c.sites.size(), link(c.wan)),
+                                c.sites.empty() ? fabric : std::string()));
+  return parts.empty() ? std::string("none (one GPU)") : fmt::format("{}", fmt::join(parts, "; "));
 }
 
-std::string report_markdown(const scenario::Scenario& s, const std::vector<SummaryRow>& rows) {
-  std::string out = fmt::format("# {}\n\n{} GPUs ({} nodes x {} {}), model {} ({} parameters), "
-                                "micro-batch {} x {} tokens, {} steady-state steps. Simulated.\n\n",
-                                s.name, s.cluster.world_size(), s.cluster.nodes,
-                                s.cluster.gpus_per_node, s.cluster.gpu.name, s.model.spec.name,
-                                hw::format_count(s.model.spec.total_params()),
-                                s.training.micro_batch, s.training.seq_len, s.training.steps);
+namespace {
+
+// "llama2-7b (6.738G parameters)", or, when the scenario changed a transformer preset's shape,
+// says so: the preset's name alone would read as the preset (issue 62.8).
+std::string model_text(const scenario::Scenario& s) {
+  const double params = s.model.spec.total_params();
+  if (const auto dims = hw::find_transformer_preset(s.model.preset)) {
+    const double own =
+        hw::transformer_model(s.model.preset, *dims, s.training.seq_len).total_params();
+    if (std::abs(own - params) > 0.5)
+      return fmt::format("{} with its shape overridden ({} parameters; the preset has {})",
+                         s.model.spec.name, hw::format_count(params), hw::format_count(own));
+  }
+  return fmt::format("{} ({} parameters)", s.model.spec.name, hw::format_count(params));
+}
+
+} // namespace
+
+std::string report_markdown(const scenario::Scenario& s, const std::vector<SummaryRow>& rows,
+                            const ReportContext& context) {
+  std::string out = fmt::format(
+      "# {}\n\n{} GPU{} ({} node{} x {} {}), model {}, "
+      "micro-batch {} x {} tokens, {} steady-state steps. Simulated.\n\n",
+      s.name, s.cluster.world_size(), s.cluster.world_size() == 1 ? "" : "s", s.cluster.nodes,
+      s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, s.cluster.gpu.name, model_text(s),
+      s.training.micro_batch, s.training.seq_len, s.training.steps);
   out += "Network: " + network_summary(s) + ".\n\n";
   for (const auto& w : s.warnings)
     out += fmt::format("Warning: {}\n\n", w);
@@ -199,13 +373,14 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
     if (r.error.empty())
       ran.push_back(r);
   // What a reader comes for first: which algorithm wins here, and why (issue 27.8).
-  out += "## Which wins here\n\n" + verdict(ran) + "\n" + ranking(s, ran);
+  out += "## Which wins here\n\n" + verdict(s, ran, context) + "\n" + ranking(s, ran);
   out += "## All algorithms\n\n";
   out += "| algorithm | iteration | speedup vs DDP | samples/step | computing | exposed comm | "
-         "waiting for peers | other idle | lower bound |\n|---|---|---|---|---|---|---|---|---|\n";
+         "waiting for peers | other idle | lower bound | peak memory per GPU |\n"
+         "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : ran)
     out += fmt::format(
-        "| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} |\n", r.algorithm,
+        "| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} | {} |\n", label(r),
         hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
         r.metrics.samples / r.metrics.steps, percent(field(r, "idle_breakdown", "compute")),
         fmt::format("{} ({}/step)", percent(field(r, "idle_breakdown", "exposed_comm")),
@@ -213,7 +388,11 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
         fmt::format("{} ({}/step)", percent(field(r, "idle_breakdown", "waiting")),
                     hw::format_time(r.metrics.waiting_s)),
         percent(field(r, "idle_breakdown", "idle_other")),
-        hw::format_time(r.extra.value("lower_bound_s", 0.0)));
+        hw::format_time(r.extra.value("lower_bound_s", 0.0)),
+        fmt::format(
+            "{}{}", hw::format_bytes(r.metrics.peak_memory_bytes),
+            fits(r) ? ""
+                    : fmt::format(" > {} available", hw::format_bytes(r.memory_available_bytes))));
   // Where the bytes go (issue 25.6): "how much crosses the WAN?"
   if (!ran.empty()) {
     out += fmt::format("\nBytes each GPU sends per step, by the link they cross:\n\n| algorithm | "
@@ -222,7 +401,7 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
                        s.cluster.sites.empty() ? "" : "---|");
     for (const auto& r : ran)
       out += fmt::format(
-          "| {} | {} | {} | {} |{}\n", r.algorithm, hw::format_bytes(r.metrics.comm_bytes_per_step),
+          "| {} | {} | {} | {} |{}\n", label(r), hw::format_bytes(r.metrics.comm_bytes_per_step),
           hw::format_bytes(r.metrics.intra_node_bytes_per_step),
           hw::format_bytes(r.metrics.inter_node_bytes_per_step),
           s.cluster.sites.empty()
@@ -233,12 +412,12 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
     if (!r.error.empty())
       out += fmt::format("\n**{} could not run**: {}\n", r.algorithm, r.error);
   for (const auto& r : ran)
-    if (r.gpu_memory_bytes > 0 && r.metrics.peak_memory_bytes > r.gpu_memory_bytes)
+    if (!fits(r))
       out += fmt::format("\n**{} does not fit**: it needs {} per GPU, the {} has {}.\n",
                          r.algorithm, hw::format_bytes(r.metrics.peak_memory_bytes),
-                         s.cluster.gpu.name, hw::format_bytes(r.gpu_memory_bytes));
+                         s.cluster.gpu.name, memory_available_text(s.cluster.gpu));
   for (const auto& r : ran) {
-    out += fmt::format("\n## {}\n\n", r.algorithm);
+    out += fmt::format("\n## {}\n\n", label(r));
     const auto& cp = r.extra["critical_path"];
     out += fmt::format("Critical path of the last steady-state step: {} of which {} is ops "
                        "(the rest is waiting between them).",

@@ -6,6 +6,7 @@
 #include "trace/analysis.h"
 #include "trace/summary.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,20 @@ void add_analysis(SummaryRow& row, const Analysis& analysis);
 // report.md's 'Network:' line and `run`'s stdout.
 std::string network_summary(const scenario::Scenario& scenario);
 
-std::string report_markdown(const scenario::Scenario& scenario,
-                            const std::vector<SummaryRow>& rows);
+// "75 GB (80 GB less a 5 GB reserve)": what an algorithm may hold on each GPU, and why not all.
+std::string memory_available_text(const hw::GpuSpec& gpu);
+
+// What report.md compares against and suggests beyond the rows themselves (`run` fills it).
+struct ReportContext {
+  // DDP's row when DDP is not among the algorithms: simulate_rows simulates it as the baseline of
+  // speedup_vs_ddp, and the headline compares against it (named as such), never ranks it.
+  std::optional<SummaryRow> ddp_reference;
+  // When no algorithm fits: what would, as computed by fit_advice (cli/run_command.h).
+  std::string fit_advice;
+};
+
+std::string report_markdown(const scenario::Scenario& scenario, const std::vector<SummaryRow>& rows,
+                            const ReportContext& context = {});
 
 // Whether a summary row fits in its GPU's memory: its `fits` field where it has one, else its
 // peak_memory_bytes against gpu_memory_bytes (a row without a known capacity fits).

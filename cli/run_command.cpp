@@ -12,6 +12,7 @@
 #include "files/atomic_file.h"
 #include "files/output_stage.h"
 #include "hw/units.h"
+#include "scenario/checkpointing.h"
 #include "scenario/loader.h"
 #include "trace/analysis.h"
 
@@ -65,6 +66,7 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   row.micro_batch = s.training.micro_batch;
   row.measured = trace.measured;
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
+  row.memory_available_bytes = s.cluster.gpu.memory_available();
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
   add_analysis(row, analyze(trace, row.metrics));
   add_supplied_time_to_target(row, s);
@@ -81,11 +83,11 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
         row.extra["colour"] = std::string(d->colour);
     }
   auto all_warnings = warnings;
-  if (row.metrics.peak_memory_bytes > s.cluster.gpu.memory_bytes)
-    all_warnings.push_back(
-        fmt::format("peak memory {} per GPU exceeds the {}'s {}: this would not fit",
-                    hw::format_bytes(row.metrics.peak_memory_bytes), s.cluster.gpu.name,
-                    hw::format_bytes(s.cluster.gpu.memory_bytes)));
+  if (!fits(row))
+    all_warnings.push_back(fmt::format("peak memory {} per GPU exceeds the {} available on the "
+                                       "{}: this would not fit",
+                                       hw::format_bytes(row.metrics.peak_memory_bytes),
+                                       memory_available_text(s.cluster.gpu), s.cluster.gpu.name));
   if (!all_warnings.empty())
     row.extra["warnings"] = all_warnings;
   return row;
@@ -122,7 +124,8 @@ void select_algorithms(scenario::Scenario& scenario, const std::vector<std::stri
 }
 
 std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool progress,
-                                      std::vector<sim::SimulationResult>* results) {
+                                      std::vector<sim::SimulationResult>* results,
+                                      SummaryRow* ddp_reference) {
   // Every algorithm is built once here so that a bad name or option, or a window shorter than its
   // period, fails before any simulation.
   for (const auto& a : scenario.algorithms)
@@ -165,9 +168,12 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
     ddp.where = "(reference for speedup_vs_ddp)";
     try {
       const auto reference = sim::simulate(scenario, ddp);
-      ddp_throughput =
-          compute_metrics(reference.trace, scenario.training.warmup_steps, scenario.training.steps)
-              .throughput_samples_s;
+      auto row = make_row(scenario, ddp.label, reference.trace);
+      ddp_throughput = row.metrics.throughput_samples_s;
+      if (ddp_reference) {
+        row.speedup_vs_ddp = 1;
+        *ddp_reference = std::move(row);
+      }
     } catch (const Interrupted&) {
       throw;
     } catch (const std::exception& e) {
@@ -179,6 +185,145 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
     r.speedup_vs_ddp = ddp_throughput > 0 ? r.metrics.throughput_samples_s / ddp_throughput
                                           : std::numeric_limits<double>::quiet_NaN();
   return rows;
+}
+
+namespace {
+
+// One algorithm simulated quietly on `s`: its row (fit_advice's probes).
+SummaryRow probe(const scenario::Scenario& s, const scenario::AlgorithmSpec& spec) {
+  const auto windowed = with_measured_steps(s, spec);
+  return make_row(windowed, spec.label, sim::simulate(windowed, spec).trace);
+}
+
+} // namespace
+
+std::string fit_advice(const scenario::Scenario& s, const std::vector<SummaryRow>& rows) {
+  if (std::any_of(rows.begin(), rows.end(), [](const SummaryRow& r) { return fits(r); }) ||
+      std::none_of(rows.begin(), rows.end(), [](const SummaryRow& r) { return r.error.empty(); }))
+    return {};
+  const double available = s.cluster.gpu.memory_available();
+  const double ddp_throughput = [&] {
+    for (const auto& r : rows)
+      if (r.error.empty() && r.speedup_vs_ddp > 0)
+        return r.metrics.throughput_samples_s / r.speedup_vs_ddp;
+    return 0.0;
+  }();
+  const auto speed = [&](const SummaryRow& r) {
+    return fmt::format("{} per step{}", hw::format_time(r.metrics.iteration_time_s),
+                       ddp_throughput > 0
+                           ? fmt::format(", {:.2f}x DDP's samples per second",
+                                         r.metrics.throughput_samples_s / ddp_throughput)
+                           : "");
+  };
+  // First the smallest change: an algorithm that shards the model state, on this cluster.
+  std::optional<SummaryRow> fsdp;
+  scenario::AlgorithmSpec fsdp_spec;
+  for (const char* name : {"zero1", "fsdp"}) {
+    const auto listed = std::find_if(s.algorithms.begin(), s.algorithms.end(),
+                                     [&](const auto& a) { return a.name == name; });
+    scenario::AlgorithmSpec spec;
+    spec.name = spec.label = name;
+    spec.where = "(memory advice)";
+    std::optional<SummaryRow> row;
+    if (listed != s.algorithms.end()) {
+      spec = *listed;
+      for (const auto& r : rows)
+        if (r.algorithm == listed->label && r.error.empty())
+          row = r;
+    } else {
+      try {
+        row = probe(s, spec);
+      } catch (const std::exception&) {
+        throw_if_interrupted();
+        continue; // cannot run here: no advice from it
+      }
+      if (fits(*row))
+        return fmt::format(
+            "{} would fit: it shards the {}, and needs {} per GPU on this cluster (simulated; {}).",
+            name,
+            spec.name == "fsdp" ? "parameters, gradients and optimizer state" : "optimizer state",
+            hw::format_bytes(row->metrics.peak_memory_bytes), speed(*row));
+    }
+    if (spec.name == "fsdp" && row) {
+      fsdp = row;
+      fsdp_spec = spec;
+    }
+  }
+  if (!fsdp)
+    return "Nothing overlapsim computed here fits: FSDP, which shards the most, could not run.";
+  // The part of FSDP's peak that more GPUs do not shrink: all but its sharded model state.
+  const auto unsharded = [](const SummaryRow& r) {
+    const auto& b = r.metrics.memory_breakdown;
+    return r.metrics.peak_memory_bytes - b[static_cast<std::size_t>(MemoryCategory::params)] -
+           b[static_cast<std::size_t>(MemoryCategory::grads)] -
+           b[static_cast<std::size_t>(MemoryCategory::optimizer_state)];
+  };
+  // FSDP over more nodes of `base`, from its `row` there: the estimate (the sharded state shrinks
+  // with the GPUs, the rest does not), checked by simulating FSDP there; gathered layers do not
+  // shrink, so up to three node counts from it.
+  const auto more_nodes = [&](const scenario::Scenario& base, const SummaryRow& row,
+                              const std::string& with) {
+    if (!base.cluster.sites.empty())
+      return fmt::format("FSDP{} needs {} per GPU here; how many more nodes it needs is not "
+                         "computed for a cluster of sites.",
+                         with, hw::format_bytes(row.metrics.peak_memory_bytes));
+    const int per_node = base.cluster.gpus_per_node;
+    const double fixed = unsharded(row);
+    const double gpus = std::ceil(base.cluster.world_size() *
+                                  (row.metrics.peak_memory_bytes - fixed) / (available - fixed));
+    int nodes = std::max(base.cluster.nodes + 1, static_cast<int>(std::ceil(gpus / per_node)));
+    for (int tries = 0; tries < 3 && static_cast<long long>(nodes) * per_node <= (1 << 20);
+         ++tries, ++nodes) {
+      auto bigger = base;
+      bigger.cluster.nodes = nodes;
+      try {
+        const auto there = probe(bigger, fsdp_spec);
+        if (fits(there))
+          // No speedup: DDP's ran on the smaller cluster.
+          return fmt::format("FSDP{} would fit on {} nodes ({} GPUs) instead of {}: it needs {} "
+                             "per GPU there (simulated; {} per step).",
+                             with, nodes, nodes * per_node, base.cluster.nodes,
+                             hw::format_bytes(there.metrics.peak_memory_bytes),
+                             hw::format_time(there.metrics.iteration_time_s));
+      } catch (const std::exception&) {
+        throw_if_interrupted();
+        break;
+      }
+    }
+    return fmt::format("FSDP{} needs {} per GPU here and still did not fit on {} nodes; nothing "
+                       "overlapsim computed here fits.",
+                       with, hw::format_bytes(row.metrics.peak_memory_bytes), nodes - 1);
+  };
+  if (unsharded(*fsdp) < available)
+    return more_nodes(s, *fsdp, "");
+  if (s.model.checkpointing.enabled())
+    return fmt::format("Not even FSDP fits on any number of GPUs: sharding its parameters, "
+                       "gradients and optimizer state over more GPUs leaves {} per GPU of "
+                       "activations and buffers, more than the {} available. Nothing overlapsim "
+                       "computed here fits.",
+                       hw::format_bytes(unsharded(*fsdp)), hw::format_bytes(available));
+  // Activations are what does not shrink: keep only each layer's input and recompute the rest.
+  auto checkpointed = s;
+  checkpointed.model.checkpointing = scenario::checkpointing_of(s.model, 1);
+  const std::string with = " with activation checkpointing (model.activation_checkpointing: full)";
+  std::optional<SummaryRow> row;
+  try {
+    row = probe(checkpointed, fsdp_spec);
+  } catch (const std::exception&) {
+    throw_if_interrupted();
+  }
+  if (row && fits(*row))
+    return fmt::format("FSDP{} would fit: it needs {} per GPU on this cluster (simulated; {}).",
+                       with, hw::format_bytes(row->metrics.peak_memory_bytes), speed(*row));
+  if (row && unsharded(*row) < available)
+    return more_nodes(checkpointed, *row, with);
+  return fmt::format("Not even FSDP fits on any number of GPUs: sharding its parameters, "
+                     "gradients and optimizer state over more GPUs leaves {} per GPU of "
+                     "activations and buffers{}, more than the {} available. Nothing overlapsim "
+                     "computed here fits.",
+                     hw::format_bytes(unsharded(*fsdp)),
+                     row ? fmt::format(" ({}{})", hw::format_bytes(unsharded(*row)), with) : "",
+                     hw::format_bytes(available));
 }
 
 namespace {
@@ -218,17 +363,18 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
       out += fmt::format("{:<{}} error: {}\n", r.algorithm, width, r.error);
       continue;
     }
-    const bool too_big = r.gpu_memory_bytes > 0 && m.peak_memory_bytes > r.gpu_memory_bytes;
-    out += fmt::format(
-        "{:<{}} {}{:>10} {:>14.1f} {:>7.3f}x {:>12} {:>8.1f}% {:>12} {:>10} {:>12}{}\n",
-        r.algorithm, width,
-        target ? fmt::format("{:>10} ", time_to_target_cell(r).value_or("-")) : "",
-        hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
-        plain_count(m.samples / m.steps), 100 * m.idle_fraction_mean,
-        hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s),
-        hw::format_bytes(m.peak_memory_bytes),
-        too_big ? fmt::format("  DOES NOT FIT ({} per GPU)", hw::format_bytes(r.gpu_memory_bytes))
-                : "");
+    const bool too_big = !fits(r);
+    out +=
+        fmt::format("{:<{}} {}{:>10} {:>14.1f} {:>7.3f}x {:>12} {:>8.1f}% {:>12} {:>10} {:>12}{}\n",
+                    r.algorithm, width,
+                    target ? fmt::format("{:>10} ", time_to_target_cell(r).value_or("-")) : "",
+                    hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
+                    plain_count(m.samples / m.steps), 100 * m.idle_fraction_mean,
+                    hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s),
+                    hw::format_bytes(m.peak_memory_bytes),
+                    too_big ? fmt::format("  DOES NOT FIT ({} available per GPU)",
+                                          hw::format_bytes(r.memory_available_bytes))
+                            : "");
   }
   // Rank classes (sim/rank_classes.h): say where one node's GPUs stood for all.
   for (const auto& r : rows)
@@ -253,7 +399,12 @@ int run_command(const RunOptions& options) {
     // Checked before simulating: the directory must be new, empty or a previous run's outputs.
     OutputStage stage(scenario.output.dir);
     std::vector<sim::SimulationResult> results;
-    const auto rows = simulate_rows(scenario, options.progress, &results);
+    SummaryRow ddp_reference;
+    const auto rows = simulate_rows(scenario, options.progress, &results, &ddp_reference);
+    ReportContext context;
+    if (!ddp_reference.algorithm.empty())
+      context.ddp_reference = ddp_reference;
+    context.fit_advice = fit_advice(scenario, rows);
 
     // Every output goes to the staging directory, published at once: all of them or none.
     const std::string& dir = stage.path();
@@ -266,10 +417,21 @@ int run_command(const RunOptions& options) {
                            scenario.output);
         }
     write_summary(dir, scenario::to_json(scenario), rows);
-    write_file_atomically(dir + "/report.md", report_markdown(scenario, rows));
-    if (options.print_table)
+    write_file_atomically(dir + "/report.md", report_markdown(scenario, rows, context));
+    if (options.print_table) {
       std::printf("%s\nnetwork: %s\n%s", scenario.name.c_str(), network_summary(scenario).c_str(),
                   format_table(rows).c_str());
+      if (!context.fit_advice.empty())
+        std::printf("nothing fits in the %s available per GPU. %s\n",
+                    hw::format_bytes(scenario.cluster.gpu.memory_available()).c_str(),
+                    context.fit_advice.c_str());
+    }
+    for (const auto& r : rows)
+      if (r.extra.contains("time_to_target") && r.extra["time_to_target"]["curve"].is_null())
+        std::fprintf(stderr,
+                     "warning: no loss curve for %s in training.loss_curve: its time to "
+                     "the target loss is unknown\n",
+                     r.algorithm.c_str());
     for (const auto& r : rows)
       if (r.extra.contains("warnings"))
         for (const auto& w : r.extra["warnings"])

@@ -30,8 +30,15 @@ struct RunOptions {
 // made before the run beside it (issue 63.6).
 std::string out_of_memory_error(const scenario::Scenario& scenario, const std::exception& e);
 
+// When DDP is not listed, `ddp_reference` (if given) receives that run's row.
 std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool progress,
-                                      std::vector<sim::SimulationResult>* results = nullptr);
+                                      std::vector<sim::SimulationResult>* results = nullptr,
+                                      SummaryRow* ddp_reference = nullptr);
+
+// When none of `rows` fits in memory: what would, computed by simulating it (a sharding algorithm
+// not among the rows on this cluster, else FSDP on the fewest nodes it fits on), or a plain
+// statement that nothing computed fits. Empty when some row fits.
+std::string fit_advice(const scenario::Scenario& scenario, const std::vector<SummaryRow>& rows);
 
 // A summary row from a trace (simulated or measured): metrics, critical path, idle breakdown,
 // and a warning when peak memory exceeds the GPU's.

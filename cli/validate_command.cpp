@@ -211,6 +211,7 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   for (auto& r : measured_rows) {
     r.speedup_vs_ddp = ddp > 0 ? r.metrics.throughput_samples_s / ddp : 0.0;
     r.gpu_memory_bytes = machine_memory_bytes();
+    r.memory_available_bytes = r.gpu_memory_bytes; // measured on this machine: what it ran in
   }
   // Time to target on the run's own measured curve, for the measured and the predicted row.
   for (std::size_t i = 0; i < result.runs.size(); ++i) {

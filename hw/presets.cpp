@@ -42,6 +42,15 @@ double GpuSpec::collective_start_share(std::string_view op) const {
   return it == collective_start_cost_by_op.end() ? StartCost::kMostShare : it->second.share;
 }
 
+double GpuSpec::memory_reserve() const {
+  return memory_reserve_bytes >= 0 ? memory_reserve_bytes
+                                   : default_memory_reserve_bytes(memory_bytes);
+}
+
+double default_memory_reserve_bytes(double memory_bytes) {
+  return std::min(1e9 + 0.05 * memory_bytes, 0.5 * memory_bytes);
+}
+
 LinkSpec link_at(std::string name, double line_rate_Bps, double latency_s, double efficiency) {
   return LinkSpec{std::move(name), line_rate_Bps * efficiency, latency_s, efficiency};
 }

@@ -69,6 +69,10 @@ struct GpuSpec {
     double share = kMostShare; // in [kLeastShare, kMostShare]
   };
   std::map<std::string, StartCost, std::less<>> collective_start_cost_by_op;
+  // What a training process cannot use of memory_bytes (cluster.gpu.memory_reserve): the CUDA
+  // context, NCCL's buffers, the caching allocator's fragmentation. Negative: the default,
+  // default_memory_reserve_bytes(). Last, as the presets' positional initialisers end before it.
+  double memory_reserve_bytes = -1;
 
   double comm_interference_of(std::string_view op) const;
   double compute_interference_of(std::string_view op) const;
@@ -79,7 +83,21 @@ struct GpuSpec {
   // and the share of the compute's speed it takes.
   double collective_start_seconds(std::string_view op, double bytes) const;
   double collective_start_share(std::string_view op) const;
+  // memory_reserve_bytes, or the default where the scenario set none.
+  double memory_reserve() const;
+  // What a training process can hold: the capacity less the reserve (an algorithm fits when its
+  // peak is at most this).
+  double memory_available() const { return memory_bytes - memory_reserve(); }
 };
+
+// The default reserve of a GPU of `memory_bytes`: 1 GB for the CUDA context and library
+// workspaces (a bare PyTorch CUDA context shows ~0.8 GB in nvidia-smi, pytorch/pytorch#34323) and
+// NCCL's buffers (NCCL_BUFFSIZE, 4 MiB per channel and peer, allocated outside PyTorch's
+// allocator), plus 5% of the capacity for the caching allocator's fragmentation (memory reserved
+// but not allocated, torch.cuda.memory_reserved() - memory_allocated(); an assumption, not a
+// measurement). An 80 GB GPU keeps 5 GB back: 75 GB available. At most half the capacity, so that
+// a small custom device keeps some.
+double default_memory_reserve_bytes(double memory_bytes);
 
 struct LinkSpec {
   std::string name;

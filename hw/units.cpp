@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
+#include <iterator>
 #include <optional>
 
 namespace overlapsim::hw {
@@ -223,13 +224,29 @@ std::string format_time(double s) {
   const double a = std::abs(s);
   if (a == 0)
     return "0 s";
-  if (a < 1e-6)
-    return fmt::format("{:.3g} ns", s * 1e9);
-  if (a < 1e-3)
-    return fmt::format("{:.3g} us", s * 1e6);
-  if (a < 1)
-    return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} s", s);
+  if (!std::isfinite(s))
+    return fmt::format("{} s", s);
+  // Each unit up to where the next takes over once rounded to three digits (999.96 ms reads 1 s,
+  // not "1e+03 ms"); past a minute, minutes, hours and days (21,200 s reads 5.89 h).
+  struct Unit {
+    double seconds;
+    const char* name;
+    double next; // the value in this unit at which the next unit takes over
+  };
+  static constexpr Unit kUnits[] = {{1e-9, "ns", 1000}, {1e-6, "us", 1000}, {1e-3, "ms", 1000},
+                                    {1, "s", 60},       {60, "min", 60},    {3600, "h", 24},
+                                    {86400, "days", 0}};
+  constexpr std::size_t kLast = std::size(kUnits) - 1;
+  std::size_t i = 0;
+  while (i < kLast && a >= kUnits[i + 1].seconds)
+    ++i;
+  for (;; ++i) {
+    const double v = s / kUnits[i].seconds;
+    const std::string text =
+        i == kLast && std::abs(v) >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+    if (i == kLast || std::abs(std::stod(text)) < kUnits[i].next)
+      return text + " " + kUnits[i].name;
+  }
 }
 
 std::string format_count(double count) {

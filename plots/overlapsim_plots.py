@@ -329,7 +329,8 @@ def plot_timeline_compare(out, rows, traces, scenario):
         cats |= draw_gantt(ax, traces[n], gpus, (lo, hi), universe_of(traces[n], rows.get(n)),
                            fontsize=7)
         ax.set_ylabel(n, rotation=0, ha="right", va="center", fontsize=10, color=algorithm_colour(n))
-        ax.set_xlabel(f"{n}: ms since its steady-state window opened ({hi - lo:.4g} ms shown)",
+        ax.set_xlabel(f"{n}: ms since its steady-state window opened "
+                      f"({format_time((hi - lo) / 1000)} shown)",
                       fontsize=8)
     category_legend(axes[0, 0], cats)
     source = sources(source_of(traces[n], rows.get(n), n) == "measured" for n in names)
@@ -340,17 +341,44 @@ def plot_timeline_compare(out, rows, traces, scenario):
     save(fig, os.path.join(out, "timeline-compare.png"))
 
 
+def format_time(seconds):
+    """A duration as hw::format_time writes it: three digits in the unit they round into
+    ("1 s", not "1e+03 ms"), minutes, hours and days past a minute ("5.89 h", not "2.12e+04 s")."""
+    units = [(1e-9, "ns", 1000), (1e-6, "us", 1000), (1e-3, "ms", 1000), (1, "s", 60),
+             (60, "min", 60), (3600, "h", 24), (86400, "days", None)]
+    if seconds == 0 or not math.isfinite(seconds):
+        return f"{seconds:g} s"
+    i = 0
+    while i + 1 < len(units) and abs(seconds) >= units[i + 1][0]:
+        i += 1
+    while True:
+        scale, name, nxt = units[i]
+        v = seconds / scale
+        text = f"{v:.0f}" if nxt is None and abs(v) >= 1000 else f"{v:.3g}"
+        if nxt is None or abs(float(text)) < nxt:
+            return f"{text} {name}"
+        i += 1
+
+
 def spans_decades(values):
     """Whether positive finite values span a factor of 100 or more (then a log axis reads best)."""
     finite = [v for v in values if isinstance(v, (int, float)) and v > 0 and math.isfinite(v)]
     return bool(finite) and max(finite) / min(finite) >= 100
 
 
+UNFIT_COLOUR = "#C8C8C8"
+
+
 def plot_speedup(out, results, scenario):
     names = bar_names(results)
     values = [float(r.get("speedup_vs_ddp", 0)) for r in results]
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(names) + 3), 4.5))
-    bars = ax.bar(names, [v if math.isfinite(v) else 0 for v in values], color=[algorithm_colour(r["algorithm"]) for r in results])
+    # An algorithm that does not fit in its GPU's memory (fits: false, issue 62.1) is greyed and
+    # labelled: its speedup is what it would do with enough memory, not a candidate.
+    unfit = [r.get("fits") is False for r in results]
+    bars = ax.bar(names, [v if math.isfinite(v) else 0 for v in values],
+                  color=[UNFIT_COLOUR if u else algorithm_colour(r["algorithm"])
+                         for r, u in zip(results, unfit)])
     # Steps that are not DDP's (issue 27.2): local updates between synchronisations, or delayed
     # ones from a varying number of micro-batches. Their bars are hatched and the note says why.
     caveat = [r for r in results if r.get("update") in ("local", "delayed")]
@@ -370,6 +398,9 @@ def plot_speedup(out, results, scenario):
         text = (f"{value:.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
                 f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%" if known
                 else "no DDP\nreference")
+        if r.get("fits") is False:
+            text = (f"does not fit\n{r.get('peak_memory_bytes', 0) / 1e9:.3g} GB > "
+                    f"{r.get('memory_available_bytes', 0) / 1e9:.3g} GB\n" + text)
         labels.append(ax.annotate(text, (bar.get_x() + bar.get_width() / 2, value if known else 0),
                                   ha="center", va="bottom", fontsize=8, xytext=(0, 2),
                                   textcoords="offset points"))
@@ -451,16 +482,25 @@ def plot_memory(out, results, traces, scenario):
         ax.bar(names, vals, bottom=bottom, color=colour, label=part.replace("_", " "))
         bottom = [b + v for b, v in zip(bottom, vals)]
     capacity = next((r.get("gpu_memory_bytes") for r in results if r.get("gpu_memory_bytes")), None)
+    available = next((r.get("memory_available_bytes") for r in results
+                      if r.get("memory_available_bytes")), None)
     if capacity:
         ax.axhline(capacity / 1e9, color="black", linestyle="--", linewidth=1,
                    label=f"GPU capacity ({capacity / 1e9:.0f} GB)")
-        # An algorithm that would not fit is marked on its bar, not only on stderr.
-        for x, (r, top) in enumerate(zip(results, bottom)):
-            if r.get("exceeds_gpu_memory"):
-                ax.annotate(f"does not fit\n{top:.0f} GB > {capacity / 1e9:.0f} GB", (x, top),
+        if available and available < capacity:
+            ax.axhline(available / 1e9, color="#B00020", linestyle=":", linewidth=1,
+                       label=f"available: capacity less the reserve ({available / 1e9:.3g} GB)")
+        # An algorithm that would not fit is marked on its bar, not only on stderr. Summaries
+        # from before `fits` existed say exceeds_gpu_memory.
+        unfit = [r.get("fits") is False if "fits" in r else bool(r.get("exceeds_gpu_memory"))
+                 for r in results]
+        limit = available if available else capacity
+        for x, (u, top) in enumerate(zip(unfit, bottom)):
+            if u:
+                ax.annotate(f"does not fit\n{top:.3g} GB > {limit / 1e9:.3g} GB", (x, top),
                             ha="center", va="bottom", fontsize=8, color="#B00020",
                             fontweight="bold", xytext=(0, 2), textcoords="offset points")
-        if any(r.get("exceeds_gpu_memory") for r in results):
+        if any(unfit):
             ax.set_ylim(0, max(bottom) * 1.2)
     ax.set_ylabel("peak memory per GPU, worst GPU (GB)")
     ax.set_xlabel("algorithm")
@@ -673,7 +713,7 @@ NUMERIC_FIELDS = ("workers", "iteration_time_s", "throughput_samples_s", "throug
                   "speedup_vs_ddp", "idle_fraction_mean", "idle_fraction_max", "exposed_comm_s",
                   "waiting_s", "comm_bytes_per_step", "peak_memory_bytes", "simulated_time_s",
                   "samples_per_step", "tokens_per_step", "compute_s_per_step", "comm_s_per_step",
-                  "gpu_memory_bytes", "lower_bound_s", "comm_bytes_per_step_intra_node",
+                  "gpu_memory_bytes", "memory_available_bytes", "lower_bound_s", "comm_bytes_per_step_intra_node",
                   "comm_bytes_per_step_inter_node", "comm_bytes_per_step_wan")
 NUMERIC_GROUPS = ("memory_breakdown", "steady_state", "micro_batches_per_step", "idle_breakdown",
                   "idle_fraction_per_gpu")

@@ -416,6 +416,33 @@ class PlotsTest(unittest.TestCase):
             self.assertEqual([t.get_text() for t in speedup.get_xticklabels()],
                              ["ddp\n(measured)", "ddp\n(predicted)"])
 
+    def test_what_does_not_fit_is_greyed_and_labelled(self):
+        # Issue 62.1: acco needs 79.8 GB of the 75 GB an 80 GB GPU has (less its reserve): its
+        # speedup bar is grey and says so, and so does its memory bar.
+        with tempfile.TemporaryDirectory() as d:
+            make_output_dir(d)
+            path = os.path.join(d, "summary.json")
+            with open(path) as f:
+                summary = json.load(f)
+            for r in summary["results"]:
+                r["memory_available_bytes"] = 7.5e10
+                r["fits"] = r["algorithm"] != "acco"
+            summary["results"][1]["peak_memory_bytes"] = 7.98e10
+            summary["results"][1]["memory_breakdown"]["activations"] = 6.38e10
+            with open(path, "w") as f:
+                json.dump(summary, f)
+            figures = self.draw(d, "speedup,memory")
+            import matplotlib.colors
+            speedup = figures["speedup.png"].axes[0]
+            greys = [matplotlib.colors.to_hex(b.get_facecolor()) for b in speedup.patches]
+            self.assertEqual(greys[1], "#c8c8c8")
+            self.assertNotEqual(greys[0], "#c8c8c8")
+            labels = [t.get_text() for t in speedup.texts]
+            self.assertTrue(labels[1].startswith("does not fit\n79.8 GB > 75 GB\n"), labels)
+            self.assertFalse(any("does not fit" in t for i, t in enumerate(labels) if i != 1))
+            memory = [t.get_text() for t in figures["memory.png"].axes[0].texts]
+            self.assertEqual(memory, ["does not fit\n79.8 GB > 75 GB"])
+
     def test_missing_summary_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
             r = self.run_plots(d)

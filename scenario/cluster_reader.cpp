@@ -27,8 +27,8 @@ hw::GpuSpec read_gpu(const Entry& e) {
                        "memory, efficiency, hbm_bandwidth)",
                        e.text(), names));
   }
-  e.expect_map({"preset", "name", "peak_tflops", "memory", "efficiency", "hbm_bandwidth",
-                "comm_interference", "compute_interference", "comm_stream_share",
+  e.expect_map({"preset", "name", "peak_tflops", "memory", "memory_reserve", "efficiency",
+                "hbm_bandwidth", "comm_interference", "compute_interference", "comm_stream_share",
                 "collective_handoff_wait", "compute_handoff_wait"});
   hw::GpuSpec gpu;
   if (e.has("preset"))
@@ -48,6 +48,14 @@ hw::GpuSpec read_gpu(const Entry& e) {
     gpu.peak_flops_bf16 = e.child("peak_tflops").number(1e-6, 1e9) * 1e12;
   if (e.has("memory"))
     gpu.memory_bytes = e.child("memory").quantity(hw::parse_size_bytes);
+  if (e.has("memory_reserve")) {
+    const Entry reserve = e.child("memory_reserve");
+    gpu.memory_reserve_bytes = reserve.quantity(hw::parse_size_bytes, /*allow_zero=*/true);
+    if (gpu.memory_reserve_bytes >= gpu.memory_bytes)
+      reserve.fail(fmt::format("expected less than the GPU's memory ({}), got {}",
+                               hw::format_bytes(gpu.memory_bytes),
+                               hw::format_bytes(gpu.memory_reserve_bytes)));
+  }
   if (e.has("efficiency"))
     gpu.efficiency = e.child("efficiency").number(1e-6, 1.0);
   if (e.has("hbm_bandwidth"))

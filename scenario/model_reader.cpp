@@ -1,5 +1,7 @@
 #include "scenario/readers.h"
 
+#include "scenario/checkpointing.h"
+
 #include "hw/conv_ops.h"
 #include "hw/transformer_ops.h"
 #include "hw/units.h"
@@ -175,16 +177,8 @@ ModelConfig read_table_model(const Entry& e, const TrainingSpec& training) {
 // (Hugging Face's gradient_checkpointing and Megatron's recompute wrap the decoder layers, not the
 // embedding or the LM head); any other model, every layer.
 ActivationCheckpointing read_checkpointing(const Entry& e, const ModelConfig& m) {
-  ActivationCheckpointing c;
+  ActivationCheckpointing c = checkpointing_of(m, 0);
   c.where = e.where();
-  const int layers = static_cast<int>(m.spec.layers.size());
-  c.first = 0;
-  c.last = layers;
-  if (layers >= 2 && m.spec.layers.front().name == "embedding" &&
-      m.spec.layers.back().name == "head" && !m.dims.empty() && m.dims.contains("n_heads")) {
-    c.first = 1;
-    c.last = layers - 1;
-  }
   if (e.is_map()) {
     e.expect_map({"every"});
     c.every = static_cast<int>(e.child("every").integer(1, std::max(1, c.last - c.first)));

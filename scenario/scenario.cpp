@@ -1,4 +1,5 @@
 #include "scenario/scenario.h"
+#include "scenario/checkpointing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,20 @@ double ClusterSpec::slowdown_of(int rank) const {
     if (st.gpu == rank)
       s *= st.slowdown;
   return s;
+}
+
+ActivationCheckpointing checkpointing_of(const ModelConfig& m, int every) {
+  ActivationCheckpointing c;
+  const int layers = static_cast<int>(m.spec.layers.size());
+  c.first = 0;
+  c.last = layers;
+  if (layers >= 2 && m.spec.layers.front().name == "embedding" &&
+      m.spec.layers.back().name == "head" && !m.dims.empty() && m.dims.contains("n_heads")) {
+    c.first = 1;
+    c.last = layers - 1;
+  }
+  c.every = every;
+  return c;
 }
 
 double dtype_bytes(Dtype dtype) {

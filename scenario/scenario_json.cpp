@@ -61,6 +61,7 @@ nlohmann::json to_json(const Scenario& s) {
        {{"name", c.gpu.name},
         {"peak_flops", c.gpu.peak_flops_bf16},
         {"memory_bytes", c.gpu.memory_bytes},
+        {"memory_reserve_bytes", c.gpu.memory_reserve()},
         {"hbm_bandwidth_Bps", c.gpu.hbm_bandwidth_Bps},
         {"efficiency", c.gpu.efficiency},
         {"comm_interference", c.gpu.comm_interference},

@@ -82,6 +82,18 @@ TEST(Units, Formatting) {
   EXPECT_EQ(format_bandwidth(12.5e9), "12.5 GB/s");
   EXPECT_EQ(format_time(0.0032), "3.2 ms");
   EXPECT_EQ(format_time(2e-6), "2 us");
+  // Issue 62.8: numbers read as numbers. A value that rounds up to the next unit takes it; past a
+  // minute, minutes, hours and days.
+  EXPECT_EQ(format_time(0.99996), "1 s");
+  EXPECT_EQ(format_time(0.9994), "999 ms");
+  EXPECT_EQ(format_time(999.96e-6), "1 ms");
+  EXPECT_EQ(format_time(59.0), "59 s");
+  EXPECT_EQ(format_time(90.0), "1.5 min");
+  EXPECT_EQ(format_time(21200.0), "5.89 h");
+  EXPECT_EQ(format_time(156.8), "2.61 min");
+  EXPECT_EQ(format_time(3 * 86400.0), "3 days");
+  EXPECT_EQ(format_time(5e6 * 86400.0), "5000000 days");
+  EXPECT_EQ(format_time(-0.0032), "-3.2 ms");
 }
 
 TEST(Presets, GpusAndLinks) {

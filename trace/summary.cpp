@@ -7,6 +7,11 @@
 
 namespace overlapsim {
 
+bool fits(const SummaryRow& r) {
+  return r.error.empty() &&
+         (r.memory_available_bytes <= 0 || r.metrics.peak_memory_bytes <= r.memory_available_bytes);
+}
+
 nlohmann::ordered_json to_json(const SummaryRow& r) {
   const Metrics& m = r.metrics;
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
@@ -33,6 +38,8 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   }
   j["peak_memory_bytes"] = m.peak_memory_bytes;
   j["exceeds_gpu_memory"] = r.gpu_memory_bytes > 0 && m.peak_memory_bytes > r.gpu_memory_bytes;
+  j["fits"] = fits(r);
+  j["memory_available_bytes"] = r.memory_available_bytes;
   j["simulated_time_s"] = m.simulated_time_s;
   j["measured"] = r.measured;
   nlohmann::ordered_json mem;
@@ -115,7 +122,8 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
   for (const char* m : kMemory)
     out += fmt::format("memory_{}_bytes,", m);
   out += "micro_batches_per_step_mean,micro_batches_per_step_stddev,samples_per_step,"
-         "tokens_per_step,exceeds_gpu_memory,update,time_to_target_s,error\n";
+         "tokens_per_step,exceeds_gpu_memory,fits,memory_available_bytes,update,time_to_target_s,"
+         "error\n";
   const nlohmann::ordered_json none;
   auto at = [&](const nlohmann::ordered_json& j, const char* key) -> const nlohmann::ordered_json& {
     return j.contains(key) ? j[key] : none;
@@ -130,7 +138,8 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
     out += csv_cell(at(at(j, "micro_batches_per_step"), "mean")) + "," +
            csv_cell(at(at(j, "micro_batches_per_step"), "stddev")) + "," +
            csv_cell(at(j, "samples_per_step")) + "," + csv_cell(at(j, "tokens_per_step")) + "," +
-           csv_cell(at(j, "exceeds_gpu_memory")) + "," + csv_cell(at(j, "update")) + "," +
+           csv_cell(at(j, "exceeds_gpu_memory")) + "," + csv_cell(at(j, "fits")) + "," +
+           csv_cell(at(j, "memory_available_bytes")) + "," + csv_cell(at(j, "update")) + "," +
            csv_cell(at(at(j, "time_to_target"), "time_s")) + "," + csv_cell(at(j, "error")) + "\n";
   }
   return out;

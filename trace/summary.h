@@ -18,6 +18,9 @@ struct SummaryRow {
                        // trace has no accumulation marks (every algorithm but ACCO's family)
   bool measured = false;
   double gpu_memory_bytes = 0;
+  // What the algorithm may hold per GPU: gpu_memory_bytes less the reserve
+  // (cluster.gpu.memory_reserve); 0: unknown, and every peak fits.
+  double memory_available_bytes = 0;
   Metrics metrics;
   double speedup_vs_ddp = 0;    // filled in by the caller, against ddp on the same scenario
   std::string error;            // non-empty: this algorithm could not run; the row has no metrics
@@ -25,6 +28,10 @@ struct SummaryRow {
 };
 
 nlohmann::ordered_json to_json(const SummaryRow& row);
+
+// Whether the row's peak memory per GPU fits in what its GPU has available (summary.json's
+// `fits`): what the report ranks, and what every table marks when it does not.
+bool fits(const SummaryRow& row);
 
 // Writes summary.json ({"scenario": ..., "results": [...]} plus `top_level` extras) and summary.csv
 // into `dir`, each atomically. The JSON-row form serves rows that come from other processes
