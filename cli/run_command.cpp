@@ -37,6 +37,10 @@ sim::ProgressFn make_progress(const std::string& algorithm) {
     if (!*bar)
       *bar = std::make_unique<ProgressBar>(algorithm, static_cast<std::size_t>(total), "steps");
     (*bar)->update(static_cast<std::size_t>(done));
+    // The bar lives in the simulation's process, which ends without destructors: cleared at the
+    // last step, so that the table's title starts a clean line (issue 62.8).
+    if (done >= total)
+      bar->reset();
   };
 }
 

@@ -34,6 +34,8 @@ TEST(ProgressBar, DrawnOnATerminalOnly) {
                                                   "\" /dev/null");
   EXPECT_EQ(tty.first, 0) << tty.second;
   EXPECT_THAT(tty.second, ::testing::ContainsRegex("\\[ddp\\] \\[#*\\.*\\] [0-9]+/11 steps"));
+  // Issue 62.8: the bar's line is cleared before the table's title is printed on it.
+  EXPECT_THAT(tty.second, HasSubstr("\r\x1b[Kddp-4x8-a100-gpt-neo-125m\r\n"));
 }
 
 } // namespace

@@ -221,6 +221,7 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
       c.worker = t.gpu_of(e.worker); // the GPU (a class's representative under rank classes)
       c.category = e.category;
       c.seconds += share;
+      c.op_seconds = std::max(c.op_seconds, e.end - e.start);
       cp.by_category[static_cast<std::size_t>(e.category)] += share;
       cp.busy_s += share;
     }

@@ -16,6 +16,9 @@ struct CriticalOp {
   int worker = 0;
   OpCategory category = OpCategory::forward;
   double seconds = 0; // this op's share of the path
+  // The longest contributing instance's whole duration: longer than a step, the op (DiLoCo's
+  // outer sync) is amortised over the window of one average step (issue 62.5).
+  double op_seconds = 0;
 };
 
 struct CriticalPath {
