@@ -90,18 +90,7 @@ TEST(BoundedJson, NotJsonNamesTheFile) {
 class BoundedCli : public ::testing::Test {
 protected:
   void SetUp() override {
-    std::ofstream(dir_ / "s.yaml") << R"(name: bounded
-cluster:
-  nodes: 2
-  gpus_per_node: 1
-  gpu: a100-80gb
-  inter_node: {bandwidth: 10Gb/s, latency: 5us}
-model:
-  layers:
-    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}
-training: {micro_batch: 2, seq_len: 128, steps: 2}
-algorithms: [ddp]
-)";
+    std::ofstream(dir_ / "s.yaml") << overlapsim::testing::two_node_scenario("bounded");
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   // A shard directory holding `text` as its summary.json.

@@ -31,18 +31,7 @@ using overlapsim::testing::slurp;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const char* kScenario = R"(name: formats
-cluster:
-  nodes: 2
-  gpus_per_node: 1
-  gpu: a100-80gb
-  inter_node: {bandwidth: 10Gb/s, latency: 5us}
-model:
-  layers:
-    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}
-training: {micro_batch: 2, seq_len: 128, steps: 2}
-algorithms: [ddp]
-)";
+const std::string kScenario = overlapsim::testing::two_node_scenario("formats", "[ddp]");
 
 class FormatsCli : public ::testing::Test {
 protected:

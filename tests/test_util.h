@@ -103,6 +103,24 @@ inline std::string round_cluster(int nodes, int gpus_per_node = 1, const std::st
          extra;
 }
 
+// A small two-node scenario for the command-line tests: 2 x 1 A100 over 10 Gb/s, four 2M-parameter
+// blocks, two steps; named `name`, running `algorithms`.
+inline std::string two_node_scenario(const std::string& name,
+                                     const std::string& algorithms = "[ddp]") {
+  return "name: " + name + R"(
+cluster:
+  nodes: 2
+  gpus_per_node: 1
+  gpu: a100-80gb
+  inter_node: {bandwidth: 10Gb/s, latency: 5us}
+model:
+  layers:
+    - {name: block, params: 2M, fwd_flops_per_sample: 20G, repeat: 4}
+training: {micro_batch: 2, seq_len: 128, steps: 2}
+algorithms: )" +
+         algorithms + "\n";
+}
+
 // Four layers of 25M parameters and 100 GFLOP forward a sample: on round_cluster(), forward 1 ms
 // and backward 2 ms each; in bf16 with AdamW the step is 100M x 28 B / 1 TB/s = 2.8 ms.
 inline constexpr const char* kFourBlocks =
