@@ -238,9 +238,17 @@ std::string format_sweep_table(const std::vector<ordered_json>& rows,
       continue;
     }
     const double samples = number(r, "samples_per_step");
-    out += fmt::format("{:<16} {:>10} {:>8.3f}x {:>12.0f}\n", algorithm,
+    // As run's table marks it (issue 62.1): a speedup that needs more memory than the GPU has.
+    const std::string unfit =
+        row_fits(r) ? std::string()
+                    : fmt::format("  DOES NOT FIT ({} > {} per GPU)",
+                                  hw::format_bytes(number(r, "peak_memory_bytes")),
+                                  hw::format_bytes(r.contains("memory_available_bytes")
+                                                       ? number(r, "memory_available_bytes")
+                                                       : number(r, "gpu_memory_bytes")));
+    out += fmt::format("{:<16} {:>10} {:>8.3f}x {:>12.0f}{}\n", algorithm,
                        hw::format_time(number(r, "iteration_time_s")), number(r, "speedup_vs_ddp"),
-                       samples);
+                       samples, unfit);
     if (const auto d = ddp_samples.find(point);
         d != ddp_samples.end() && d->second > 0 && samples > 2 * d->second)
       warnings += fmt::format("warning: point {}, {}: {:.0f} samples a step, {:.1f}x DDP's {:.0f}: "

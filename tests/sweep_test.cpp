@@ -371,6 +371,19 @@ TEST_F(Sweep, ThePrintedTableShowsSamplesPerStepAndWarnsOfLargerBatches) {
   EXPECT_THAT(r.second, ::testing::Not(HasSubstr("warning: point 1")));
 }
 
+// Issue 62.1: the sweep's printed table marks a row that does not fit, as run's does. 20M x 4
+// parameters in bf16 with AdamW need about 1.4 GB per GPU (DDP): a 1 GB GPU holds none.
+TEST_F(Sweep, ThePrintedTableMarksWhatDoesNotFit) {
+  const auto r = run("sweep " + scenario_ +
+                     " --no-plots --no-progress --set algorithms=[ddp] --vary "
+                     "cluster.gpu.memory=1GB,80GB --set cluster.gpu.memory_reserve=0B --out " +
+                     out("o"));
+  ASSERT_EQ(r.first, 0) << r.second;
+  EXPECT_THAT(r.second, ::testing::ContainsRegex(
+                            "0 +1GB ddp .* DOES NOT FIT \\([0-9.]+ GB > 1 GB per GPU\\)\n"));
+  EXPECT_THAT(r.second, ::testing::ContainsRegex("1 +80GB ddp [^\n]*[0-9]\n"));
+}
+
 // Issue 26.10: a shard whose parts merge copies have the wrong types is refused, naming the file
 // and the key; nothing is written.
 TEST_F(Sweep, MergeRefusesShardsWhosePartsHaveTheWrongTypes) {
