@@ -309,16 +309,7 @@ TEST(BoundedProfilerTrace, AGzipBombIsRefusedAtOnceNamingTheFile) {
       out << member;
   }
   EXPECT_LT(fs::file_size(path), 8u << 20);
-  std::ofstream(dir / "s.yaml") << R"(name: kineto
-cluster: {nodes: 1, gpus_per_node: 1, gpu: h100-sxm}
-model:
-  layers:
-    - {name: embedding, params: 1M, fwd_flops_per_sample: 1G}
-    - {name: block, params: 1M, fwd_flops_per_sample: 1G, repeat: 2}
-    - {name: head, params: 1M, fwd_flops_per_sample: 1G}
-training: {micro_batch: 2, steps: 2}
-algorithms: [ddp]
-)";
+  std::ofstream(dir / "s.yaml") << overlapsim::testing::kKinetoScenario;
   const auto s = load_scenario((dir / "s.yaml").string());
   const auto start = std::chrono::steady_clock::now();
   EXPECT_THAT(error_of([&] { import_torch_profiler(path, s); }),
@@ -358,16 +349,7 @@ TEST(BoundedProfilerTrace, NegativeDurationsAreRefused) {
                                                             {"dur", -5},
                                                             {"args", {{"correlation", 1}}}}})}}
                              .dump();
-  std::ofstream(dir / "s.yaml") << R"(name: kineto
-cluster: {nodes: 1, gpus_per_node: 1, gpu: h100-sxm}
-model:
-  layers:
-    - {name: embedding, params: 1M, fwd_flops_per_sample: 1G}
-    - {name: block, params: 1M, fwd_flops_per_sample: 1G, repeat: 2}
-    - {name: head, params: 1M, fwd_flops_per_sample: 1G}
-training: {micro_batch: 2, steps: 2}
-algorithms: [ddp]
-)";
+  std::ofstream(dir / "s.yaml") << overlapsim::testing::kKinetoScenario;
   const auto s = load_scenario((dir / "s.yaml").string());
   EXPECT_THAT(error_of([&] { import_torch_profiler(path, s); }),
               HasSubstr("neg.json: key 'traceEvents.0.dur' (k): expected a duration from 0 to "

@@ -121,6 +121,19 @@ algorithms: )" +
          algorithms + "\n";
 }
 
+// One GPU and 4 layers (embedding, 2 blocks, head) that a PyTorch profiler trace's modules map onto
+// (the profiler-import tests).
+inline constexpr const char* kKinetoScenario = R"(name: kineto
+cluster: {nodes: 1, gpus_per_node: 1, gpu: h100-sxm}
+model:
+  layers:
+    - {name: embedding, params: 1M, fwd_flops_per_sample: 1G}
+    - {name: block, params: 1M, fwd_flops_per_sample: 1G, repeat: 2}
+    - {name: head, params: 1M, fwd_flops_per_sample: 1G}
+training: {micro_batch: 2, steps: 2}
+algorithms: [ddp]
+)";
+
 // Four layers of 25M parameters and 100 GFLOP forward a sample: on round_cluster(), forward 1 ms
 // and backward 2 ms each; in bf16 with AdamW the step is 100M x 28 B / 1 TB/s = 2.8 ms.
 inline constexpr const char* kFourBlocks =

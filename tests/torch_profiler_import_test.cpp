@@ -28,16 +28,7 @@ fs::path temp_dir() {
 // A model of 4 layers (first, 2 blocks, last) as a scenario the trace maps onto.
 Scenario four_layer_scenario() {
   const auto path = temp_dir() / "s.yaml";
-  std::ofstream(path) << R"(name: kineto
-cluster: {nodes: 1, gpus_per_node: 1, gpu: h100-sxm}
-model:
-  layers:
-    - {name: embedding, params: 1M, fwd_flops_per_sample: 1G}
-    - {name: block, params: 1M, fwd_flops_per_sample: 1G, repeat: 2}
-    - {name: head, params: 1M, fwd_flops_per_sample: 1G}
-training: {micro_batch: 2, steps: 2}
-algorithms: [ddp]
-)";
+  std::ofstream(path) << overlapsim::testing::kKinetoScenario;
   return load_scenario(path.string());
 }
 
