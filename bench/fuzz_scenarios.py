@@ -198,7 +198,7 @@ def targeted_cases(workdir):
         # A broadcast has a root: `collective` cannot fold it, and runs all 1,048,576 GPUs.
         (base("nodes: 2\n  gpus_per_node: 1", "nodes: 131072\n  gpus_per_node: 8\n"
               "  intra_node: nvlink3"),
-         ("collective", "--op", "broadcast", "--size", "1KB:1GB")),
+         ("collective", "--op", "broadcast", "--size", "1K:1G")),
     ]
     cases += [("budget", text, None, True, True, command) for text, command in budget]
     return cases

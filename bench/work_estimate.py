@@ -61,9 +61,9 @@ CASES = [
     ("acco: 100 MB/s link", "run", None,
      ["--set", "cluster.inter_node.bandwidth=800Mb/s", "--set", "algorithms=[acco]"]),
     ("default scenario (6 algorithms)", "run", ROOT / "scenarios" / "default.yaml", []),
-    ("collective: 131,072 GPUs, 1KB:1GB", "collective",
+    ("collective: 131,072 GPUs, 1K:1G", "collective",
      ROOT / "scenarios" / "frontier-131072-h100-gpt-neo-2.7b.yaml",
-     ["--op", "all-reduce", "--size", "1KB:1GB"]),
+     ["--op", "all-reduce", "--size", "1K:1G"]),
     ("sweep: 100 points, 2 jobs", "sweep", None,
      ["--vary", "seed=" + ",".join(str(i) for i in range(1, 101)), "--jobs", "2"]),
 ]

@@ -2,6 +2,7 @@
 
 #include "cli/run_command.h"
 #include "cli/work_budget.h"
+#include "hw/units.h"
 #include "runtime/collective_size.h"
 #include "scenario/loader.h"
 #include "sim/collective_timing.h"
@@ -64,33 +65,18 @@ nlohmann::ordered_json to_json(const sim::CollectiveTiming& t) {
           {"busbw_Bps", t.busbw_Bps}};
 }
 
-// One size: a number with an optional K, M, G, T or P (with or without "B" or "iB", either case),
-// each a power of 1024 as in nccl-tests' -b/-e, so that 1KB:1GB doubles up to 1GB exactly.
-double parse_binary_size(const std::string& part, const std::string& whole) {
-  const char* begin = part.c_str();
-  char* end = nullptr;
-  const double value = std::strtod(begin, &end);
-  std::string unit(end);
-  if (end == begin || part.empty() || std::isspace(static_cast<unsigned char>(part[0])))
-    throw std::invalid_argument(
-        fmt::format("--size '{}': expected a size like 1GB or a range like 1KB:1GB", whole));
-  double factor = 1;
-  if (!unit.empty() && std::string_view("KkMmGgTtPp").find(unit[0]) != std::string_view::npos) {
-    const auto power = std::string_view("KMGTP").find(
-        static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
-    factor = std::pow(1024.0, static_cast<double>(power + 1));
-    unit.erase(0, 1);
-    if (unit == "iB" || unit == "B")
-      unit.clear();
-  } else if (unit == "B") {
-    unit.clear();
+// One size, by the rule every size follows (hw/units.h): 1KB = 1000 B, 1KiB = 1K = 1024 B.
+double parse_one_size(const std::string& part, const std::string& whole) {
+  try {
+    // A bare number is bytes (nccl-tests' -b 8), which a scenario's sizes may not be.
+    const bool bare = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    return hw::parse_size_bytes(bare ? part + "B" : part);
+  } catch (const hw::UnitError& e) {
+    throw std::invalid_argument(fmt::format(
+        "--size '{}': {}; K, M, G (as nccl-tests' -b/-e) and KiB, MiB, GiB are powers of 1024, "
+        "KB, MB, GB powers of 1000",
+        whole, e.what()));
   }
-  if (!unit.empty())
-    throw std::invalid_argument(
-        fmt::format("--size '{}': unknown unit in '{}'; expected B, K, M, G, T or P (powers of "
-                    "1024, as nccl-tests' -b/-e)",
-                    whole, part));
-  return value * factor;
 }
 
 } // namespace
@@ -101,13 +87,13 @@ std::vector<double> parse_size_range(const std::string& text) {
   const auto in_range = [&](double size) {
     if (!(size >= 1 && size <= std::pow(1024.0, 5)))
       throw std::invalid_argument(
-          fmt::format("--size '{}': expected sizes from 1B to 1PB, got {}", text, size));
+          fmt::format("--size '{}': expected sizes from 1B to 1PiB, got {}", text, size));
     return size;
   };
   if (colon == std::string::npos)
-    return {in_range(parse_binary_size(text, text))};
-  const double lo = in_range(parse_binary_size(text.substr(0, colon), text));
-  const double hi = in_range(parse_binary_size(text.substr(colon + 1), text));
+    return {in_range(parse_one_size(text, text))};
+  const double lo = in_range(parse_one_size(text.substr(0, colon), text));
+  const double hi = in_range(parse_one_size(text.substr(colon + 1), text));
   if (hi < lo)
     throw std::invalid_argument(
         fmt::format("--size '{}': expected LOW:HIGH with 0 < LOW <= HIGH", text));
@@ -138,7 +124,7 @@ int collective_command(const CollectiveOptions& o) {
       // nccl-tests' layout, so that its readers (profile --import-nccl-tests among them) read this
       // too: a header with one "#  Rank" line per GPU, then the out-of-place and in-place columns.
       // What picks each row's algorithm/protocol (its last column): the scenario's collective view,
-      // algorithm and NCCL_PROTO (auto: NCCL's tuner, sim/nccl_model.h).
+      // algorithm and NCCL_PROTO (auto: NCCL's tuner, comm/nccl_model.h).
       std::printf("# overlapsim collective %s: nRanks %d minBytes %.0f maxBytes %.0f step: "
                   "2(factor) collectives: %s algorithm: %s protocol: %s network: %s\n#\n"
                   "# Using devices\n",

@@ -21,8 +21,9 @@ struct CollectiveOptions {
 
 int collective_command(const CollectiveOptions& options);
 
-// The sizes of "1KB:1GB" (doubling from the low end while not past the high end: 1024 B to
-// 1073741824 B, 21 sizes, as nccl-tests -b 1K -e 1G -f 2) or of one size, in bytes.
+// The sizes of "1K:1G" (doubling from the low end while not past the high end: 1024 B to
+// 1073741824 B, 21 sizes, as nccl-tests -b 1K -e 1G -f 2) or of one size, in bytes. Sizes follow
+// hw/units.h's one rule: 1KB is 1000 B, 1K and 1KiB 1024 B.
 std::vector<double> parse_size_range(const std::string& text);
 
 } // namespace overlapsim::cli

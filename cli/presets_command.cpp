@@ -43,7 +43,8 @@ nlohmann::ordered_json presets_json() {
                     {"comm_stream_share", g.comm_stream_share},
                     {"collective_handoff_wait_s", g.collective_handoff_wait_s},
                     {"compute_handoff_wait_s", g.compute_handoff_wait_s},
-                    {"sms", g.sms}});
+                    {"sms", g.sms},
+                    {"compute_capability", g.compute_capability}});
   }
   nlohmann::ordered_json links = nlohmann::ordered_json::array();
   for (const auto& name : hw::link_preset_names()) {
@@ -52,7 +53,9 @@ nlohmann::ordered_json presets_json() {
                      {"bandwidth_Bps", l.bandwidth_Bps},
                      {"line_rate_Bps", l.line_rate_Bps()},
                      {"efficiency", l.efficiency},
-                     {"latency_s", l.latency_s}});
+                     {"latency_s", l.latency_s},
+                     {"kind", hw::to_string(l.kind)},
+                     {"nvlink_sharp", l.nvlink_sharp}});
   }
   nlohmann::ordered_json models = nlohmann::ordered_json::array();
   for (const auto& name : hw::model_preset_names()) {
@@ -119,31 +122,37 @@ nlohmann::ordered_json presets_json() {
 std::string presets_text() {
   const auto p = presets_json();
   std::string out = "GPU presets (cluster.gpu)\n";
-  out += fmt::format("  {:<14} {:>10} {:>10} {:>8} {:>9} {:>6} {:>8} {:>5}\n", "name", "bf16",
-                     "fp32", "memory", "HBM", "MFU", "interf.", "SMs");
-  out += fmt::format("  {:<14} {:>10} {:>10} {:>8} {:>9} {:>6} {:>8} {:>5}\n", "", "(TFLOP/s)",
-                     "(TFLOP/s)", "(GB)", "(TB/s)", "", "", "");
-  for (const auto& g : p["gpus"])
-    out += fmt::format("  {:<14} {:>10.1f} {:>10.1f} {:>8.1f} {:>9.3f} {:>6.2f} {:>8.2f} {:>5}\n",
-                       g["name"].get<std::string>(), g["peak_flops_bf16"].get<double>() / 1e12,
-                       g["peak_flops_fp32"].get<double>() / 1e12,
-                       g["memory_bytes"].get<double>() / 1e9,
-                       g["hbm_bandwidth_Bps"].get<double>() / 1e12, g["efficiency"].get<double>(),
-                       g["comm_interference"].get<double>(), g["sms"].get<int>());
+  out += fmt::format("  {:<14} {:>10} {:>10} {:>8} {:>9} {:>6} {:>8} {:>5} {:>5}\n", "name", "bf16",
+                     "fp32", "memory", "HBM", "MFU", "interf.", "SMs", "CC");
+  out += fmt::format("  {:<14} {:>10} {:>10} {:>8} {:>9} {:>6} {:>8} {:>5} {:>5}\n", "",
+                     "(TFLOP/s)", "(TFLOP/s)", "(GB)", "(TB/s)", "", "", "", "");
+  for (const auto& g : p["gpus"]) {
+    const int cc = g["compute_capability"].get<int>();
+    out += fmt::format(
+        "  {:<14} {:>10.1f} {:>10.1f} {:>8.1f} {:>9.3f} {:>6.2f} {:>8.2f} {:>5} {:>5}\n",
+        g["name"].get<std::string>(), g["peak_flops_bf16"].get<double>() / 1e12,
+        g["peak_flops_fp32"].get<double>() / 1e12, g["memory_bytes"].get<double>() / 1e9,
+        g["hbm_bandwidth_Bps"].get<double>() / 1e12, g["efficiency"].get<double>(),
+        g["comm_interference"].get<double>(), g["sms"].get<int>(),
+        cc > 0 ? fmt::format("{}.{}", cc / 10, cc % 10) : "-");
+  }
   // Issue 27.6: the roofline prices transformers, ResNet-50 and ViT-B/16 per op at their own
   // efficiencies; the flat MFU scales only layers priced by their FLOPs.
   out += "  MFU (cluster.gpu.efficiency) prices layers by their FLOPs (model.compute: flops, a "
          "'layers' list,\n  preset mlp); the roofline (the default for transformers, resnet-50, "
-         "vit-b16) and measured\n  times (model.profile, cluster.calibration) do not use it.\n";
+         "vit-b16) and measured\n  times (model.profile, cluster.calibration) do not use it. CC: "
+         "the CUDA compute capability\n  (cluster.gpu.compute_capability), which NCCL's defaults "
+         "key on.\n";
   out += "\nLink presets (cluster.intra_node, cluster.inter_node)\n";
-  out += fmt::format("  {:<16} {:>12} {:>12} {:>10} {:>9}\n", "name", "bandwidth", "line rate",
-                     "efficiency", "latency");
+  out += fmt::format("  {:<16} {:>12} {:>12} {:>10} {:>9}  {}\n", "name", "bandwidth", "line rate",
+                     "efficiency", "latency", "kind");
   out += fmt::format("  {:<16} {:>12} {:>12} {:>10} {:>9}\n", "", "(GB/s)", "(Gb/s)", "", "(us)");
   for (const auto& l : p["links"])
-    out += fmt::format("  {:<16} {:>12.4g} {:>12.4g} {:>10.2f} {:>9.6g}\n",
+    out += fmt::format("  {:<16} {:>12.4g} {:>12.4g} {:>10.2f} {:>9.6g}  {}{}\n",
                        l["name"].get<std::string>(), l["bandwidth_Bps"].get<double>() / 1e9,
                        l["line_rate_Bps"].get<double>() * 8 / 1e9, l["efficiency"].get<double>(),
-                       l["latency_s"].get<double>() * 1e6);
+                       l["latency_s"].get<double>() * 1e6, l["kind"].get<std::string>(),
+                       l["nvlink_sharp"].get<bool>() ? " (NVLink SHARP)" : "");
   // What a system preset fills in (the cluster's own keys win), and the node's network bandwidth
   // that follows: NICs x the link's collective bandwidth.
   out += "\nSystem presets (cluster.preset; the cluster's own keys override them)\n";

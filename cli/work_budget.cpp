@@ -1,5 +1,6 @@
 #include "cli/work_budget.h"
 
+#include "comm/ring_shape.h"
 #include "hw/compute_cost.h"
 #include "hw/units.h"
 #include "scenario/loader.h"
@@ -73,7 +74,8 @@ double all_reduce_lower_bound_s(const scenario::Scenario& s, double bytes) {
     use(c.inter_node);
   if (c.sites.size() > 1)
     use(c.wan);
-  return (std::isfinite(bandwidth) ? 2 * (n - 1) / n * bytes / bandwidth : 0) + latency;
+  const double bus = comm::bus_factor(CollectiveOp::all_reduce, static_cast<int>(n));
+  return (std::isfinite(bandwidth) ? bus * bytes / bandwidth : 0) + latency;
 }
 
 bool delayed_update(const std::string& name) {

@@ -73,6 +73,11 @@ struct GpuSpec {
   // context, NCCL's buffers, the caching allocator's fragmentation. Negative: the default,
   // default_memory_reserve_bytes(). Last, as the presets' positional initialisers end before it.
   double memory_reserve_bytes = -1;
+  // The CUDA compute capability as 10 x major + minor (80: sm_80, A100; 86: A6000; 90: H100,
+  // H200); 0 for a GPU that is not NVIDIA's or not known. NCCL's tuner keys its defaults on it
+  // (comm/nccl_model.h): a hardware fact, never read from a preset's name
+  // (cluster.gpu.compute_capability for a custom GPU).
+  int compute_capability = 0;
 
   double comm_interference_of(std::string_view op) const;
   double compute_interference_of(std::string_view op) const;
@@ -99,6 +104,11 @@ struct GpuSpec {
 // a small custom device keeps some.
 double default_memory_reserve_bytes(double memory_bytes);
 
+// What carries a link's bytes: the facts collective libraries key on (NCCL enables LL128 over
+// NVLink, a node with NVSwitch and InfiniBand has a NIC per GPU). Never read from a preset's name.
+enum class LinkKind { unknown, nvlink, pcie, infiniband, omnipath, ethernet, wan };
+const char* to_string(LinkKind kind);
+
 struct LinkSpec {
   std::string name;
   // What collectives reach (line rate x efficiency): the bandwidth the simulator uses. Intra-node:
@@ -112,6 +122,9 @@ struct LinkSpec {
   // over TCP its acknowledgements and the receiver's ready-to-receive notice queue behind the
   // other direction's data, so it starts late and ramps up slowly. 0 on a fabric that does not.
   double reverse_busy_s = 0;
+  LinkKind kind = LinkKind::unknown; // cluster.<link>.kind for a custom link
+  // NVSwitch 3 reduces in the switch (NVLink SHARP): NCCL's NVLS algorithms (H100/H200 HGX).
+  bool nvlink_sharp = false;
 
   double line_rate_Bps() const { return bandwidth_Bps / efficiency; }
 };

@@ -107,12 +107,17 @@ std::optional<double> binary_prefix(std::string_view unit) {
 } // namespace
 
 double parse_size_bytes(std::string_view text) {
-  return parse_quantity(text, "a size", "80GB, 512MiB or 1500B",
+  return parse_quantity(text, "a size", "80GB, 512MiB, 128M or 1500B",
                         [](std::string_view unit) -> std::optional<double> {
                           if (unit.empty() || unit == "B")
                             return 1.0;
                           if (auto f = binary_prefix(unit))
                             return f;
+                          // A bare K, M, G or T: powers of 1024, as nccl-tests' -b/-e and
+                          // GNU coreutils read them.
+                          if (unit.size() == 1 && unit != "k")
+                            if (auto f = binary_prefix(fmt::format("{}iB", unit)))
+                              return f;
                           const double f = take_prefix(unit);
                           if (f > 1 && unit == "B")
                             return f;

@@ -20,7 +20,10 @@ public:
   using std::invalid_argument::invalid_argument;
 };
 
-double parse_size_bytes(std::string_view text);    // "80GB" -> 8e10, "1.5MiB" -> 1572864
+// Sizes follow one rule everywhere (scenarios, --set, --size, --max-memory; GNU coreutils'):
+// KB, MB, GB, TB, PB are powers of 1000; KiB, MiB, GiB, TiB and a bare K, M, G, T (nccl-tests'
+// -b/-e spelling) powers of 1024.
+double parse_size_bytes(std::string_view text); // "80GB" -> 8e10, "1.5MiB" -> 1572864, "1G" -> 2^30
 double parse_bandwidth_Bps(std::string_view text); // "100Gb/s" -> 1.25e10, "300GB/s" -> 3e11
 double parse_time_s(std::string_view text);        // "2us" -> 2e-6, "50ms" -> 0.05
 double parse_count(std::string_view text);         // "7.1M" -> 7.1e6, "14.6G" -> 1.46e10

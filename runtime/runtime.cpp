@@ -41,28 +41,4 @@ const char* to_string(MemoryCategory category) {
   return "?";
 }
 
-const char* to_string(CollectiveOp op) {
-  switch (op) {
-  case CollectiveOp::all_reduce:
-    return "all-reduce";
-  case CollectiveOp::reduce_scatter:
-    return "reduce-scatter";
-  case CollectiveOp::all_gather:
-    return "all-gather";
-  case CollectiveOp::broadcast:
-    return "broadcast";
-  case CollectiveOp::reduce:
-    return "reduce";
-  case CollectiveOp::all_to_all:
-    return "all-to-all";
-  case CollectiveOp::send:
-    return "send";
-  case CollectiveOp::recv:
-    return "recv";
-  case CollectiveOp::barrier:
-    return "barrier";
-  }
-  return "?";
-}
-
 } // namespace overlapsim

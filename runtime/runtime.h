@@ -8,6 +8,7 @@
 // (notify/await), which carry a 64-bit value (a bucket index, a count).
 #pragma once
 
+#include "comm/collective_op.h"
 #include "runtime/replicator_config.h"
 #include "runtime/topology.h"
 #include "scenario/scenario.h"
@@ -56,24 +57,6 @@ struct MicroBatch {
   int step = 0;  // optimizer step it contributes to
   int index = 0; // its position among the worker's micro-batches of that step
 };
-
-enum class CollectiveOp : std::uint8_t {
-  all_reduce,
-  reduce_scatter,
-  all_gather,
-  broadcast,
-  reduce,
-  all_to_all,
-  send,
-  recv,
-  barrier
-};
-const char* to_string(CollectiveOp op);
-
-// A message between two ranks rather than a collective over a group.
-constexpr bool is_point_to_point(CollectiveOp op) {
-  return op == CollectiveOp::send || op == CollectiveOp::recv;
-}
 
 // One collective (or point-to-point) call. `data` is the input (and, for all-reduce, broadcast and
 // recv, the output); `out` is the output of reduce-scatter (this rank's shard) and all-gather (the

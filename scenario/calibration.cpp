@@ -411,31 +411,22 @@ std::string calibration_json(const Calibration& c) {
   return out.dump(2) + "\n";
 }
 
-CollectiveShape ring_shape(std::string_view op, int ranks) {
+comm::RingShape ring_shape(std::string_view op, int ranks) {
   if (ranks < 1)
     throw std::runtime_error(fmt::format("a collective fit needs at least 1 rank, got {}", ranks));
-  if (ranks == 1) {
-    ring_shape(op, 2); // a known op
+  const std::optional<CollectiveOp> known = parse_calibration_op(op);
+  if (!known)
+    throw std::runtime_error(fmt::format(
+        "unknown collective '{}'; expected all_reduce, reduce_scatter, all_gather, broadcast, "
+        "reduce, all_to_all or send_recv",
+        op));
+  if (ranks == 1)
     return {1.0, 1.0};
-  }
-  const double n = ranks;
-  if (op == "all_reduce" || op == "allreduce")
-    return {2 * (n - 1), 2 * (n - 1) / n};
-  if (op == "reduce_scatter" || op == "all_gather" || op == "reducescatter" || op == "allgather")
-    return {n - 1, (n - 1) / n};
-  if (op == "broadcast" || op == "reduce")
-    return {n - 1, 1.0};
-  // One message of S bytes between two ranks (CDP's relays): alpha + S / B.
-  if (op == "send_recv" || op == "sendrecv")
-    return {1.0, 1.0};
-  throw std::runtime_error(fmt::format(
-      "unknown collective '{}'; expected all_reduce, reduce_scatter, all_gather, broadcast, "
-      "reduce or send_recv",
-      op));
+  return comm::ring_shape(*known, ranks);
 }
 
 LinkFit fit_alpha_beta(std::string op, int ranks, std::vector<SizeTime> points) {
-  const CollectiveShape shape = ring_shape(op, ranks);
+  const comm::RingShape shape = ring_shape(op, ranks);
   double smallest = 0, largest = 0;
   for (const auto& p : points) {
     if (!(p.seconds > 0) || p.bytes < 0)
@@ -468,8 +459,8 @@ LinkFit fit_alpha_beta(std::string op, int ranks, std::vector<SizeTime> points) 
   LinkFit f;
   f.op = std::move(op);
   f.ranks = ranks;
-  f.latency_s = a / shape.latency_steps;
-  f.bandwidth_Bps = shape.bytes_factor / b;
+  f.latency_s = a / shape.steps;
+  f.bandwidth_Bps = shape.bus_factor / b;
   for (const auto& p : points)
     f.max_relative_residual =
         std::max(f.max_relative_residual, std::abs(a + b * p.bytes - p.seconds) / p.seconds);
@@ -532,19 +523,19 @@ BytesMap collective_bytes_map(const LinkFit& link, const LinkFit& op) {
   const auto shape = ring_shape(op.op, op.ranks);
   BytesMap m;
   m.scale = link.bandwidth_Bps / op.bandwidth_Bps;
-  m.offset = shape.bytes_factor > 0 ? shape.latency_steps * (op.latency_s - link.latency_s) *
-                                          link.bandwidth_Bps / shape.bytes_factor
-                                    : 0.0;
+  m.offset = shape.bus_factor > 0 ? shape.steps * (op.latency_s - link.latency_s) *
+                                        link.bandwidth_Bps / shape.bus_factor
+                                  : 0.0;
   // Each measured time T at size S, as the link's model runs it: steps x a_link + k S' / B_link.
   m.ranks = op.ranks;
   auto points = op.points;
   std::sort(points.begin(), points.end(),
             [](const SizeTime& a, const SizeTime& b) { return a.bytes < b.bytes; });
   for (const auto& p : points) {
-    if (!(p.bytes > 0) || !(p.seconds > 0) || !(shape.bytes_factor > 0))
+    if (!(p.bytes > 0) || !(p.seconds > 0) || !(shape.bus_factor > 0))
       continue;
-    double mapped = std::max(0.0, (p.seconds - shape.latency_steps * link.latency_s) *
-                                      link.bandwidth_Bps / shape.bytes_factor);
+    double mapped = std::max(0.0, (p.seconds - shape.steps * link.latency_s) * link.bandwidth_Bps /
+                                      shape.bus_factor);
     if (!m.table.empty()) {
       if (p.bytes <= m.table.back().first)
         continue; // the same size twice: the first
@@ -573,8 +564,8 @@ double latency_floor(const LinkFit& link, const std::vector<LinkFit>& ops) {
   for (const auto& op : ops) {
     const auto shape = ring_shape(op.op, op.ranks);
     for (const auto& p : op.points)
-      if (p.seconds > 0 && shape.latency_steps > 0)
-        floor = std::min(floor, p.seconds / shape.latency_steps);
+      if (p.seconds > 0 && shape.steps > 0)
+        floor = std::min(floor, p.seconds / shape.steps);
   }
   return floor;
 }

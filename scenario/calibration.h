@@ -6,6 +6,7 @@
 // have.
 #pragma once
 
+#include "comm/ring_shape.h"
 #include "hw/model.h"
 #include "hw/presets.h"
 
@@ -44,7 +45,7 @@ struct SizeTime {
   double end_spread_s = 0;
 };
 
-// t = steps x latency + bytes_factor x bytes / bandwidth, fitted to measured (size, time) points.
+// t = steps x latency + bus_factor x bytes / bandwidth, fitted to measured (size, time) points.
 struct LinkFit {
   std::string op; // the collective the points were measured with, e.g. "all_reduce"
   int ranks = 0;  // group size of those measurements
@@ -182,16 +183,11 @@ double latency_floor(const LinkFit& link, const std::vector<LinkFit>& ops);
 Calibration read_calibration(const std::string& path);
 std::string calibration_json(const Calibration& calibration);
 
-// Latency steps and bytes factor of a ring collective on `ranks` ranks, as functions of the array
-// size S that nccl-tests reports: all_reduce 2(n-1) steps and 2(n-1)/n S bytes; reduce_scatter and
-// all_gather (n-1) and (n-1)/n S; broadcast/reduce (n-1) and S (pipelined ring); send_recv, one
-// message between two ranks, 1 and S. A group of one rank (local_ops): 1 and S for every op, a
-// fixed cost and one pass over the array. Throws on an unknown op.
-struct CollectiveShape {
-  double latency_steps;
-  double bytes_factor;
-};
-CollectiveShape ring_shape(std::string_view op, int ranks);
+// The shape a fit of the calibration op `op` (all_reduce, reduce_scatter, all_gather, broadcast,
+// reduce, all_to_all, send_recv) over `ranks` ranks has: comm::ring_shape's (the one statement of
+// bus factors) for two ranks and more; a group of one rank (local_ops) 1 step and S, a fixed cost
+// and one pass over the array. Throws std::runtime_error on an unknown op.
+comm::RingShape ring_shape(std::string_view op, int ranks);
 
 // Weighted least squares (weights 1/t: the large sizes pin the bandwidth, the small ones still
 // count for the latency). Throws when fewer than two distinct sizes are given or the fit is not

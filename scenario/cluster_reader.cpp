@@ -8,6 +8,7 @@
 #include <fmt/ranges.h> // fmt::join (in <fmt/format.h> before fmt 11)
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -29,7 +30,7 @@ hw::GpuSpec read_gpu(const Entry& e) {
   }
   e.expect_map({"preset", "name", "peak_tflops", "memory", "memory_reserve", "efficiency",
                 "hbm_bandwidth", "comm_interference", "compute_interference", "comm_stream_share",
-                "collective_handoff_wait", "compute_handoff_wait"});
+                "collective_handoff_wait", "compute_handoff_wait", "compute_capability"});
   hw::GpuSpec gpu;
   if (e.has("preset"))
     gpu = read_gpu(e.child("preset"));
@@ -78,6 +79,9 @@ hw::GpuSpec read_gpu(const Entry& e) {
     if (gpu.compute_handoff_wait_s > 1)
       wait.fail("compute_handoff_wait is over 1 s; expected a thread's wake-up (e.g. 10us)");
   }
+  if (e.has("compute_capability")) // "9.0": NCCL's defaults key on it (comm/nccl_model.h)
+    gpu.compute_capability =
+        static_cast<int>(std::lround(e.child("compute_capability").number(0.0, 20.0) * 10));
   if (gpu.peak_flops_fp32 <= 0)
     gpu.peak_flops_fp32 = gpu.peak_flops_bf16;
   return gpu;
@@ -94,7 +98,8 @@ hw::LinkSpec read_link(const Entry& e) {
                        "and latency)",
                        e.text(), names));
   }
-  e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency", "reverse_busy_delay"});
+  e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency", "reverse_busy_delay",
+                "kind", "nvlink_sharp"});
   hw::LinkSpec link;
   if (e.has("preset"))
     link = read_link(e.child("preset"));
@@ -115,6 +120,16 @@ hw::LinkSpec read_link(const Entry& e) {
   link.bandwidth_Bps = line_rate * link.efficiency;
   if (e.has("latency"))
     link.latency_s = e.child("latency").quantity(hw::parse_time_s, /*allow_zero=*/true);
+  if (e.has("kind"))
+    link.kind = e.child("kind").choice<hw::LinkKind>({{"unknown", hw::LinkKind::unknown},
+                                                      {"nvlink", hw::LinkKind::nvlink},
+                                                      {"pcie", hw::LinkKind::pcie},
+                                                      {"infiniband", hw::LinkKind::infiniband},
+                                                      {"omnipath", hw::LinkKind::omnipath},
+                                                      {"ethernet", hw::LinkKind::ethernet},
+                                                      {"wan", hw::LinkKind::wan}});
+  if (e.has("nvlink_sharp"))
+    link.nvlink_sharp = e.child("nvlink_sharp").boolean();
   if (e.has("reverse_busy_delay")) {
     const Entry delay = e.child("reverse_busy_delay");
     link.reverse_busy_s = delay.quantity(hw::parse_time_s, /*allow_zero=*/true);
@@ -266,8 +281,8 @@ ClusterSpec read_cluster(const Entry& e) {
     c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
   else if (system)
     c.nics_per_node = system->nics_per_node; // one NIC per GPU on DGX-like nodes
-  else if ((c.intra_node.name == "nvlink3" || c.intra_node.name == "nvlink4") &&
-           c.inter_node.name.starts_with("ib-") && c.gpus_per_node <= 64)
+  else if (c.intra_node.kind == hw::LinkKind::nvlink &&
+           c.inter_node.kind == hw::LinkKind::infiniband && c.gpus_per_node <= 64)
     // A DGX/HGX-like node (NVSwitch inside, InfiniBand between) has a NIC per GPU (issue 25.3):
     // 8 x 200 Gb/s HDR on a DGX A100, 8 x 400 Gb/s NDR on a DGX H100. One NIC would make every
     // cross-node collective 8x too slow.

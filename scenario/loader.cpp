@@ -2,6 +2,7 @@
 #include "scenario/readers.h"
 #include "scenario/user_file.h"
 
+#include "comm/ring_shape.h"
 #include "hw/conv_ops.h"
 #include "hw/system_presets.h"
 #include "hw/transformer_ops.h"
@@ -214,7 +215,10 @@ std::vector<std::string> ineffective_keys(const Entry& top, const Scenario& s) {
       (c.collective_algorithm == CollectiveAlgorithm::ring ||
        (c.collective_algorithm == CollectiveAlgorithm::tree && !nccl))) {
     const int n = c.world_size(), sites = static_cast<int>(c.sites.size());
-    const int flat = nccl ? 2 * (c.nodes - 1) : 2 * (n - 1), across = 2 * (sites - 1);
+    const auto steps = [](int ranks) {
+      return static_cast<int>(comm::ring_shape(CollectiveOp::all_reduce, ranks).steps);
+    };
+    const int flat = steps(nccl ? c.nodes : n), across = steps(sites);
     const double hop = c.wan.latency_s;
     if (flat > across)
       out.push_back(fmt::format(

@@ -3,6 +3,7 @@
 // reads it.
 #pragma once
 
+#include "comm/collective_price.h"
 #include "hw/fat_tree.h"
 #include "hw/model.h"
 #include "hw/presets.h"
@@ -46,15 +47,12 @@ struct Jitter {
 };
 
 enum class NetworkModel { exact, tcp };
-// nccl: NCCL's own cost model (protocols, channels, ring/tree/NVLS; sim/nccl_model.h) paces the
+// nccl: NCCL's own cost model (protocols, channels, ring/tree/NVLS; comm/nccl_model.h) paces the
 // flows; fused: the alpha-beta network view, each collective as concurrent flows at link speed;
 // steps: the same, step by step.
-enum class CollectiveFidelity { nccl, fused, steps };
-enum class CollectiveAlgorithm { ring, tree, hierarchical, automatic };
-// The protocols NCCL may use (its NCCL_PROTO): auto lets the tuner pick; a cluster whose network
-// plugin forces one sets it (aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de: EFA's SRD does not
-// deliver in order, which LL and LL128 need). Only the nccl view has protocols.
-enum class NcclProtocolChoice { automatic, ll, ll128, simple };
+using CollectiveFidelity = comm::CollectiveFidelity;
+using CollectiveAlgorithm = comm::CollectiveAlgorithm;
+using NcclProtocolChoice = comm::NcclProtocolChoice; // comm/collective_price.h
 // Rank classes (issue 29; sim/rank_classes.h): auto simulates one node's ranks for every node's
 // where nothing tells the nodes apart, off always simulates every rank.
 enum class RankClassesChoice { automatic, off };

@@ -1,6 +1,7 @@
 #include "sim/collective_timing.h"
 
 #include "algorithms/algorithm.h"
+#include "comm/ring_shape.h"
 #include "sim/sim_runtime.h"
 
 #include <algorithm>
@@ -61,19 +62,6 @@ private:
 
 } // namespace
 
-double bus_factor(CollectiveOp op, int n) {
-  switch (op) {
-  case CollectiveOp::all_reduce:
-    return 2.0 * (n - 1) / n;
-  case CollectiveOp::reduce_scatter:
-  case CollectiveOp::all_gather:
-  case CollectiveOp::all_to_all:
-    return static_cast<double>(n - 1) / n;
-  default:
-    return 1.0;
-  }
-}
-
 RankClasses collective_rank_classes(const scenario::Scenario& scenario, CollectiveOp op) {
   return choose_rank_classes(scenario, OneCollective(op, 1));
 }
@@ -94,7 +82,7 @@ CollectiveTiming time_collective(const scenario::Scenario& scenario, CollectiveO
       t.algorithm = result.trace.name_of(e.detail);
   }
   t.algbw_Bps = t.time_s > 0 ? size_bytes / t.time_s : 0;
-  t.busbw_Bps = t.algbw_Bps * bus_factor(op, t.workers);
+  t.busbw_Bps = t.algbw_Bps * comm::bus_factor(op, t.workers); // nccl-tests' busbw
   return t;
 }
 

@@ -19,10 +19,6 @@ struct CollectiveTiming {
   double busbw_Bps = 0;  // algbw x the op's bus factor
 };
 
-// nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n, reduce-scatter, all-gather and all-to-all
-// (n-1)/n, broadcast and reduce 1.
-double bus_factor(CollectiveOp op, int n);
-
 // Simulates one `op` of `size_bytes` over every GPU of the scenario's cluster, with its
 // cluster.collective_algorithm and cluster.collectives settings.
 // The ranks time_collective simulates: one node's for all where the op is symmetric (rank

@@ -1,5 +1,7 @@
 #include "sim/collectives.h"
 
+#include "comm/ring_shape.h"
+
 #include "runtime/collective_size.h"
 
 #include <algorithm>
@@ -41,18 +43,6 @@ int tree_depth(int n) {
   return n <= 1 ? 0 : static_cast<int>(std::floor(std::log2(n)));
 }
 
-std::optional<NcclProtocol> nccl_protocol_of(scenario::NcclProtocolChoice choice) {
-  switch (choice) {
-  case scenario::NcclProtocolChoice::ll:
-    return NcclProtocol::ll;
-  case scenario::NcclProtocolChoice::ll128:
-    return NcclProtocol::ll128;
-  case scenario::NcclProtocolChoice::simple:
-    return NcclProtocol::simple;
-  default:
-    return std::nullopt;
-  }
-}
 } // namespace
 
 Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
@@ -60,8 +50,9 @@ Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
       algorithm_(cluster.collective_algorithm), collective_bytes_(cluster.collective_bytes),
       local_collectives_(cluster.local_collectives),
-      nccl_generation_(sim::nccl_generation(cluster.gpu.name, cluster.intra_node.name)),
-      nccl_protocol_(nccl_protocol_of(cluster.nccl_protocol)),
+      nccl_generation_(
+          comm::nccl_generation(cluster.gpu, cluster.intra_node, cluster.gpus_per_node)),
+      nccl_protocol_(comm::nccl_protocol_of(cluster.nccl_protocol)),
       nic_Bps_(cluster.inter_node.bandwidth_Bps), gpu_(cluster.gpu),
       interference_(platform, cluster.gpu.any_comm_interference()),
       compute_interference_(platform, cluster.gpu.any_compute_interference()) {
@@ -430,6 +421,13 @@ CollectiveOutcome Network::ring_steps(int rank, const Scope& s, int steps, doubl
 // Pipelined chain along the ring: broadcast flows away from the root, reduce towards it. Every rank
 // but the chain's end forwards the whole array; the pipeline costs (n-1) latencies plus one
 // transfer of S at the bottleneck (NCCL's ring broadcast with many small chunks).
+CollectiveOutcome Network::ring_of(int rank, const Scope& s, double array) {
+  // The ring's steps and what each carries, as comm/ring_shape.h states them for s.op.
+  const comm::RingShape r = comm::ring_shape(s.op, s.group.size());
+  return ring_steps(rank, s, static_cast<int>(r.steps),
+                    r.steps > 0 ? r.bus_factor * array / r.steps : 0.0);
+}
+
 CollectiveOutcome Network::ring_chain(int rank, const Scope& s, double bytes, int root,
                                       bool reduce) {
   const Group& g = s.group;
@@ -507,7 +505,7 @@ std::vector<Network::Flow> Network::tree_flows(const Group& g, double bytes, dou
   const int m = static_cast<int>(nodes.size());
   for (int tree : {0, 1}) // NCCL's double binary tree over the nodes
     for (int i = 0; i < m; ++i) {
-      const int p = nccl_tree_parent(i, tree, m);
+      const int p = comm::nccl_tree_parent(i, tree, m);
       if (p < 0)
         continue;
       // NCCL runs a tree per channel and spreads the channels over the node's GPUs and NICs: the
@@ -590,40 +588,27 @@ const NcclShape& Network::nccl_shape(const Group& g) {
 }
 
 NcclCost Network::nccl_cost(const Group& g, double bytes, std::optional<NcclAlgorithm> only) {
-  return nccl_best_collective(nccl_generation_, nccl_shape(g), NcclCollective::all_reduce, bytes,
-                              only, nccl_protocol_);
+  return comm::nccl_best_collective(nccl_generation_, nccl_shape(g), CollectiveOp::all_reduce,
+                                    bytes, only, nccl_protocol_);
 }
 
-namespace {
-// Trace names of (algorithm, protocol) pairs: CollectiveOutcome holds a static string.
-const char* nccl_label(NcclAlgorithm a, NcclProtocol p, bool multi_node) {
-  static const char* const labels[3][3] = {{"ring/LL", "ring/LL128", "ring/Simple"},
-                                           {"tree/LL", "tree/LL128", "tree/Simple"},
-                                           {"nvls/LL", "nvls/LL128", "nvls/Simple"}};
-  if (a == NcclAlgorithm::nvls && multi_node)
-    return "nvlstree/Simple"; // NCCL's NVLSTree, Simple only
-  return labels[static_cast<int>(a)][static_cast<int>(p)];
-}
-} // namespace
-
-CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollective collective,
+CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, CollectiveOp collective,
                                            double bytes, std::optional<NcclAlgorithm> only,
                                            int root) {
   const Group& g = s.group;
   const int n = g.size();
-  const NcclCost cost = nccl_best_collective(nccl_generation_, nccl_shape(g), collective, bytes,
-                                             only, nccl_protocol_);
+  const NcclCost cost = comm::nccl_best_collective(nccl_generation_, nccl_shape(g), collective,
+                                                   bytes, only, nccl_protocol_);
   const NcclShape& shape = nccl_shape(g);
   // Trees between nodes: NCCL's tree (chains inside the nodes) and NVLSTree (NVLS inside).
   const bool nvls_tree = cost.algorithm == NcclAlgorithm::nvls && shape.nodes > 1;
   const bool tree = cost.algorithm == NcclAlgorithm::tree || nvls_tree;
-  const bool broadcast = collective == NcclCollective::broadcast;
+  const bool broadcast = collective == CollectiveOp::broadcast;
   // What this rank sends: a tree S; a broadcast chain S but its last rank; a ring 2(n-1)/n S
   // (all-reduce) or (n-1)/n S (reduce-scatter, all-gather) to the next rank; NVLS S to the switch
   // and back (the next rank's link).
-  const double ring_share = cost.algorithm == NcclAlgorithm::nvls      ? 1.0
-                            : collective == NcclCollective::all_reduce ? 2.0 * (n - 1) / n
-                                                                       : (n - 1.0) / n;
+  const double ring_share =
+      cost.algorithm == NcclAlgorithm::nvls ? 1.0 : comm::bus_factor(collective, n);
   const int r = broadcast ? g.index_of(root) : 0;
   const double sent = tree        ? bytes
                       : broadcast ? ((g.index_of(rank) - r + n) % n == n - 1 ? 0.0 : bytes)
@@ -668,7 +653,7 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollect
         if (!nvls_tree)
           u = std::max(u, 2 / shape.intra_Bps);
         if (shape.nodes > 1)
-          u = std::max(u, nccl_tree_nic_load(shape.nodes) / shape.net_Bps);
+          u = std::max(u, comm::nccl_tree_nic_load(shape.nodes) / shape.net_Bps);
       }
       shape_of_flows.uplink_s_per_byte = uplink_time(flows);
       // Only the flows that run: all, or the representative node's (sim/rank_classes.h).
@@ -686,7 +671,7 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, NcclCollect
                     std::max(0.0, uplinks - std::max(transfer, unpaced)),
                 std::move(flows)};
   });
-  return {sent, nccl_label(cost.algorithm, cost.protocol, shape.nodes > 1)};
+  return {sent, comm::nccl_label(cost.algorithm, cost.protocol, shape.nodes > 1)};
 }
 
 CollectiveOutcome Network::tree_broadcast(const Scope& s, double bytes, int root) {
@@ -858,7 +843,7 @@ CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
             flows.push_back({a, b, bytes / n});
       return flows;
     });
-    return {bytes * (n - 1) / n, "direct"};
+    return {comm::ring_bytes_sent(CollectiveOp::all_to_all, n, bytes), "direct"};
   }
   std::vector<sg4::CommPtr> comms;
   for (int peer : g.ranks) {
@@ -869,37 +854,7 @@ CollectiveOutcome Network::all_to_all(int rank, const Scope& s, double bytes) {
     comms.push_back(mailbox(s, peer, rank)->get_async<char>(&payload_sink));
   }
   sg4::Comm::wait_all(comms);
-  return {bytes * (n - 1) / n, "direct"};
-}
-
-double Network::predicted_all_reduce(scenario::CollectiveAlgorithm algorithm, const Group& g,
-                                     double bytes) {
-  const int n = g.size();
-  if (n < 2)
-    return 0;
-  switch (algorithm) {
-  case scenario::CollectiveAlgorithm::tree: {
-    // Chain inside nodes plus trees across them; every rank sends about 2S.
-    const Split* sp = split(g);
-    const int per_node = sp ? sp->intra.front()->size() : n;
-    const int nodes = sp ? static_cast<int>(sp->intra.size()) : 1;
-    const double depth = per_node - 1 + tree_depth(nodes);
-    return 2 * depth * ring_max_latency(g) + 2 * bytes / ring_min_bandwidth(g);
-  }
-  case scenario::CollectiveAlgorithm::hierarchical: {
-    const Split* sp = split(g);
-    if (!sp)
-      return std::numeric_limits<double>::infinity();
-    const Group& intra = *sp->intra.front();
-    const Group& cross = *sp->cross.front();
-    const double G = intra.size(), M = cross.size();
-    // The G cross-node rings of a node share its NIC links: each gets B / G.
-    return 2 * (G - 1) * (ring_max_latency(intra) + bytes / (G * ring_min_bandwidth(intra))) +
-           2 * (M - 1) * (ring_max_latency(cross) + bytes / (M * ring_min_bandwidth(cross)));
-  }
-  default:
-    return 2.0 * (n - 1) * (ring_max_latency(g) + bytes / (n * ring_min_bandwidth(g)));
-  }
+  return {comm::ring_bytes_sent(CollectiveOp::all_to_all, n, bytes), "direct"};
 }
 
 CollectiveOutcome Network::run(int rank, const CollectiveCall& call, double bytes,
@@ -969,12 +924,8 @@ CollectiveOutcome Network::run_fixed(int rank, const CollectiveCall& call, doubl
   if (n == 1)
     return {0, "local"};
   fused(Scope{g, seq, 0, call.op}, seconds, [] { return std::vector<Flow>{}; });
-  // What a ring would send: all-reduce 2(n-1)/n of the array, reduce-scatter (n-1)/n of it,
-  // all-gather n-1 shards.
-  const double sent = call.op == CollectiveOp::all_reduce       ? 2.0 * (n - 1) / n * bytes
-                      : call.op == CollectiveOp::reduce_scatter ? (n - 1.0) / n * bytes
-                                                                : (n - 1.0) * bytes;
-  return {sent, "table"};
+  // What a ring would send (all-gather's data is the shard: comm/ring_shape.h).
+  return {comm::ring_bytes_sent(call.op, n, comm::array_bytes(call.op, n, bytes)), "table"};
 }
 
 CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call, double bytes,
@@ -985,14 +936,8 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
   Algo algo = algorithm_;
   if (call.op == CollectiveOp::all_reduce && algo == Algo::automatic &&
       fidelity_ != scenario::CollectiveFidelity::nccl) {
-    // The network views have no NCCL model: the alpha-beta prediction picks.
-    algo = Algo::ring;
-    double best = predicted_all_reduce(Algo::ring, g, bytes);
-    for (Algo candidate : {Algo::tree, Algo::hierarchical}) {
-      const double t = predicted_all_reduce(candidate, g, bytes);
-      if (t < best)
-        best = t, algo = candidate;
-    }
+    // The network views have no NCCL model: the closed-form price picks (comm/collective_price.h).
+    algo = comm::cheapest_network_all_reduce(nccl_shape(g), bytes);
   }
   const int n = g.size();
   switch (call.op) {
@@ -1007,39 +952,39 @@ CollectiveOutcome Network::run_uncalibrated(int rank, const CollectiveCall& call
       // Flows at link speed: the network's view, without NCCL's protocol costs.
       if (algo == Algo::tree)
         return tree_all_reduce(s, bytes);
-      return ring_steps(rank, s, 2 * (n - 1), bytes / n);
+      return ring_of(rank, s, bytes);
     }
     if (algo == Algo::ring)
-      return nccl_collective(rank, s, NcclCollective::all_reduce, bytes, NcclAlgorithm::ring);
+      return nccl_collective(rank, s, CollectiveOp::all_reduce, bytes, NcclAlgorithm::ring);
     if (algo == Algo::tree)
-      return nccl_collective(rank, s, NcclCollective::all_reduce, bytes, NcclAlgorithm::tree);
-    return nccl_collective(rank, s, NcclCollective::all_reduce, bytes, std::nullopt);
+      return nccl_collective(rank, s, CollectiveOp::all_reduce, bytes, NcclAlgorithm::tree);
+    return nccl_collective(rank, s, CollectiveOp::all_reduce, bytes, std::nullopt);
   case CollectiveOp::reduce_scatter:
     // Across WAN sites, site by site; NCCL runs the rest on rings (its tuner has no tree for
     // them): the model under nccl, the network's ring otherwise.
     if ((algorithm_ == Algo::automatic || algorithm_ == Algo::hierarchical) && site_split(g))
       return site_hierarchical_half_op(rank, s, bytes, false);
     if (fidelity_ == scenario::CollectiveFidelity::nccl)
-      return nccl_collective(rank, s, NcclCollective::reduce_scatter, bytes, std::nullopt);
-    return ring_steps(rank, s, n - 1, bytes / n);
+      return nccl_collective(rank, s, CollectiveOp::reduce_scatter, bytes, std::nullopt);
+    return ring_of(rank, s, bytes);
   case CollectiveOp::all_gather:
     if ((algorithm_ == Algo::automatic || algorithm_ == Algo::hierarchical) && site_split(g))
       return site_hierarchical_half_op(rank, s, bytes, true);
     if (fidelity_ == scenario::CollectiveFidelity::nccl) // `bytes` is the shard; S = n shards
-      return nccl_collective(rank, s, NcclCollective::all_gather, bytes * n, std::nullopt);
-    return ring_steps(rank, s, n - 1, bytes);
+      return nccl_collective(rank, s, CollectiveOp::all_gather, bytes * n, std::nullopt);
+    return ring_of(rank, s, comm::array_bytes(call.op, n, bytes));
   case CollectiveOp::broadcast:
     if (algo == Algo::tree)
       return tree_broadcast(s, bytes, call.peer);
     if (fidelity_ == scenario::CollectiveFidelity::nccl)
-      return nccl_collective(rank, s, NcclCollective::broadcast, bytes, std::nullopt, call.peer);
+      return nccl_collective(rank, s, CollectiveOp::broadcast, bytes, std::nullopt, call.peer);
     return ring_chain(rank, s, bytes, call.peer, false);
   case CollectiveOp::reduce:
     return ring_chain(rank, s, bytes, call.peer, true);
   case CollectiveOp::all_to_all:
     return all_to_all(rank, s, bytes);
   case CollectiveOp::barrier:
-    return ring_steps(rank, s, 2 * (n - 1), 0);
+    return ring_of(rank, s, 0);
   default:
     break;
   }

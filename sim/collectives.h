@@ -21,11 +21,12 @@
 //    Trees always run fused (NCCL pipelines them in small chunks; fused is that pipeline's limit).
 #pragma once
 
+#include "comm/collective_price.h"
+#include "comm/nccl_model.h"
 #include "runtime/runtime.h"
 #include "runtime/topology.h"
 #include "sim/comm_interference.h"
 #include "sim/compute_interference.h"
-#include "sim/nccl_model.h"
 #include "sim/platform.h"
 
 #include <array>
@@ -41,6 +42,13 @@
 #include <vector>
 
 namespace overlapsim::sim {
+
+// NCCL's model lives in comm/ (the one owner of collective prices); the simulator runs it.
+using comm::NcclAlgorithm;
+using comm::NcclCost;
+using comm::NcclGeneration;
+using comm::NcclProtocol;
+using comm::NcclShape;
 
 struct CollectiveOutcome {
   double bytes_sent = 0;      // by this rank
@@ -85,10 +93,6 @@ public:
   // The NCCL model's choice and cost for an all-reduce of `bytes` on `group` (no simulation).
   NcclCost nccl_cost(const Group& group, double bytes,
                      std::optional<NcclAlgorithm> only = std::nullopt);
-
-  // The alpha-beta prediction `auto` chooses with (seconds), for an all-reduce of `bytes`.
-  double predicted_all_reduce(scenario::CollectiveAlgorithm algorithm, const Group& group,
-                              double bytes);
 
 private:
   struct Instance;
@@ -153,16 +157,18 @@ private:
   const Split* make_split(const Group& group, bool by_site, std::unique_ptr<Split>& slot);
 
   CollectiveOutcome ring_steps(int rank, const Scope& s, int steps, double chunk);
+  // A ring of s.op over s.group on an array of `array` bytes (comm/ring_shape.h's steps).
+  CollectiveOutcome ring_of(int rank, const Scope& s, double array);
   CollectiveOutcome ring_chain(int rank, const Scope& s, double bytes, int root, bool reduce);
   CollectiveOutcome tree_all_reduce(const Scope& s, double bytes);
   // NCCL's double binary tree; `nvls_intra`: NVLS inside the nodes instead of chains.
   std::vector<Flow> tree_flows(const Group& g, double bytes, double* worst_latency, int* depth,
                                bool nvls_intra);
-  // A collective timed by the NCCL model (sim/nccl_model.h): the cheapest (algorithm, protocol)
+  // A collective timed by the NCCL model (comm/nccl_model.h): the cheapest (algorithm, protocol)
   // pair, or the cheapest protocol of `only`; its latency is slept, its flows run at its pace.
   // `bytes` is the whole array S (all-gather's output); `root` is broadcast's.
-  CollectiveOutcome nccl_collective(int rank, const Scope& s, NcclCollective collective,
-                                    double bytes, std::optional<NcclAlgorithm> only, int root = 0);
+  CollectiveOutcome nccl_collective(int rank, const Scope& s, CollectiveOp collective, double bytes,
+                                    std::optional<NcclAlgorithm> only, int root = 0);
   const NcclShape& nccl_shape(const Group& g);
   CollectiveOutcome tree_broadcast(const Scope& s, double bytes, int root);
   CollectiveOutcome hierarchical_all_reduce(int rank, const Scope& s, double bytes);

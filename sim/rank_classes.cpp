@@ -1,6 +1,6 @@
 #include "sim/rank_classes.h"
 
-#include "sim/nccl_model.h"
+#include "comm/nccl_model.h"
 
 #include <fmt/format.h>
 #include <vector>
@@ -59,7 +59,7 @@ int busiest_tree_node(int m, const std::vector<char>& usable) {
   std::vector<int> edges(static_cast<std::size_t>(m), 0);
   for (int tree : {0, 1})
     for (int i = 0; i < m; ++i)
-      if (const int p = nccl_tree_parent(i, tree, m); p >= 0) {
+      if (const int p = comm::nccl_tree_parent(i, tree, m); p >= 0) {
         ++edges[static_cast<std::size_t>(i)];
         ++edges[static_cast<std::size_t>(p)];
       }

@@ -327,8 +327,8 @@ TEST(Calibration, OneRankOpsInterpolateTheirMeasuredPoints) {
   EXPECT_NEAR(f.local_seconds_for(0), 1e-4 - 1e3 / 4e9, 1e-15);
   f.latency_s = 1e-4 - 1e3 / 8e9; // the floor, above the line's value at 0
   EXPECT_NEAR(f.local_seconds_for(0), f.latency_s, 1e-15);
-  EXPECT_EQ(ring_shape("all_gather", 1).latency_steps, 1.0);
-  EXPECT_EQ(ring_shape("all_reduce", 1).bytes_factor, 1.0);
+  EXPECT_EQ(ring_shape("all_gather", 1).steps, 1.0);
+  EXPECT_EQ(ring_shape("all_reduce", 1).bus_factor, 1.0);
   EXPECT_THROW(ring_shape("gather", 1), std::runtime_error);
 }
 

@@ -16,7 +16,7 @@ scenario::Scenario cluster(int nodes, int gpus, const std::vector<std::string>& 
                            "\n  gpu: a100-80gb\n"
                            "  intra_node: {bandwidth: 300GB/s, latency: 1us}\n"
                            "  inter_node: {bandwidth: 100Gb/s, latency: 5us}\n"
-                           // The alpha-beta views' closed forms; sim/nccl_model's in its own test.
+                           // The alpha-beta views' closed forms; comm/nccl_model's in its own test.
                            "  collectives: fused\n"
                            "model: {preset: gpt-neo-125m}\n"
                            "training: {micro_batch: 1, seq_len: 128}\nalgorithms: [ddp]\n";

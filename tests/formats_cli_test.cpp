@@ -10,6 +10,7 @@
 #include "cli/presets_command.h"
 #include "hw/model.h"
 #include "hw/presets.h"
+#include "hw/units.h"
 #include "runtime/runtime.h"
 #include "scenario/calibration.h"
 #include "scenario/loader.h"
@@ -66,22 +67,28 @@ std::vector<std::vector<std::string>> rows_of(const std::string& text) {
   return rows;
 }
 
-TEST(CollectiveSizes, KAndGArePowersOf1024AsInNcclTests) {
-  // nccl-tests -b 1K -e 1G -f 2: 1024 B up to 1073741824 B, 21 sizes. With KB = 1000 B the range
-  // stopped at 524288000 B, short of 1 GB.
-  const auto sizes = overlapsim::cli::parse_size_range("1KB:1GB");
+TEST(CollectiveSizes, OneRuleKAndKiBArePowersOf1024KBOf1000) {
+  // nccl-tests -b 1K -e 1G -f 2: 1024 B up to 1073741824 B, 21 sizes.
+  const auto sizes = overlapsim::cli::parse_size_range("1K:1G");
   ASSERT_EQ(sizes.size(), 21u);
   EXPECT_EQ(sizes.front(), 1024);
   EXPECT_EQ(sizes.back(), 1073741824);
-  EXPECT_EQ(overlapsim::cli::parse_size_range("1K:1G"), sizes);
   EXPECT_EQ(overlapsim::cli::parse_size_range("1KiB:1GiB"), sizes);
+  // KB and GB mean what they mean in a scenario (issue 66.4: 1GB was 2^30 here and 1e9 there):
+  // 1000 B doubling up to 524.288 MB, 20 sizes.
+  const auto decimal = overlapsim::cli::parse_size_range("1KB:1GB");
+  ASSERT_EQ(decimal.size(), 20u);
+  EXPECT_EQ(decimal.front(), 1000);
+  EXPECT_EQ(decimal.back(), 524288000);
+  EXPECT_EQ(overlapsim::hw::parse_size_bytes("1GB"), 1e9);
+  EXPECT_EQ(overlapsim::hw::parse_size_bytes("1G"), 1073741824);
   EXPECT_EQ(overlapsim::cli::parse_size_range("8"), std::vector<double>{8});
-  EXPECT_EQ(overlapsim::cli::parse_size_range("3MB:8MB"), (std::vector<double>{3 << 20, 6 << 20}));
+  EXPECT_EQ(overlapsim::cli::parse_size_range("3M:8M"), (std::vector<double>{3 << 20, 6 << 20}));
   EXPECT_THROW(overlapsim::cli::parse_size_range("1KX"), std::invalid_argument);
 }
 
 TEST_F(FormatsCli, CollectivePrintsNcclTestsColumnsAndTheAverageBusBandwidth) {
-  const auto r = run("collective " + scenario_ + " --op all_reduce --size 1KB:1MB");
+  const auto r = run("collective " + scenario_ + " --op all_reduce --size 1K:1M");
   ASSERT_EQ(r.first, 0) << r.second;
   for (const char* column : {"size", "count", "type", "redop", "root", "out-of-place", "in-place",
                              "#wrong", "(elements)", "#  Rank  0", "#  Rank  1"})
@@ -132,8 +139,8 @@ algorithms: [ddp]
 }
 
 TEST_F(FormatsCli, CollectivePrintsTheChosenAlgorithmAndProtocolPerSize) {
-  // 2 nodes x 1 GPU, 10 Gb/s (1.25 GB/s) and 5 us between them; NCCL's tuner (sim/nccl_model.h).
-  const auto r = run("collective " + scenario_ + " --op all-reduce --size 1KB:1GB");
+  // 2 nodes x 1 GPU, 10 Gb/s (1.25 GB/s) and 5 us between them; NCCL's tuner (comm/nccl_model.h).
+  const auto r = run("collective " + scenario_ + " --op all-reduce --size 1K:1G");
   ASSERT_EQ(r.first, 0) << r.second;
   EXPECT_THAT(r.second, HasSubstr("collectives: nccl algorithm: auto protocol: auto"));
   const auto rows = rows_of(r.second);
@@ -147,7 +154,7 @@ TEST_F(FormatsCli, CollectivePrintsTheChosenAlgorithmAndProtocolPerSize) {
   EXPECT_NEAR(std::stod(rows.back()[5]), 91.96 + 1073741824 / 1.25e9 * 1e6, 0.1);
   // NCCL_PROTO pinned: 1 KiB with LL128, 12 + 14 + 2 x max(8.5, 5) = 43 us + 1024 B at 92%.
   const auto pinned = run("collective " + scenario_ +
-                          " --op all-reduce --size 1KB --set cluster.nccl_protocol=LL128");
+                          " --op all-reduce --size 1K --set cluster.nccl_protocol=LL128");
   ASSERT_EQ(pinned.first, 0) << pinned.second;
   EXPECT_THAT(pinned.second, HasSubstr("protocol: LL128"));
   EXPECT_EQ(rows_of(pinned.second).at(0).back(), "ring/LL128");
@@ -155,7 +162,7 @@ TEST_F(FormatsCli, CollectivePrintsTheChosenAlgorithmAndProtocolPerSize) {
 }
 
 TEST_F(FormatsCli, CollectiveJsonIsAlwaysAList) {
-  for (const std::string size : {"1MB", "1KB:4KB"}) {
+  for (const std::string size : {"1MB", "1K:4K"}) {
     const auto r = run("collective " + scenario_ + " --size " + size + " --json");
     ASSERT_EQ(r.first, 0) << r.second;
     const auto doc = nlohmann::json::parse(r.second);
@@ -167,7 +174,7 @@ TEST_F(FormatsCli, CollectiveJsonIsAlwaysAList) {
 }
 
 TEST_F(FormatsCli, ProfileImportsCollectivesOwnOutput) {
-  const auto r = run("collective " + scenario_ + " --op all-reduce --size 1KB:1GB");
+  const auto r = run("collective " + scenario_ + " --op all-reduce --size 1K:1G");
   ASSERT_EQ(r.first, 0) << r.second;
   std::ofstream(out("log.txt")) << r.second;
   // In-process: the fit recovers the scenario's link (10 Gb/s, 2 ranks: a ring's busbw is the

@@ -1,9 +1,9 @@
-// The NCCL collective model (sim/nccl_model.h) against hand-computed times, and the simulator's
+// The NCCL collective model (comm/nccl_model.h) against hand-computed times, and the simulator's
 // all-reduce following it (protocol, channels of bandwidth, tree, NVLS, `auto`'s choice).
+#include "comm/nccl_model.h"
 #include "scenario/calibration.h"
 #include "scenario/loader.h"
 #include "sim/collective_timing.h"
-#include "sim/nccl_model.h"
 
 #include <cmath>
 #include <fstream>
@@ -13,13 +13,22 @@
 namespace overlapsim {
 namespace {
 
-using sim::NcclAlgorithm;
-using sim::NcclProtocol;
+using comm::NcclAlgorithm;
+using comm::NcclProtocol;
 
 constexpr double GiB = 1073741824.0;
 
-sim::NcclShape one_node(int gpus, double bandwidth) {
-  sim::NcclShape s;
+// The generation of a GPU preset with an intra-node link preset (none: one GPU a node), as a
+// scenario's cluster gives them to the model: by their facts, not their names.
+comm::NcclGeneration generation(const char* gpu, const char* intra_link) {
+  const bool one_gpu = std::string_view(intra_link).empty();
+  return comm::nccl_generation(*hw::find_gpu_preset(gpu),
+                               one_gpu ? hw::LinkSpec{} : *hw::find_link_preset(intra_link),
+                               one_gpu ? 1 : 8);
+}
+
+comm::NcclShape one_node(int gpus, double bandwidth) {
+  comm::NcclShape s;
   s.ranks = s.per_node = gpus;
   s.intra_Bps = bandwidth;
   s.intra_latency_s = 1e-6;
@@ -27,32 +36,32 @@ sim::NcclShape one_node(int gpus, double bandwidth) {
 }
 
 TEST(NcclModel, RingProtocolsHandNumbers) {
-  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
+  const auto ampere = generation("a100-80gb", "nvlink3");
   const auto s = one_node(8, 234e9);
   // Simple: 12 launch + 8.4 base + 14 steps x 6.4 us = 110 us; algbw 234 x 8/14 GB/s.
   const auto simple =
-      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
   EXPECT_NEAR(simple.latency_s, 110e-6, 1e-9);
   EXPECT_NEAR(simple.time_s, 110e-6 + GiB / (234e9 * 8 / 14), 1e-9);
   // LL: 12 + 6.6 + 14 x max(0.6, 1 us link) = 32.6 us; 21% of the bandwidth.
-  const auto ll = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::ll, 65536);
+  const auto ll = comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::ll, 65536);
   EXPECT_NEAR(ll.time_s, 32.6e-6 + 65536 / (0.21 * 234e9 * 8 / 14), 1e-10);
   // LL128: 12 + 14 + 14 x 5 = 96 us; 92% of the bandwidth.
   const auto ll128 =
-      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::ll128, 8 * 1048576.0);
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::ll128, 8 * 1048576.0);
   EXPECT_NEAR(ll128.time_s, 96e-6 + 8 * 1048576.0 / (0.92 * 234e9 * 8 / 14), 1e-10);
 }
 
 // Reduce-scatter and all-gather: NCCL's ring, n-1 steps, (n-1)/n of the array over the bus.
 TEST(NcclModel, ReduceScatterAndAllGatherAreHalfARing) {
-  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
+  const auto ampere = generation("a100-80gb", "nvlink3");
   const auto s = one_node(8, 234e9);
   // 1 GiB, Simple: 12 launch + 8.4 base + 7 steps x 6.4 us = 65.2 us; algbw 234 x 8/7 GB/s.
-  const auto big = sim::nccl_ring_half(ampere, s, GiB);
+  const auto big = comm::nccl_ring_half(ampere, s, GiB);
   EXPECT_EQ(big.protocol, NcclProtocol::simple);
   EXPECT_NEAR(big.time_s, 65.2e-6 + GiB * 7 / 8 / 234e9, 1e-9);
   // 64 KiB, LL: 12 + 6.6 + 7 x 1 us = 25.6 us; 21% of the bandwidth.
-  const auto small = sim::nccl_ring_half(ampere, s, 65536);
+  const auto small = comm::nccl_ring_half(ampere, s, 65536);
   EXPECT_EQ(small.protocol, NcclProtocol::ll);
   EXPECT_NEAR(small.time_s, 25.6e-6 + 65536 * 7 / 8 / (0.21 * 234e9), 1e-10);
   // In the simulator, alone on a DGX-like node: the model's time, traced as its pair.
@@ -63,59 +72,60 @@ TEST(NcclModel, ReduceScatterAndAllGatherAreHalfARing) {
   const auto rs = sim::time_collective(scenario, CollectiveOp::reduce_scatter, GiB);
   EXPECT_EQ(rs.algorithm, "ring/Simple");
   const double expected =
-      sim::nccl_ring_half(ampere, one_node(8, scenario.cluster.intra_node.bandwidth_Bps), GiB)
+      comm::nccl_ring_half(ampere, one_node(8, scenario.cluster.intra_node.bandwidth_Bps), GiB)
           .time_s;
   EXPECT_NEAR(rs.time_s, expected, 0.01 * expected);
 }
 
 TEST(NcclModel, AutoPicksTheProtocolBySize) {
-  const auto& ampere = sim::nccl_generation("a100-40gb", "nvlink3");
+  const auto ampere = generation("a100-40gb", "nvlink3");
   const auto s = one_node(8, 234e9);
-  EXPECT_EQ(sim::nccl_best_all_reduce(ampere, s, 65536).protocol, NcclProtocol::ll);
-  EXPECT_EQ(sim::nccl_best_all_reduce(ampere, s, 8 * 1048576.0).protocol, NcclProtocol::ll128);
-  const auto big = sim::nccl_best_all_reduce(ampere, s, GiB);
+  EXPECT_EQ(comm::nccl_best_all_reduce(ampere, s, 65536).protocol, NcclProtocol::ll);
+  EXPECT_EQ(comm::nccl_best_all_reduce(ampere, s, 8 * 1048576.0).protocol, NcclProtocol::ll128);
+  const auto big = comm::nccl_best_all_reduce(ampere, s, GiB);
   EXPECT_EQ(big.protocol, NcclProtocol::simple);
   EXPECT_EQ(big.algorithm, NcclAlgorithm::ring); // no NVLS on Ampere; tree's chain is slower
 }
 
 TEST(NcclModel, NvlsOnlyOnNvSwitch3AndItsHandNumber) {
-  const auto& hopper = sim::nccl_generation("h100-sxm", "nvlink4");
+  const auto hopper = generation("h100-sxm", "nvlink4");
   const auto s = one_node(8, 360e9);
-  const auto nvls = sim::nccl_best_all_reduce(hopper, s, GiB);
+  const auto nvls = comm::nccl_best_all_reduce(hopper, s, GiB);
   EXPECT_EQ(nvls.algorithm, NcclAlgorithm::nvls);
   // 12 + 25 us; bus bandwidth 480 GB/s: algbw 480 x 8/14.
   EXPECT_NEAR(nvls.time_s, 37e-6 + GiB / (480e9 * 8 / 14), 1e-9);
   // A PCIe H100 has no NVSwitch: no NVLS.
-  const auto& pcie = sim::nccl_generation("h100-pcie", "pcie5");
+  const auto pcie = generation("h100-pcie", "pcie5");
   EXPECT_EQ(pcie.nvls_busbw_Bps, 0);
-  EXPECT_EQ(sim::nccl_best_all_reduce(pcie, one_node(8, 45e9), GiB).algorithm, NcclAlgorithm::ring);
+  EXPECT_EQ(comm::nccl_best_all_reduce(pcie, one_node(8, 45e9), GiB).algorithm,
+            NcclAlgorithm::ring);
 }
 
 TEST(NcclModel, Ll128OnlyWhereNcclEnablesIt) {
   // NCCL's default: LL128 on sm_70/80/90 with NVLink (or one GPU a node); not on an A6000 (sm_86)
   // or a PCIe H100. 8 MiB on 8 x A6000 over PCIe 4 (22.4 GB/s): LL128 is out, so Simple, 12 + 8.4
   // + 14 x 6.4 = 110 us + S / (22.4 GB/s x 8/14), beats LL's 21%.
-  EXPECT_TRUE(sim::nccl_generation("a100-80gb", "nvlink3").ll128);
-  EXPECT_TRUE(sim::nccl_generation("h100-sxm", "").ll128);
-  EXPECT_FALSE(sim::nccl_generation("a6000", "pcie4").ll128);
-  EXPECT_FALSE(sim::nccl_generation("h100-pcie", "pcie5").ll128);
-  EXPECT_FALSE(sim::nccl_generation("rtx-2080ti", "pcie4").ll128);
-  const auto a6000 = sim::nccl_generation("a6000", "pcie4");
+  EXPECT_TRUE(generation("a100-80gb", "nvlink3").ll128);
+  EXPECT_TRUE(generation("h100-sxm", "").ll128);
+  EXPECT_FALSE(generation("a6000", "pcie4").ll128);
+  EXPECT_FALSE(generation("h100-pcie", "pcie5").ll128);
+  EXPECT_FALSE(generation("rtx-2080ti", "pcie4").ll128);
+  const auto a6000 = generation("a6000", "pcie4");
   const auto s = one_node(8, 22.4e9);
   const double mib8 = 8 * 1048576.0;
-  const auto best = sim::nccl_best_all_reduce(a6000, s, mib8);
+  const auto best = comm::nccl_best_all_reduce(a6000, s, mib8);
   EXPECT_EQ(best.protocol, NcclProtocol::simple);
   EXPECT_NEAR(best.time_s, 110e-6 + mib8 / (22.4e9 * 8 / 14), 1e-9);
   // NCCL_PROTO=LL128 set by hand enables it: 12 + 14 + 14 x 5 = 96 us + S at 92%.
-  const auto pinned = sim::nccl_best_collective(a6000, s, sim::NcclCollective::all_reduce, mib8,
-                                                std::nullopt, NcclProtocol::ll128);
+  const auto pinned = comm::nccl_best_collective(a6000, s, CollectiveOp::all_reduce, mib8,
+                                                 std::nullopt, NcclProtocol::ll128);
   EXPECT_EQ(pinned.protocol, NcclProtocol::ll128);
   EXPECT_NEAR(pinned.time_s, 96e-6 + mib8 / (0.92 * 22.4e9 * 8 / 14), 1e-9);
 }
 
 TEST(NcclModel, TreeAcrossNodesHandNumber) {
-  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
-  sim::NcclShape s = one_node(8, 234e9);
+  const auto ampere = generation("a100-80gb", "nvlink3");
+  comm::NcclShape s = one_node(8, 234e9);
   s.ranks = 16;
   s.nodes = 2;
   s.net_Bps = 200e9;
@@ -123,17 +133,19 @@ TEST(NcclModel, TreeAcrossNodesHandNumber) {
   // A network hop: NCCL's (14 us, Simple), which holds a fabric's few us of latency; a slower
   // network's latency where it is longer (2 us here: 14). 12 + 8.4 + 2 x (7 x 6.4 + log2(2) x 14)
   // = 138 us; algbw min(234/2, 0.92 x 200).
-  const auto tree = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
+  const auto tree =
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
   EXPECT_NEAR(tree.latency_s, 138e-6, 1e-9);
   EXPECT_NEAR(tree.time_s, 138e-6 + GiB / 117e9, 1e-9);
   // A 40 us network (a WAN, or EFA's libfabric path) sets the hop: 12 + 8.4 + 2 x (44.8 + 40).
   s.net_latency_s = 40e-6;
   EXPECT_NEAR(
-      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB).latency_s,
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB).latency_s,
       190e-6, 1e-9);
   s.net_latency_s = 2e-6;
   // The ring crosses the NICs with 2(n-1)/n S: its bus bandwidth is the NICs' 200 GB/s at most.
-  const auto ring = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+  const auto ring =
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
   EXPECT_NEAR(ring.algbw_Bps, 200e9 * 16 / 30, 1);
 }
 
@@ -141,35 +153,35 @@ TEST(NcclModel, DoubleBinaryTreeIsNcclsAndItsNicLoad) {
   // trees.cc's illustration for 14 ranks: 0 - 8; 8 - 4, 12; 4 - 2, 6; 12 - 10, 13; 2 - 1, 3; ...
   const std::vector<int> first = {-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12};
   for (int i = 0; i < 14; ++i)
-    EXPECT_EQ(sim::nccl_tree_parent(i, 0, 14), first[static_cast<std::size_t>(i)]) << i;
+    EXPECT_EQ(comm::nccl_tree_parent(i, 0, 14), first[static_cast<std::size_t>(i)]) << i;
   // Even: the second tree mirrors the first (root 13; 5 mirrors 8, whose parent 0 mirrors 13).
-  EXPECT_EQ(sim::nccl_tree_parent(13, 1, 14), -1);
-  EXPECT_EQ(sim::nccl_tree_parent(5, 1, 14), 13);
+  EXPECT_EQ(comm::nccl_tree_parent(13, 1, 14), -1);
+  EXPECT_EQ(comm::nccl_tree_parent(5, 1, 14), 13);
   // Odd: shifted by one (root 1; 0 sits where 12 does, under 8, shifted 9).
-  EXPECT_EQ(sim::nccl_tree_parent(1, 1, 13), -1);
-  EXPECT_EQ(sim::nccl_tree_parent(0, 1, 13), 9);
+  EXPECT_EQ(comm::nccl_tree_parent(1, 1, 13), -1);
+  EXPECT_EQ(comm::nccl_tree_parent(0, 1, 13), 9);
   // A node's NICs carry S/2 each way per tree edge at it. 2 nodes: one edge in each tree, S. 4
   // nodes: 0 - 2 - {1, 3} and its mirror 3 - 1 - {2, 0}: nodes 1 and 2 have 3 + 1 edges, 2S.
   // 3 nodes: 0 - 2 - 1 and shifted 1 - 0 - 2: 3 edges at most, 1.5S.
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(2), 1.0);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(3), 1.5);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(4), 2.0);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_nic_load(64), 2.0);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_nic_load(2), 1.0);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_nic_load(3), 1.5);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_nic_load(4), 2.0);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_nic_load(64), 2.0);
   // Depth: 2 nodes one level; 4 nodes 1 - 2 - 0 two; 14 nodes 1 - 2 - 4 - 8 - 0 four. The reduce
   // phase's NIC load: 2 nodes one child (in one tree), from 4 on two children in one tree.
-  EXPECT_EQ(sim::nccl_tree_depth(2), 1);
-  EXPECT_EQ(sim::nccl_tree_depth(4), 2);
-  EXPECT_EQ(sim::nccl_tree_depth(8), 3);
-  EXPECT_EQ(sim::nccl_tree_depth(14), 4);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_fill_load(2), 0.5);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_fill_load(4), 1.0);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_fill_load(64), 1.0);
+  EXPECT_EQ(comm::nccl_tree_depth(2), 1);
+  EXPECT_EQ(comm::nccl_tree_depth(4), 2);
+  EXPECT_EQ(comm::nccl_tree_depth(8), 3);
+  EXPECT_EQ(comm::nccl_tree_depth(14), 4);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_fill_load(2), 0.5);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_fill_load(4), 1.0);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_fill_load(64), 1.0);
 }
 
 TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
   // 8 x H100 a node (NVLS: 480 GB/s bus, algbw 480 x 8/14), the nodes' NICs 400 GB/s, 3 us.
-  const auto& hopper = sim::nccl_generation("h100-sxm", "nvlink4");
-  sim::NcclShape s = one_node(8, 450e9);
+  const auto hopper = generation("h100-sxm", "nvlink4");
+  comm::NcclShape s = one_node(8, 450e9);
   s.net_Bps = 400e9;
   s.net_latency_s = 3e-6;
   s.net_heads = 8; // a NIC a GPU
@@ -178,15 +190,15 @@ TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
   const double nvls = 480e9 * 8 / 14, net = 0.92 * 400e9, MiB = 1048576;
   // Chunks (enqueue.cc): 128 KiB on 2 nodes, cut to 32 KiB for 1 MiB (< 4 and 1 x 16 channels x
   // 8 heads x the chunk); 64 KiB from 4 nodes on.
-  EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 8 * GiB), 131072);
-  EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 64 * MiB), 131072);
-  EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 1 * MiB), 32768);
+  EXPECT_EQ(comm::nccl_nvls_tree_chunk(hopper, s, 8 * GiB), 131072);
+  EXPECT_EQ(comm::nccl_nvls_tree_chunk(hopper, s, 64 * MiB), 131072);
+  EXPECT_EQ(comm::nccl_nvls_tree_chunk(hopper, s, 1 * MiB), 32768);
   // 2 nodes: 12 launch + 25 NVLS + 2 x 1 level x max(10, 3) us = 57 us. A loop moves 16 x 8 x
   // 128 KiB = 16 MiB; the first pays both NVLS steps and the two levels at half the NICs (one
   // child a node), the rest the slowest stage: NVLS (274.3 GB/s) before the NICs (368 GB/s, S
   // each way).
   const auto two =
-      sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, 8 * GiB);
+      comm::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, 8 * GiB);
   EXPECT_NEAR(two.latency_s, 57e-6, 1e-9);
   EXPECT_NEAR(two.time_s - two.latency_s,
               16 * MiB * (2 * 0.5 / net + 2 / nvls) + (8 * GiB - 16 * MiB) / nvls, 1e-9);
@@ -195,44 +207,45 @@ TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
   // 8 x 400 Gb/s HGX H100s, nccl-tests issue #309).
   s.ranks = 32;
   s.nodes = 4;
-  EXPECT_EQ(sim::nccl_nvls_tree_chunk(hopper, s, 8 * GiB), 65536);
+  EXPECT_EQ(comm::nccl_nvls_tree_chunk(hopper, s, 8 * GiB), 65536);
   const auto four =
-      sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, 8 * GiB);
+      comm::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, 8 * GiB);
   EXPECT_NEAR(four.latency_s, 77e-6, 1e-9);
   EXPECT_NEAR(four.algbw_Bps, 184e9, 0.01 * 184e9);
   // 16 MiB: two loops; the first crosses 2 x 2 levels at the NICs' full rate (two children a
   // node) and both NVLS steps: 77 + 152.3 + 45.6 = 274.9 us.
   const double mib16 = 16 * MiB;
   const auto mid =
-      sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, mib16);
+      comm::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple, mib16);
   EXPECT_NEAR(mid.time_s, 77e-6 + 8 * MiB * (4 / net + 2 / nvls) + 8 * MiB * 2 / net, 1e-9);
   EXPECT_NEAR(mid.time_s, 274.9e-6, 0.1e-6);
   // NCCL's tuner sees a network hop per level (14 us: NCCL's Simple hop, longer than the 3 us
   // network) and the bandwidth only: it ranks pairs by that (12 + 25 + 4 x 14 = 93 us + 16 MiB /
   // 184 GB/s), and the pair it picks is priced as it runs.
-  const auto tuned = sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple,
-                                          mib16, sim::NcclView::tuner);
+  const auto tuned = comm::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::simple,
+                                           mib16, comm::NcclView::tuner);
   EXPECT_NEAR(tuned.time_s, 93e-6 + mib16 / 184e9, 1e-9);
-  const auto picked = sim::nccl_best_all_reduce(hopper, s, mib16);
+  const auto picked = comm::nccl_best_all_reduce(hopper, s, mib16);
   EXPECT_EQ(picked.algorithm, NcclAlgorithm::nvls);
   EXPECT_NEAR(picked.time_s, mid.time_s, 1e-12);
   EXPECT_FALSE(std::isfinite(
-      sim::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::ll128, mib16).time_s));
+      comm::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::ll128, mib16).time_s));
   // The classic tree on the same nodes chains inside them: min(450 / 2, 184) GB/s.
-  const auto tree = sim::nccl_all_reduce(hopper, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
+  const auto tree =
+      comm::nccl_all_reduce(hopper, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
   EXPECT_NEAR(tree.algbw_Bps, 184e9, 1);
 }
 
 TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
   // NCCL's tree correction: 16 MiB is 2^18 units of 64 B: column 18, Simple 0.6, LL128 0.8, LL 0.9;
   // 63 B is column 0 (Simple 0.9); from 256 MiB on 1.
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::simple, 16 * 1048576.0), 0.6);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::ll128, 16 * 1048576.0), 0.8);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::ll, 16 * 1048576.0), 0.9);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::simple, 63), 0.9);
-  EXPECT_DOUBLE_EQ(sim::nccl_tree_correction(NcclProtocol::simple, 256 * 1048576.0), 1.0);
-  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
-  sim::NcclShape s = one_node(8, 234e9);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_correction(NcclProtocol::simple, 16 * 1048576.0), 0.6);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_correction(NcclProtocol::ll128, 16 * 1048576.0), 0.8);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_correction(NcclProtocol::ll, 16 * 1048576.0), 0.9);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_correction(NcclProtocol::simple, 63), 0.9);
+  EXPECT_DOUBLE_EQ(comm::nccl_tree_correction(NcclProtocol::simple, 256 * 1048576.0), 1.0);
+  const auto ampere = generation("a100-80gb", "nvlink3");
+  comm::NcclShape s = one_node(8, 234e9);
   s.ranks = 16;
   s.nodes = 2;
   s.net_Bps = 200e9;
@@ -240,50 +253,50 @@ TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
   // The tree of TreeAcrossNodesHandNumber at 16 MiB: 138 us, then algbw 117 GB/s x 0.6.
   const double mib16 = 16 * 1048576.0;
   const auto tree =
-      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, mib16);
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, mib16);
   EXPECT_NEAR(tree.time_s, 138e-6 + mib16 / (117e9 * 0.6), 1e-9);
   // LL on a tree: NCCL's 1/3.8 of the bandwidth (the ring's LL keeps its fitted 0.21), and the
   // LL row of the correction (16 MiB: 0.9). LL's hops: 12 + 6.6 + 2 x (7 x max(0.6, 1) + 5) = 42.6
   // us.
   const auto tree_ll =
-      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::ll, mib16);
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::ll, mib16);
   EXPECT_NEAR(tree_ll.time_s, 42.6e-6 + mib16 / (117e9 / 3.8 * 0.9), 1e-9);
   // The ring across 2 nodes, Simple, from 16/16 x 64 KiB on: 1.9 x (12 + 8.4 + 28 x 6.4 + 2 x
   // 14) us = 1.9 x 227.6 us = 432.44 us.
-  const auto ring = sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+  const auto ring =
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
   EXPECT_NEAR(ring.latency_s, 432.44e-6, 1e-9);
   const auto small =
-      sim::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, 32768);
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, 32768);
   EXPECT_NEAR(small.latency_s, 227.6e-6, 1e-9);
 }
 
 TEST(NcclModel, ReduceScatterAllGatherBroadcastRingHandNumbers) {
-  const auto& ampere = sim::nccl_generation("a100-80gb", "nvlink3");
+  const auto ampere = generation("a100-80gb", "nvlink3");
   const auto s = one_node(8, 234e9);
-  using sim::NcclCollective;
   // n-1 = 7 steps: 12 + 8.4 + 7 x 6.4 = 65.2 us; a rank moves 7/8 S: algbw 234 x 8/7 GB/s.
-  for (auto c : {NcclCollective::reduce_scatter, NcclCollective::all_gather}) {
+  for (auto c : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
     const auto r =
-        sim::nccl_collective_cost(ampere, s, c, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+        comm::nccl_collective_cost(ampere, s, c, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
     EXPECT_NEAR(r.latency_s, 65.2e-6, 1e-9);
     EXPECT_NEAR(r.time_s, 65.2e-6 + GiB / (234e9 * 8 / 7), 1e-9);
     // No tree or NVLS for them (NCCL's tuner): a scenario's `tree` still gets a ring.
-    EXPECT_EQ(sim::nccl_best_collective(ampere, s, c, GiB, NcclAlgorithm::tree).algorithm,
+    EXPECT_EQ(comm::nccl_best_collective(ampere, s, c, GiB, NcclAlgorithm::tree).algorithm,
               NcclAlgorithm::ring);
   }
   // Broadcast: a chain of 7 hops, the same 65.2 us; every rank receives S once: algbw 234 GB/s.
-  const auto b = sim::nccl_collective_cost(ampere, s, NcclCollective::broadcast,
-                                           NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+  const auto b = comm::nccl_collective_cost(ampere, s, CollectiveOp::broadcast, NcclAlgorithm::ring,
+                                            NcclProtocol::simple, GiB);
   EXPECT_NEAR(b.time_s, 65.2e-6 + GiB / 234e9, 1e-9);
   // Across 2 nodes a reduce-scatter ring crosses the network once: 12 + 8.4 + 14 x 6.4 + 14
   // = 124 us; bus bandwidth min(234, 200): algbw 200 x 16/15.
-  sim::NcclShape two = s;
+  comm::NcclShape two = s;
   two.ranks = 16;
   two.nodes = 2;
   two.net_Bps = 200e9;
   two.net_latency_s = 2e-6;
-  const auto rs2 = sim::nccl_collective_cost(ampere, two, NcclCollective::reduce_scatter,
-                                             NcclAlgorithm::ring, NcclProtocol::simple, GiB);
+  const auto rs2 = comm::nccl_collective_cost(ampere, two, CollectiveOp::reduce_scatter,
+                                              NcclAlgorithm::ring, NcclProtocol::simple, GiB);
   EXPECT_NEAR(rs2.latency_s, 124e-6, 1e-9);
   EXPECT_NEAR(rs2.algbw_Bps, 200e9 * 16 / 15, 1);
 }

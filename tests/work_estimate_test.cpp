@@ -175,7 +175,7 @@ TEST(WorkEstimate, CommandsPastMaxTimeAreRefusedWithTheEstimate) {
   EXPECT_EQ(r.first, 1);
   EXPECT_THAT(r.second, HasSubstr("1M points x (2 ms to load"));
   EXPECT_THAT(r.second, HasSubstr("past --max-time 10 min"));
-  r = run("collective " + scenario + " --op broadcast --size 1KB:1GB --max-time 1ms");
+  r = run("collective " + scenario + " --op broadcast --size 1K:1G --max-time 1ms");
   EXPECT_EQ(r.first, 1);
   EXPECT_THAT(r.second, HasSubstr("21 size(s) x 1.024k GPUs x 1 collective"));
   EXPECT_THAT(r.second, HasSubstr("past --max-time 1 ms"));

@@ -1,5 +1,7 @@
 #include "validate/collective_pieces.h"
 
+#include "comm/ring_shape.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -32,8 +34,9 @@ std::int64_t agreed_piece_elements(CommBackend& world, int ranks,
     if (r > 0)
       fastest = std::min(fastest, took);
   }
-  // A ring all-reduce sends 2 (n - 1) / n of the data from each rank (nccl-tests' busbw).
-  const double bus = 2.0 * (ranks - 1) / ranks * 4.0 * kElements / std::max(fastest, 1e-9);
+  // nccl-tests' busbw: what each rank sends of the data (comm/ring_shape.h) per second.
+  const double bus =
+      comm::bus_factor(CollectiveOp::all_reduce, ranks) * 4.0 * kElements / std::max(fastest, 1e-9);
   std::vector<torch::Tensor> agreed{
       torch::full({1}, static_cast<double>(piece_elements_for(bus)), torch::kFloat64)};
   c10d::BroadcastOptions from_rank0;

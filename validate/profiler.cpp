@@ -359,11 +359,11 @@ scenario::LinkFit robust_fit(const std::string& op, int ranks,
     f.op = op;
     f.ranks = ranks;
     f.latency_s = 0;
-    f.bandwidth_Bps = shape.bytes_factor * big.bytes / big.seconds;
+    f.bandwidth_Bps = shape.bus_factor * big.bytes / big.seconds;
     for (const auto& p : points)
-      f.max_relative_residual = std::max(
-          f.max_relative_residual,
-          std::abs(shape.bytes_factor * p.bytes / f.bandwidth_Bps - p.seconds) / p.seconds);
+      f.max_relative_residual =
+          std::max(f.max_relative_residual,
+                   std::abs(shape.bus_factor * p.bytes / f.bandwidth_Bps - p.seconds) / p.seconds);
     f.points = points;
     if (ranks > 1) // over one rank a flat time is expected (an in-place all-reduce does nothing)
       fmt::print(stderr, "overlapsim profile: {}; using the largest size's bandwidth instead\n",

@@ -1,6 +1,7 @@
 #include "validate/real_worker.h"
 
 #include "algorithms/model_state.h"
+#include "comm/ring_shape.h"
 #include "validate/heartbeat.h"
 #include "validate/real_replicator.h"
 #include "validate/shard_layout.h"
@@ -19,27 +20,12 @@ namespace overlapsim::real {
 namespace {
 thread_local StreamKind current_stream = StreamKind::compute;
 
-// Bytes a rank sends in the ring form of each collective (Gloo's algorithms for these sizes).
+// Bytes a rank sends in the ring form of each collective (Gloo's algorithms for these sizes):
+// comm/ring_shape.h's, on the call's array (all-gather's data is the shard).
 double bytes_sent(CollectiveOp op, int n, double bytes) {
-  if (n <= 1)
+  if (n <= 1 || op == CollectiveOp::barrier)
     return 0;
-  switch (op) {
-  case CollectiveOp::all_reduce:
-    return 2.0 * (n - 1) / n * bytes;
-  case CollectiveOp::reduce_scatter:
-  case CollectiveOp::all_to_all:
-    return (n - 1.0) / n * bytes;
-  case CollectiveOp::all_gather:
-    return (n - 1.0) * bytes;
-  case CollectiveOp::broadcast:
-  case CollectiveOp::reduce:
-  case CollectiveOp::send:
-    return bytes;
-  case CollectiveOp::recv:
-  case CollectiveOp::barrier:
-    return 0;
-  }
-  return 0;
+  return comm::ring_bytes_sent(op, n, comm::array_bytes(op, n, bytes));
 }
 } // namespace
 

@@ -1,4 +1,6 @@
-#include "sim/nccl_model.h"
+#include "comm/nccl_model.h"
+
+#include "comm/ring_shape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +8,7 @@
 #include <map>
 #include <vector>
 
-namespace overlapsim::sim {
+namespace overlapsim::comm {
 
 namespace {
 
@@ -74,10 +76,6 @@ const NcclGeneration kGeneric{
     0,
 };
 
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
-
 // What the double binary trees leave of a node's NICs for the array: 92% of them (NCCL's tree
 // factor) over the busiest node's load (tuning.cc halves the network bandwidth beyond 2 nodes).
 double nccl_tree_net_Bps(const NcclShape& s) {
@@ -116,15 +114,26 @@ const char* to_string(NcclAlgorithm algorithm) {
   }
 }
 
-NcclGeneration nccl_generation(const std::string& gpu_name, const std::string& intra_link) {
-  const bool hopper = starts_with(gpu_name, "h100") || starts_with(gpu_name, "h200");
-  NcclGeneration gen = hopper && intra_link == "nvlink4" ? kHopper // PCIe H100s: no NVLS
-                       : hopper || starts_with(gpu_name, "a100") || starts_with(gpu_name, "a6000")
-                           ? kAmpere
-                           : kGeneric;
-  const bool tested_arch = hopper || starts_with(gpu_name, "a100") || starts_with(gpu_name, "v100");
-  gen.ll128 = tested_arch && (intra_link.empty() || starts_with(intra_link, "nvlink"));
+NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra_link,
+                               int gpus_per_node) {
+  const int cc = gpu.compute_capability;
+  // PCIe H100s have no NVSwitch: no NVLS, Ampere's latencies.
+  NcclGeneration gen = cc == 90 && intra_link.nvlink_sharp ? kHopper
+                       : cc == 80 || cc == 86 || cc == 90  ? kAmpere
+                                                           : kGeneric;
+  const bool tested_arch = cc == 70 || cc == 80 || cc == 90;
+  gen.ll128 = tested_arch && (gpus_per_node == 1 || intra_link.kind == hw::LinkKind::nvlink);
   return gen;
+}
+
+const char* nccl_label(NcclAlgorithm a, NcclProtocol p, bool multi_node) {
+  // Static strings: the simulator's CollectiveOutcome holds the pointer.
+  static const char* const labels[3][3] = {{"ring/LL", "ring/LL128", "ring/Simple"},
+                                           {"tree/LL", "tree/LL128", "tree/Simple"},
+                                           {"nvls/LL", "nvls/LL128", "nvls/Simple"}};
+  if (a == NcclAlgorithm::nvls && multi_node)
+    return "nvlstree/Simple"; // NCCL's NVLSTree, Simple only
+  return labels[static_cast<int>(a)][static_cast<int>(p)];
 }
 
 int nccl_tree_parent(int i, int tree, int m) {
@@ -224,7 +233,7 @@ double nccl_tree_correction(NcclProtocol protocol, double bytes) {
 }
 
 NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
-                              NcclCollective collective, NcclAlgorithm algorithm,
+                              CollectiveOp collective, NcclAlgorithm algorithm,
                               NcclProtocol protocol, double bytes, NcclView view) {
   const auto p = static_cast<std::size_t>(protocol);
   NcclCost c{algorithm, protocol, 0, 0, std::numeric_limits<double>::infinity()};
@@ -233,7 +242,9 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     return c.time_s = 0, c;
   if (protocol == NcclProtocol::ll128 && !gen.ll128)
     return c; // disabled by default on this GPU or fabric
-  const bool all_reduce = collective == NcclCollective::all_reduce;
+  if (!nccl_prices(collective))
+    return c;
+  const bool all_reduce = collective == CollectiveOp::all_reduce;
   if (!all_reduce && algorithm != NcclAlgorithm::ring)
     return c; // NCCL's tuner: the other collectives run rings
   const bool multi = s.nodes > 1;
@@ -242,10 +253,11 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
   const double share = gen.bandwidth_share[p];
   switch (algorithm) {
   case NcclAlgorithm::ring: {
-    // Steps (and those crossing the network) per collective, as NCCL's tuner counts them:
-    // all-reduce 2(n-1), reduce-scatter and all-gather n-1, a broadcast chain n-1 hops.
-    const int steps = all_reduce ? 2 * (n - 1) : n - 1;
-    const int net_steps = multi ? (all_reduce ? 2 : 1) * (s.nodes - 1) : 0;
+    // Steps (and those crossing the network) per collective, as NCCL's tuner counts them: the
+    // ring's (comm/ring_shape.h) over the ranks, and over the nodes for the network's share.
+    const RingShape ring = ring_shape(collective, n);
+    const double steps = ring.steps;
+    const double net_steps = multi ? ring_shape(collective, s.nodes).steps : 0;
     c.latency_s =
         gen.launch_s + gen.base_s[p] + (steps - net_steps) * hop_intra + net_steps * hop_net;
     // NCCL's ring plateau: a multi-node Simple all-reduce from n/16 x 64 KiB on pays 1.9x its
@@ -253,11 +265,8 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     if (all_reduce && multi && protocol == NcclProtocol::simple && bytes >= n / 16.0 * 65536)
       c.latency_s *= 1.9;
     const double bus = (multi ? std::min(s.intra_Bps, s.net_Bps) : s.intra_Bps) * share;
-    // Bus to algorithm bandwidth: a rank moves 2(n-1)/n S (all-reduce), (n-1)/n S (reduce-
-    // scatter, all-gather) or S (broadcast) over its ring link.
-    c.algbw_Bps = all_reduce                                ? bus * n / (2.0 * (n - 1))
-                  : collective == NcclCollective::broadcast ? bus
-                                                            : bus * n / (n - 1.0);
+    // Bus to algorithm bandwidth: a rank moves bus_factor x S over its ring link.
+    c.algbw_Bps = bus / ring.bus_factor;
     break;
   }
   case NcclAlgorithm::tree: {
@@ -318,7 +327,7 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
 }
 
 NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
-                              NcclCollective collective, double bytes,
+                              CollectiveOp collective, double bytes,
                               std::optional<NcclAlgorithm> only,
                               std::optional<NcclProtocol> only_protocol) {
   // NCCL_PROTO set by hand enables what it names, LL128 included where NCCL's default leaves it
@@ -329,7 +338,7 @@ NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
   best.time_s = std::numeric_limits<double>::infinity();
   for (const auto algorithm : kNcclAlgorithms) {
     // A scenario's ring or tree restricts all-reduce; the others have rings only.
-    if (only && *only != algorithm && collective == NcclCollective::all_reduce)
+    if (only && *only != algorithm && collective == CollectiveOp::all_reduce)
       continue;
     for (const auto protocol : kNcclProtocols) {
       if (only_protocol && *only_protocol != protocol)
@@ -345,4 +354,4 @@ NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
   return nccl_collective_cost(enabled, shape, collective, best.algorithm, best.protocol, bytes);
 }
 
-} // namespace overlapsim::sim
+} // namespace overlapsim::comm

@@ -19,18 +19,25 @@
 // latency).
 #pragma once
 
+#include "comm/collective_op.h"
+#include "hw/presets.h"
+
 #include <array>
 #include <optional>
 #include <string>
 
-namespace overlapsim::sim {
+namespace overlapsim::comm {
 
 enum class NcclProtocol { ll, ll128, simple };
 enum class NcclAlgorithm { ring, tree, nvls };
-// The collectives the model prices. NCCL's tuner gives reduce-scatter, all-gather and broadcast
-// rings only (tuning.cc skips the other algorithms for them; NVLS reduce-scatter/all-gather of
-// NCCL >= 2.18 are not modelled: they stay rings here).
-enum class NcclCollective { all_reduce, reduce_scatter, all_gather, broadcast };
+// The model prices all-reduce, reduce-scatter, all-gather and broadcast (CollectiveOp). NCCL's
+// tuner gives reduce-scatter, all-gather and broadcast rings only (tuning.cc skips the other
+// algorithms for them; NVLS reduce-scatter/all-gather of NCCL >= 2.18 are not modelled: they stay
+// rings here); any other op is priced at infinity.
+constexpr bool nccl_prices(CollectiveOp op) {
+  return op == CollectiveOp::all_reduce || op == CollectiveOp::reduce_scatter ||
+         op == CollectiveOp::all_gather || op == CollectiveOp::broadcast;
+}
 
 inline constexpr std::array kNcclProtocols = {NcclProtocol::ll, NcclProtocol::ll128,
                                               NcclProtocol::simple};
@@ -39,6 +46,9 @@ inline constexpr std::array kNcclAlgorithms = {NcclAlgorithm::ring, NcclAlgorith
 
 const char* to_string(NcclProtocol protocol);   // "LL", "LL128", "Simple" (NCCL_PROTO's names)
 const char* to_string(NcclAlgorithm algorithm); // "ring", "tree", "nvls"
+// What ran, as traces and `overlapsim collective` name it: "ring/LL", "tree/Simple", "nvls/Simple"
+// inside a node, "nvlstree/Simple" (NCCL's NVLSTree) across nodes.
+const char* nccl_label(NcclAlgorithm algorithm, NcclProtocol protocol, bool multi_node);
 
 // Per-generation constants; index protocols with static_cast<int>(NcclProtocol).
 struct NcclGeneration {
@@ -63,10 +73,13 @@ struct NcclGeneration {
   bool ll128 = true;
 };
 
-// The generation of a GPU preset name (a100*, a6000 -> ampere; h100*, h200 -> hopper; others a
-// conservative default). NVLS also needs an NVSwitch-3 fabric: `nvlink4` as the intra-node link;
-// LL128 NVLink (`nvlink*`, or no intra-node link: one GPU a node) on a100*, h100*, h200 or v100.
-NcclGeneration nccl_generation(const std::string& gpu_name, const std::string& intra_link);
+// The generation of a GPU, from its facts (hw::GpuSpec::compute_capability, the intra-node link's
+// kind), never its name: sm_80 and sm_86 take the Ampere table, sm_90 the Hopper one (with NVLS
+// where the intra-node link is an NVSwitch with NVLink SHARP, else Ampere's), others (sm_70,
+// sm_75, sm_89, AMD) a conservative default. LL128 where NCCL enables it by default: sm_70, sm_80
+// or sm_90 with NVLink between a node's GPUs, or one GPU a node.
+NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra_link,
+                               int gpus_per_node);
 
 // What one all-reduce runs on.
 struct NcclShape {
@@ -98,14 +111,14 @@ struct NcclCost {
 // (its network hop) and the bandwidth, where the run pays its chunk pipeline's fill.
 enum class NcclView { run, tuner };
 NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& shape,
-                              NcclCollective collective, NcclAlgorithm algorithm,
+                              CollectiveOp collective, NcclAlgorithm algorithm,
                               NcclProtocol protocol, double bytes, NcclView view = NcclView::run);
 
 // The pair NCCL's tuner picks (the cheapest in its view), priced as it runs; `only` restricts the
 // algorithm (a scenario's ring or tree), `only_protocol` the protocol (NCCL_PROTO); what is left is
 // still chosen.
 NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
-                              NcclCollective collective, double bytes,
+                              CollectiveOp collective, double bytes,
                               std::optional<NcclAlgorithm> only = std::nullopt,
                               std::optional<NcclProtocol> only_protocol = std::nullopt);
 
@@ -113,13 +126,13 @@ NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
 inline NcclCost nccl_all_reduce(const NcclGeneration& gen, const NcclShape& shape,
                                 NcclAlgorithm algorithm, NcclProtocol protocol, double bytes,
                                 NcclView view = NcclView::run) {
-  return nccl_collective_cost(gen, shape, NcclCollective::all_reduce, algorithm, protocol, bytes,
+  return nccl_collective_cost(gen, shape, CollectiveOp::all_reduce, algorithm, protocol, bytes,
                               view);
 }
 inline NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape& shape,
                                      double bytes,
                                      std::optional<NcclAlgorithm> only = std::nullopt) {
-  return nccl_best_collective(gen, shape, NcclCollective::all_reduce, bytes, only);
+  return nccl_best_collective(gen, shape, CollectiveOp::all_reduce, bytes, only);
 }
 
 // A reduce-scatter or all-gather of a `bytes` array (the whole array, as nccl-tests counts it):
@@ -127,7 +140,7 @@ inline NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape&
 // (n-1)/n of the array at the ring's bus bandwidth; the cheapest protocol. (All-gather costs the
 // same as reduce-scatter in NCCL's tuner.)
 inline NcclCost nccl_ring_half(const NcclGeneration& gen, const NcclShape& shape, double bytes) {
-  return nccl_best_collective(gen, shape, NcclCollective::reduce_scatter, bytes);
+  return nccl_best_collective(gen, shape, CollectiveOp::reduce_scatter, bytes);
 }
 
 // NCCL's double binary tree over m nodes (trees.cc): the first tree gives node i the parent
@@ -160,4 +173,4 @@ double nccl_nvls_tree_chunk(const NcclGeneration& gen, const NcclShape& shape, d
 // modelled bandwidth between 64 B and 256 MiB, by protocol and power-of-two size; 1 above.
 double nccl_tree_correction(NcclProtocol protocol, double bytes);
 
-} // namespace overlapsim::sim
+} // namespace overlapsim::comm

@@ -1,0 +1,22 @@
+// What the world group of a scenario's cluster looks like to comm/collective_price.h, from the
+// scenario alone: the planners (algorithms/layer_cost_estimate.h), the work budget and every
+// other caller that prices a collective without a simulation. It follows the routes the simulator
+// builds (sim/platform.cpp): a GPU's link inside a node, the node's pooled NICs across nodes, the
+// sites' WAN links between sites; a test holds it to the simulator's own shape and price.
+#pragma once
+
+#include "comm/collective_price.h"
+#include "scenario/scenario.h"
+
+namespace overlapsim::scenario {
+
+// Every GPU of the cluster as one group.
+comm::NcclShape world_shape(const ClusterSpec& c);
+// The cluster's WAN sites as the world group meets them (one site: sites = 1).
+comm::SiteShape world_sites(const ClusterSpec& c);
+// The cluster's fidelity, algorithm, protocol and NCCL generation.
+comm::PriceRule price_rule(const ClusterSpec& c);
+// The price of `op` on an S-byte array (comm/ring_shape.h's convention) over every GPU.
+comm::CollectivePrice price_world_collective(const ClusterSpec& c, CollectiveOp op, double bytes);
+
+} // namespace overlapsim::scenario
