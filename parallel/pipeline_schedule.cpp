@@ -437,4 +437,27 @@ double ideal_bubble_fraction(PipelineSchedule schedule, int stages, int micro_ba
   throw std::invalid_argument("ideal bubble fraction: unknown schedule");
 }
 
+double ideal_bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches,
+                             int virtual_stages, ChunkDurations d) {
+  check_shape(schedule, stages, micro_batches, virtual_stages);
+  if (!(d.forward >= 0 && d.backward_input >= 0 && d.backward_weight >= 0) ||
+      !std::isfinite(d.forward + d.backward_input + d.backward_weight))
+    throw std::invalid_argument("ideal bubble fraction: a negative or non-finite duration");
+  if (schedule != PipelineSchedule::zero_bubble_h1)
+    return ideal_bubble_fraction(schedule, stages, micro_batches, virtual_stages);
+  const double f = d.forward, b = d.backward_input, w = d.backward_weight;
+  if (micro_batches < stages) {
+    if (f == b && b == w)
+      return ideal_bubble_fraction(schedule, stages, micro_batches, virtual_stages);
+    throw std::invalid_argument(
+        fmt::format("ideal bubble fraction: ZB-H1 with {} micro-batches < {} stages has a closed "
+                    "form here only "
+                    "for equal F, B and W times; evaluate_schedule times it",
+                    micro_batches, stages));
+  }
+  const double compute = micro_batches * (f + b + w);
+  const double idle = (stages - 1) * (f + b - std::min({w, f, b}));
+  return compute + idle > 0 ? idle / (compute + idle) : 0;
+}
+
 } // namespace overlapsim::parallel

@@ -124,4 +124,14 @@ PipelineTiming evaluate_schedule(const PipelineOps& ops, const StageDurations& d
 double ideal_bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches,
                              int virtual_stages = 1);
 
+// The same for given per-chunk durations, every stage alike, no p2p time. GPipe, 1F1B and
+// interleaved do not depend on them. ZB-H1 with m >= p: each stage idles
+// (p-1)(T_F + T_B - min(T_W, T_F, T_B)) beside its m (T_F + T_B + T_W) of compute: Qi et al.'s
+// (p-1)(T_F + T_B - T_W) where T_W <= T_F and T_W <= T_B; a longer W fills only part of a
+// cooldown gap (checked against evaluate_schedule). Throws std::invalid_argument where the other
+// overload would, on a negative duration, and for ZB-H1 with m < p and T_F, T_B, T_W not all
+// equal (evaluate_schedule times that).
+double ideal_bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches,
+                             int virtual_stages, ChunkDurations per_chunk);
+
 } // namespace overlapsim::parallel

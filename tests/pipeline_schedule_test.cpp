@@ -315,6 +315,42 @@ TEST(PipelineSchedule, IdealBubbleFractionMatchesEvaluator) {
   EXPECT_DOUBLE_EQ(ideal_bubble_fraction(PipelineSchedule::zero_bubble_h1, 4, 8), 3.0 / 27);
 }
 
+// With other F : B : W ratios (every stage alike): GPipe, 1F1B and interleaved keep their
+// fractions; ZB-H1 (m >= p) idles (p-1)(F + B - min(W, F, B)) a stage.
+TEST(PipelineSchedule, IdealBubbleFractionWithDurations) {
+  const double times[] = {0.5, 1, 2};
+  for (const auto schedule : all_schedules)
+    for (int p = 1; p <= 8; ++p)
+      for (int m = 1; m <= 16; ++m)
+        for (int v = 1; v <= 2; ++v) {
+          if (!valid(schedule, p, m, v) || (schedule == PipelineSchedule::zero_bubble_h1 && m < p))
+            continue;
+          const PipelineOps ops = pipeline_schedule(schedule, p, m, v);
+          for (const double f : times)
+            for (const double b : times)
+              for (const double w : times) {
+                SCOPED_TRACE(testing::Message()
+                             << to_string(schedule) << " p=" << p << " m=" << m << " v=" << v
+                             << " F=" << f << " B=" << b << " W=" << w);
+                const ChunkDurations d{f, b, w};
+                const PipelineTiming t = evaluate_schedule(ops, uniform_durations(p, v, d));
+                EXPECT_NEAR(t.bubble_fraction, ideal_bubble_fraction(schedule, p, m, v, d), 1e-12);
+              }
+        }
+  // p = 4, m = 8, F = B = 1, W = 0.5: idle 3 * 1.5 = 4.5 beside 20 of compute.
+  EXPECT_DOUBLE_EQ(ideal_bubble_fraction(PipelineSchedule::zero_bubble_h1, 4, 8, 1, {1, 1, 0.5}),
+                   4.5 / 24.5);
+  // W longer than F: 3 * (1 + 2 - 1) = 6 idle, not Qi et al.'s 3 * (1 + 2 - 2) = 3.
+  EXPECT_DOUBLE_EQ(ideal_bubble_fraction(PipelineSchedule::zero_bubble_h1, 4, 8, 1, {1, 2, 2}),
+                   6.0 / 46);
+  EXPECT_DOUBLE_EQ(ideal_bubble_fraction(PipelineSchedule::zero_bubble_h1, 4, 2, 1, {1, 1, 1}),
+                   ideal_bubble_fraction(PipelineSchedule::zero_bubble_h1, 4, 2));
+  EXPECT_THROW(ideal_bubble_fraction(PipelineSchedule::zero_bubble_h1, 4, 2, 1, {1, 2, 1}),
+               std::invalid_argument);
+  EXPECT_THROW(ideal_bubble_fraction(PipelineSchedule::one_f_one_b, 4, 8, 1, {-1, 2, 0}),
+               std::invalid_argument);
+}
+
 TEST(PipelineSchedule, EvaluatorDetectsDeadlock) {
   const auto d = uniform_durations(2, 1, {1, 2, 0});
   // Stage 1 wants F1 before B0; stage 0 runs F1 only after B0, which needs stage 1's B0.
