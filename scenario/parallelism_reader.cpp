@@ -205,6 +205,27 @@ ParallelismSpec read_parallelism(const Entry& e, const Scenario& s,
           "{} GPUs: its all-reduces cross the inter-node network (Megatron keeps TP inside a node)",
           e.child("tensor").where(), p.tensor, order_string(p.order), gpn));
   }
+  // Keys that change nothing in this scenario load with a warning (SCENARIO.md, "Keys with no
+  // effect"): TP's options without TP, the pipeline's without stages.
+  const auto no_effect = [&](const char* key, const std::string& why) {
+    if (e.has(key))
+      warnings.push_back(fmt::format("{}: key 'parallelism.{}' has no effect: {}",
+                                     e.child(key).where(), key, why));
+  };
+  if (p.tensor == 1) {
+    if (p.sequence_parallel)
+      no_effect("sequence_parallel", "no tensor parallelism (parallelism.tensor: 1)");
+    if (p.tp_comm_overlap)
+      no_effect("tp_comm_overlap", "no tensor parallelism (parallelism.tensor: 1)");
+  }
+  if (p.pipeline == 1)
+    for (const char* key : {"schedule", "stages"})
+      no_effect(key, "one pipeline stage (parallelism.pipeline: 1)");
+  // Until the simulator models it (issue 65; remove with run's refusal, loader.h): the memory
+  // model (parallel/memory.h) counts it, the simulated times do not.
+  if (p.recompute != Recompute::none)
+    no_effect("recompute", "not simulated yet (issue 65); model.activation_checkpointing is the "
+                           "recomputation the simulator runs");
   return p;
 }
 

@@ -57,7 +57,9 @@ TEST(ParallelismSection, EveryKeyIsRead) {
   EXPECT_TRUE(p.tp_comm_overlap);
   EXPECT_EQ(p.tensor_where, "p.yaml:7");
   EXPECT_EQ(p.pipeline_where, "p.yaml:9");
-  EXPECT_TRUE(s.warnings.empty()); // TP 4 inside 8-GPU nodes
+  // TP 4 stays inside 8-GPU nodes: the one warning is recompute's, not simulated yet.
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_THAT(s.warnings[0], HasSubstr("key 'parallelism.recompute' has no effect"));
   EXPECT_FALSE(p.is_default());
 }
 
@@ -150,6 +152,33 @@ TEST(ParallelismSection, TensorGroupAcrossNodesWarns) {
   EXPECT_EQ(strided.warnings.size(), 1u);
   EXPECT_TRUE(
       load_scenario_text(scenario_with("parallelism: {tensor: 8}"), "p.yaml").warnings.empty());
+}
+
+TEST(ParallelismSection, KeysWithNoEffectWarn) {
+  const auto s = load_scenario_text(scenario_with(R"(parallelism:
+  sequence_parallel: true
+  tp_comm_overlap: true
+  schedule: gpipe
+  stages: balanced
+  recompute: full
+)"),
+                                    "p.yaml");
+  ASSERT_EQ(s.warnings.size(), 5u);
+  EXPECT_EQ(s.warnings[0], "p.yaml:7: key 'parallelism.sequence_parallel' has no effect: no "
+                           "tensor parallelism (parallelism.tensor: 1)");
+  EXPECT_THAT(s.warnings[1],
+              HasSubstr("p.yaml:8: key 'parallelism.tp_comm_overlap' has no effect"));
+  EXPECT_EQ(s.warnings[2], "p.yaml:9: key 'parallelism.schedule' has no effect: one pipeline "
+                           "stage (parallelism.pipeline: 1)");
+  EXPECT_THAT(s.warnings[3], HasSubstr("p.yaml:10: key 'parallelism.stages' has no effect"));
+  EXPECT_THAT(s.warnings[4], HasSubstr("p.yaml:11: key 'parallelism.recompute' has no effect: "
+                                       "not simulated yet (issue 65)"));
+  // With TP and stages they matter (and run refuses the scenario until simulated).
+  const auto t = load_scenario_text(
+      scenario_with("parallelism: {tensor: 2, sequence_parallel: true, pipeline: 2, schedule: "
+                    "gpipe}"),
+      "p.yaml");
+  EXPECT_TRUE(t.warnings.empty());
 }
 
 TEST(ParallelismSection, EchoedOnlyWhenNotDefault) {
