@@ -4,7 +4,6 @@
 #include "scenario/readers.h"
 
 #include "hw/model.h"
-#include "scenario/checkpointing.h"
 
 #include <fmt/format.h>
 
@@ -180,8 +179,11 @@ ParallelismSpec read_parallelism(const Entry& e, const Scenario& s,
   } else {
     if (e.has("stages"))
       e.child("stages").choice<int>({{"balanced", 0}});
-    const auto blocks = checkpointing_of(s.model, 0);
-    const int n = blocks.last - blocks.first;
+    // The blocks: the layers between a first "embedding" and a last "head" (a transformer's,
+    // ViT's), else every layer, as parallel::ParallelLayout places them.
+    const auto& l = s.model.spec.layers;
+    const bool framed = l.size() >= 2 && l.front().name == "embedding" && l.back().name == "head";
+    const int n = layers - (framed ? 2 : 0);
     if (chunks > n) {
       const Entry at = e.has("stages")     ? e.child("stages")
                        : e.has("pipeline") ? e.child("pipeline")

@@ -105,6 +105,12 @@ TEST(ParallelismSection, ErrorsNameFileLineAndKey) {
   EXPECT_THAT(error_of(replace_model(scenario_with("parallelism: {tensor: 8}"), "gpt-neo-125m")),
               HasSubstr("key 'parallelism.tensor': 8 does not divide the model's 12 attention "
                         "heads (n_heads)"));
+  // vit-b16: 12 heads, and 12 blocks between its embedding and head.
+  EXPECT_THAT(error_of(replace_model(scenario_with("parallelism: {tensor: 8}"), "vit-b16")),
+              HasSubstr("8 does not divide the model's 12 attention heads (n_heads)"));
+  EXPECT_THAT(error_of(replace_model(scenario_with("parallelism: {pipeline: 16}"), "vit-b16")),
+              HasSubstr("key 'parallelism.pipeline': 16 stages (pipeline x virtual_stages = 16 x "
+                        "1) for 12 blocks"));
   EXPECT_THAT(err("  pipeline: 2\n  stages: [10, 0, 24]\n"),
               HasSubstr("bad.yaml:8: key 'parallelism.stages': expected 2 layer counts (pipeline "
                         "x virtual_stages = 2 x 1), got 3"));
