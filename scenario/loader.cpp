@@ -239,7 +239,8 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
   const Entry top(ctx, root, "");
   if (!root.IsMap())
     top.fail("expected a scenario map with name, cluster, model, training and algorithms");
-  top.expect_map({"name", "seed", "cluster", "model", "training", "algorithms", "output"});
+  top.expect_map(
+      {"name", "seed", "cluster", "model", "training", "algorithms", "output", "parallelism"});
   Scenario s;
   s.source = ctx.file;
   s.name = top.child("name").text();
@@ -255,6 +256,8 @@ Scenario parse(YAML::Node root, Context& ctx, const std::vector<std::string>& ov
   check_loss_curve_labels(top.child("training"), s);
   s.output = read_output(Entry(ctx, root["output"], "output"), s.name, s.cluster.world_size());
   s.warnings = ineffective_keys(top, s);
+  if (top.has("parallelism"))
+    s.parallelism = yaml::read_parallelism(top.child("parallelism"), s, s.warnings);
   return s;
 }
 

@@ -259,9 +259,19 @@ hw::TransformerDims read_transformer_dims(const Entry& e, hw::TransformerDims d,
 }
 
 std::map<std::string, double> dims_map(const hw::TransformerDims& d) {
-  return {{"vocab", d.vocab},           {"d_model", d.d_model},
-          {"n_layers", d.n_layers},     {"n_heads", d.n_heads},
-          {"n_kv_heads", d.kv_heads()}, {"d_ff", d.ffn_dim > 0 ? d.ffn_dim : 4 * d.d_model}};
+  // Also what tensor parallelism leaves whole on every rank (parallel/memory.h): parameters per
+  // hidden unit of one norm (1 RMSNorm, 2 LayerNorm), biases on the out and down projections,
+  // learned positions, and whether the LM head is the token embedding.
+  return {{"vocab", d.vocab},
+          {"d_model", d.d_model},
+          {"n_layers", d.n_layers},
+          {"n_heads", d.n_heads},
+          {"n_kv_heads", d.kv_heads()},
+          {"d_ff", d.ffn_dim > 0 ? d.ffn_dim : 4 * d.d_model},
+          {"norm_params", d.rms_norm ? 1 : 2},
+          {"linear_bias", d.linear_bias ? 1 : 0},
+          {"positions", d.max_positions},
+          {"tied_embeddings", d.tied_embeddings ? 1 : 0}};
 }
 
 ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const hw::GpuSpec& gpu) {

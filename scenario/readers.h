@@ -21,5 +21,9 @@ TrainingSpec read_training(const Entry& e);
 void check_loss_curve_labels(const Entry& training, const Scenario& s);
 std::vector<AlgorithmSpec> read_algorithms(const Entry& e);
 OutputSpec read_output(const Entry& e, const std::string& name, int world_size);
+// `parallelism` (issue 65), checked against the cluster, model and training already read into
+// `s`; a TP group that spans nodes adds a warning.
+ParallelismSpec read_parallelism(const Entry& e, const Scenario& s,
+                                 std::vector<std::string>& warnings);
 
 } // namespace overlapsim::scenario::yaml

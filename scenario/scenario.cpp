@@ -1,6 +1,8 @@
 #include "scenario/scenario.h"
 #include "scenario/checkpointing.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -106,6 +108,55 @@ std::string to_string(JitterDistribution distribution) {
     return "normal";
   }
   return "?";
+}
+
+std::string to_string(PipelineSchedule schedule) {
+  switch (schedule) {
+  case PipelineSchedule::gpipe:
+    return "gpipe";
+  case PipelineSchedule::one_f_one_b:
+    return "1f1b";
+  case PipelineSchedule::interleaved:
+    return "interleaved";
+  case PipelineSchedule::zero_bubble:
+    return "zero-bubble";
+  }
+  return "?";
+}
+
+std::string to_string(Recompute recompute) {
+  switch (recompute) {
+  case Recompute::none:
+    return "none";
+  case Recompute::selective:
+    return "selective";
+  case Recompute::full:
+    return "full";
+  }
+  return "?";
+}
+
+std::string to_string(ParallelAxis axis) {
+  switch (axis) {
+  case ParallelAxis::tensor:
+    return "tp";
+  case ParallelAxis::data:
+    return "dp";
+  case ParallelAxis::pipeline:
+    return "pp";
+  }
+  return "?";
+}
+
+std::string order_string(const std::array<ParallelAxis, 3>& order) {
+  return fmt::format("{}-{}-{}", to_string(order[0]), to_string(order[1]), to_string(order[2]));
+}
+
+bool ParallelismSpec::is_default() const {
+  const ParallelismSpec d;
+  return tensor == d.tensor && sequence_parallel == d.sequence_parallel && pipeline == d.pipeline &&
+         schedule == d.schedule && virtual_stages == d.virtual_stages && stages == d.stages &&
+         order == d.order && recompute == d.recompute && tp_comm_overlap == d.tp_comm_overlap;
 }
 
 } // namespace overlapsim::scenario

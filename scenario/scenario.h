@@ -10,6 +10,7 @@
 #include "scenario/calibration.h"
 #include "scenario/loss_curve.h"
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -193,6 +194,38 @@ struct OutputSpec {
   std::vector<int> trace_gpus; // the GPUs the traces show; empty: all
 };
 
+// 3D parallelism (issue 65; the `parallelism` section, docs/SCENARIO.md): Megatron-style tensor
+// parallelism (with or without sequence parallelism), pipeline stages and their schedule, and data
+// parallelism over what is left (GPUs / (tensor x pipeline)). parallel/layout.h places the ranks
+// and layers, parallel/memory.h prices the memory per GPU.
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zero_bubble };
+enum class Recompute { none, selective, full }; // Korthikanti et al. 2022
+enum class ParallelAxis { tensor, data, pipeline };
+
+struct ParallelismSpec {
+  int tensor = 1;
+  bool sequence_parallel = false;
+  int pipeline = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1; // model chunks per GPU (interleaved 1F1B only)
+  // Model layers (ModelSpec::layers, embedding and head included) per chunk, chunk c = v x
+  // pipeline + stage for virtual chunk v; empty: `balanced`.
+  std::vector<int> stages;
+  // How ranks map to GPUs, the fastest-varying axis first: Megatron's "tp-dp-pp" (the default)
+  // puts a TP group on consecutive GPUs, inside a node where it fits.
+  std::array<ParallelAxis, 3> order = {ParallelAxis::tensor, ParallelAxis::data,
+                                       ParallelAxis::pipeline};
+  Recompute recompute = Recompute::none;
+  bool tp_comm_overlap = false;
+  // Where the section and its sizes were written ("file.yaml:12" or "--set parallelism.tensor"),
+  // empty when not written: errors about them name it.
+  std::string where, tensor_where, pipeline_where;
+
+  int data_parallel(int world_size) const { return world_size / (tensor * pipeline); }
+  int chunks() const { return pipeline * virtual_stages; }
+  bool is_default() const; // as if the section were not written
+};
+
 struct Scenario {
   std::string name;
   std::uint64_t seed = 1;
@@ -201,6 +234,7 @@ struct Scenario {
   TrainingSpec training;
   std::vector<AlgorithmSpec> algorithms;
   OutputSpec output;
+  ParallelismSpec parallelism;
   std::string source; // the file it was read from
   // Keys the scenario writes that change nothing here ("file.yaml:5: key 'cluster.gpu.efficiency'
   // has no effect: ..."): run, sweep and validate print them, report.md lists them (issue 27.6).
@@ -216,5 +250,9 @@ std::string to_string(CollectiveAlgorithm algorithm);
 std::string to_string(NcclProtocolChoice protocol); // auto, LL, LL128, Simple (NCCL_PROTO's)
 std::string to_string(RankClassesChoice choice);    // auto, off
 std::string to_string(JitterDistribution distribution);
+std::string to_string(PipelineSchedule schedule); // gpipe, 1f1b, interleaved, zero-bubble
+std::string to_string(Recompute recompute);       // none, selective, full
+std::string to_string(ParallelAxis axis);         // tp, dp, pp
+std::string order_string(const std::array<ParallelAxis, 3>& order); // "tp-dp-pp"
 
 } // namespace overlapsim::scenario

@@ -152,6 +152,19 @@ nlohmann::json to_json(const Scenario& s) {
   if (const auto& ckpt = s.model.checkpointing; ckpt.enabled())
     out["model"]["activation_checkpointing"] =
         ckpt.every == 1 ? json("full") : json{{"every", ckpt.every}};
+  // Only when not the default (issue 65), so that summaries of data-parallel scenarios read as
+  // before.
+  if (const auto& p = s.parallelism; !p.is_default())
+    out["parallelism"] = {{"tensor", p.tensor},
+                          {"sequence_parallel", p.sequence_parallel},
+                          {"pipeline", p.pipeline},
+                          {"data", p.data_parallel(c.world_size())},
+                          {"schedule", to_string(p.schedule)},
+                          {"virtual_stages", p.virtual_stages},
+                          {"stages", p.stages.empty() ? json("balanced") : json(p.stages)},
+                          {"order", order_string(p.order)},
+                          {"recompute", to_string(p.recompute)},
+                          {"tp_comm_overlap", p.tp_comm_overlap}};
   if (!s.warnings.empty())
     out["warnings"] = s.warnings;
   return out;
