@@ -236,6 +236,8 @@ TEST(Comparison, RepeatsGiveMediansRangesAndMarkErrorsWithinNoise) {
   EXPECT_NEAR(fb["measured"].get<double>(), 0.050, 1e-12);
   EXPECT_EQ(fb["within_noise"], false);
   EXPECT_THAT(c.table, HasSubstr("-20.0%  noise -4.0%..+4.0%\n"));
+  // Idle measured 0 in every repeat and predicted 0: within a range of nothing, said as it is.
+  EXPECT_THAT(c.table, HasSubstr("+0.0%  within noise 0..0\n"));
   // The op: its measured side is the repeats' median, each repeat's beside it.
   ASSERT_EQ(c.ops.size(), 1u);
   EXPECT_NEAR(c.ops[0]["measured"]["median_s"].get<double>(), 0.050, 1e-12);

@@ -43,10 +43,13 @@ std::string percent(double e) {
   return std::isfinite(e) ? fmt::format("{:+.1f}%", 100 * e) : std::string("n/a");
 }
 
-// The measured range about its median, "-9.1%..+9.1%"; empty with one repeat (no range).
+// The measured range about its median, "-9.1%..+9.1%", or as it is where the median is 0
+// ("0..0.002"); empty with one repeat (no range).
 std::string noise_range(const Repeated& r) {
-  if (r.values.size() < 2 || !std::isfinite(r.median) || r.median == 0)
+  if (r.values.size() < 2 || !std::isfinite(r.median))
     return {};
+  if (r.median == 0)
+    return fmt::format("{:.3g}..{:.3g}", r.min, r.max);
   return fmt::format("{:+.1f}%..{:+.1f}%", 100 * (r.min - r.median) / std::abs(r.median),
                      100 * (r.max - r.median) / std::abs(r.median));
 }
