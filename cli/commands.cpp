@@ -151,6 +151,13 @@ void add_commands(CLI::App& app) {
       ->check(CLI::Range(0LL, 1LL << 30))
       ->capture_default_str();
   validate
+      ->add_option("--repeats", val->repeats,
+                   "Runs of each algorithm, interleaved (every algorithm's first, then every "
+                   "one's second, ...): each measured figure is their median, with their range, "
+                   "and an error inside the range is marked within noise (default: 3 when the "
+                   "algorithms run at most 60 steps in all, else 1)")
+      ->check(CLI::Range(1, 1000));
+  validate
       ->add_option("--algorithms", val->algorithms,
                    "Comma-separated algorithms to run, in this order: the scenario's entries by "
                    "label, or any "

@@ -159,6 +159,27 @@ scenario::Scenario real_scenario(const std::string& path, std::vector<std::strin
   return s;
 }
 
+// The steps the algorithms run in all (warm-up and measured, each as validate runs it) and the
+// repeats that gives by default (kShortRunSteps).
+int run_steps(const scenario::Scenario& s) {
+  int steps = 0;
+  for (const auto& a : s.algorithms) {
+    const auto windowed = with_measured_steps(s, a);
+    steps += windowed.training.warmup_steps + windowed.training.steps;
+  }
+  return steps;
+}
+
+// How many times each algorithm runs, and why: the user's --repeats, else the default rule.
+std::pair<int, std::string> resolve_repeats(const ValidateOptions& o, const scenario::Scenario& s) {
+  if (o.repeats > 0)
+    return {o.repeats, "--repeats"};
+  const int steps = run_steps(s);
+  const int n = steps <= kShortRunSteps ? kShortRunRepeats : 1;
+  return {n, fmt::format("the default for a run of {} steps in all: {} up to {} steps, else 1",
+                         steps, kShortRunRepeats, kShortRunSteps)};
+}
+
 double machine_memory_bytes() {
   return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
          static_cast<double>(::sysconf(_SC_PAGESIZE));
@@ -166,7 +187,8 @@ double machine_memory_bytes() {
 
 // Rank 0, after the real runs: predict the same job with the calibration, compare, write.
 int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
-                      const real::WorkerResult& result, int world) {
+                      const real::WorkerResult& result, int world,
+                      const std::pair<int, std::string>& repeats) {
   const std::string published = o.out.empty() ? real.output.dir : o.out;
   const std::string profile_path = published + "/profile.json"; // where it is once published
   // Written like run's outputs: staged, then published all at once (issue 26.5).
@@ -199,38 +221,55 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   std::vector<sim::SimulationResult> sims;
   auto predicted_rows = simulate_rows(predicted, false, &sims);
 
-  // Measured rows, with speedups against the measured ddp when it ran.
-  std::vector<SummaryRow> measured_rows;
+  // Measured rows, one per repeat, with speedups against the same repeat's measured ddp when it
+  // ran (repeats run interleaved: the same repeat of ddp ran beside it).
+  std::vector<std::vector<SummaryRow>> measured_repeats(result.runs.size());
   for (std::size_t i = 0; i < result.runs.size(); ++i)
-    measured_rows.push_back(make_row(with_measured_steps(real, real.algorithms[i]),
-                                     result.runs[i].algorithm, result.runs[i].trace));
-  double ddp = 0;
-  for (std::size_t i = 0; i < measured_rows.size(); ++i)
-    if (real.algorithms[i].name == "ddp" && ddp == 0)
-      ddp = measured_rows[i].metrics.throughput_samples_s;
-  for (auto& r : measured_rows) {
-    r.speedup_vs_ddp = ddp > 0 ? r.metrics.throughput_samples_s / ddp : 0.0;
-    r.gpu_memory_bytes = machine_memory_bytes();
-    r.memory_available_bytes = r.gpu_memory_bytes; // measured on this machine: what it ran in
+    for (const auto& run : result.runs[i])
+      measured_repeats[i].push_back(
+          make_row(with_measured_steps(real, real.algorithms[i]), run.algorithm, run.trace));
+  for (std::size_t r = 0; r < static_cast<std::size_t>(repeats.first); ++r) {
+    double ddp = 0;
+    for (std::size_t i = 0; i < measured_repeats.size(); ++i)
+      if (real.algorithms[i].name == "ddp" && ddp == 0 && r < measured_repeats[i].size())
+        ddp = measured_repeats[i][r].metrics.throughput_samples_s;
+    for (auto& rows_of : measured_repeats)
+      if (r < rows_of.size()) {
+        auto& row = rows_of[r];
+        row.speedup_vs_ddp = ddp > 0 ? row.metrics.throughput_samples_s / ddp : 0.0;
+        row.gpu_memory_bytes = machine_memory_bytes();
+        row.memory_available_bytes = row.gpu_memory_bytes; // measured here: what it ran in
+      }
+  }
+  // What is written of the measurement (summary row, trace, losses): the repeat nearest the
+  // median iteration time (trace/comparison.h's median_repeat).
+  std::vector<SummaryRow> measured_rows;
+  std::vector<const real::MeasuredRun*> written;
+  for (std::size_t i = 0; i < result.runs.size(); ++i) {
+    const std::size_t k = median_repeat(measured_repeats[i]);
+    measured_rows.push_back(measured_repeats[i].at(k));
+    written.push_back(&result.runs[i].at(k));
   }
   // Time to target on the run's own measured curve, for the measured and the predicted row.
-  for (std::size_t i = 0; i < result.runs.size(); ++i) {
+  for (std::size_t i = 0; i < written.size(); ++i) {
     std::vector<scenario::LossPoint> curve;
-    for (const auto& l : result.runs[i].loss)
+    for (const auto& l : written[i]->loss)
       curve.push_back(scenario::LossPoint{l.samples, l.loss});
     add_time_to_target(measured_rows[i], real, &curve, "measured");
     add_time_to_target(predicted_rows[i], predicted, &curve, "measured");
   }
 
   // comparison.json / .csv and the printed tables (trace/comparison.h).
-  std::vector<const Trace*> predicted_traces, measured_traces;
+  std::vector<const Trace*> predicted_traces;
+  std::vector<std::vector<const Trace*>> measured_traces(result.runs.size());
   for (const auto& sim : sims)
     predicted_traces.push_back(&sim.trace);
-  for (const auto& run : result.runs)
-    measured_traces.push_back(&run.trace);
-  const Comparison compared =
-      compare_predicted_measured(predicted_rows, measured_rows, predicted_traces, measured_traces);
-  const auto& [rows, ops, warnings, csv, table, step_lines, op_table] = compared;
+  for (std::size_t i = 0; i < result.runs.size(); ++i)
+    for (const auto& run : result.runs[i])
+      measured_traces[i].push_back(&run.trace);
+  const Comparison compared = compare_predicted_measured(predicted_rows, measured_repeats,
+                                                         predicted_traces, measured_traces);
+  const auto& [rows, ops, drift, drift_line, warnings, csv, table, step_lines, op_table] = compared;
   nlohmann::ordered_json comparison;
   comparison["scenario"] = real.name;
   comparison["workers"] = world;
@@ -240,23 +279,40 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   comparison["cpu_bind"] = o.cpu_bind;
   comparison["gloo_piece_bytes"] = result.gloo_piece_bytes;
   comparison["clock_uncertainty_s"] = result.clock_uncertainty_s;
+  // Each measured figure is the median of this many runs of its algorithm (issue 62.11).
+  comparison["repeats"] = repeats.first;
+  comparison["repeats_rule"] = repeats.second;
+  auto representative = nlohmann::ordered_json::object();
+  for (std::size_t i = 0; i < written.size(); ++i)
+    representative[written[i]->algorithm] = median_repeat(measured_repeats[i]) + 1;
+  comparison["written_repeat"] = representative; // 1-based: whose trace, row and losses are written
+  // The profile's own drift (its last third of forward + backward against its first) beside it.
+  auto machine_drift = drift;
+  std::string drift_printed = drift_line;
+  if (result.calibration && result.calibration->compute_drift) {
+    machine_drift["in_profile"] = *result.calibration->compute_drift;
+    drift_printed = fmt::format(
+        "{}{} the profile's last third of forward + backward {:+.1f}% against its first\n",
+        drift_line.empty() ? "machine drift:" : drift_line.substr(0, drift_line.size() - 1),
+        drift_line.empty() ? "" : ";", 100 * *result.calibration->compute_drift);
+  }
+  comparison["machine_drift"] = machine_drift;
   comparison["rows"] = rows;
   comparison["ops"] = ops;
   comparison["warnings"] = warnings;
 
   std::string loss = "algorithm,step,samples,loss,wall_time_s\n";
-  for (const auto& run : result.runs)
-    for (const auto& l : run.loss)
-      loss += fmt::format("{},{},{},{:.9g},{:.6f}\n", run.algorithm, l.step, l.samples, l.loss,
+  for (const auto* run : written)
+    for (const auto& l : run->loss)
+      loss += fmt::format("{},{},{},{:.9g},{:.6f}\n", run->algorithm, l.step, l.samples, l.loss,
                           l.wall_time_s);
 
   // Everything is computed: now the files, each atomically.
   std::vector<SummaryRow> all = measured_rows;
   all.insert(all.end(), predicted_rows.begin(), predicted_rows.end());
-  for (std::size_t i = 0; i < result.runs.size(); ++i)
-    write_trace_file(dir, result.runs[i].algorithm + "-measured", result.runs[i].trace,
-                     fmt::format("{}: {} (measured)", real.name, result.runs[i].algorithm),
-                     predicted.output);
+  for (const auto* run : written)
+    write_trace_file(dir, run->algorithm + "-measured", run->trace,
+                     fmt::format("{}: {} (measured)", real.name, run->algorithm), predicted.output);
   if (predicted.output.traces)
     for (std::size_t i = 0; i < predicted_rows.size(); ++i)
       write_trace_file(dir, predicted_rows[i].algorithm, sims[i].trace,
@@ -268,10 +324,16 @@ int finish_validation(const ValidateOptions& o, const scenario::Scenario& real,
   write_file_atomically(dir + "/comparison.csv", csv);
   write_file_atomically(dir + "/loss.csv", loss);
   write_summary(dir, scenario::to_json(predicted), all);
-  std::printf("%s: %d workers%s, measured vs predicted\n%s", real.name.c_str(), world,
-              o.emulate_link.empty() ? "" : fmt::format(", links {}", o.emulate_link).c_str(),
-              table.c_str());
+  std::printf(
+      "%s: %d workers%s, measured vs predicted (%s)\n%s", real.name.c_str(), world,
+      o.emulate_link.empty() ? "" : fmt::format(", links {}", o.emulate_link).c_str(),
+      repeats.first == 1
+          ? "one run of each algorithm"
+          : fmt::format("the median of {} interleaved runs of each algorithm", repeats.first)
+                .c_str(),
+      table.c_str());
   std::printf("%s", step_lines.c_str());
+  std::printf("%s", drift_printed.c_str());
   if (result.gloo_piece_bytes > 0)
     std::printf("Gloo's reduce-scatters and all-gathers ran in pieces of %s\n",
                 hw::format_bytes(static_cast<double>(result.gloo_piece_bytes)).c_str());
@@ -325,14 +387,17 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   wo.profile = s.model.profile.empty();
   wo.profile_time_s = o.profile_time_s;
   wo.gloo_piece_bytes = o.gloo_piece_bytes;
+  const auto repeats = resolve_repeats(o, s); // the same on every rank: from the scenario
+  wo.repeats = repeats.first;
   if (wo.profile) {
     auto issued = issued_ops(s);
     wo.profile_sizes = std::move(issued.collectives);
     wo.profile_replicator_phases = std::move(issued.replicator_phases);
   }
   // Rank 0 shares the launcher's terminal: the bar shows there, and nowhere when it is no terminal.
-  auto bar = std::make_unique<ProgressBar>("validate", s.algorithms.size() + (wo.profile ? 1 : 0),
-                                           "parts (profile, then algorithms)");
+  auto bar = std::make_unique<ProgressBar>(
+      "validate", s.algorithms.size() * static_cast<std::size_t>(wo.repeats) + (wo.profile ? 1 : 0),
+      "parts (profile, then algorithms' runs)");
   if (o.progress)
     wo.progress = [&bar](int done, int) { bar->update(static_cast<std::size_t>(done)); };
   const auto result = real::run_worker(s, env, wo);
@@ -342,7 +407,7 @@ int validate_worker(const ValidateOptions& o, const real::JobEnv& env) {
   ValidateOptions recorded = o;
   if (env.launched_by != "overlapsim")
     recorded.cpu_bind = "external launcher";
-  return finish_validation(recorded, s, result, env.world);
+  return finish_validation(recorded, s, result, env.world, repeats);
 }
 
 #endif // OVERLAPSIM_HAVE_TORCH
@@ -389,6 +454,12 @@ int validate_command(const ValidateOptions& o) {
       launch.argv.insert(launch.argv.end(), {"--out", o.out});
     for (const auto& a : o.algorithms)
       launch.argv.insert(launch.argv.end(), {"--algorithms", a});
+    if (o.repeats > 0) // else each worker takes the default from the scenario, as here
+      launch.argv.insert(launch.argv.end(), {"--repeats", std::to_string(o.repeats)});
+    const auto [repeats, rule] = resolve_repeats(o, checked);
+    std::printf("runs of each algorithm: %d (%s)%s\n", repeats, rule.c_str(),
+                repeats > 1 ? ", interleaved" : "");
+    std::fflush(stdout);
     for (const auto& s : o.overrides)
       launch.argv.insert(launch.argv.end(), {"--set", s});
     if (!o.emulate_link.empty())

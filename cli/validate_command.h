@@ -20,6 +20,9 @@ struct ValidateOptions {
   double profile_time_s = 0.25;   // timed repeats per profiled quantity (real::ProfileOptions)
   std::string cpu_bind = "cores"; // cores: each local worker on its own cores; none: unbound
   long long gloo_piece_bytes = 0; // real::WorkerOptions::gloo_piece_bytes (0: measured)
+  // Runs of each algorithm, interleaved (real::WorkerOptions::repeats); 0: the default, 3 for a
+  // short run (default_repeats), else 1.
+  int repeats = 0;
   bool plots = true;
   bool progress = true; // a bar on stderr when it is a terminal
 };
@@ -44,6 +47,12 @@ struct ProfileOptions {
   std::string torch_profiler_trace; // a PyTorch profiler (Kineto) trace to import
 };
 int profile_command(const ProfileOptions& options);
+
+// A validate run is short when its algorithms run at most this many steps in all (each one's
+// warm-up and measured steps as validate runs it, summed): it then repeats kShortRunRepeats times
+// unless --repeats says otherwise, else once.
+inline constexpr int kShortRunSteps = 60;
+inline constexpr int kShortRunRepeats = 3;
 
 // The algorithms that run for real (the rest are simulated only, so far).
 const std::vector<std::string>& real_algorithm_names();

@@ -182,6 +182,15 @@ Calibration read_calibration(const std::string& path) {
             fmt::format("{}: 'compute_jitter_sigma_1s' must be within [0, 10], found {}", where,
                         c.compute_jitter_sigma_1s));
     }
+    if (m.contains("compute_drift")) {
+      const json& d = m.at("compute_drift");
+      if (!d.is_number() || !std::isfinite(d.get<double>()) || d.get<double>() <= -1 ||
+          d.get<double>() > 100)
+        throw std::runtime_error(
+            fmt::format("{}: 'compute_drift' must be a number above -1 and at most 100, found {}",
+                        where, d.dump().substr(0, 200)));
+      c.compute_drift = d.get<double>();
+    }
     if (m.contains("memory_bandwidth_Bps"))
       c.memory_bandwidth_Bps = positive(m, "memory_bandwidth_Bps", where, false, kMaxBandwidthBps);
     if (m.contains("memory_ops")) {
@@ -374,6 +383,8 @@ std::string calibration_json(const Calibration& c) {
       model["memory_shared_by"] = c.memory_shared_by;
     if (c.compute_jitter_sigma_1s > 0)
       model["compute_jitter_sigma_1s"] = c.compute_jitter_sigma_1s;
+    if (c.compute_drift)
+      model["compute_drift"] = *c.compute_drift;
     if (c.memory_bandwidth_Bps > 0)
       model["memory_bandwidth_Bps"] = c.memory_bandwidth_Bps;
     for (const auto& [name, price] : c.memory_ops) {

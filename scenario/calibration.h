@@ -93,6 +93,11 @@ struct Calibration {
   // How far apart the workers' compute drifts: the sigma of a one-second op's noise, an op of t
   // seconds drawing sigma_1s / sqrt(t) (scenario::Jitter::sigma_1s); 0: not measured (one worker).
   double compute_jitter_sigma_1s = 0;
+  // How much the machine's compute speed moved while the profile ran (issue 62.11): forward +
+  // backward over the last third of each layer pass's timed repeats against the first third,
+  // less 1 (+0.05: 5% slower by the end). A record for the reader, priced nowhere; absent: not
+  // measured.
+  std::optional<double> compute_drift;
   // DiLoCo's outer step (outer Nesterov from the anchor, momentum, the inner optimizer's state
   // reloaded), measured over the whole model, per parameter (issue 30.3): priced by the memory
   // bandwidth of a copy it was 12x short on a CPU, where it runs many element-wise passes.

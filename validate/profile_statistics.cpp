@@ -45,6 +45,18 @@ double median(std::vector<double> v) {
 }
 } // namespace
 
+double compute_drift(const std::map<std::string, std::vector<double>>& passes) {
+  double first = 0, last = 0;
+  for (const auto& [name, seconds] : passes) {
+    const std::size_t third = seconds.size() / 3;
+    if (third == 0)
+      continue;
+    first += median({seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(third)});
+    last += median({seconds.end() - static_cast<std::ptrdiff_t>(third), seconds.end()});
+  }
+  return first > 0 ? last / first - 1 : std::nan("");
+}
+
 double first_end_time(const std::vector<std::vector<double>>& durations) {
   std::vector<double> first;
   for (std::size_t r = 0; r < common_repeats(durations); ++r) {

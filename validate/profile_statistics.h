@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -56,6 +57,13 @@ std::vector<std::int64_t> optimizer_step_sizes(const ProfileOptions& options, st
 // busy or virtualised CPU their distribution has a slow tail that the run pays and the median
 // drops. Empty input: 0.
 double expected_time(std::vector<double> seconds);
+
+// How much the machine's compute speed moved while the profile ran (Calibration::compute_drift),
+// from each layer pass's timed repeats in the order they ran (name -> seconds): the sum over the
+// passes of the median of their last third over the sum of the medians of their first third,
+// less 1 (a third: n / 3 repeats, rounded down). Passes with fewer than 3 repeats are left out;
+// none left: NaN. Medians, not expected_time: one stall is not a drift.
+double compute_drift(const std::map<std::string, std::vector<double>>& passes);
 
 // The last of each `n` consecutive values (`n` at most 1: all of them): a repeat that runs an op
 // `n` times to time it in the state its predecessor leaves (a GPU step issued while the one

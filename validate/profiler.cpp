@@ -1648,6 +1648,9 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
           e.step >= 1 && e.step < kBackToBackStep)
         passes[t.name_of(e.name)].push_back(e.end - e.start);
     }
+    // The machine's drift over those loops, recorded beside the prices (issue 62.11).
+    if (const double drift = compute_drift(passes); std::isfinite(drift))
+      cal.compute_drift = drift;
     const auto& model = s.model.spec;
     const double b = s.training.micro_batch;
     for (int l = 0; l < layers; ++l) {

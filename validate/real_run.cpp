@@ -304,7 +304,8 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
   result.root = e.rank == 0;
   if (o.backend == "gloo")
     result.gloo_piece_bytes = 4 * piece_elements;
-  const int parts = static_cast<int>(s.algorithms.size()) + (o.profile ? 1 : 0);
+  const int repeats = std::max(1, o.repeats);
+  const int parts = static_cast<int>(s.algorithms.size()) * repeats + (o.profile ? 1 : 0);
   int parts_done = 0;
   const auto part_done = [&] {
     ++parts_done;
@@ -334,87 +335,96 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
     part_done();
   }
 
-  for (const auto& a : s.algorithms) {
-    const auto algorithm = make_algorithm(a);
-    // The window the simulator predicts for it: whole periods of local SGD's H (issue 27.3).
-    const auto windowed = with_measured_steps(s, a);
-    RealModel model(windowed);
-    job.barrier("start/" + a.label);
-    RealContext ctx{windowed,
-                    topology,
-                    model,
-                    data,
-                    OptimizerConfig::from(s.training),
-                    group_fn,
-                    job.agree_on_origin("run/" + a.label, result.clock_uncertainty_s),
-                    timeout,
-                    &aborted,
-                    device,
-                    piece_elements};
-    RealWorker worker(ctx, e.rank);
-    worker.start_ops_when_ready();
-    auto program = algorithm->program(worker);
-    // Every rank's streams start at once, as the simulator's do: rank 0 left the origin's
-    // agreement 10-14 ms after the others (it answers for the store), and the compute streams of
-    // ACCO and DPU, which never wait for each other's, kept that lead (rank 1's forwards 8-9.5 ms
-    // ahead from the first, in every run). A barrier of the world's process group, not the
-    // store's (polled every 2 ms).
-    job.group(topology.world(), StreamKind::compute)->barrier()->wait();
-    // The first failure is the cause; the other stream then stops with "the other stream failed".
-    std::exception_ptr failure[2];
-    std::atomic<int> first_failure{-1};
-    std::thread comm([&] {
-      worker.enter(StreamKind::comm);
-      try {
-        program->run_comm();
-      } catch (...) {
-        failure[1] = std::current_exception();
-        int none = -1;
-        first_failure.compare_exchange_strong(none, 1);
-        worker.abort();
-      }
-    });
-    std::thread compute([&] {
-      worker.enter(StreamKind::compute);
-      lower_compute_thread_priority(worker.on_cpu());
-      try {
-        program->run_compute();
-      } catch (...) {
-        failure[0] = std::current_exception();
-        int none = -1;
-        first_failure.compare_exchange_strong(none, 0);
-        worker.abort();
-      }
-    });
-    compute.join();
-    comm.join();
-    if (first_failure.load() >= 0)
-      std::rethrow_exception(failure[first_failure.load()]);
+  if (e.rank == 0)
+    result.runs.resize(s.algorithms.size());
+  // Repeats interleaved: a machine that slows down (a VM's neighbours) slows one repeat of every
+  // algorithm, not every repeat of one.
+  for (int repeat = 0; repeat < repeats; ++repeat)
+    for (std::size_t index = 0; index < s.algorithms.size(); ++index) {
+      const auto& a = s.algorithms[index];
+      // Each run's own keys in the store: its start, its time 0, its hand-over.
+      const std::string run_name =
+          repeat == 0 ? a.label : fmt::format("{}/repeat{}", a.label, repeat + 1);
+      const auto algorithm = make_algorithm(a);
+      // The window the simulator predicts for it: whole periods of local SGD's H (issue 27.3).
+      const auto windowed = with_measured_steps(s, a);
+      RealModel model(windowed);
+      job.barrier("start/" + run_name);
+      RealContext ctx{windowed,
+                      topology,
+                      model,
+                      data,
+                      OptimizerConfig::from(s.training),
+                      group_fn,
+                      job.agree_on_origin("run/" + run_name, result.clock_uncertainty_s),
+                      timeout,
+                      &aborted,
+                      device,
+                      piece_elements};
+      RealWorker worker(ctx, e.rank);
+      worker.start_ops_when_ready();
+      auto program = algorithm->program(worker);
+      // Every rank's streams start at once, as the simulator's do: rank 0 left the origin's
+      // agreement 10-14 ms after the others (it answers for the store), and the compute streams of
+      // ACCO and DPU, which never wait for each other's, kept that lead (rank 1's forwards 8-9.5 ms
+      // ahead from the first, in every run). A barrier of the world's process group, not the
+      // store's (polled every 2 ms).
+      job.group(topology.world(), StreamKind::compute)->barrier()->wait();
+      // The first failure is the cause; the other stream then stops with "the other stream failed".
+      std::exception_ptr failure[2];
+      std::atomic<int> first_failure{-1};
+      std::thread comm([&] {
+        worker.enter(StreamKind::comm);
+        try {
+          program->run_comm();
+        } catch (...) {
+          failure[1] = std::current_exception();
+          int none = -1;
+          first_failure.compare_exchange_strong(none, 1);
+          worker.abort();
+        }
+      });
+      std::thread compute([&] {
+        worker.enter(StreamKind::compute);
+        lower_compute_thread_priority(worker.on_cpu());
+        try {
+          program->run_compute();
+        } catch (...) {
+          failure[0] = std::current_exception();
+          int none = -1;
+          first_failure.compare_exchange_strong(none, 0);
+          worker.abort();
+        }
+      });
+      compute.join();
+      comm.join();
+      if (first_failure.load() >= 0)
+        std::rethrow_exception(failure[first_failure.load()]);
 
-    Trace local = worker.trace();
-    local.end_time = worker.now();
-    const std::string key = "run/" + a.label;
-    job.store().set(fmt::format("{}/trace/{}", key, e.rank), bytes_of(local.serialize()));
-    job.store().set(fmt::format("{}/loss/{}", key, e.rank),
-                    bytes_of(encode_losses(worker.losses())));
-    if (e.rank == 0) {
-      MeasuredRun run;
-      run.algorithm = a.label;
-      run.trace.workers = topology.world_size();
-      run.trace.gpus_per_node = gpus;
-      run.trace.measured = true;
-      std::vector<std::string> losses;
-      for (int r = 0; r < e.world; ++r) {
-        run.trace.append(
-            Trace::deserialize(string_of(job.store().get(fmt::format("{}/trace/{}", key, r)))));
-        losses.push_back(string_of(job.store().get(fmt::format("{}/loss/{}", key, r))));
+      Trace local = worker.trace();
+      local.end_time = worker.now();
+      const std::string key = "run/" + run_name;
+      job.store().set(fmt::format("{}/trace/{}", key, e.rank), bytes_of(local.serialize()));
+      job.store().set(fmt::format("{}/loss/{}", key, e.rank),
+                      bytes_of(encode_losses(worker.losses())));
+      if (e.rank == 0) {
+        MeasuredRun run;
+        run.algorithm = a.label;
+        run.trace.workers = topology.world_size();
+        run.trace.gpus_per_node = gpus;
+        run.trace.measured = true;
+        std::vector<std::string> losses;
+        for (int r = 0; r < e.world; ++r) {
+          run.trace.append(
+              Trace::deserialize(string_of(job.store().get(fmt::format("{}/trace/{}", key, r)))));
+          losses.push_back(string_of(job.store().get(fmt::format("{}/loss/{}", key, r))));
+        }
+        run.loss =
+            loss_curve(losses, run.trace, windowed.training.warmup_steps + windowed.training.steps);
+        result.runs[index].push_back(std::move(run));
       }
-      run.loss =
-          loss_curve(losses, run.trace, windowed.training.warmup_steps + windowed.training.steps);
-      result.runs.push_back(std::move(run));
+      part_done();
     }
-    part_done();
-  }
   // Rank 0 serves the TCP store and leaves last: it has read every rank's hand-over above.
   return result;
 }

@@ -61,7 +61,11 @@ struct WorkerOptions {
   std::map<CollectiveSize, std::int64_t> profile_sizes;
   // And the replicator phases they run (ProfileOptions::issued_replicator_phases).
   std::map<ReplicatorSize, std::int64_t> profile_replicator_phases;
-  // Called on rank 0 as the job's parts (the profile, then each algorithm) end: parts done, all.
+  // Times each algorithm runs, interleaved (every algorithm's first run, then every algorithm's
+  // second, ...), so that the machine's drift meets every algorithm alike (issue 62.11).
+  int repeats = 1;
+  // Called on rank 0 as the job's parts (the profile, then each algorithm's runs) end: parts
+  // done, all.
   std::function<void(int, int)> progress;
 };
 
@@ -72,7 +76,7 @@ struct WorkerResult {
   // How far apart the ranks' time 0 may be (validate/clock_origin.h): 0 with every rank on rank
   // 0's host, else the bound of the worst rank's estimate.
   double clock_uncertainty_s = 0;
-  std::vector<MeasuredRun> runs;
+  std::vector<std::vector<MeasuredRun>> runs; // [algorithm][repeat], in the scenario's order
 };
 
 // The topology a real job has: the scenario's nodes x gpus_per_node when that is the job's size,

@@ -1,6 +1,7 @@
 #include "validate/profile_statistics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <gtest/gtest.h>
 
 namespace overlapsim::real {
@@ -22,6 +23,23 @@ TEST(ProfileStatistics, ExpectedTimeDropsTheSlowestFivePercent) {
   t.push_back(30e-3);
   EXPECT_DOUBLE_EQ(expected_time(t), (36 * 1e-3 + 3e-3 + 5e-3) / 38);
   EXPECT_EQ(expected_time({}), 0);
+}
+
+TEST(ProfileStatistics, ComputeDriftIsTheLastThirdOverTheFirst) {
+  // A forward of 10, 10, 11, 11, 12, 12 ms and a backward of 20, 20, 21, 21, 22, 22 ms, in the
+  // order they ran: the first thirds' medians add up to 30 ms, the last thirds' to 34 ms: +13.3%.
+  // A pass with fewer than three repeats has no thirds and is left out.
+  const std::map<std::string, std::vector<double>> passes = {
+      {"fwd", {10e-3, 10e-3, 11e-3, 11e-3, 12e-3, 12e-3}},
+      {"bwd", {20e-3, 20e-3, 21e-3, 21e-3, 22e-3, 22e-3}},
+      {"short", {1.0, 2.0}}};
+  EXPECT_NEAR(compute_drift(passes), 34.0 / 30 - 1, 1e-12);
+  // A stall in the last third moves its median, not the drift.
+  EXPECT_NEAR(
+      compute_drift({{"fwd", {10e-3, 10e-3, 10e-3, 10e-3, 10e-3, 10e-3, 10e-3, 10e-3, 90e-3}}}),
+      0.0, 1e-12);
+  EXPECT_TRUE(std::isnan(compute_drift({{"fwd", {1.0, 2.0}}})));
+  EXPECT_TRUE(std::isnan(compute_drift({})));
 }
 
 TEST(ProfileStatistics, EveryNthKeepsTheLastOfEachRepeatsRuns) {

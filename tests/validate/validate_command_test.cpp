@@ -926,11 +926,126 @@ TEST(Validate, OutputsArePublishedLikeRunsAndCheckedFirst) {
   r = overlapsim(fmt::format("validate {} --workers 2 --no-plots --algorithms ddp --out {}",
                              scenario, (dir / "out").string()));
   ASSERT_EQ(r.status, 0) << r.output;
+  // A short run (2 steps in all) repeats by default, and says so.
+  EXPECT_THAT(r.output, HasSubstr("runs of each algorithm: 3 (the default for a run of 2 steps in "
+                                  "all: 3 up to 60 steps, else 1), interleaved"));
   EXPECT_FALSE(fs::exists(dir / "out" / "trace-acco.json"));
   EXPECT_TRUE(fs::exists(dir / "out" / "trace-ddp-measured.json"));
   EXPECT_TRUE(fs::exists(dir / "out" / ".overlapsim-outputs.json"));
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_THAT(e.path().filename().string(), ::testing::Not(HasSubstr("staging")));
+}
+
+// --repeats 2 (issue 62.11): each algorithm runs twice, interleaved. comparison.json and .csv give
+// each measured figure as the median of its two runs with both values and their range beside it,
+// and mark a prediction inside that range as within noise; the printed table says the same.
+TEST(Validate, RepeatsReportMediansRangesAndErrorsWithinNoise) {
+  const auto dir = temp_dir("repeats");
+  std::string text = kMlp;
+  text.replace(text.find("steps: 30"), 9, "steps: 4");
+  const auto scenario = write_scenario(dir, text).string();
+  const auto out = dir / "out";
+  const auto r = overlapsim(
+      fmt::format("validate {} --workers 2 --no-plots --algorithms ddp,acco --repeats 2 --out {}",
+                  scenario, out.string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("runs of each algorithm: 2 (--repeats), interleaved"));
+  EXPECT_THAT(r.output, HasSubstr("the median of 2 interleaved runs of each algorithm"));
+  EXPECT_THAT(r.output, HasSubstr("machine drift (forward + backward per step): the runs "));
+  std::ifstream in(out / "comparison.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["repeats"], 2);
+  EXPECT_EQ(j["repeats_rule"], "--repeats");
+  // The machine's drift beside the errors: each algorithm's compute against the profile's price,
+  // and each repeat's against the repeats' median.
+  for (const char* a : {"ddp", "acco"}) {
+    EXPECT_TRUE(j["machine_drift"]["runs_vs_profile"]["algorithms"].contains(a)) << j.dump();
+    const int written = j["written_repeat"][a];
+    EXPECT_TRUE(written == 1 || written == 2) << written;
+  }
+  EXPECT_EQ(j["machine_drift"]["repeats_vs_median"].size(), 2u);
+  // And the profile's own drift, recorded in the profile and copied beside the runs'.
+  std::ifstream profile_in(out / "profile.json");
+  const auto profile = nlohmann::json::parse(profile_in);
+  ASSERT_TRUE(profile["model"].contains("compute_drift")) << profile["model"].dump();
+  EXPECT_DOUBLE_EQ(j["machine_drift"]["in_profile"].get<double>(),
+                   profile["model"]["compute_drift"].get<double>());
+  EXPECT_THAT(r.output, HasSubstr("the profile's last third of forward + backward "));
+  // Every row: the median of its two repeats, their range, and within_noise consistent with them
+  // in the json, the csv and the printed table.
+  std::map<std::pair<std::string, std::string>, bool> within; // (algorithm, metric)
+  int iteration_rows = 0, inside = 0;
+  for (const auto& row : j["rows"]) {
+    const auto algorithm = row["algorithm"].get<std::string>();
+    const auto metric = row["metric"].get<std::string>();
+    ASSERT_EQ(row["measured_repeats"].size(), 2u) << row.dump();
+    const double a = row["measured_repeats"][0], b = row["measured_repeats"][1];
+    const double measured = row["measured"], predicted = row["predicted"];
+    EXPECT_NEAR(measured, (a + b) / 2, 1e-12 * std::max(1.0, std::abs(measured))) << row.dump();
+    EXPECT_DOUBLE_EQ(row["measured_min"].get<double>(), std::min(a, b)) << row.dump();
+    EXPECT_DOUBLE_EQ(row["measured_max"].get<double>(), std::max(a, b)) << row.dump();
+    const bool expected = predicted >= std::min(a, b) && predicted <= std::max(a, b);
+    EXPECT_EQ(row["within_noise"].get<bool>(), expected) << row.dump();
+    if (measured != 0) {
+      EXPECT_NEAR(row["relative_error"].get<double>(), (predicted - measured) / measured, 1e-9);
+    }
+    within[{algorithm, metric}] = expected;
+    inside += expected;
+    iteration_rows += metric == "iteration_time_s";
+    // The printed row says "within noise" exactly where the json does.
+    const auto at = r.output.find(fmt::format("\n{:<10} {:<22} ", algorithm, metric));
+    ASSERT_NE(at, std::string::npos) << algorithm << " " << metric << "\n" << r.output;
+    const auto line = r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);
+    EXPECT_EQ(line.find("within noise") != std::string::npos, expected) << line;
+    EXPECT_THAT(line, HasSubstr("noise ")) << line; // two repeats: every row shows their range
+  }
+  EXPECT_EQ(iteration_rows, 2);
+  EXPECT_GT(inside, 0); // samples per step: predicted exactly, both repeats alike
+  // comparison.csv: the same rows, the range and within_noise in the last three columns.
+  std::ifstream csv_in(out / "comparison.csv");
+  std::string line;
+  std::getline(csv_in, line);
+  EXPECT_EQ(line, "algorithm,metric,predicted,measured,relative_error,absolute_error,measured_min,"
+                  "measured_max,within_noise");
+  int csv_rows = 0;
+  while (std::getline(csv_in, line)) {
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    for (std::string f; std::getline(ss, f, ',');)
+      fields.push_back(f);
+    if (line.back() == ',')
+      fields.emplace_back();
+    ASSERT_EQ(fields.size(), 9u) << line;
+    if (fields[1].rfind("op:", 0) == 0)
+      continue;
+    const auto it = within.find({fields[0], fields[1]});
+    ASSERT_NE(it, within.end()) << line;
+    EXPECT_EQ(fields[8], it->second ? "true" : "false") << line;
+    ++csv_rows;
+  }
+  EXPECT_EQ(csv_rows, static_cast<int>(within.size()));
+  // The ops: the measured side is the median of the repeats, each repeat's beside it.
+  int ops = 0;
+  for (const auto& op : j["ops"]) {
+    if (op["measured"].is_null())
+      continue;
+    ASSERT_EQ(op["measured_repeats"]["median_s"].size(), 2u) << op.dump();
+    EXPECT_TRUE(op["median_within_noise"].is_boolean());
+    ++ops;
+  }
+  EXPECT_GT(ops, 0);
+  // What is written of the measurement is one run: four steps of losses per algorithm, not eight.
+  const auto loss = read_loss(out / "loss.csv");
+  EXPECT_EQ(loss.at("ddp").size(), 4u);
+  EXPECT_EQ(loss.at("acco").size(), 4u);
+  // No repeats is no run: refused before any worker starts.
+  for (const char* bad : {"0", "-1"}) {
+    const auto refused = overlapsim(fmt::format("validate {} --workers 2 --repeats {} --out {}",
+                                                scenario, bad, (dir / "refused").string()));
+    EXPECT_NE(refused.status, 0) << refused.output;
+    EXPECT_THAT(refused.output, HasSubstr("--repeats")) << refused.output;
+    EXPECT_FALSE(fs::exists(dir / "refused"));
+  }
 }
 
 TEST(Validate, BadInputFailsBeforeAnyWorkerStarts) {
