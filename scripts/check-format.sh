@@ -10,7 +10,7 @@ command -v clang-format >/dev/null || { echo "check-format: clang-format is not 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files '*.cpp' '*.h')
 else
-  mapfile -t files < <(find algorithms bench cli files hw parallel runtime scenario sim tests trace validate -name '*.cpp' -o -name '*.h' 2>/dev/null)
+  mapfile -t files < <(find algorithms bench cli comm files hw parallel runtime scenario sim tests trace validate -name '*.cpp' -o -name '*.h' 2>/dev/null)
 fi
 bad=()
 for f in "${files[@]}"; do
