@@ -58,10 +58,12 @@ public:
     const int world = w.topology().world_size();
     if (w.scenario().model.spec.comm_times_from_table)
       channels = 1;
+    // The world's members rotated by c (a data-parallel group's own ranks under 3D parallelism).
+    const auto& members = w.topology().world().ranks;
     for (int c = 0; c < std::min(channels, std::max(world, 1)); ++c) {
       std::vector<int> ranks;
       for (int r = 0; r < world; ++r)
-        ranks.push_back((r + c) % world);
+        ranks.push_back(members[static_cast<std::size_t>((r + c) % world)]);
       channels_.push_back(&w.topology().group(ranks));
     }
     const auto& s = w.scenario();

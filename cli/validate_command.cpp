@@ -137,6 +137,12 @@ scenario::Scenario real_scenario(const std::string& path, std::vector<std::strin
         "{}: key 'model.activation_checkpointing': the real runtime does not implement activation "
         "checkpointing; set it to none (or remove it) to validate this scenario",
         s.model.checkpointing.where));
+  if (s.parallelism.tensor > 1 || s.parallelism.pipeline > 1)
+    throw std::runtime_error(fmt::format(
+        "{}: key 'parallelism.{}': the real runtime runs pure data parallelism; tensor and "
+        "pipeline parallelism are simulated only (real runs: issue 65.9)",
+        s.parallelism.tensor > 1 ? s.parallelism.tensor_where : s.parallelism.pipeline_where,
+        s.parallelism.tensor > 1 ? "tensor" : "pipeline"));
   if (s.model.preset != "mlp" && s.model.preset != "gpt-tiny")
     throw std::runtime_error(fmt::format(
         "{}: model '{}' has no real implementation; validate runs the presets mlp and gpt-tiny",

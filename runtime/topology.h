@@ -30,11 +30,19 @@ class Topology {
 public:
   Topology(int nodes, int gpus_per_node);
 
-  int world_size() const { return nodes_ * gpus_per_node_; }
-  int nodes() const { return nodes_; }
-  int gpus_per_node() const { return gpus_per_node_; }
-  int node_of(int rank) const { return rank / gpus_per_node_; }
-  int local_of(int rank) const { return rank % gpus_per_node_; }
+  // The topology a data-parallel group sees inside a 3D-parallel job (issue 65): its `members`
+  // (global ranks, ascending) are the world; nodes() are the nodes they span, gpus_per_node()
+  // the members on each (the first node's), node_of() and local_of() a member's node among those
+  // and its place among that node's members, intra_node() and replication() the members on one
+  // node and those at one place on every node. Groups stay interned in this topology's table, so
+  // a group has one id in the whole job whoever names it.
+  Topology view(std::vector<int> members) const;
+
+  int world_size() const { return static_cast<int>(members_.size()); }
+  int nodes() const { return static_cast<int>(node_members_.size()); }
+  int gpus_per_node() const { return view_per_node_; }
+  int node_of(int rank) const;
+  int local_of(int rank) const;
 
   const Group& world() const;
   const Group& intra_node(int node) const;          // the GPUs of one node
@@ -42,10 +50,21 @@ public:
   const Group& group(std::vector<int> ranks) const; // any subset, in the given order
 
 private:
-  int nodes_;
-  int gpus_per_node_;
-  mutable std::mutex mutex_; // the real runtime's two threads may both intern groups
-  mutable std::map<std::vector<int>, std::unique_ptr<Group>> groups_;
+  struct Registry {
+    std::mutex mutex; // the real runtime's two threads may both intern groups
+    std::map<std::vector<int>, std::unique_ptr<Group>> groups;
+  };
+  Topology() = default;
+  void index_members();
+
+  int cluster_nodes_ = 1;
+  int cluster_gpus_per_node_ = 1;
+  std::shared_ptr<Registry> registry_;
+  std::vector<int> members_;                   // the world, ascending
+  std::vector<std::vector<int>> node_members_; // per node of the view, its members
+  std::map<int, std::pair<int, int>> place_;   // member -> (view node, place on it)
+  std::map<int, int> view_node_;               // cluster node -> view node
+  int view_per_node_ = 1;
 };
 
 } // namespace overlapsim

@@ -8,11 +8,11 @@ namespace {
 
 // A node of `per_node` ranks on `nodes` nodes with the cluster's links; across the WAN when
 // `wan` is set (the route then crosses both sites' WAN links: sim/platform.cpp).
-comm::NcclShape shape_of(const ClusterSpec& c, int nodes, bool wan) {
+comm::NcclShape shape_of(const ClusterSpec& c, int nodes, bool wan, int per_node) {
   comm::NcclShape s;
   s.nodes = nodes;
-  s.per_node = c.gpus_per_node;
-  s.ranks = nodes * c.gpus_per_node;
+  s.per_node = per_node;
+  s.ranks = nodes * per_node;
   const bool multi_gpu = c.gpus_per_node > 1;
   // One GPU a node has no intra-node link (sim/platform.cpp gives it an unlimited one).
   s.intra_Bps = multi_gpu ? c.intra_node.bandwidth_Bps : 1e15;
@@ -30,7 +30,7 @@ comm::NcclShape shape_of(const ClusterSpec& c, int nodes, bool wan) {
       s.net_Bps = std::min(s.net_Bps, c.wan.bandwidth_Bps);
       s.net_latency_s += c.wan.latency_s;
     }
-    s.net_heads = std::min(c.gpus_per_node, c.nics_per_node);
+    s.net_heads = std::min(per_node, c.nics_per_node);
   }
   return s;
 }
@@ -38,7 +38,11 @@ comm::NcclShape shape_of(const ClusterSpec& c, int nodes, bool wan) {
 } // namespace
 
 comm::NcclShape world_shape(const ClusterSpec& c) {
-  return shape_of(c, c.nodes, c.sites.size() > 1);
+  return shape_of(c, c.nodes, c.sites.size() > 1, c.gpus_per_node);
+}
+
+comm::NcclShape group_shape(const ClusterSpec& c, int nodes, int per_node) {
+  return shape_of(c, nodes, false, per_node);
 }
 
 comm::SiteShape world_sites(const ClusterSpec& c) {
@@ -46,7 +50,7 @@ comm::SiteShape world_sites(const ClusterSpec& c) {
   if (c.sites.size() <= 1)
     return s;
   s.sites = static_cast<int>(c.sites.size());
-  s.site = shape_of(c, static_cast<int>(c.sites.front().nodes.size()), false);
+  s.site = shape_of(c, static_cast<int>(c.sites.front().nodes.size()), false, c.gpus_per_node);
   s.wan_Bps = c.wan.bandwidth_Bps;
   s.wan_latency_s = c.wan.latency_s + std::max(c.inter_node.latency_s, 0.0);
   return s;

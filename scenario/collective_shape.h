@@ -12,6 +12,9 @@ namespace overlapsim::scenario {
 
 // Every GPU of the cluster as one group.
 comm::NcclShape world_shape(const ClusterSpec& c);
+// A group of `per_node` GPUs on each of `nodes` nodes of one site (a tensor-parallel group inside
+// a node: nodes 1).
+comm::NcclShape group_shape(const ClusterSpec& c, int nodes, int per_node);
 // The cluster's WAN sites as the world group meets them (one site: sites = 1).
 comm::SiteShape world_sites(const ClusterSpec& c);
 // The cluster's fidelity, algorithm, protocol and NCCL generation.

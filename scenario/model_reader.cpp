@@ -351,6 +351,7 @@ ModelConfig read_model_spec(const Entry& e, const TrainingSpec& training, const 
   }
   m.spec = hw::transformer_model(m.preset, dims, training.seq_len);
   m.dims = dims_map(dims);
+  m.transformer = dims;
   if (!e.has("compute") || roofline) {
     m.compute = "roofline";
     hw::apply_roofline(m.spec, dims, gpu, training.micro_batch, training.seq_len);

@@ -134,6 +134,9 @@ struct ModelConfig {
   // The dimensions of a sized preset (mlp: width, depth; gpt-tiny: vocab, d_model, n_layers,
   // n_heads), which the real runs build the model from.
   std::map<std::string, double> dims;
+  // A transformer's whole shape (presets, `transformer`, gpt-tiny): what a tensor-parallel rank's
+  // kernels are priced from (parallel/stage_view.h); unset for other models.
+  std::optional<hw::TransformerDims> transformer;
   ActivationCheckpointing checkpointing;
 };
 

@@ -32,6 +32,8 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "cluster.rank_classes: off";
   if (c.nodes < 2)
     return "one node";
+  if (s.parallelism.tensor > 1 || s.parallelism.pipeline > 1)
+    return "tensor or pipeline parallelism (not folded yet, issue 65.6)";
   if (c.jitter.active())
     return "jitter on every GPU";
   if (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed)

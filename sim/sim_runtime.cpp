@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <new>
+#include <optional>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <xbt/log.h>
@@ -69,6 +70,24 @@ void fold_into_classes(Trace& trace, const RankClasses& classes) {
 
 } // namespace
 
+// Algorithms that cannot run on the data-parallel dimension of a pipeline, and why.
+static void refuse_on_a_pipeline(const scenario::Scenario& scenario, const Algorithm& algorithm) {
+  if (scenario.parallelism.pipeline < 2)
+    return;
+  const std::string name = algorithm.name();
+  if (name.starts_with("cdp"))
+    throw std::runtime_error(fmt::format(
+        "{} cannot run on a pipeline (parallelism.pipeline: {}): its cyclic schedule is itself a "
+        "pipeline of stages over the GPUs",
+        name, scenario.parallelism.pipeline));
+  if (name == "acco" || name == "acco-wp" || name == "dpu")
+    throw std::runtime_error(fmt::format(
+        "{} on a pipeline (parallelism.pipeline: {}) is not simulated yet (issue 65): it "
+        "accumulates as many micro-batches as its communication round leaves time for, a count "
+        "every stage of a pipeline must agree on; tensor parallelism alone composes",
+        name, scenario.parallelism.pipeline));
+}
+
 SimulationResult simulate_in_process(const scenario::Scenario& scenario, const Algorithm& algorithm,
                                      const ProgressFn& progress) {
   static bool used = false;
@@ -87,6 +106,17 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
 
   const Topology topology(scenario.cluster.nodes, scenario.cluster.gpus_per_node);
   Network network(platform, scenario.cluster, topology);
+  // Tensor or pipeline parallelism (issue 65): each worker runs its stage's model at its TP shard
+  // and its algorithm sees its data-parallel group as the world (sim/sim_worker.h).
+  std::optional<ParallelPlacement> placement;
+  if (scenario.parallelism.tensor > 1 || scenario.parallelism.pipeline > 1) {
+    refuse_on_a_pipeline(scenario, algorithm);
+    try {
+      placement.emplace(scenario, topology);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(e.what());
+    }
+  }
   SimulationResult result;
   result.warnings = platform.warnings;
   result.simulation = classes.describe();
@@ -105,7 +135,8 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
                      progress,
                      result.collective_calls,
                      result.replicator_calls,
-                     memory};
+                     memory,
+                     placement ? &*placement : nullptr};
 
   std::vector<int> ranks; // the simulated ones: all, or the representative node's
   for (int r = 0; r < topology.world_size(); ++r)

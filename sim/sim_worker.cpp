@@ -34,13 +34,58 @@ public:
   sg4::SemaphorePtr done_sem;
 };
 
+namespace {
+const parallel::StageView* stage_of(const SimContext& context, int rank) {
+  if (!context.parallel)
+    return nullptr;
+  const auto& p = *context.parallel;
+  return &p.stages[static_cast<std::size_t>(p.layout.coordinates(rank).pipeline)];
+}
+} // namespace
+
+ParallelPlacement::ParallelPlacement(const scenario::Scenario& s, const Topology& topology)
+    : layout(parallel::ParallelLayout::of(s)), stages(parallel::stage_views(s, layout)) {
+  for (int r = 0; r < topology.world_size(); ++r)
+    if (auto members = layout.data_group(r); !data_views.contains(members))
+      data_views.emplace(members, topology.view(members));
+}
+
 SimWorker::SimWorker(SimContext& context, int rank)
-    : ctx_(context), rank_(rank), host_(context.platform.gpus[static_cast<std::size_t>(rank)]),
+    : ctx_(context), rank_(rank), stage_(stage_of(context, rank)),
+      host_(context.platform.gpus[static_cast<std::size_t>(rank)]),
       // One generator per GPU seeded from (seed, rank): reruns are bit-identical and one GPU's
       // draws do not depend on how many ops another GPU ran.
       rng_(context.scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1),
-      table_comm_(context.scenario.model.spec),
-      checkpoints_(context.scenario.model.spec, context.scenario.model.checkpointing) {}
+      table_comm_(scenario().model.spec),
+      checkpoints_(scenario().model.spec, scenario().model.checkpointing) {
+  if (!ctx_.parallel)
+    return;
+  const auto& layout = ctx_.parallel->layout;
+  view_ = &ctx_.parallel->data_views.at(layout.data_group(rank));
+  if (layout.tensor() > 1)
+    tensor_group_ = &ctx_.topology.group(layout.tensor_group(rank));
+  sample_share_ = 1.0 / (layout.tensor() * layout.pipeline());
+  if (!pipelined())
+    return;
+  const auto c = layout.coordinates(rank);
+  const auto pair = [&](int peer) {
+    return &ctx_.topology.group({std::min(peer, rank), std::max(peer, rank)});
+  };
+  if (!stage_->first()) {
+    previous_ = layout.rank_of({c.tensor, c.data, c.pipeline - 1});
+    to_previous_ = pair(previous_);
+  }
+  if (!stage_->last()) {
+    next_ = layout.rank_of({c.tensor, c.data, c.pipeline + 1});
+    to_next_ = pair(next_);
+  }
+  // Forwards run before micro-batch i's backward: GPipe all of the step's, 1F1B (Megatron's
+  // PipeDream-Flush) i + p - stage (parallel/pipeline_schedule.h: p - stage - 1 warm-up forwards,
+  // then one forward before each backward).
+  const auto& p = ctx_.scenario.parallelism;
+  ahead_ = p.schedule == scenario::PipelineSchedule::gpipe ? ctx_.scenario.training.grad_accum
+                                                           : stage_->stages - stage_->stage;
+}
 
 BufferId SimWorker::declare(const BufferDecl& decl) {
   buffers_.push_back(decl);
@@ -57,7 +102,7 @@ const BufferDecl& SimWorker::buffer(BufferId id) const {
 }
 
 double SimWorker::jitter(double amount) {
-  const auto& j = ctx_.scenario.cluster.jitter;
+  const auto& j = scenario().cluster.jitter;
   const double sigma = j.sigma_of(amount / ctx_.platform.nominal_speed);
   switch (j.distribution) {
   case scenario::JitterDistribution::none:
@@ -76,13 +121,13 @@ double SimWorker::jitter(double amount) {
 }
 
 double SimWorker::seq_ratio(MicroBatch mb) const {
-  const auto& t = ctx_.scenario.training;
+  const auto& t = scenario().training;
   const auto& d = t.seq_len_distribution;
   if (d.kind == scenario::SeqLenDistribution::Kind::fixed || mb.step < 0)
     return 1.0;
   // Drawn from (seed, GPU, step, micro-batch) alone: the micro-batch's forward and backward see
   // the same length, and reruns are bit-identical whatever else drew numbers in between.
-  std::uint64_t key = ctx_.scenario.seed * 0x9E3779B97F4A7C15ULL;
+  std::uint64_t key = scenario().seed * 0x9E3779B97F4A7C15ULL;
   for (const std::uint64_t part :
        {static_cast<std::uint64_t>(rank_), static_cast<std::uint64_t>(mb.step),
         static_cast<std::uint64_t>(mb.index)}) {
@@ -112,7 +157,7 @@ double SimWorker::seq_ratio(MicroBatch mb) const {
 }
 
 double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) const {
-  const auto& s = ctx_.scenario;
+  const auto& s = scenario();
   const auto& model = s.model.spec.layers;
   const double speed = ctx_.platform.nominal_speed;
   const bool fp32 = s.model.dtype == scenario::Dtype::fp32;
@@ -138,14 +183,14 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
   const StreamKind stream = calling_stream();
   // The first op after waiting for the other stream's signal takes longer (hw::GpuSpec's
   // compute_handoff_wait_s): the woken thread's, not the device's, so not slowed by sharing.
-  if (take_compute_handoff() && ctx_.scenario.cluster.gpu.compute_handoff_wait_s > 0)
-    sg4::this_actor::sleep_for(ctx_.scenario.cluster.gpu.compute_handoff_wait_s);
+  if (take_compute_handoff() && scenario().cluster.gpu.compute_handoff_wait_s > 0)
+    sg4::this_actor::sleep_for(scenario().cluster.gpu.compute_handoff_wait_s);
   if (flops > 0) {
     auto& slows_comm = ctx_.network.compute_interference();
     slows_comm.compute_begin(rank_);
     // Both streams computing share the GPU: the communication stream gets comm_stream_share of it
     // (SimGrid shares a host's speed by the executions' priorities, 1 for the compute stream).
-    const double share = ctx_.scenario.cluster.gpu.comm_stream_share;
+    const double share = scenario().cluster.gpu.comm_stream_share;
     const auto execute = [&](double f) {
       if (stream == StreamKind::comm && share != 0.5)
         sg4::this_actor::execute(f, share / (1 - share));
@@ -195,7 +240,7 @@ double SimWorker::micro_batch_speed(bool starts) {
   // a model-sized copy in between leaves the caches as the profile's whole step does).
   if (starts)
     back_to_back_[s] = last_compute_[s] == OpCategory::backward;
-  return back_to_back_[s] ? ctx_.scenario.model.spec.back_to_back_compute_ratio : 1.0;
+  return back_to_back_[s] ? scenario().model.spec.back_to_back_compute_ratio : 1.0;
 }
 
 void SimWorker::change_activations(double delta) {
@@ -208,10 +253,39 @@ void SimWorker::change_activations(double delta) {
 }
 
 void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
-  const auto& model = ctx_.scenario.model.spec;
-  const double samples = ctx_.scenario.training.micro_batch;
+  if (!pipelined()) {
+    layers_forward(layers, mb);
+    return;
+  }
+  // A stage runs whole micro-batches: the schedule may have run this one's forward already, ahead
+  // of the algorithm's own order (stage_forward, from backward).
+  const int stage_layers = static_cast<int>(scenario().model.spec.layers.size());
+  if (layers.first != 0 || layers.last != stage_layers)
+    throw std::invalid_argument(
+        "this algorithm runs the forward of part of its model at a time; a pipeline stage runs "
+        "whole micro-batches (parallelism.pipeline > 1 composes with algorithms whose forward "
+        "is the stage's, issue 65)");
+  if (mb.step == forwarded_step_ && mb.index < forwarded_)
+    return;
+  stage_forward(mb);
+}
+
+void SimWorker::stage_forward(MicroBatch mb) {
+  if (mb.step != forwarded_step_)
+    forwarded_step_ = mb.step, forwarded_ = 0;
+  if (!stage_->first())
+    stage_message(false, false, false, mb);
+  layers_forward({0, static_cast<int>(scenario().model.spec.layers.size())}, mb);
+  if (!stage_->last())
+    stage_message(true, true, false, mb);
+  ++forwarded_;
+}
+
+void SimWorker::layers_forward(LayerRange layers, MicroBatch mb) {
+  const auto& model = scenario().model.spec;
+  const double samples = scenario().training.micro_batch;
   double act = 0;
-  if (ctx_.scenario.model.checkpointing.enabled())
+  if (scenario().model.checkpointing.enabled())
     act = checkpoints_.forward(layers, mb) * samples;
   else
     for (int l = layers.first; l < layers.last; ++l)
@@ -220,13 +294,32 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
   const double speed = micro_batch_speed(layers.first == 0);
   compute(op_label(model, layers, LayerPass::forward),
           layer_cost(layers, false, seq_ratio(mb)) * samples * speed, mb);
+  tensor_parallel_comm(layers, false, mb);
 }
 
 void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
-  const auto& model = ctx_.scenario.model.spec;
-  const double samples = ctx_.scenario.training.micro_batch;
+  const int stage_layers = static_cast<int>(scenario().model.spec.layers.size());
+  if (pipelined() && layers.last == stage_layers) {
+    // This micro-batch's backward begins: the schedule's forwards before it first (1F1B's
+    // warm-up and one-forward-one-backward), then the gradient from the next stage.
+    const int before = std::min(scenario().training.grad_accum, mb.index + ahead_);
+    if (mb.step != forwarded_step_)
+      forwarded_step_ = mb.step, forwarded_ = 0;
+    while (forwarded_ < before)
+      stage_forward(MicroBatch{mb.step, forwarded_});
+    if (!stage_->last())
+      stage_message(false, true, true, mb);
+  }
+  layers_backward(layers, mb);
+  if (pipelined() && layers.first == 0 && !stage_->first())
+    stage_message(true, false, true, mb);
+}
+
+void SimWorker::layers_backward(LayerRange layers, MicroBatch mb) {
+  const auto& model = scenario().model.spec;
+  const double samples = scenario().training.micro_batch;
   const double speed = micro_batch_speed(false);
-  if (ctx_.scenario.model.checkpointing.enabled()) {
+  if (scenario().model.checkpointing.enabled()) {
     // Each checkpointed segment's forward re-runs on this stream right before its backward.
     for (const auto& p : checkpoints_.backward(layers, mb)) {
       if (p.recompute.last > p.recompute.first) {
@@ -238,6 +331,7 @@ void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
               layer_cost(p.backward, true, seq_ratio(mb)) * samples * speed, mb);
       change_activations(-p.freed_bytes * samples);
     }
+    tensor_parallel_comm(layers, true, mb);
     return;
   }
   compute(op_label(model, layers, LayerPass::backward),
@@ -246,10 +340,11 @@ void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
   for (int l = layers.first; l < layers.last; ++l)
     act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
   change_activations(-act);
+  tensor_parallel_comm(layers, true, mb);
 }
 
 void SimWorker::optimizer_step(const OptimizerStep& op) {
-  const auto& s = ctx_.scenario;
+  const auto& s = scenario();
   // The step streams the parameters, gradients and optimizer state through HBM once.
   const double bytes = static_cast<double>(op.params.count) *
                        optimizer_bytes_touched_per_param(s.training.optimizer, s.model.dtype);
@@ -278,12 +373,12 @@ void SimWorker::outer_step(const OuterStep& op) {
   const double count = static_cast<double>(op.params.count);
   // Measured (profile, issue 30.3): the outer step per parameter, a merge's extra stream in
   // proportion to its bytes; else the bytes through HBM.
-  const auto& spec = ctx_.scenario.model.spec;
+  const auto& spec = scenario().model.spec;
   const double measured = spec.outer_step_time_per_param_s;
   const double streams = (step_bytes + local_bytes) / step_bytes;
   const double seconds = measured > 0 ? measured * count * streams
                                       : count * 2 * (step_bytes + local_bytes) /
-                                            ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
+                                            scenario().cluster.gpu.hbm_bandwidth_Bps;
   // Alone where measured: the price of the part that no other worker's memory-bound op overlaps
   // (sim/memory_contention.h).
   const double alone = measured > 0 && spec.outer_step_alone_time_per_param_s > 0
@@ -298,9 +393,9 @@ void SimWorker::reload_master(Slice params, Slice) {
   // (model_state.h: K counts it only for 16-bit models), except where the profile measured one:
   // the real runtime's optimizer keeps an fp32 master of fp32 parameters too and copies into it
   // (issue 30.3: every op the real runtime executes priced; 7-60 us a layer on a CPU).
-  const auto dtype = ctx_.scenario.model.dtype;
+  const auto dtype = scenario().model.dtype;
   if (dtype == scenario::Dtype::fp32 &&
-      !ctx_.scenario.model.spec.memory_ops.contains(op_label(MemoryOp::reload_master).name))
+      !scenario().model.spec.memory_ops.contains(op_label(MemoryOp::reload_master).name))
     return;
   memory_op(MemoryOp::reload_master,
             static_cast<double>(params.count) * (scenario::dtype_bytes(dtype) + 4.0));
@@ -308,10 +403,10 @@ void SimWorker::reload_master(Slice params, Slice) {
 
 void SimWorker::memory_op(MemoryOp op, double bytes) {
   // Its own measured price where the profile has one, else the memory bandwidth.
-  const auto& measured = ctx_.scenario.model.spec.memory_ops;
+  const auto& measured = scenario().model.spec.memory_ops;
   const auto it = measured.find(op_label(op).name);
   const double seconds = it != measured.end() ? it->second.fixed_s + it->second.per_byte_s * bytes
-                                              : bytes / ctx_.scenario.cluster.gpu.hbm_bandwidth_Bps;
+                                              : bytes / scenario().cluster.gpu.hbm_bandwidth_Bps;
   // Alone, where measured (hw::ModelSpec::MemoryOpPrice): the fixed cost is the call's own.
   const double alone = it != measured.end() && it->second.alone_per_byte_s > 0
                            ? it->second.fixed_s + it->second.alone_per_byte_s * bytes
@@ -342,7 +437,7 @@ void SimWorker::replicator_phase(const ReplicatorPhase& op) {
   ++ctx_.replicator_calls[{use, op.params.count}];
   // Measured as a whole where the profile timed this use (issue 30.3), under the real runtime's
   // name for it.
-  const auto& measured = ctx_.scenario.model.spec.replicator_phases;
+  const auto& measured = scenario().model.spec.replicator_phases;
   if (const auto it = measured.find(price_name(use)); it != measured.end()) {
     compute(op_label(op),
             (it->second.fixed_s +
@@ -351,15 +446,83 @@ void SimWorker::replicator_phase(const ReplicatorPhase& op) {
             MicroBatch{op.step, -1});
     return;
   }
-  const double p = scenario::dtype_bytes(ctx_.scenario.model.dtype);
+  const double p = scenario::dtype_bytes(scenario().model.dtype);
   const auto category = [&](const hw::KernelOp& k) {
     return k.name == "decoupled momentum" || k.name == "demo-sgd update" ? OpCategory::optimizer
                                                                          : OpCategory::compress;
   };
   for (const auto& k : replicator_kernels(op, p))
     compute(OpLabel{category(k), k.name},
-            hw::kernel_time_s(ctx_.scenario.cluster.gpu, k) * ctx_.platform.nominal_speed,
+            hw::kernel_time_s(scenario().cluster.gpu, k) * ctx_.platform.nominal_speed,
             MicroBatch{op.step, -1});
+}
+
+void SimWorker::tensor_parallel_comm(LayerRange layers, bool backward, MicroBatch mb) {
+  if (!tensor_group_)
+    return;
+  parallel::LayerTensorComm sum;
+  for (int l = layers.first; l < layers.last; ++l) {
+    const auto& c = stage_->tensor_comm[static_cast<std::size_t>(l)];
+    sum.forward_s += c.forward_s, sum.backward_s += c.backward_s;
+    sum.forward_bytes += c.forward_bytes, sum.backward_bytes += c.backward_bytes;
+    sum.forward_calls += c.forward_calls, sum.backward_calls += c.backward_calls;
+  }
+  const double seconds = backward ? sum.backward_s : sum.forward_s;
+  if (seconds <= 0)
+    return;
+  // The TP ranks meet and the collectives' summed price passes (Network::run_fixed): the group
+  // sits inside a node, where nothing else contends for its links.
+  CollectiveCall call;
+  call.op = CollectiveOp::all_reduce;
+  call.group = tensor_group_;
+  call.step = mb.step;
+  call.name = fmt::format("tensor-parallel {} x{} ({})", backward ? "backward" : "forward",
+                          backward ? sum.backward_calls : sum.forward_calls,
+                          op_label(scenario().model.spec, layers, LayerPass::forward).name);
+  const double start = sg4::Engine::get_clock();
+  const auto outcome = ctx_.network.run_fixed(rank_, call, seconds,
+                                              backward ? sum.backward_bytes : sum.forward_bytes,
+                                              seq_[tensor_group_->id]++);
+  TraceEvent e;
+  e.start = start;
+  e.end = sg4::Engine::get_clock();
+  e.worker = rank_;
+  e.stream = calling_stream();
+  e.category = OpCategory::comm;
+  e.name = ctx_.trace.intern(call.name);
+  e.detail = ctx_.trace.intern("tensor-parallel");
+  e.step = mb.step;
+  e.bytes = outcome.bytes_sent;
+  e.group = tensor_group_->id;
+  e.group_size = tensor_group_->size();
+  ctx_.trace.events.push_back(e);
+}
+
+void SimWorker::stage_message(bool send, bool to_next, bool gradient, MicroBatch mb) {
+  CollectiveCall call;
+  call.op = send ? CollectiveOp::send : CollectiveOp::recv;
+  call.group = to_next ? to_next_ : to_previous_;
+  call.peer = to_next ? next_ : previous_;
+  call.tag = gradient ? 2 : 1; // activations forward, their gradients back: FIFO each
+  call.step = mb.step;
+  // The exchange's name says which GPUs it joins: the analysis matches a receive with its send by
+  // name, step and end (trace/analysis.cpp), and replicas of a stage send at the same instants.
+  const int from = send ? rank_ : call.peer, to = send ? call.peer : rank_;
+  call.name = fmt::format("{} {} {}>{} micro-batch {}", send ? "send" : "recv",
+                          gradient ? "gradient" : "activation", from, to, mb.index);
+  const double bytes = stage_->message_bytes;
+  if (!send) {
+    run_collective(call, bytes, -1, false);
+    return;
+  }
+  auto state = std::make_shared<State>();
+  auto previous = std::exchange(last_send_[send_key(call)], state);
+  sg4::Actor::create(fmt::format("x{}", rank_), host_, [this, call, bytes, previous, state] {
+    if (previous)
+      previous->wait();
+    run_collective(call, bytes, -1, false);
+    state->finish();
+  });
 }
 
 void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::int64_t seq,
@@ -367,8 +530,8 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
   const double start = sg4::Engine::get_clock();
   // The first collective after waiting for the other stream's signal starts later (hw::GpuSpec's
   // collective_handoff_wait_s); its peers wait for it like for any late member.
-  if (after_handoff && ctx_.scenario.cluster.gpu.collective_handoff_wait_s > 0)
-    sg4::this_actor::sleep_for(ctx_.scenario.cluster.gpu.collective_handoff_wait_s);
+  if (after_handoff && scenario().cluster.gpu.collective_handoff_wait_s > 0)
+    sg4::this_actor::sleep_for(scenario().cluster.gpu.collective_handoff_wait_s);
   // The network slows this GPU's compute while the call moves its data (sim/comm_interference.h).
   const auto table = call.data.buffer < 0
                          ? std::nullopt
@@ -421,7 +584,7 @@ std::tuple<int, int, int> SimWorker::send_key(const CollectiveCall& call) {
 }
 
 sg4::ExecPtr SimWorker::begin_start_cost(const CollectiveCall& call, double bytes) {
-  const auto& gpu = ctx_.scenario.cluster.gpu;
+  const auto& gpu = scenario().cluster.gpu;
   const std::string op = calibration_op_name(call.op);
   const double seconds = gpu.collective_start_seconds(op, bytes);
   if (seconds <= 0)
@@ -548,9 +711,12 @@ double SimWorker::now() const {
 }
 
 void SimWorker::step_done(int step, double samples) {
-  ctx_.trace.steps.push_back(StepMark{sg4::Engine::get_clock(), rank_, step, samples});
+  // A pipeline's tensor x pipeline ranks train the same samples: each reports its share, so that
+  // the job's samples are counted once (throughput sums the ranks').
+  ctx_.trace.steps.push_back(
+      StepMark{sg4::Engine::get_clock(), rank_, step, samples * sample_share_});
   if (rank_ == ctx_.platform.classes.representative(0) && ctx_.progress)
-    ctx_.progress(step + 1, ctx_.scenario.training.warmup_steps + ctx_.scenario.training.steps);
+    ctx_.progress(step + 1, scenario().training.warmup_steps + scenario().training.steps);
 }
 
 void SimWorker::record_accumulation(int step, int micro_batches) {

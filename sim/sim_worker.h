@@ -1,6 +1,7 @@
 // One simulated GPU: the Worker interface of algorithms/runtime.h on SimGrid.
 #pragma once
 
+#include "parallel/stage_view.h"
 #include "runtime/collective_size.h"
 #include "runtime/op_label.h"
 #include "runtime/replicator_use.h"
@@ -26,6 +27,16 @@
 
 namespace overlapsim::sim {
 
+// A 3D-parallel job's placement (issue 65): where ranks and layers go, what each stage runs, and
+// each data-parallel group's topology (the world its algorithm sees).
+struct ParallelPlacement {
+  parallel::ParallelLayout layout;
+  std::vector<parallel::StageView> stages;
+  std::map<std::vector<int>, Topology> data_views; // per DP group (its members)
+
+  ParallelPlacement(const scenario::Scenario& s, const Topology& topology);
+};
+
 // What every worker of one simulation shares (everything runs in one thread: SimGrid actors are
 // cooperative, so no locks).
 struct SimContext {
@@ -40,6 +51,7 @@ struct SimContext {
   std::map<CollectiveSize, std::int64_t>& collective_calls;
   std::map<ReplicatorSize, std::int64_t>& replicator_calls; // the same for replicator phases
   MemoryContention& memory; // memory-bound ops of workers sharing a memory system
+  const ParallelPlacement* parallel = nullptr; // tensor or pipeline parallelism; null: neither
 };
 
 class SimWorker final : public Worker {
@@ -47,8 +59,11 @@ public:
   SimWorker(SimContext& context, int rank);
 
   int rank() const override { return rank_; }
-  const Topology& topology() const override { return ctx_.topology; }
-  const scenario::Scenario& scenario() const override { return ctx_.scenario; }
+  // Under 3D parallelism: the data-parallel group's view, and the stage's model.
+  const Topology& topology() const override { return view_ ? *view_ : ctx_.topology; }
+  const scenario::Scenario& scenario() const override {
+    return stage_ ? stage_->scenario : ctx_.scenario;
+  }
 
   BufferId declare(const BufferDecl& decl) override;
   const BufferDecl& buffer(BufferId id) const override;
@@ -121,8 +136,31 @@ private:
   static std::tuple<int, int, int> send_key(const CollectiveCall& call);
   Channel& channel(int signal);
 
+  // Pipeline parallelism (issue 65): whether this worker's stage is one of several; the forward of
+  // micro-batch `mb` of the stage (the activation from the previous stage received first, the
+  // output sent on); the backward's message from the next stage, and the input gradient sent back.
+  bool pipelined() const { return stage_ != nullptr && stage_->stages > 1; }
+  void stage_forward(MicroBatch mb);
+  void layers_forward(LayerRange layers, MicroBatch mb);
+  void layers_backward(LayerRange layers, MicroBatch mb);
+  // The tensor-parallel collectives of `layers` (forward or backward) on the TP group: one op of
+  // their summed price (parallel/stage_view.h), on the calling stream.
+  void tensor_parallel_comm(LayerRange layers, bool backward, MicroBatch mb);
+  // A message to or from a neighbouring stage: sends leave at once (Megatron's isend), in order.
+  void stage_message(bool send, bool to_next, bool gradient, MicroBatch mb);
+
   SimContext& ctx_;
   int rank_;
+  const parallel::StageView* stage_ = nullptr; // under 3D parallelism
+  const Topology* view_ = nullptr;             // the data-parallel group's topology
+  const Group* tensor_group_ = nullptr;        // more than one rank: tensor parallelism
+  const Group* to_previous_ = nullptr;         // this rank and the previous stage's
+  const Group* to_next_ = nullptr;
+  int previous_ = -1, next_ = -1;
+  int ahead_ = 1;           // forwards the schedule runs before a micro-batch's backward, beyond it
+  int forwarded_step_ = -1; // the step whose forwards forwarded_ counts
+  int forwarded_ = 0;
+  double sample_share_ = 1; // of a pipeline's samples this rank reports: 1 / (tensor x pipeline)
   simgrid::s4u::Host* host_;
   std::mt19937_64 rng_;
   TableCommTime table_comm_; // the model's per-layer all-reduce times, when it has a table

@@ -19,19 +19,22 @@ bool is_p2p(const Trace& t, const TraceEvent& e) {
   return e.detail >= 0 && t.name_of(e.detail) == "p2p";
 }
 
-// A collective instance: the k-th op with this name and step on each participating GPU (an
-// algorithm may run the same-named collective twice in a step, like ZeRO's all-gathers before the
-// forward and the backward).
+// A collective instance: the k-th op with this name and step on each participating GPU of its group
+// (an algorithm may run the same-named collective twice in a step, like ZeRO's all-gathers before
+// the forward and the backward; under 3D parallelism each stage's data-parallel group runs its own
+// "all-reduce bucket 3").
 struct InstanceKey {
   std::int32_t name;
   std::int32_t step;
+  std::int32_t group;
   std::int32_t occurrence;
   auto operator<=>(const InstanceKey&) const = default;
 };
 
 std::vector<InstanceKey> instance_keys(const Trace& t) {
-  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int32_t> seen; // per worker
-  std::vector<InstanceKey> keys(t.events.size(), InstanceKey{-1, -1, -1});
+  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t, std::int32_t>, std::int32_t>
+      seen; // per worker
+  std::vector<InstanceKey> keys(t.events.size(), InstanceKey{-1, -1, -1, -1});
   std::vector<std::size_t> order(t.events.size());
   for (std::size_t i = 0; i < order.size(); ++i)
     order[i] = i;
@@ -40,7 +43,7 @@ std::vector<InstanceKey> instance_keys(const Trace& t) {
   for (std::size_t i : order) {
     const auto& e = t.events[i];
     if (e.category == OpCategory::comm && !is_p2p(t, e))
-      keys[i] = {e.name, e.step, seen[{e.worker, e.name, e.step}]++};
+      keys[i] = {e.name, e.step, e.group, seen[{e.worker, e.name, e.step, e.group}]++};
   }
   return keys;
 }

@@ -1,0 +1,46 @@
+// What one GPU of a 3D-parallel job runs (issue 65): its pipeline stage's layers at its tensor-
+// parallel shard, each layer's tensor-parallel collectives priced once (comm/collective_price.h),
+// and the messages between neighbouring stages. The simulator gives every worker its stage's
+// view: algorithms see the stage's model through Worker::scenario() and their data-parallel group
+// as the world (runtime/topology.h's view), so that no algorithm's program knows about TP or PP.
+#pragma once
+
+#include "parallel/layout.h"
+#include "scenario/scenario.h"
+
+#include <vector>
+
+namespace overlapsim::parallel {
+
+// One layer's tensor-parallel collectives per micro-batch (none without tensor parallelism): their
+// time on the TP group's links, summed over the forward's and the backward's (Megatron without
+// tp_comm_overlap: each one blocks the layer's next op), and their count and bytes (the arrays as
+// nccl-tests counts them).
+struct LayerTensorComm {
+  double forward_s = 0, backward_s = 0;
+  double forward_bytes = 0, backward_bytes = 0;
+  int forward_calls = 0, backward_calls = 0;
+};
+
+struct StageView {
+  int stage = 0;
+  int stages = 1;
+  // The scenario a worker of this stage sees: the stage's layers only, each with its parameters
+  // per tensor-parallel rank (parallel/memory.h's layer_params_per_gpu) and a rank's kernel times
+  // and activations (hw::apply_roofline with the TP size); the rest as the job's.
+  scenario::Scenario scenario;
+  std::vector<LayerTensorComm> tensor_comm; // per layer of `scenario`'s model
+  // One micro-batch's activation (and its gradient) between stages: b s h in the activation dtype,
+  // / t with sequence parallelism (parallel/memory.h's p2p_message_bytes).
+  double message_bytes = 0;
+
+  bool first() const { return stage == 0; }
+  bool last() const { return stage + 1 == stages; }
+};
+
+// One view per pipeline stage of `s` placed by `layout`. Throws std::invalid_argument where the
+// scenario asks for what the simulator does not run: tensor > 1 for a model that is not a
+// transformer (no op lists to shard), a stage of several model chunks (interleaved 1F1B).
+std::vector<StageView> stage_views(const scenario::Scenario& s, const ParallelLayout& layout);
+
+} // namespace overlapsim::parallel
