@@ -385,12 +385,12 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
   out += "## Which wins here\n\n" + verdict(s, ran, context) + "\n" + ranking(s, ran);
   out += "## All algorithms\n\n";
   out += "| algorithm | iteration | speedup vs DDP | samples/step | computing | exposed comm | "
-         "waiting for peers | other idle | lower bound | peak memory per GPU | tokens/s per GPU | "
-         "MFU |\n"
+         "waiting for peers | other idle | lower bound | tokens/s per GPU | MFU | "
+         "peak memory per GPU |\n"
          "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : ran)
     out += fmt::format(
-        "| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} | {} | {:.4g} | {} |\n", label(r),
+        "| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} | {:.4g} | {} | {} |\n", label(r),
         hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
         r.metrics.samples / r.metrics.steps, percent(field(r, "idle_breakdown", "compute")),
         fmt::format("{} ({}/step)", percent(field(r, "idle_breakdown", "exposed_comm")),
@@ -399,11 +399,11 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
                     hw::format_time(r.metrics.waiting_s)),
         percent(field(r, "idle_breakdown", "idle_other")),
         hw::format_time(r.extra.value("lower_bound_s", 0.0)),
+        r.workers > 0 ? r.metrics.throughput_samples_s * r.seq_len / r.workers : 0.0, mfu_cell(r),
         fmt::format(
             "{}{}", hw::format_bytes(r.metrics.peak_memory_bytes),
             fits(r) ? ""
-                    : fmt::format(" > {} available", hw::format_bytes(r.memory_available_bytes))),
-        r.workers > 0 ? r.metrics.throughput_samples_s * r.seq_len / r.workers : 0.0, mfu_cell(r));
+                    : fmt::format(" > {} available", hw::format_bytes(r.memory_available_bytes))));
   // Where the bytes go (issue 25.6): "how much crosses the WAN?"
   if (!ran.empty()) {
     out += fmt::format("\nBytes each GPU sends per step, by the link they cross:\n\n| algorithm | "

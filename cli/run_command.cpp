@@ -378,9 +378,9 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
     target = target || time_to_target_cell(r).has_value();
   }
   std::string out = fmt::format(
-      "{:<{}} {}{:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>10} {:>12} {:>6}\n", "algorithm", width,
+      "{:<{}} {}{:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>10} {:>6} {:>12}\n", "algorithm", width,
       target ? fmt::format("{:>10} ", "to target") : "", "iteration", "samples/s", "speedup",
-      "samples/step", "idle", "exposed comm", "waiting", "peak memory", "MFU");
+      "samples/step", "idle", "exposed comm", "waiting", "MFU", "peak memory");
   for (const auto& r : rows) {
     const auto& m = r.metrics;
     if (!r.error.empty()) {
@@ -389,13 +389,13 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
     }
     const bool too_big = !fits(r);
     out += fmt::format(
-        "{:<{}} {}{:>10} {:>14.1f} {:>7.3f}x {:>12} {:>8.1f}% {:>12} {:>10} {:>12} {:>6}{}\n",
+        "{:<{}} {}{:>10} {:>14.1f} {:>7.3f}x {:>12} {:>8.1f}% {:>12} {:>10} {:>6} {:>12}{}\n",
         r.algorithm, width,
         target ? fmt::format("{:>10} ", time_to_target_cell(r).value_or("-")) : "",
         hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
         plain_count(m.samples / m.steps), 100 * m.idle_fraction_mean,
-        hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s),
-        hw::format_bytes(m.peak_memory_bytes), mfu_cell(r),
+        hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s), mfu_cell(r),
+        hw::format_bytes(m.peak_memory_bytes),
         too_big ? fmt::format("  DOES NOT FIT ({} available per GPU)",
                               hw::format_bytes(r.memory_available_bytes))
                 : "");
