@@ -7,7 +7,10 @@
 #include "scenario/loader.h"
 #include "trace/summary.h"
 
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <regex>
 
 namespace overlapsim {
 namespace {
@@ -158,6 +161,64 @@ TEST(ModelFlops, SummaryRowDerivesPerGpuRates) {
   SummaryRow fp32;
   cli::add_model_flops(fp32, neo({"model.dtype=fp32"}));
   EXPECT_DOUBLE_EQ(fp32.peak_flops_per_gpu, 494.5e12);
+}
+
+scenario::Scenario published(const std::string& name) {
+  return scenario::load_scenario(std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/published/" +
+                                 name + ".yaml");
+}
+
+TEST(ModelFlops, PublishedScenariosLoadAndNameTheirTarget) {
+  // bench/published_runs.py reads `# target: metric=value` from each header; the scenarios load
+  // (run refuses them after loading until TP/PP are simulated).
+  const std::regex target(R"(# target: (mfu|hardware_tflops_per_gpu)=[0-9.]+)");
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(OVERLAPSIM_SOURCE_DIR) +
+                                                           "/scenarios/published")) {
+    if (e.path().extension() != ".yaml")
+      continue;
+    ++n;
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_TRUE(std::regex_search(text, target)) << e.path();
+    const auto s = scenario::load_scenario(e.path().string());
+    EXPECT_TRUE(hw::transformer_flops(s.model.spec, s.model.dims, s.training.seq_len).has_value())
+        << e.path();
+  }
+  EXPECT_EQ(n, 6);
+}
+
+TEST(ModelFlops, MegaScaleTable2MfuFromItsTokensPerSecond) {
+  // GPT-3 175B with MegaScale's shapes (h 12,288, 96 layers, vocabulary 51,200 assumed): a block
+  // 12 h^2 + 13 h = 1,812,099,072 parameters, 96 of them 173,961,510,912, the final LayerNorm
+  // 24,576 and the head 51,200 x 12,288 = 629,145,600: N = 174,590,681,088; 6N =
+  // 1,047,544,086,528 plus 12 x 96 x 12,288 x 2,048 = 28,991,029,248: 1,076,535,115,776 FLOPs per
+  // token. Table 2's Megatron-LM row at 256 GPUs, 39.3k tokens/s: 153.5 tokens/s per GPU x that /
+  // 312 TFLOP/s = 0.5297, the 53.0% it prints; at 12,288 GPUs 1,466.8k tokens/s give 0.4119,
+  // its 41.2%.
+  const auto s = published("megascale-175b-megatron-256-a100");
+  const auto f = hw::transformer_flops(s.model.spec, s.model.dims, s.training.seq_len);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_DOUBLE_EQ(f->params, 174'590'681'088.0);
+  EXPECT_DOUBLE_EQ(f->per_token, 1'076'535'115'776.0);
+  EXPECT_NEAR(39.3e3 / 256 * f->per_token / 312e12, 0.530, 0.0005);
+  EXPECT_NEAR(1466.8e3 / 12288 * f->per_token / 312e12, 0.412, 0.0005);
+}
+
+TEST(ModelFlops, BloomHardwareFlopsAreMegatronsWithRecomputation) {
+  // Narayanan et al. 2021, eq. (3) per token: 96 l h^2 (1 + s/6h + V/16lh) = 96 l h^2 + 16 l h s
+  // + 6 h V. BLOOM (l 70, h 14,336, s 2,048, V 250,880): 1,381,100,421,120 + 32,883,343,360 +
+  // 21,579,694,080. Full checkpointing re-runs each block's matmuls and scores, 24 h^2 + 4 s h
+  // per token: the 96 and 16 of the formula (72 and 12 without it). Ours also counts each
+  // block's 13 h biases and norm parameters in 6N: 6 x 70 x 186,368 = 78,274,560, 0.005%.
+  const auto s = published("bloom-176b-384-a100");
+  SummaryRow row;
+  cli::add_model_flops(row, s);
+  const double megatron = 1'381'100'421'120.0 + 32'883'343'360.0 + 21'579'694'080.0;
+  EXPECT_NEAR(row.hardware_flops_per_token / megatron, 1, 1e-4);
+  // Without recomputation the same formula's 72 l h^2 + 12 l h s + 6 h V.
+  const double model = 1'035'825'315'840.0 + 24'662'507'520.0 + 21'579'694'080.0;
+  EXPECT_NEAR(row.model_flops_per_token / model, 1, 1e-4);
 }
 
 } // namespace
