@@ -358,6 +358,14 @@ std::string model_text(const scenario::Scenario& s) {
 
 } // namespace
 
+std::string mfu_cell(const SummaryRow& r) {
+  if (r.model_flops_per_token <= 0 || r.peak_flops_per_gpu <= 0 || r.workers <= 0)
+    return "-";
+  const double tokens_per_gpu = r.metrics.throughput_samples_s * r.seq_len / r.workers;
+  return fmt::format("{:.1f}%",
+                     100 * r.model_flops_per_token * tokens_per_gpu / r.peak_flops_per_gpu);
+}
+
 std::string report_markdown(const scenario::Scenario& s, const std::vector<SummaryRow>& rows,
                             const ReportContext& context) {
   std::string out = fmt::format(
@@ -377,11 +385,12 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
   out += "## Which wins here\n\n" + verdict(s, ran, context) + "\n" + ranking(s, ran);
   out += "## All algorithms\n\n";
   out += "| algorithm | iteration | speedup vs DDP | samples/step | computing | exposed comm | "
-         "waiting for peers | other idle | lower bound | peak memory per GPU |\n"
-         "|---|---|---|---|---|---|---|---|---|---|\n";
+         "waiting for peers | other idle | lower bound | tokens/s per GPU | MFU | "
+         "peak memory per GPU |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : ran)
     out += fmt::format(
-        "| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} | {} |\n", label(r),
+        "| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} | {:.4g} | {} | {} |\n", label(r),
         hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
         r.metrics.samples / r.metrics.steps, percent(field(r, "idle_breakdown", "compute")),
         fmt::format("{} ({}/step)", percent(field(r, "idle_breakdown", "exposed_comm")),
@@ -390,6 +399,7 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
                     hw::format_time(r.metrics.waiting_s)),
         percent(field(r, "idle_breakdown", "idle_other")),
         hw::format_time(r.extra.value("lower_bound_s", 0.0)),
+        r.workers > 0 ? r.metrics.throughput_samples_s * r.seq_len / r.workers : 0.0, mfu_cell(r),
         fmt::format(
             "{}{}", hw::format_bytes(r.metrics.peak_memory_bytes),
             fits(r) ? ""

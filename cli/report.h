@@ -16,6 +16,10 @@ namespace overlapsim::cli {
 // lower_bound_s.
 void add_analysis(SummaryRow& row, const Analysis& analysis);
 
+// The row's MFU as a percentage ("41.3%"); "-" for a model other than a decoder transformer
+// (SummaryRow::model_flops_per_token 0).
+std::string mfu_cell(const SummaryRow& row);
+
 // The network the simulation assumed (links, NICs per node, per-node bandwidth, WAN), one line:
 // report.md's 'Network:' line and `run`'s stdout.
 std::string network_summary(const scenario::Scenario& scenario);

@@ -11,6 +11,7 @@
 #include "cli/work_budget.h"
 #include "files/atomic_file.h"
 #include "files/output_stage.h"
+#include "hw/model_flops.h"
 #include "hw/units.h"
 #include "scenario/checkpointing.h"
 #include "scenario/loader.h"
@@ -61,6 +62,24 @@ std::string out_of_memory_error(const scenario::Scenario& scenario, const std::e
   }
 }
 
+void add_model_flops(SummaryRow& row, const scenario::Scenario& s) {
+  // The recomputation the simulator runs (model.activation_checkpointing): each checkpointed
+  // layer's forward once more. parallelism.recompute is not simulated yet (issue 65): it joins
+  // here (hw::RecomputedFlops::selective, or every block) when it is.
+  hw::RecomputedFlops recomputed;
+  for (std::size_t i = 0; i < s.model.spec.layers.size(); ++i)
+    recomputed.layers.push_back(s.model.checkpointing.segment_of(static_cast<int>(i)) >= 0);
+  const auto f = hw::transformer_flops(s.model.spec, s.model.dims, s.training.seq_len, recomputed);
+  if (!f)
+    return;
+  row.model_flops_per_token = f->per_token;
+  row.hardware_flops_per_token = f->hardware_per_token;
+  const auto& gpu = s.cluster.gpu;
+  row.peak_flops_per_gpu = s.model.dtype == scenario::Dtype::fp32 && gpu.peak_flops_fp32 > 0
+                               ? gpu.peak_flops_fp32
+                               : gpu.peak_flops_bf16;
+}
+
 SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, const Trace& trace,
                     const std::vector<std::string>& warnings) {
   SummaryRow row;
@@ -72,6 +91,7 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
   row.memory_available_bytes = s.cluster.gpu.memory_available();
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
+  add_model_flops(row, s);
   add_analysis(row, analyze(trace, row.metrics));
   add_supplied_time_to_target(row, s);
   // What a step of it is, next to DDP's (algorithms/algorithm.h): report.md and the plots caveat
@@ -358,9 +378,9 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
     target = target || time_to_target_cell(r).has_value();
   }
   std::string out = fmt::format(
-      "{:<{}} {}{:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>10} {:>12}\n", "algorithm", width,
+      "{:<{}} {}{:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>10} {:>6} {:>12}\n", "algorithm", width,
       target ? fmt::format("{:>10} ", "to target") : "", "iteration", "samples/s", "speedup",
-      "samples/step", "idle", "exposed comm", "waiting", "peak memory");
+      "samples/step", "idle", "exposed comm", "waiting", "MFU", "peak memory");
   for (const auto& r : rows) {
     const auto& m = r.metrics;
     if (!r.error.empty()) {
@@ -368,17 +388,17 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
       continue;
     }
     const bool too_big = !fits(r);
-    out +=
-        fmt::format("{:<{}} {}{:>10} {:>14.1f} {:>7.3f}x {:>12} {:>8.1f}% {:>12} {:>10} {:>12}{}\n",
-                    r.algorithm, width,
-                    target ? fmt::format("{:>10} ", time_to_target_cell(r).value_or("-")) : "",
-                    hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
-                    plain_count(m.samples / m.steps), 100 * m.idle_fraction_mean,
-                    hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s),
-                    hw::format_bytes(m.peak_memory_bytes),
-                    too_big ? fmt::format("  DOES NOT FIT ({} available per GPU)",
-                                          hw::format_bytes(r.memory_available_bytes))
-                            : "");
+    out += fmt::format(
+        "{:<{}} {}{:>10} {:>14.1f} {:>7.3f}x {:>12} {:>8.1f}% {:>12} {:>10} {:>6} {:>12}{}\n",
+        r.algorithm, width,
+        target ? fmt::format("{:>10} ", time_to_target_cell(r).value_or("-")) : "",
+        hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
+        plain_count(m.samples / m.steps), 100 * m.idle_fraction_mean,
+        hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s), mfu_cell(r),
+        hw::format_bytes(m.peak_memory_bytes),
+        too_big ? fmt::format("  DOES NOT FIT ({} available per GPU)",
+                              hw::format_bytes(r.memory_available_bytes))
+                : "");
   }
   // Rank classes (sim/rank_classes.h): say where one node's GPUs stood for all.
   for (const auto& r : rows)

@@ -40,6 +40,10 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
 // statement that nothing computed fits. Empty when some row fits.
 std::string fit_advice(const scenario::Scenario& scenario, const std::vector<SummaryRow>& rows);
 
+// The row's model and hardware FLOPs per token and the GPU's peak (decoder transformers only;
+// hw/model_flops.h): what summary.json's mfu and TFLOP/s per GPU come from.
+void add_model_flops(SummaryRow& row, const scenario::Scenario& scenario);
+
 // A summary row from a trace (simulated or measured): metrics, critical path, idle breakdown,
 // and a warning when peak memory exceeds the GPU's.
 SummaryRow make_row(const scenario::Scenario& scenario, const std::string& algorithm,

@@ -398,6 +398,10 @@ def plot_speedup(out, results, scenario):
         text = (f"{value:.2f}x\n{r.get('samples_per_step', 0):.4g} samples/step\n"
                 f"idle {100 * r.get('idle_fraction_mean', 0):.1f}%" if known
                 else "no DDP\nreference")
+        # Model FLOPs utilisation (decoder transformers; null otherwise): the number papers report.
+        mfu = r.get("mfu")
+        if isinstance(mfu, (int, float)) and math.isfinite(mfu):
+            text += f"\nMFU {100 * mfu:.1f}%"
         if r.get("fits") is False:
             text = (f"does not fit\n{r.get('peak_memory_bytes', 0) / 1e9:.3g} GB > "
                     f"{r.get('memory_available_bytes', 0) / 1e9:.3g} GB\n" + text)
@@ -714,7 +718,9 @@ NUMERIC_FIELDS = ("workers", "iteration_time_s", "throughput_samples_s", "throug
                   "waiting_s", "comm_bytes_per_step", "peak_memory_bytes", "simulated_time_s",
                   "samples_per_step", "tokens_per_step", "compute_s_per_step", "comm_s_per_step",
                   "gpu_memory_bytes", "memory_available_bytes", "lower_bound_s", "comm_bytes_per_step_intra_node",
-                  "comm_bytes_per_step_inter_node", "comm_bytes_per_step_wan")
+                  "comm_bytes_per_step_inter_node", "comm_bytes_per_step_wan",
+                  "tokens_per_s_per_gpu", "model_flops_per_token", "hardware_flops_per_token",
+                  "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu")
 NUMERIC_GROUPS = ("memory_breakdown", "steady_state", "micro_batches_per_step", "idle_breakdown",
                   "idle_fraction_per_gpu")
 

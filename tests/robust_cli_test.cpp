@@ -173,7 +173,7 @@ TEST_F(RobustCli, SamplesPerStepGoWithEverySpeedup) {
     EXPECT_GT(row["micro_batches_per_step"]["mean"].get<double>(), 0) << row["algorithm"];
   const std::string csv = slurp(dir_ / "o" / "summary.csv");
   EXPECT_THAT(csv.substr(0, csv.find('\n')), HasSubstr(",samples_per_step,tokens_per_step"));
-  EXPECT_THAT(csv, HasSubstr(",3.0,0.0,12.0,1536.0,false,true,75000000000.0,synchronous,,\n"));
+  EXPECT_THAT(csv, HasSubstr(",3.0,0.0,12.0,1536.0,false,true,75000000000.0,synchronous,,,"));
   EXPECT_THAT(slurp(dir_ / "o" / "report.md"), HasSubstr("| speedup vs DDP | samples/step |"));
 }
 
@@ -224,7 +224,7 @@ TEST_F(RobustCli, MemoryOverflowIsFlaggedEverywhere) {
   EXPECT_TRUE(doc["results"][0]["exceeds_gpu_memory"].get<bool>());
   EXPECT_DOUBLE_EQ(doc["results"][0]["peak_memory_bytes"].get<double>(), 36e9);
   EXPECT_THAT(slurp(dir_ / "o" / "summary.csv"),
-              HasSubstr(",true,false,14200000000.0,synchronous,,\n"));
+              HasSubstr(",true,false,14200000000.0,synchronous,,,"));
   EXPECT_THAT(slurp(dir_ / "o" / "report.md"), HasSubstr("**ddp does not fit**: it needs"));
   EXPECT_TRUE(fs::exists(dir_ / "o" / "memory.png"));
 }

@@ -143,7 +143,7 @@ TEST_F(TimeToTarget, LeadsTheTableTheCsvAndTheReport) {
   EXPECT_THAT(printed, ::testing::ContainsRegex("plsgd-enp +- "));
   const std::string csv = testing::slurp(dir_ / "o" / "summary.csv");
   EXPECT_THAT(csv.substr(0, csv.find('\n')), HasSubstr(",update,time_to_target_s,error"));
-  EXPECT_THAT(csv, ::testing::ContainsRegex("local-sgd,.*,local,1\\.88[0-9]*,\n"));
+  EXPECT_THAT(csv, ::testing::ContainsRegex("local-sgd,.*,local,1\\.88[0-9]*,,"));
   const std::string report = testing::slurp(dir_ / "o" / "report.md");
   const auto lead = report.find("Time to reach loss 3");
   ASSERT_NE(lead, std::string::npos) << report;

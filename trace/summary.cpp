@@ -25,6 +25,20 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   j["iteration_time_s"] = m.iteration_time_s;
   j["throughput_samples_s"] = m.throughput_samples_s;
   j["throughput_tokens_s"] = m.throughput_samples_s * r.seq_len;
+  // The columns every paper reports (docs/MODEL.md, "Model FLOPs utilisation").
+  const double tokens_per_gpu =
+      r.workers > 0 ? m.throughput_samples_s * r.seq_len / r.workers : 0.0;
+  j["tokens_per_s_per_gpu"] = tokens_per_gpu;
+  const auto or_null = [](bool known, double v) {
+    return known ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+  };
+  const bool flops = r.model_flops_per_token > 0;
+  j["model_flops_per_token"] = or_null(flops, r.model_flops_per_token);
+  j["hardware_flops_per_token"] = or_null(flops, r.hardware_flops_per_token);
+  j["model_tflops_per_gpu"] = or_null(flops, r.model_flops_per_token * tokens_per_gpu / 1e12);
+  j["hardware_tflops_per_gpu"] = or_null(flops, r.hardware_flops_per_token * tokens_per_gpu / 1e12);
+  j["mfu"] = or_null(flops && r.peak_flops_per_gpu > 0,
+                     r.model_flops_per_token * tokens_per_gpu / r.peak_flops_per_gpu);
   j["speedup_vs_ddp"] = r.speedup_vs_ddp;
   j["idle_fraction_mean"] = m.idle_fraction_mean;
   j["idle_fraction_max"] = m.idle_fraction_max;
@@ -123,7 +137,8 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
     out += fmt::format("memory_{}_bytes,", m);
   out += "micro_batches_per_step_mean,micro_batches_per_step_stddev,samples_per_step,"
          "tokens_per_step,exceeds_gpu_memory,fits,memory_available_bytes,update,time_to_target_s,"
-         "error\n";
+         "error,tokens_per_s_per_gpu,model_flops_per_token,hardware_flops_per_token,"
+         "model_tflops_per_gpu,hardware_tflops_per_gpu,mfu\n";
   const nlohmann::ordered_json none;
   auto at = [&](const nlohmann::ordered_json& j, const char* key) -> const nlohmann::ordered_json& {
     return j.contains(key) ? j[key] : none;
@@ -140,7 +155,13 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
            csv_cell(at(j, "samples_per_step")) + "," + csv_cell(at(j, "tokens_per_step")) + "," +
            csv_cell(at(j, "exceeds_gpu_memory")) + "," + csv_cell(at(j, "fits")) + "," +
            csv_cell(at(j, "memory_available_bytes")) + "," + csv_cell(at(j, "update")) + "," +
-           csv_cell(at(at(j, "time_to_target"), "time_s")) + "," + csv_cell(at(j, "error")) + "\n";
+           csv_cell(at(at(j, "time_to_target"), "time_s")) + "," + csv_cell(at(j, "error"));
+    // Appended after the older columns, so that their positions hold.
+    for (const char* f :
+         {"tokens_per_s_per_gpu", "model_flops_per_token", "hardware_flops_per_token",
+          "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu"})
+      out += fmt::format(",{}", csv_cell(at(j, f)));
+    out += "\n";
   }
   return out;
 }

@@ -22,6 +22,13 @@ struct SummaryRow {
   // (cluster.gpu.memory_reserve); 0: unknown, and every peak fits.
   double memory_available_bytes = 0;
   Metrics metrics;
+  // Decoder transformers only (hw/model_flops.h), 0 for any other model: the model FLOPs per
+  // token (6 N + 12 L H Q T), the same with the forward FLOPs recomputation runs again, and the
+  // GPU's dense peak in the model's precision. summary.json derives model_tflops_per_gpu,
+  // hardware_tflops_per_gpu and mfu from them (null when 0).
+  double model_flops_per_token = 0;
+  double hardware_flops_per_token = 0;
+  double peak_flops_per_gpu = 0;
   double speedup_vs_ddp = 0;    // filled in by the caller, against ddp on the same scenario
   std::string error;            // non-empty: this algorithm could not run; the row has no metrics
   nlohmann::ordered_json extra; // extra fields for summary.json only
