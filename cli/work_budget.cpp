@@ -115,8 +115,12 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
     w.gpus = w.world; // the run reports its bad option itself
   }
   w.steps = s.training.warmup_steps + s.training.steps;
-  const double layers = static_cast<double>(s.model.spec.layers.size());
-  const double param_bytes = s.model.spec.total_params() * scenario::dtype_bytes(s.model.dtype);
+  // Under 3D parallelism (issue 65) a GPU runs its stage's layers and all-reduces its stage's TP
+  // shard among its replicas; a micro-batch adds its TP ops and four pipeline messages.
+  const auto& par = s.parallelism;
+  const double layers = std::ceil(static_cast<double>(s.model.spec.layers.size()) / par.pipeline);
+  const double param_bytes = s.model.spec.total_params() * scenario::dtype_bytes(s.model.dtype) /
+                             (par.tensor * par.pipeline);
   // Gradient buckets set how many collectives a step holds; ASC-WFBP merges layers into groups
   // only where a layer's backward is shorter than a collective's start: one per layer at most
   // (issue 63.6: 100,000 layers, 100,000 collectives a step).
@@ -140,7 +144,8 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
       per_round = std::min(per_round, std::max(most, least));
     w.micro_batches = rounds * per_round;
   }
-  w.compute_ops = w.gpus * w.steps * (2 * layers * w.micro_batches + 4);
+  const double per_micro_batch = 2 * layers * (par.tensor > 1 ? 2 : 1) + (par.pipeline > 1 ? 4 : 0);
+  w.compute_ops = w.gpus * w.steps * (per_micro_batch * w.micro_batches + 4);
   w.collective_ops = w.gpus * w.steps * w.collectives_per_step;
   w.messages = w.collective_ops * messages_per_collective(s.cluster, true);
   w.message_seconds = message_seconds(s.cluster);
