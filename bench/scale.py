@@ -7,12 +7,20 @@
 One line per size: GPUs, nodes x GPUs per node, wall seconds, peak RSS of the child (os.wait4),
 and the summary's `simulation` field (`classes (8 of N GPUs simulated)` or `full (...)`).
 Prints numbers only; no pass/fail. Extra --set pairs go to every run, e.g.
---set cluster.rank_classes=off for the full simulation. --compare runs each size both ways and
+--set cluster.rank_classes=off for the full simulation. --scenario picks another base (its cluster
+preset and fabric are kept; nodes, model and steps are set as above), e.g. the H100 one of issue 64:
+
+    bench/scale.py --scenario scenarios/frontier-131072-h100-gpt-neo-2.7b.yaml \
+        --gpus 64,128,256,512,1024 --set cluster.rank_classes=off --repeat 3
+
+With two sizes or more it fits wall = a x GPUs^b to the runs (least squares in log-log, on each
+size's fastest run) and prints b: the cost's growth in GPUs (1: linear). --compare runs each size both ways and
 prints the largest relative difference of the summary's main fields (issue 29.2: within 0.1%).
 """
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -48,10 +56,11 @@ COMPARED = ["iteration_time_s", "throughput_samples_s", "comm_bytes_per_step", "
 
 
 def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: bool,
-            keep: dict | None = None) -> str:
+            keep: dict | None = None, scenario: Path = SCENARIO,
+            measured: list | None = None) -> str:
     nodes = gpus // GPUS_PER_NODE
     with tempfile.TemporaryDirectory() as out:
-        args = [binary, "run", str(SCENARIO), "--no-plots", "--no-progress", "--out", out,
+        args = [binary, "run", str(scenario), "--no-plots", "--no-progress", "--out", out,
                 "--algorithms", "ddp", "--set", "output.traces=false", "--set", "training.steps=10",
                 "--set", f"cluster.nodes={nodes}", "--set", f"cluster.gpus_per_node={GPUS_PER_NODE}",
                 "--set", "model.preset=gpt-neo-2.7b"]
@@ -81,6 +90,8 @@ def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: boo
             return f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE}  FAILED ({child.returncode}): {err[-300:]}"
         rss_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
         sim = find_simulation_field(Path(out) / "summary.json")
+        if measured is not None:
+            measured.append((wall, rss_mb))
         if keep is not None:
             keep.update(json.loads((Path(out) / "summary.json").read_text())["results"][0])
         return f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE} {wall:>9.2f} s {rss_mb:>9.1f} MB  {sim}"
@@ -98,28 +109,54 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--compare", action="store_true",
                         help="run each size with rank classes and with cluster.rank_classes=off")
+    parser.add_argument("--scenario", type=Path, default=SCENARIO,
+                        help="base scenario (default: the A100 DDP one)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per size (the fit takes each size's fastest)")
     args = parser.parse_args()
     if not os.access(args.bin, os.X_OK):
         print(f"build first: cmake --build build -j2 --target overlapsim ({args.bin})",
               file=sys.stderr)
         return 1
-    print(f"# overlapsim scale bench: ddp x gpt-neo-2.7b x 10 steps, {os.cpu_count()} cores")
+    print(f"# overlapsim scale bench: ddp x gpt-neo-2.7b x 10 steps, {os.cpu_count()} cores, "
+          f"{args.scenario.name}")
     print("#    GPUs  nodes       wall      peak RSS  simulation")
+    fastest = {}  # GPUs -> (wall s, peak RSS MB) of the fastest run
     for gpus in (int(g) for g in args.gpus.split(",") if g):
         if not args.compare:
-            print(run_one(args.bin, gpus, args.extra, args.timeout, args.force), flush=True)
+            for _ in range(max(1, args.repeat)):
+                measured = []
+                print(run_one(args.bin, gpus, args.extra, args.timeout, args.force,
+                              scenario=args.scenario, measured=measured), flush=True)
+                if measured and (gpus not in fastest or measured[0][0] < fastest[gpus][0]):
+                    fastest[gpus] = measured[0]
             continue
         classes, full = {}, {}
-        print(run_one(args.bin, gpus, args.extra, args.timeout, args.force, classes), flush=True)
+        print(run_one(args.bin, gpus, args.extra, args.timeout, args.force, classes,
+                      args.scenario), flush=True)
         print(run_one(args.bin, gpus, args.extra + ["cluster.rank_classes=off"], args.timeout,
-                      args.force, full), flush=True)
+                      args.force, full, args.scenario), flush=True)
         diffs = [(abs(classes[k] - full[k]) / abs(full[k]), k) for k in COMPARED
                  if k in classes and k in full and full[k]]
         if diffs:
             worst, field = max(diffs)
             print(f"{gpus:>7}  classes vs full: worst relative difference {worst:.2e} ({field})",
                   flush=True)
+    if len(fastest) >= 2:
+        for label, index in (("wall", 0), ("peak RSS", 1)):
+            b = fit_exponent([(g, v[index]) for g, v in sorted(fastest.items())])
+            print(f"# {label} ~ GPUs^{b:.2f} over {min(fastest)}..{max(fastest)} GPUs "
+                  "(least squares in log-log, fastest run per size)")
     return 0
+
+
+def fit_exponent(points: list[tuple[int, float]]) -> float:
+    """b of y = a x^b fitted to (x, y) by least squares on (log x, log y)."""
+    xs = [math.log(x) for x, _ in points]
+    ys = [math.log(max(y, 1e-9)) for _, y in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else float("nan")
 
 
 if __name__ == "__main__":

@@ -213,9 +213,13 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
 
 namespace {
 
-// One algorithm simulated quietly on `s`: its row (fit_advice's probes).
+// One algorithm simulated quietly on `s`: its row (fit_advice's probes). Advice, not a result:
+// with rank classes wherever the cluster allows them, cluster.rank_classes: off or not (they give
+// the full simulation's numbers, issue 29.2). Issue 64.1: on 1,024 GPUs with them off, the probe of
+// zero1 (rings of 1,024 flows) took longer than the DDP run it advised on.
 SummaryRow probe(const scenario::Scenario& s, const scenario::AlgorithmSpec& spec) {
-  const auto windowed = with_measured_steps(s, spec);
+  auto windowed = with_measured_steps(s, spec);
+  windowed.cluster.rank_classes = scenario::RankClassesChoice::automatic;
   return make_row(windowed, spec.label, sim::simulate(windowed, spec).trace);
 }
 

@@ -534,6 +534,41 @@ std::vector<Network::Flow> Network::tree_flows(const Group& g, double bytes, dou
   return flows;
 }
 
+bool Network::aggregate_nvls_tree_flows(const Group& g, std::vector<Flow>& flows) {
+  // Only on a star (a node's NICs pooled into one link): a fat tree routes each GPU position's
+  // flow on its own rail, which these flows would mix.
+  const Split* sp = split(g);
+  if (!platform_.nics.empty() || !sp || !site_of_node_.empty())
+    return false;
+  const std::size_t per_node = sp->intra.front()->ranks.size();
+  const int m = static_cast<int>(sp->intra.size());
+  // A node takes part in at most 6 tree edges (a parent and two children per tree): each gets a
+  // GPU of its own, so no GPU link carries two of them in one direction.
+  if (per_node < 6 || m < 2)
+    return false;
+  // NVLS inside the nodes: NCCL's model prices it (the wait nccl_collective sleeps); its flows
+  // would share nothing with the tree's but the GPUs' own NVLink links (issue 64.1). A tree edge
+  // between two nodes: one flow each way with the edge's bytes, where NCCL's channels (a flow
+  // per same-position GPU pair) cross the same pooled NIC links with the same bytes in all.
+  std::vector<Flow> fewer;
+  std::vector<std::size_t> used(static_cast<std::size_t>(m), 0);
+  const auto gpu = [&](int node) {
+    const auto& ranks = sp->intra[static_cast<std::size_t>(node)]->ranks;
+    return ranks[used[static_cast<std::size_t>(node)]++ % per_node];
+  };
+  for (int tree : {0, 1})
+    for (int i = 0; i < m; ++i) {
+      const int p = comm::nccl_tree_parent(i, tree, m);
+      if (p < 0)
+        continue;
+      const int child = gpu(i), parent = gpu(p);
+      fewer.push_back({child, parent, 0.5});
+      fewer.push_back({parent, child, 0.5});
+    }
+  flows = std::move(fewer);
+  return true;
+}
+
 CollectiveOutcome Network::tree_all_reduce(const Scope& s, double bytes) {
   double worst = 0;
   int depth = 0;
@@ -638,6 +673,12 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, CollectiveO
         for (int k = 0; k < n; ++k)
           flows.push_back({g.ranks[static_cast<std::size_t>(k)], next(k), ring_share});
       }
+      // Folded fat tree: the busiest leaf's uplinks, over every node's flows.
+      if (!platform_.nics.empty())
+        shape_of_flows.uplink_s_per_byte = uplink_time(flows);
+      // NVLSTree on a star: SimGrid runs one flow per tree edge and direction (the NVLS inside the
+      // nodes is priced by the model), from here on: what the flows take alone is theirs.
+      const bool aggregated = nvls_tree && aggregate_nvls_tree_flows(g, flows);
       // SimGrid 3.32 ignores a host-to-host comm's rate, so the pace is slept: the flows run at
       // link speed after a wait of the model's latency plus the time its pace adds to theirs
       // (alone). Sharing links with other traffic, they still take longer than the model says.
@@ -652,10 +693,13 @@ CollectiveOutcome Network::nccl_collective(int rank, const Scope& s, CollectiveO
         auto& u = shape_of_flows.unpaced_s_per_byte;
         if (!nvls_tree)
           u = std::max(u, 2 / shape.intra_Bps);
+        // The model's net_Bps is the route's narrowest link, a GPU's where that is below the
+        // pooled NICs; the aggregated flows each cross their own GPU link, and their node's NIC
+        // link with the node's whole load: at the NIC link's own rate.
+        const double nic_link_Bps = aggregated ? nic_Bps_ * platform_.nics_per_node : shape.net_Bps;
         if (shape.nodes > 1)
-          u = std::max(u, comm::nccl_tree_nic_load(shape.nodes) / shape.net_Bps);
+          u = std::max(u, comm::nccl_tree_nic_load(shape.nodes) / nic_link_Bps);
       }
-      shape_of_flows.uplink_s_per_byte = uplink_time(flows);
       // Only the flows that run: all, or the representative node's (sim/rank_classes.h).
       std::erase_if(flows, [&](const Flow& f) { return !platform_.classes.simulated(f.src); });
       shape_of_flows.flows = std::move(flows);

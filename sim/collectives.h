@@ -164,6 +164,11 @@ private:
   // NCCL's double binary tree; `nvls_intra`: NVLS inside the nodes instead of chains.
   std::vector<Flow> tree_flows(const Group& g, double bytes, double* worst_latency, int* depth,
                                bool nvls_intra);
+  // The flows SimGrid runs for an NVLSTree all-reduce of 1 byte on a star, in place of tree_flows'
+  // (which split its bytes by link class): one flow each way per tree edge between nodes, no NVLS
+  // flows; ~5,100 flows became ~500 on 1,024 GPUs (issue 64.1). Unchanged elsewhere (fat trees,
+  // WAN sites, under 6 GPUs a node): false.
+  bool aggregate_nvls_tree_flows(const Group& g, std::vector<Flow>& flows);
   // A collective timed by the NCCL model (comm/nccl_model.h): the cheapest (algorithm, protocol)
   // pair, or the cheapest protocol of `only`; its latency is slept, its flows run at its pace.
   // `bytes` is the whole array S (all-gather's output); `root` is broadcast's.

@@ -202,7 +202,11 @@ TEST(FatTreeCollectives, OneNonBlockingSwitchRunsCollectivesAsTheStarDoes) {
     const auto a = sim::time_collective(star, op, size);
     const auto b = sim::time_collective(tree, op, size);
     EXPECT_EQ(a.algorithm, b.algorithm) << size;
-    EXPECT_NEAR(b.time_s / a.time_s, 1.0, 0.01) << size;
+    // NVLSTree takes its model's time on each (issue 64.1), and the models differ: a star's
+    // network bandwidth is its routes' narrowest link, here a GPU's NVLink (360 GB/s), a fat
+    // tree's the NICs' (400 GB/s, NIC to NIC): 2% at 1 GB.
+    const double within = a.algorithm.starts_with("nvlstree/") ? 0.03 : 0.01;
+    EXPECT_NEAR(b.time_s / a.time_s, 1.0, within) << size << " " << a.algorithm;
   }
   // NCCL's tree (LL128, 32 MiB): the star's routes between nodes also cross the GPUs' NVLink
   // links, which the trees' chains load; a fat tree's run NIC to NIC (GPU, PCIe, NIC, as NCCL's
