@@ -34,6 +34,8 @@ void add_analysis(SummaryRow& row, const Analysis& a) {
                                  {"exposed_comm", a.idle_mean.exposed_comm},
                                  {"waiting", a.idle_mean.waiting},
                                  {"idle_other", a.idle_mean.idle_other}};
+  if (!row.pipeline_bubble_fraction_per_stage.empty()) // pipelined (cli/run_command.cpp)
+    row.extra["idle_breakdown"]["pipeline_bubble"] = a.idle_mean.pipeline_bubble;
   row.extra["lower_bound_s"] = a.lower_bound_s;
 }
 
@@ -384,19 +386,28 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
   // What a reader comes for first: which algorithm wins here, and why (issue 27.8).
   out += "## Which wins here\n\n" + verdict(s, ran, context) + "\n" + ranking(s, ran);
   out += "## All algorithms\n\n";
-  out += "| algorithm | iteration | speedup vs DDP | samples/step | computing | exposed comm | "
-         "waiting for peers | other idle | lower bound | tokens/s per GPU | MFU | "
-         "peak memory per GPU |\n"
-         "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  // A pipeline-bubble column after `waiting for peers` when some row pipelines (issue 65.3).
+  const bool bubble = std::any_of(ran.begin(), ran.end(), [](const SummaryRow& r) {
+    return !r.pipeline_bubble_fraction_per_stage.empty();
+  });
+  out += fmt::format("| algorithm | iteration | speedup vs DDP | samples/step | computing | "
+                     "exposed comm | waiting for peers |{} other idle | lower bound | "
+                     "tokens/s per GPU | MFU | peak memory per GPU |\n"
+                     "|---|---|---|---|---|---|---|{}---|---|---|---|---|\n",
+                     bubble ? " pipeline bubble |" : "", bubble ? "---|" : "");
   for (const auto& r : ran)
     out += fmt::format(
-        "| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} | {} | {} | {:.4g} | {} | {} |\n", label(r),
+        "| {} | {} | {:.2f}x | {:.4g} | {} | {} | {} |{} {} | {} | {:.4g} | {} | {} |\n", label(r),
         hw::format_time(r.metrics.iteration_time_s), r.speedup_vs_ddp,
         r.metrics.samples / r.metrics.steps, percent(field(r, "idle_breakdown", "compute")),
         fmt::format("{} ({}/step)", percent(field(r, "idle_breakdown", "exposed_comm")),
                     hw::format_time(r.metrics.exposed_comm_s)),
         fmt::format("{} ({}/step)", percent(field(r, "idle_breakdown", "waiting")),
                     hw::format_time(r.metrics.waiting_s)),
+        bubble
+            ? fmt::format(" {} ({}/step) |", percent(field(r, "idle_breakdown", "pipeline_bubble")),
+                          hw::format_time(r.metrics.pipeline_bubble_s))
+            : std::string(),
         percent(field(r, "idle_breakdown", "idle_other")),
         hw::format_time(r.extra.value("lower_bound_s", 0.0)),
         r.workers > 0 ? r.metrics.throughput_samples_s * r.seq_len / r.workers : 0.0, mfu_cell(r),

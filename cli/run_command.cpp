@@ -13,6 +13,7 @@
 #include "files/output_stage.h"
 #include "hw/model_flops.h"
 #include "hw/units.h"
+#include "parallel/layout.h"
 #include "scenario/checkpointing.h"
 #include "scenario/loader.h"
 #include "trace/analysis.h"
@@ -80,6 +81,26 @@ void add_model_flops(SummaryRow& row, const scenario::Scenario& s) {
                                : gpu.peak_flops_bf16;
 }
 
+// Each stage's bubble fraction: the mean over its GPUs of their pipeline bubble per step, over the
+// iteration time (issue 65.3). Only with pipeline parallelism.
+void add_pipeline_bubble(SummaryRow& row, const scenario::Scenario& s) {
+  const auto& m = row.metrics;
+  const int stages = s.parallelism.pipeline;
+  if (stages <= 1 || !(m.iteration_time_s > 0))
+    return;
+  const auto layout = parallel::ParallelLayout::of(s);
+  std::vector<double> sum(static_cast<std::size_t>(stages), 0.0), count(sum);
+  for (std::size_t rank = 0; rank < m.pipeline_bubble_per_worker_s.size(); ++rank) {
+    const auto stage =
+        static_cast<std::size_t>(layout.coordinates(static_cast<int>(rank)).pipeline);
+    sum[stage] += m.pipeline_bubble_per_worker_s[rank];
+    ++count[stage];
+  }
+  for (std::size_t k = 0; k < sum.size(); ++k)
+    row.pipeline_bubble_fraction_per_stage.push_back(
+        count[k] > 0 ? sum[k] / count[k] / m.iteration_time_s : 0.0);
+}
+
 SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, const Trace& trace,
                     const std::vector<std::string>& warnings) {
   SummaryRow row;
@@ -91,6 +112,7 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
   row.memory_available_bytes = s.cluster.gpu.memory_available();
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
+  add_pipeline_bubble(row, s);
   add_model_flops(row, s);
   add_analysis(row, analyze(trace, row.metrics));
   add_supplied_time_to_target(row, s);
@@ -377,14 +399,17 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
   // The first column is as wide as the longest label, so that long ones keep the columns aligned.
   std::size_t width = 12;
   bool target = false; // a time-to-target column leads when the scenario has a target loss
+  bool bubble = false; // a pipeline-bubble column follows `waiting` when a row pipelines
   for (const auto& r : rows) {
     width = std::max(width, r.algorithm.size());
     target = target || time_to_target_cell(r).has_value();
+    bubble = bubble || !r.pipeline_bubble_fraction_per_stage.empty();
   }
-  std::string out = fmt::format(
-      "{:<{}} {}{:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>10} {:>6} {:>12}\n", "algorithm", width,
-      target ? fmt::format("{:>10} ", "to target") : "", "iteration", "samples/s", "speedup",
-      "samples/step", "idle", "exposed comm", "waiting", "MFU", "peak memory");
+  std::string out =
+      fmt::format("{:<{}} {}{:>10} {:>14} {:>8} {:>12} {:>9} {:>12} {:>10} {}{:>6} {:>12}\n",
+                  "algorithm", width, target ? fmt::format("{:>10} ", "to target") : "",
+                  "iteration", "samples/s", "speedup", "samples/step", "idle", "exposed comm",
+                  "waiting", bubble ? fmt::format("{:>10} ", "bubble") : "", "MFU", "peak memory");
   for (const auto& r : rows) {
     const auto& m = r.metrics;
     if (!r.error.empty()) {
@@ -393,12 +418,13 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
     }
     const bool too_big = !fits(r);
     out += fmt::format(
-        "{:<{}} {}{:>10} {:>14.1f} {:>7.3f}x {:>12} {:>8.1f}% {:>12} {:>10} {:>6} {:>12}{}\n",
+        "{:<{}} {}{:>10} {:>14.1f} {:>7.3f}x {:>12} {:>8.1f}% {:>12} {:>10} {}{:>6} {:>12}{}\n",
         r.algorithm, width,
         target ? fmt::format("{:>10} ", time_to_target_cell(r).value_or("-")) : "",
         hw::format_time(m.iteration_time_s), m.throughput_samples_s, r.speedup_vs_ddp,
         plain_count(m.samples / m.steps), 100 * m.idle_fraction_mean,
-        hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s), mfu_cell(r),
+        hw::format_time(m.exposed_comm_s), hw::format_time(m.waiting_s),
+        bubble ? fmt::format("{:>10} ", hw::format_time(m.pipeline_bubble_s)) : "", mfu_cell(r),
         hw::format_bytes(m.peak_memory_bytes),
         too_big ? fmt::format("  DOES NOT FIT ({} available per GPU)",
                               hw::format_bytes(r.memory_available_bytes))

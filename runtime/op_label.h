@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace overlapsim {
 
@@ -29,6 +30,15 @@ OpLabel op_label(const OuterStep& op);
 // Data movement, category copy: "copy", "accumulate", "fill", "reload master".
 enum class MemoryOp : std::uint8_t { copy, accumulate, fill, reload_master };
 OpLabel op_label(MemoryOp op);
+
+// A pipeline stage's receive of the previous stage's activation or the next stage's gradient:
+// "recv activation 0>1 micro-batch 3", "recv gradient 1>0 micro-batch 3" (sim/sim_worker.cpp).
+// Compute idle while one is in flight is the pipeline bubble (trace/metrics.h, issue 65.3).
+inline constexpr std::string_view kRecvActivationPrefix = "recv activation ";
+inline constexpr std::string_view kRecvGradientPrefix = "recv gradient ";
+inline bool is_pipeline_receive(std::string_view name) {
+  return name.starts_with(kRecvActivationPrefix) || name.starts_with(kRecvGradientPrefix);
+}
 
 // The collective's own name, or its op's ("all-reduce") when it has none; category comm.
 OpLabel op_label(const CollectiveCall& call);

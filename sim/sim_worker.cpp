@@ -508,8 +508,13 @@ void SimWorker::stage_message(bool send, bool to_next, bool gradient, MicroBatch
   // The exchange's name says which GPUs it joins: the analysis matches a receive with its send by
   // name, step and end (trace/analysis.cpp), and replicas of a stage send at the same instants.
   const int from = send ? rank_ : call.peer, to = send ? call.peer : rank_;
-  call.name = fmt::format("{} {} {}>{} micro-batch {}", send ? "send" : "recv",
-                          gradient ? "gradient" : "activation", from, to, mb.index);
+  if (send)
+    call.name = fmt::format("send {} {}>{} micro-batch {}", gradient ? "gradient" : "activation",
+                            from, to, mb.index);
+  else // the prefix the metrics know a pipeline receive by (runtime/op_label.h)
+    call.name =
+        fmt::format("{}{}>{} micro-batch {}",
+                    gradient ? kRecvGradientPrefix : kRecvActivationPrefix, from, to, mb.index);
   const double bytes = stage_->message_bytes;
   if (!send) {
     run_collective(call, bytes, -1, false);

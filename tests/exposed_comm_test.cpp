@@ -26,6 +26,23 @@ TEST(ExposedComm, AGapWaitsUntilItsLatePeerArrived) {
   const auto on_time = split_idle(busy, {{1, 1, 2}, {2, 2, 3}}, {0, 4}, 10);
   EXPECT_DOUBLE_EQ(on_time.exposed, 2);
   EXPECT_DOUBLE_EQ(on_time.waiting, 0);
+  EXPECT_DOUBLE_EQ(on_time.bubble, 0);
+}
+
+// Issue 65.3: idle time while a pipeline receive is in flight is the pipeline bubble, neither
+// exposed nor waiting, whatever else is in flight; a late pipeline peer marks no waiting beyond it.
+TEST(ExposedComm, IdleInAPipelineReceiveIsTheBubble) {
+  const std::vector<Interval> busy = {{0, 1}, {3, 4}};
+  // The receive [1, 2) waited for its peer until 1.8; op A moves [1, 3).
+  const auto split = split_idle(busy, {{1, 1.8, 2, true}, {1, 1, 3}}, {0, 4}, 10);
+  EXPECT_DOUBLE_EQ(split.bubble, 1);
+  EXPECT_DOUBLE_EQ(split.exposed, 1);
+  EXPECT_DOUBLE_EQ(split.waiting, 0);
+  // A receive over the whole gap: all bubble.
+  const auto whole = split_idle(busy, {{1, 2.9, 3, true}, {1, 1, 3}}, {0, 4}, 10);
+  EXPECT_DOUBLE_EQ(whole.bubble, 2);
+  EXPECT_DOUBLE_EQ(whole.exposed, 0);
+  EXPECT_DOUBLE_EQ(whole.waiting, 0);
 }
 
 Metrics metrics_of(const std::vector<std::string>& overrides) {

@@ -155,7 +155,7 @@ TEST(ModelFlops, SummaryRowDerivesPerGpuRates) {
   const auto header = csv.substr(0, csv.find('\n'));
   EXPECT_TRUE(header.ends_with(",error,tokens_per_s_per_gpu,model_flops_per_token,"
                                "hardware_flops_per_token,model_tflops_per_gpu,"
-                               "hardware_tflops_per_gpu,mfu"))
+                               "hardware_tflops_per_gpu,mfu,pipeline_bubble_s"))
       << header;
   // fp32: the fp32 (TF32) peak, 494.5 TFLOP/s on the H100.
   SummaryRow fp32;

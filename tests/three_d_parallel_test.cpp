@@ -113,6 +113,46 @@ TEST(PipelineParallel, OneFOneBStepIsTheScheduleMakespanPlusTheOptimizer) {
   }
 }
 
+// Issue 65.3: a stage's compute idle in its pipeline receives is the pipeline bubble, which the
+// schedule evaluator predicts; nothing of it is left as exposed communication or waiting.
+TEST(PipelineParallel, BubbleIsTheSchedulesIdleTime) {
+  for (const char* schedule : {"1f1b", "gpipe"}) {
+    const auto s = job(1, 4, fmt::format("{{pipeline: 4, schedule: {}}}", schedule), 8);
+    const auto layout = parallel::ParallelLayout::of(s);
+    const auto views = parallel::stage_views(s, layout);
+    parallel::StageDurations d;
+    for (const auto& v : views)
+      d.push_back({parallel::ChunkDurations{stage_seconds(v, false), stage_seconds(v, true), 0}});
+    const auto ops =
+        parallel::pipeline_schedule(parallel::parse_pipeline_schedule(schedule), 4, 8, 1);
+    const double hop = 1e-6 + views[0].message_bytes / s.cluster.intra_node.bandwidth_Bps;
+    const auto timing = parallel::evaluate_schedule(ops, d, hop);
+    const auto r = sim::simulate(s, s.algorithms.front());
+    const auto m = compute_metrics(r.trace, s.training.warmup_steps, s.training.steps);
+    ASSERT_EQ(m.pipeline_bubble_per_worker_s.size(), 4u);
+    const double stage0 = m.pipeline_bubble_per_worker_s[0] / m.iteration_time_s;
+    const double predicted = timing.bubble[0] / timing.makespan;
+    fmt::print("{}: stage 0 {:.4f} (evaluator {:.4f}), mean {:.4f} (evaluator {:.4f}), "
+               "exposed {:.3g} s, waiting {:.3g} s, bubble {:.4g} s, step {:.4g} s\n",
+               schedule, stage0, predicted, m.pipeline_bubble_s / m.iteration_time_s,
+               timing.bubble_fraction, m.exposed_comm_s, m.waiting_s, m.pipeline_bubble_s,
+               m.iteration_time_s);
+    EXPECT_NEAR(stage0, predicted, 0.03 * predicted) << schedule;
+    EXPECT_LT(m.exposed_comm_s + m.waiting_s, 0.01 * m.iteration_time_s) << schedule;
+    EXPECT_NEAR(m.pipeline_bubble_s / m.iteration_time_s, timing.bubble_fraction,
+                0.03 * timing.bubble_fraction)
+        << schedule;
+  }
+  // Stages alike (a 64-word vocabulary leaves the head and embedding tiny beside 6 blocks each):
+  // GPipe's bubble is the papers' (p-1) / (m+p-1) = 3/11.
+  const auto s = job(1, 4, "{pipeline: 4, schedule: gpipe}", 8, {"model.vocab=64"});
+  const auto r = sim::simulate(s, s.algorithms.front());
+  const auto m = compute_metrics(r.trace, s.training.warmup_steps, s.training.steps);
+  fmt::print("gpipe, vocab 64: bubble fraction {:.4f} vs 3/11 = {:.4f}\n",
+             m.pipeline_bubble_s / m.iteration_time_s, 3.0 / 11);
+  EXPECT_NEAR(m.pipeline_bubble_s / m.iteration_time_s, 3.0 / 11, 0.02);
+}
+
 TEST(PipelineParallel, DataParallelAlgorithmsRunOnEachStagesReplicas) {
   // 2 nodes x 4 GPUs: pipeline 4 inside a node (tp-dp-pp puts stages 2 GPUs apart), DP 2.
   auto s = job(2, 4, "{pipeline: 4}", 4);
@@ -150,6 +190,12 @@ TEST(PipelineParallel, ThroughTheCommandLine) {
   EXPECT_EQ(rc, 0) << out;
   const auto summary = overlapsim::testing::slurp(dir / "out" / "summary.json");
   EXPECT_THAT(summary, HasSubstr("\"parallelism\""));
+  EXPECT_THAT(summary, HasSubstr("\"pipeline_bubble_fraction_per_stage\""));
+  EXPECT_THAT(out, HasSubstr("bubble")); // the table's column
+  EXPECT_THAT(overlapsim::testing::slurp(dir / "out" / "report.md"),
+              HasSubstr("| pipeline bubble |"));
+  EXPECT_THAT(overlapsim::testing::slurp(dir / "out" / "summary.csv"),
+              HasSubstr(",pipeline_bubble_s\n"));
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "trace/analysis.h"
 
+#include "runtime/op_label.h"
+
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
@@ -265,7 +267,8 @@ Analysis analyze(const Trace& t, const Metrics& m) {
       const double arrived = is_p2p(t, e) && e.bytes == 0 ? e.end
                              : arrival[i] < 0             ? e.start
                                                           : arrival[i];
-      spans[w].push_back({e.start, std::clamp(arrived, e.start, e.end), e.end});
+      spans[w].push_back({e.start, std::clamp(arrived, e.start, e.end), e.end,
+                          is_pipeline_receive(t.name_of(e.name))});
     } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
       busy[w].push_back({e.start, e.end});
     }
@@ -293,12 +296,14 @@ Analysis analyze(const Trace& t, const Metrics& m) {
     d.compute = computing / length;
     d.exposed_comm = split.exposed / length;
     d.waiting = split.waiting / length;
-    d.idle_other = std::max(0.0, 1 - d.compute - d.exposed_comm - d.waiting);
+    d.pipeline_bubble = split.bubble / length;
+    d.idle_other = std::max(0.0, 1 - d.compute - d.exposed_comm - d.waiting - d.pipeline_bubble);
     // Weighed by the GPUs the worker stands for (rank classes; 1 each otherwise).
     const double weight = size[w] / static_cast<double>(t.gpus());
     a.idle_mean.compute += d.compute * weight;
     a.idle_mean.exposed_comm += d.exposed_comm * weight;
     a.idle_mean.waiting += d.waiting * weight;
+    a.idle_mean.pipeline_bubble += d.pipeline_bubble * weight;
     a.idle_mean.idle_other += d.idle_other * weight;
     // The bound uses the window of the iteration time, so it never exceeds it: a GPU's own window
     // of staggered steps (CDP) can be longer than the cluster's.

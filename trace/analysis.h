@@ -30,10 +30,11 @@ struct CriticalPath {
 
 // Fractions of each GPU's steady-state time, summing to 1.
 struct IdleBreakdown {
-  double compute = 0;      // the compute stream runs an op
-  double exposed_comm = 0; // it waits while its own data is on the wire
-  double waiting = 0;      // it waits for a slower peer inside a collective or a point-to-point
-  double idle_other = 0;   // anything else (start-up, dependencies without communication)
+  double compute = 0;         // the compute stream runs an op
+  double exposed_comm = 0;    // it waits while its own data is on the wire
+  double waiting = 0;         // it waits for a slower peer inside a collective or a point-to-point
+  double pipeline_bubble = 0; // it waits in a pipeline receive (split_idle's bubble, issue 65.3)
+  double idle_other = 0;      // anything else (start-up, dependencies without communication)
 };
 
 struct Analysis {

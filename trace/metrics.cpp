@@ -1,5 +1,6 @@
 #include "trace/metrics.h"
 
+#include "runtime/op_label.h"
 #include "trace/analysis.h"
 
 #include <algorithm>
@@ -76,14 +77,19 @@ double length_within(const std::vector<Interval>& v, double lo, double hi) {
 
 IdleSplit split_idle(const std::vector<Interval>& busy, const std::vector<CommSpan>& comm,
                      Interval window, double removable) {
-  std::vector<Interval> moving, in_flight, computing;
+  std::vector<Interval> moving, in_flight, computing, receiving;
   for (const auto& c : comm) {
     const double start = std::clamp(c.start, window.start, window.end);
     const double end = std::clamp(c.end, window.start, window.end);
+    if (c.pipeline) {
+      receiving.push_back({start, end});
+      continue;
+    }
     const double arrived = std::clamp(c.arrived, start, end);
     in_flight.push_back({start, end});
     moving.push_back({arrived, end});
   }
+  receiving = merged(std::move(receiving));
   for (const auto& b : busy)
     computing.push_back({std::clamp(b.start, window.start, window.end),
                          std::clamp(b.end, window.start, window.end)});
@@ -102,7 +108,7 @@ IdleSplit split_idle(const std::vector<Interval>& busy, const std::vector<CommSp
     gaps.push_back({cursor, window.end});
   std::vector<double> late(gaps.size(), -1);
   for (const auto& c : comm) {
-    if (!(c.arrived > c.start)) // every peer was there when this worker started it
+    if (c.pipeline || !(c.arrived > c.start)) // or every peer was there when it started
       continue;
     const auto g = std::lower_bound(gaps.begin(), gaps.end(), c.end,
                                     [](const Interval& gap, double t) { return gap.end < t; });
@@ -122,9 +128,23 @@ IdleSplit split_idle(const std::vector<Interval>& busy, const std::vector<CommSp
   for (std::size_t k = 0; k < gaps.size(); ++k) {
     const auto& gap = gaps[k];
     const double ready = std::clamp(late[k], gap.start, gap.end);
-    split.exposed += length_within(moving, ready, gap.end);
-    split.waiting += length_within(in_flight, gap.start, ready) +
-                     uncovered_length(within(in_flight, ready, gap.end), moving);
+    // The gap's parts with no pipeline receive in flight (the whole gap without pipelining).
+    std::vector<Interval> parts;
+    double from_here = gap.start;
+    for (const auto& r : within(receiving, gap.start, gap.end)) {
+      split.bubble += r.end - r.start;
+      if (r.start > from_here)
+        parts.push_back({from_here, r.start});
+      from_here = std::max(from_here, r.end);
+    }
+    if (from_here < gap.end)
+      parts.push_back({from_here, gap.end});
+    for (const auto& part : parts) {
+      const double from = std::clamp(ready, part.start, part.end);
+      split.exposed += length_within(moving, from, part.end);
+      split.waiting += length_within(in_flight, part.start, from) +
+                       uncovered_length(within(in_flight, from, part.end), moving);
+    }
   }
   // Beyond rounding: the slowest worker's own cap is its idle time, computed another way.
   if (const double cap = std::max(0.0, removable);
@@ -196,7 +216,8 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     const Interval clipped{std::max(e.start, lo), std::min(e.end, hi)};
     if (e.category == OpCategory::comm) {
       comm[w].push_back(clipped);
-      spans[w].push_back({e.start, std::clamp(arrival[i], e.start, e.end), e.end});
+      spans[w].push_back({e.start, std::clamp(arrival[i], e.start, e.end), e.end,
+                          is_pipeline_receive(trace.name_of(e.name))});
       if (e.start >= lo) {
         bytes[w] += e.bytes;
         inter_bytes[w] += e.inter_node_bytes;
@@ -209,8 +230,9 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   m.idle_fraction.resize(workers);
   m.exposed_comm_per_worker_s.resize(workers);
   m.waiting_per_worker_s.resize(workers);
-  double idle_sum = 0, exposed_sum = 0, waiting_sum = 0, bytes_sum = 0, compute_sum = 0,
-         comm_sum = 0, inter_sum = 0, wan_sum = 0;
+  m.pipeline_bubble_per_worker_s.resize(workers);
+  double idle_sum = 0, exposed_sum = 0, waiting_sum = 0, bubble_sum = 0, bytes_sum = 0,
+         compute_sum = 0, comm_sum = 0, inter_sum = 0, wan_sum = 0;
   // The slowest worker's compute per step: no network makes a step of synchronising workers
   // shorter (issue 62.4), so no worker's exposed communication exceeds its step beyond it.
   for (std::size_t w = 0; w < workers; ++w)
@@ -223,14 +245,16 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     const double own_window = close[w] - own_open(w);
     m.worker_window.push_back({own_open(w), close[w]});
     m.idle_fraction[w] = own_window > 0 ? std::clamp(1.0 - busy / own_window, 0.0, 1.0) : 0.0;
-    // The two add up to the comm time not covered by compute (split_idle).
+    // The three add up to the comm time not covered by compute (split_idle).
     const auto split = split_idle(compute[w], spans[w], {own_open(w), close[w]},
                                   own_window - steps * m.slowest_compute_s_per_step);
     m.exposed_comm_per_worker_s[w] = split.exposed / steps;
     m.waiting_per_worker_s[w] = split.waiting / steps;
+    m.pipeline_bubble_per_worker_s[w] = split.bubble / steps;
     idle_sum += size[w] * m.idle_fraction[w];
     exposed_sum += size[w] * m.exposed_comm_per_worker_s[w];
     waiting_sum += size[w] * m.waiting_per_worker_s[w];
+    bubble_sum += size[w] * m.pipeline_bubble_per_worker_s[w];
     bytes_sum += size[w] * bytes[w] / steps;
     inter_sum += size[w] * inter_bytes[w] / steps;
     wan_sum += size[w] * wan_bytes[w] / steps;
@@ -239,6 +263,7 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   m.idle_fraction_mean = idle_sum / gpus;
   m.exposed_comm_s = exposed_sum / gpus;
   m.waiting_s = waiting_sum / gpus;
+  m.pipeline_bubble_s = bubble_sum / gpus;
   m.comm_bytes_per_step = bytes_sum / gpus;
   m.inter_node_bytes_per_step = inter_sum / gpus;
   m.wan_bytes_per_step = wan_sum / gpus;
@@ -287,6 +312,7 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     per_gpu(m.idle_fraction);
     per_gpu(m.exposed_comm_per_worker_s);
     per_gpu(m.waiting_per_worker_s);
+    per_gpu(m.pipeline_bubble_per_worker_s);
     per_gpu(m.worker_window);
   }
   return m;

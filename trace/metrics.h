@@ -37,7 +37,12 @@ struct Metrics {
   std::vector<double> exposed_comm_per_worker_s;
   double exposed_comm_s = 0; // mean over workers
   std::vector<double> waiting_per_worker_s;
-  double waiting_s = 0;           // mean over workers
+  double waiting_s = 0; // mean over workers
+  // Compute-stream idle time while a pipeline receive is pending (issue 65.3: the stage waits for
+  // the previous stage's activation or the next stage's gradient), per step; taken out of
+  // `exposed` and `waiting`. 0 without pipeline parallelism.
+  std::vector<double> pipeline_bubble_per_worker_s;
+  double pipeline_bubble_s = 0;   // mean over workers
   double comm_bytes_per_step = 0; // mean over workers
   // comm_bytes_per_step by the link class it crossed (issue 25.6): inside a node, between nodes,
   // over a WAN between sites; the three add up to it.
@@ -61,6 +66,7 @@ struct CommSpan {
   double start;
   double arrived;
   double end;
+  bool pipeline = false; // a pipeline receive (is_pipeline_receive)
 };
 
 // A worker's compute-stream idle time with communication in flight, split by what would remove it
@@ -71,9 +77,13 @@ struct CommSpan {
 // still waiting is `waiting`. Idle time with no op in flight is neither. Where the network paces
 // every worker, no peer arrives late, yet a faster network shortens the window only down to the
 // slowest worker's compute: `removable` (the window less that) caps `exposed`, the rest waits.
+// Idle time while a pipeline receive is in flight is `bubble` (issue 65.3), neither of the two:
+// the stage waits for its neighbour's compute, which no network removes; pipeline receives take
+// no part in the rest of the split.
 struct IdleSplit {
   double exposed = 0;
   double waiting = 0;
+  double bubble = 0;
 };
 IdleSplit split_idle(const std::vector<Interval>& busy, const std::vector<CommSpan>& comm,
                      Interval window, double removable);

@@ -44,6 +44,11 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   j["idle_fraction_max"] = m.idle_fraction_max;
   j["exposed_comm_s"] = m.exposed_comm_s;
   j["waiting_s"] = m.waiting_s;
+  j["pipeline_bubble_s"] = m.pipeline_bubble_s;
+  j["pipeline_bubble_fraction"] =
+      m.iteration_time_s > 0 ? m.pipeline_bubble_s / m.iteration_time_s : 0.0;
+  if (!r.pipeline_bubble_fraction_per_stage.empty())
+    j["pipeline_bubble_fraction_per_stage"] = r.pipeline_bubble_fraction_per_stage;
   j["comm_bytes_per_step"] = m.comm_bytes_per_step;
   if (!r.measured) { // the real runtime does not know which links its collectives crossed
     j["comm_bytes_per_step_intra_node"] = m.intra_node_bytes_per_step;
@@ -138,7 +143,7 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
   out += "micro_batches_per_step_mean,micro_batches_per_step_stddev,samples_per_step,"
          "tokens_per_step,exceeds_gpu_memory,fits,memory_available_bytes,update,time_to_target_s,"
          "error,tokens_per_s_per_gpu,model_flops_per_token,hardware_flops_per_token,"
-         "model_tflops_per_gpu,hardware_tflops_per_gpu,mfu\n";
+         "model_tflops_per_gpu,hardware_tflops_per_gpu,mfu,pipeline_bubble_s\n";
   const nlohmann::ordered_json none;
   auto at = [&](const nlohmann::ordered_json& j, const char* key) -> const nlohmann::ordered_json& {
     return j.contains(key) ? j[key] : none;
@@ -159,7 +164,7 @@ std::string summary_csv(const std::vector<nlohmann::ordered_json>& rows,
     // Appended after the older columns, so that their positions hold.
     for (const char* f :
          {"tokens_per_s_per_gpu", "model_flops_per_token", "hardware_flops_per_token",
-          "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu"})
+          "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "pipeline_bubble_s"})
       out += fmt::format(",{}", csv_cell(at(j, f)));
     out += "\n";
   }

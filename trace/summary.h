@@ -29,6 +29,9 @@ struct SummaryRow {
   double model_flops_per_token = 0;
   double hardware_flops_per_token = 0;
   double peak_flops_per_gpu = 0;
+  // Pipeline parallelism (issue 65.3): per stage, its GPUs' mean pipeline bubble over the
+  // iteration time (Metrics::pipeline_bubble_per_worker_s); empty without pipelining (pipeline 1).
+  std::vector<double> pipeline_bubble_fraction_per_stage;
   double speedup_vs_ddp = 0;    // filled in by the caller, against ddp on the same scenario
   std::string error;            // non-empty: this algorithm could not run; the row has no metrics
   nlohmann::ordered_json extra; // extra fields for summary.json only
