@@ -3,6 +3,8 @@
 
     bench/scale.py [--gpus 1024,4096,16384] [--bin build/overlapsim] [--force] [--set KEY=VALUE ...]
     bench/scale.py --compare --gpus 64,256,1024,4096    # rank classes against the full simulation
+    bench/scale.py --three-d                            # Llama-2 70B TP8 x PP4 on 16,384 H100s
+    bench/scale.py --three-d --compare --gpus 256 --straggler 9   # folded vs full, 3D (issue 65.6)
 
 One line per size: GPUs, nodes x GPUs per node, wall seconds, peak RSS of the child (os.wait4),
 and the summary's `simulation` field (`classes (8 of N GPUs simulated)` or `full (...)`).
@@ -12,6 +14,10 @@ preset and fabric are kept; nodes, model and steps are set as above), e.g. the H
 
     bench/scale.py --scenario scenarios/frontier-131072-h100-gpt-neo-2.7b.yaml \
         --gpus 64,128,256,512,1024 --set cluster.rank_classes=off --repeat 3
+
+--three-d runs scenarios/large/llama2-70b-tp8-pp4-2048x8-h100.yaml as it is (its model, steps and
+parallelism; only the node count set from --gpus), each algorithm of --algorithms in turn;
+--straggler GPU adds a 1.5x straggler on that GPU to every run.
 
 With two sizes or more it fits wall = a x GPUs^b to the runs (least squares in log-log, on each
 size's fastest run) and prints b: the cost's growth in GPUs (1: linear). --compare runs each size both ways and
@@ -30,6 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "ddp-4x8-a100-gpt-neo-125m.yaml"
+THREE_D = ROOT / "scenarios" / "large" / "llama2-70b-tp8-pp4-2048x8-h100.yaml"
 GPUS_PER_NODE = 8
 
 
@@ -57,13 +64,14 @@ COMPARED = ["iteration_time_s", "throughput_samples_s", "comm_bytes_per_step", "
 
 def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: bool,
             keep: dict | None = None, scenario: Path = SCENARIO,
-            measured: list | None = None) -> str:
+            measured: list | None = None, algorithm: str = "ddp", as_is: bool = False) -> str:
     nodes = gpus // GPUS_PER_NODE
     with tempfile.TemporaryDirectory() as out:
         args = [binary, "run", str(scenario), "--no-plots", "--no-progress", "--out", out,
-                "--algorithms", "ddp", "--set", "output.traces=false", "--set", "training.steps=10",
-                "--set", f"cluster.nodes={nodes}", "--set", f"cluster.gpus_per_node={GPUS_PER_NODE}",
-                "--set", "model.preset=gpt-neo-2.7b"]
+                "--algorithms", algorithm, "--set", "output.traces=false",
+                "--set", f"cluster.nodes={nodes}", "--set", f"cluster.gpus_per_node={GPUS_PER_NODE}"]
+        if not as_is:
+            args += ["--set", "training.steps=10", "--set", "model.preset=gpt-neo-2.7b"]
         if force:
             args.append("--force")
         for pair in extra:
@@ -94,7 +102,8 @@ def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: boo
             measured.append((wall, rss_mb))
         if keep is not None:
             keep.update(json.loads((Path(out) / "summary.json").read_text())["results"][0])
-        return f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE} {wall:>9.2f} s {rss_mb:>9.1f} MB  {sim}"
+        return (f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE} {wall:>9.2f} s {rss_mb:>9.1f} MB  "
+                f"{algorithm:<8} {sim}")
 
 
 def main() -> int:
@@ -113,35 +122,51 @@ def main() -> int:
                         help="base scenario (default: the A100 DDP one)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per size (the fit takes each size's fastest)")
+    parser.add_argument("--three-d", action="store_true",
+                        help="the 3D-parallel Llama-2 70B scenario as it is (default 16384 GPUs)")
+    parser.add_argument("--algorithms", default="ddp",
+                        help="comma-separated algorithm labels of the scenario (default ddp)")
+    parser.add_argument("--straggler", type=int, default=-1,
+                        help="a 1.5x straggler on this GPU in every run")
     args = parser.parse_args()
+    if args.three_d:
+        if args.scenario == SCENARIO:
+            args.scenario = THREE_D
+        if args.gpus == parser.get_default("gpus"):
+            args.gpus = "16384"
+    if args.straggler >= 0:
+        args.extra.append(f"cluster.stragglers=[{{gpu: {args.straggler}, slowdown: 1.5}}]")
     if not os.access(args.bin, os.X_OK):
         print(f"build first: cmake --build build -j2 --target overlapsim ({args.bin})",
               file=sys.stderr)
         return 1
-    print(f"# overlapsim scale bench: ddp x gpt-neo-2.7b x 10 steps, {os.cpu_count()} cores, "
+    what = "as the scenario says" if args.three_d else "x gpt-neo-2.7b x 10 steps"
+    print(f"# overlapsim scale bench: {args.algorithms} {what}, {os.cpu_count()} cores, "
           f"{args.scenario.name}")
-    print("#    GPUs  nodes       wall      peak RSS  simulation")
+    print("#    GPUs  nodes       wall      peak RSS  algorithm simulation")
+    algorithms = [a for a in args.algorithms.split(",") if a]
     fastest = {}  # GPUs -> (wall s, peak RSS MB) of the fastest run
-    for gpus in (int(g) for g in args.gpus.split(",") if g):
+    for gpus, algorithm in ((int(g), a) for g in args.gpus.split(",") if g for a in algorithms):
+        common = dict(scenario=args.scenario, algorithm=algorithm, as_is=args.three_d)
         if not args.compare:
             for _ in range(max(1, args.repeat)):
                 measured = []
                 print(run_one(args.bin, gpus, args.extra, args.timeout, args.force,
-                              scenario=args.scenario, measured=measured), flush=True)
+                              measured=measured, **common), flush=True)
                 if measured and (gpus not in fastest or measured[0][0] < fastest[gpus][0]):
                     fastest[gpus] = measured[0]
             continue
         classes, full = {}, {}
-        print(run_one(args.bin, gpus, args.extra, args.timeout, args.force, classes,
-                      args.scenario), flush=True)
+        print(run_one(args.bin, gpus, args.extra, args.timeout, args.force, classes, **common),
+              flush=True)
         print(run_one(args.bin, gpus, args.extra + ["cluster.rank_classes=off"], args.timeout,
-                      args.force, full, args.scenario), flush=True)
+                      args.force, full, **common), flush=True)
         diffs = [(abs(classes[k] - full[k]) / abs(full[k]), k) for k in COMPARED
                  if k in classes and k in full and full[k]]
         if diffs:
             worst, field = max(diffs)
-            print(f"{gpus:>7}  classes vs full: worst relative difference {worst:.2e} ({field})",
-                  flush=True)
+            print(f"{gpus:>7}  {algorithm:<8} classes vs full: worst relative difference "
+                  f"{worst:.2e} ({field})", flush=True)
     if len(fastest) >= 2:
         for label, index in (("wall", 0), ("peak RSS", 1)):
             b = fit_exponent([(g, v[index]) for g, v in sorted(fastest.items())])

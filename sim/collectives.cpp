@@ -316,9 +316,10 @@ void Network::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
     sg4::this_actor::sleep_for(instance->late_by);
 }
 
-void Network::start_flow(int src, int dst, double bytes, std::vector<sg4::CommPtr>& comms) {
+void Network::start_flow(int src, int dst, double bytes, std::vector<sg4::CommPtr>& comms,
+                         bool direct) {
   for (int k = 0; k < platform_.lanes(src, dst); ++k) {
-    const Platform::Lane lane = platform_.lane(src, dst, k);
+    const Platform::Lane lane = platform_.lane(src, dst, k, direct);
     auto comm = sg4::Comm::sendto_init(lane.from, lane.to);
     comm->set_payload_size(static_cast<std::uint64_t>(bytes * lane.share));
     comm->start();
@@ -365,7 +366,7 @@ void Network::point_to_point(const Scope& s, int self, int src, int dst, double 
   const std::vector<int> ends{src, dst};
   const auto computed = compute_interference_.snapshot(ends);
   std::vector<sg4::CommPtr> comms;
-  start_flow(src, dst, instance->bytes, comms);
+  start_flow(src, dst, instance->bytes, comms, true);
   sg4::Comm::wait_all(comms);
   compute_interference_.make_up(ends, computed, compute_share(s));
   interference_.end(src, comm_share_of_op);

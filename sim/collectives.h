@@ -128,7 +128,9 @@ private:
   };
   void fused_plan(const Scope& s, const std::function<Plan()>& plan);
   // Starts a flow of `bytes` from rank `src` to `dst`: a comm per lane (Platform::lane).
-  void start_flow(int src, int dst, double bytes, std::vector<simgrid::s4u::CommPtr>& comms);
+  // `direct`: a point-to-point message (Platform::lane).
+  void start_flow(int src, int dst, double bytes, std::vector<simgrid::s4u::CommPtr>& comms,
+                  bool direct = false);
   // The group's ranks that run (all but under rank classes: the representative node's).
   const std::vector<int>& simulated_members(const Group& group);
   // An NCCL-model collective's flows for an array of 1 byte (those that run) and what they take

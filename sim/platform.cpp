@@ -52,7 +52,9 @@ int Platform::lanes(int src, int dst) const {
   return nic_of(src) == nic_of(dst) ? 1 : nics_per_node;
 }
 
-Platform::Lane Platform::lane(int src, int dst, int k) const {
+Platform::Lane Platform::lane(int src, int dst, int k, bool direct) const {
+  if (direct && classes.direct(src, dst)) // a star (a pipeline over a fat tree does not fold)
+    return {gpus[static_cast<std::size_t>(src)], gpus[static_cast<std::size_t>(dst)], 1.0};
   if (nics.empty() || src / gpus_per_node == dst / gpus_per_node) {
     const auto [from, to] = route_ends(src, dst);
     return {from, to, 1.0};
@@ -140,6 +142,9 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
   using Dir = sg4::LinkInRoute::Direction;
   if (p.fat_tree)
     build_folded_fat_tree(p, c, zone);
+  // Per running node, its NIC and GPU links: a pipeline's messages join running nodes.
+  std::vector<std::pair<sg4::Link*, std::vector<sg4::Link*>>> links_of(
+      static_cast<std::size_t>(c.nodes));
   for (const int node : p.classes.simulated_nodes()) {
     // The node's pooled NICs (a fat tree's NICs are build_folded_fat_tree's).
     sg4::Link* nic = nullptr;
@@ -177,7 +182,26 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
         zone->add_route(p.remote[at(a)]->get_netpoint(), p.gpus[at(b)]->get_netpoint(), nullptr,
                         nullptr, folded, false);
       }
+    links_of[static_cast<std::size_t>(node)] = {nic, std::move(links)};
   }
+  const auto running = p.classes.simulated_nodes();
+  for (const int x : running)
+    for (const int y : running) {
+      if (!p.classes.direct(x * per_node, y * per_node))
+        continue;
+      const auto& [nic_x, gpus_x] = links_of[static_cast<std::size_t>(x)];
+      const auto& [nic_y, gpus_y] = links_of[static_cast<std::size_t>(y)];
+      for (int a = 0; a < per_node; ++a)
+        for (int b = 0; b < per_node; ++b)
+          zone->add_route(p.gpus[static_cast<std::size_t>(x * per_node + a)]->get_netpoint(),
+                          p.gpus[static_cast<std::size_t>(y * per_node + b)]->get_netpoint(),
+                          nullptr, nullptr,
+                          {{gpus_x[static_cast<std::size_t>(a)], Dir::UP},
+                           {nic_x, Dir::UP},
+                           {nic_y, Dir::DOWN},
+                           {gpus_y[static_cast<std::size_t>(b)], Dir::DOWN}},
+                          false);
+    }
   zone->seal();
 }
 

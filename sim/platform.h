@@ -37,7 +37,10 @@
 // their links and the node's NIC, plus a `remote` host per GPU position standing for that GPU of
 // every other node. A route to remote p leaves through the NIC and comes back in through the
 // same NIC and GPU p's link: the links and latency of a route to GPU p of another node, folded
-// onto the representative node's own links.
+// onto the representative node's own links. With a pipeline (sim/rank_classes.h), the running
+// nodes of one node group also reach each other as in the full cluster: GPU a's link, the sending
+// node's NIC up, the receiving node's NIC down, GPU b's link; a message takes that way
+// (Platform::lane's `direct`).
 #pragma once
 
 #include "scenario/scenario.h"
@@ -86,7 +89,9 @@ struct Platform {
     double share = 1;
   };
   int lanes(int src, int dst) const;
-  Lane lane(int src, int dst, int k) const;
+  // `direct`: a point-to-point message, which folded runs between the running nodes themselves
+  // where RankClasses::direct says so.
+  Lane lane(int src, int dst, int k, bool direct = false) const;
   // Between nodes of a fat tree, the way over rail r whatever the GPUs' own NICs; null ends
   // elsewhere.
   Lane on_rail(int src, int dst, int rail) const;

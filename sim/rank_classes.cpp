@@ -1,8 +1,12 @@
 #include "sim/rank_classes.h"
 
 #include "comm/nccl_model.h"
+#include "parallel/layout.h"
 
 #include <fmt/format.h>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
 #include <vector>
 
 namespace overlapsim::sim {
@@ -32,8 +36,6 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "cluster.rank_classes: off";
   if (c.nodes < 2)
     return "one node";
-  if (s.parallelism.tensor > 1 || s.parallelism.pipeline > 1)
-    return "tensor or pipeline parallelism (not folded yet, issue 65.6)";
   if (c.jitter.active())
     return "jitter on every GPU";
   if (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed)
@@ -42,6 +44,10 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "WAN sites";
   if (c.collectives == scenario::CollectiveFidelity::steps)
     return "collectives: steps";
+  if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree && s.parallelism.pipeline > 1)
+    // Folded, a fat tree has routes from a running node's NICs to their images only; a pipeline's
+    // messages run between running nodes (sim/platform.h).
+    return "a pipeline over a fat tree";
   if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree) {
     // Folded, a collective's flows are held to the uplink time of its own bytes
     // (Network::uplink_time); concurrent collectives over other groups meet there unseen unless
@@ -52,6 +58,89 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
       return "an oversubscribed fat tree whose leaves hold several GPU positions' NICs";
   }
   return "";
+}
+
+std::vector<std::vector<int>> alike_node_groups(const scenario::Scenario& s, std::string& why) {
+  const int nodes = s.cluster.nodes, per_node = s.cluster.gpus_per_node;
+  std::vector<std::vector<int>> groups;
+  if (s.parallelism.tensor == 1 && s.parallelism.pipeline == 1) {
+    for (int n = 0; n < nodes; ++n)
+      groups.push_back({n});
+    return groups;
+  }
+  std::optional<parallel::ParallelLayout> placed;
+  try {
+    placed.emplace(parallel::ParallelLayout::of(s));
+  } catch (const std::invalid_argument& e) {
+    why = e.what(); // the simulation reports it
+    return {};
+  }
+  const parallel::ParallelLayout& layout = *placed;
+  const int world = layout.world_size();
+  // The rank a pipeline message or a TP group joins `rank` to next (-1: none): the next stage's,
+  // the next TP rank's.
+  const auto next = [&](int rank, bool stage) {
+    auto c = layout.coordinates(rank);
+    int& along = stage ? c.pipeline : c.tensor;
+    if (++along == (stage ? layout.pipeline() : layout.tensor()))
+      return -1;
+    return layout.rank_of(c);
+  };
+  // Union-find over nodes, joined where a message or a TP group crosses between them.
+  std::vector<int> parent(static_cast<std::size_t>(nodes));
+  std::iota(parent.begin(), parent.end(), 0);
+  const auto root = [&](int n) {
+    while (parent[static_cast<std::size_t>(n)] != n)
+      n = parent[static_cast<std::size_t>(n)] =
+          parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(n)])];
+    return n;
+  };
+  for (int r = 0; r < world; ++r)
+    for (const bool stage : {true, false})
+      if (const int peer = next(r, stage); peer >= 0)
+        parent[static_cast<std::size_t>(root(r / per_node))] = root(peer / per_node);
+  std::vector<int> group_of_root(static_cast<std::size_t>(nodes), -1);
+  std::vector<int> index(static_cast<std::size_t>(nodes)); // a node's place in its group
+  for (int n = 0; n < nodes; ++n) {
+    auto& g = group_of_root[static_cast<std::size_t>(root(n))];
+    if (g < 0) {
+      g = static_cast<int>(groups.size());
+      groups.emplace_back();
+    }
+    index[static_cast<std::size_t>(n)] =
+        static_cast<int>(groups[static_cast<std::size_t>(g)].size());
+    groups[static_cast<std::size_t>(g)].push_back(n);
+  }
+  // Alike: node i of every group holds the GPUs (tensor rank and stage, GPU by GPU) of node i of
+  // the first, and its messages and TP peers are theirs, shifted the same way.
+  const auto& first = groups.front();
+  const auto image = [&](int rank) {
+    const int n = rank / per_node;
+    if (index[static_cast<std::size_t>(n)] >= static_cast<int>(first.size()))
+      return -1;
+    return first[static_cast<std::size_t>(index[static_cast<std::size_t>(n)])] * per_node +
+           rank % per_node;
+  };
+  for (const auto& g : groups)
+    if (g.size() != first.size()) {
+      why = "node groups of unequal size (parallelism.order)";
+      return {};
+    }
+  for (int r = 0; r < world; ++r) {
+    const int mirror = image(r);
+    const auto a = layout.coordinates(r), b = layout.coordinates(mirror);
+    bool alike = a.tensor == b.tensor && a.pipeline == b.pipeline;
+    for (const bool stage : {true, false}) {
+      const int peer = next(r, stage);
+      alike = alike && (peer < 0 ? -1 : image(peer)) == next(mirror, stage);
+    }
+    if (!alike) {
+      why = fmt::format("nodes not alike under parallelism.order {} (GPU {} and GPU {})",
+                        scenario::order_string(s.parallelism.order), r, mirror);
+      return {};
+    }
+  }
+  return groups;
 }
 
 namespace {
@@ -83,12 +172,24 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
     rc.why_full = algorithm.name() + " sends point to point";
   if (!rc.why_full.empty())
     return rc;
-  // Nodes with a straggler run as themselves; one of the others stands for the rest.
+  const auto groups = alike_node_groups(s, rc.why_full);
+  if (groups.empty())
+    return rc;
+  // Groups with a straggler run as themselves; one of the others stands for the rest.
   const auto nodes = static_cast<std::size_t>(s.cluster.nodes);
-  std::vector<char> alike(nodes, 1);
+  const int m = static_cast<int>(groups.size());
+  std::vector<int> group_of(nodes), index(nodes);
+  for (int g = 0; g < m; ++g)
+    for (std::size_t i = 0; i < groups[static_cast<std::size_t>(g)].size(); ++i) {
+      const auto n = static_cast<std::size_t>(groups[static_cast<std::size_t>(g)][i]);
+      group_of[n] = g;
+      index[n] = static_cast<int>(i);
+    }
+  std::vector<char> alike(static_cast<std::size_t>(m), 1);
   for (const auto& st : s.cluster.stragglers)
     if (st.slowdown != 1.0)
-      alike[static_cast<std::size_t>(st.gpu / rc.gpus_per_node)] = 0;
+      alike[static_cast<std::size_t>(
+          group_of[static_cast<std::size_t>(st.gpu / rc.gpus_per_node)])] = 0;
   int representative = -1;
   if (s.cluster.fabric.topology == hw::FabricSpec::Topology::fat_tree) {
     // Which cables d-mod-k routing gives a node's flows tells nodes apart; folded, each NIC gets
@@ -97,29 +198,41 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
     const hw::FatTree tree =
         hw::build_fat_tree(s.cluster.fabric, s.cluster.nodes, s.cluster.nics_per_node);
     rc.approximation = "fat tree: leaf uplinks loaded evenly";
-    const int m = s.cluster.nodes;
+    const int nodes_in_all = s.cluster.nodes;
     std::vector<char> interior = alike;
-    for (int n = 0; n < m; ++n)
+    for (int n = 0; n < nodes_in_all; ++n)
       for (int r = 0; r < s.cluster.nics_per_node; ++r)
-        for (const int peer : {(n + 1) % m, (n + m - 1) % m})
+        for (const int peer : {(n + 1) % nodes_in_all, (n + nodes_in_all - 1) % nodes_in_all})
           if (tree.common_level(tree.slot_of(n, r), tree.slot_of(peer, r)) > 1)
-            interior[static_cast<std::size_t>(n)] = 0;
+            interior[static_cast<std::size_t>(group_of[static_cast<std::size_t>(n)])] = 0;
     representative = busiest_tree_node(m, interior);
   }
-  rc.node = representative >= 0 ? representative : busiest_tree_node(s.cluster.nodes, alike);
-  if (rc.node < 0) {
-    rc.why_full = "a straggler on every node";
+  // NCCL's trees over a stage's data-parallel group run over the groups, in order.
+  if (representative < 0)
+    representative = busiest_tree_node(m, alike);
+  if (representative < 0) {
+    rc.why_full = m == s.cluster.nodes ? "a straggler on every node"
+                                       : "a straggler in every pipeline's nodes";
     return rc;
   }
+  const auto& chosen = groups[static_cast<std::size_t>(representative)];
+  rc.node = chosen.front();
   rc.folded = true;
   rc.runs.assign(nodes, 0);
-  for (std::size_t n = 0; n < nodes; ++n)
-    rc.runs[n] = alike[n] ? 0 : 1;
-  rc.runs[static_cast<std::size_t>(rc.node)] = 1;
+  rc.stand_in.assign(nodes, 0);
+  if (s.parallelism.pipeline > 1)
+    rc.group = group_of;
+  for (std::size_t n = 0; n < nodes; ++n) {
+    const int g = group_of[n];
+    rc.runs[n] = g == representative || !alike[static_cast<std::size_t>(g)] ? 1 : 0;
+    rc.stand_in[n] = rc.runs[n] ? static_cast<int>(n) : chosen[static_cast<std::size_t>(index[n])];
+  }
   // Folding hides GPUs from the trace; it is worth that only where it saves time (issue 62.7).
   if (const int left_out = rc.world - rc.simulated_ranks(); left_out < kFoldFromGpusLeftOut) {
     rc.folded = false;
     rc.runs.clear();
+    rc.stand_in.clear();
+    rc.group.clear();
     rc.why_full = left_out == 0
                       ? "folding would simulate every GPU"
                       : fmt::format("folding would leave out only {} GPU{} (rank classes "

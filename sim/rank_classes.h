@@ -17,6 +17,18 @@
 // A straggler's node runs too, folded onto its own links the same way: a fused collective's flows
 // start together on every node however late its members arrive, so the traffic each node's
 // links carry is still its shifted copy's; only its GPUs' timelines differ, and those it runs.
+//
+// Tensor and pipeline parallelism (issue 65.6): nodes then differ by what their GPUs run (the
+// stage, the TP rank), and a pipeline's stages wait for each other's messages. The unit that is
+// alike is then a *node group*: the nodes that pipeline messages and TP groups join (with
+// Megatron's tp-dp-pp order and TP inside a node, the `pipeline` nodes of one data-parallel
+// index); groups meet only in the data-parallel collectives of each stage. One group (the
+// representative) runs, its node i standing for node i of every other group; a straggler's group
+// runs as itself (the whole pipeline waits for a slow stage). Each stage's DP collectives fold as
+// above onto its representative node's links; pipeline messages run between the running nodes
+// themselves (Platform::lane's `direct`), as in the full cluster, where each node's NIC carries one
+// copy of every node's messages. A layout whose groups are not alike (a node holding two stages,
+// groups of unequal size) is simulated in full.
 #pragma once
 
 #include "algorithms/algorithm.h"
@@ -29,12 +41,17 @@ namespace overlapsim::sim {
 
 struct RankClasses {
   bool folded = false; // false: every rank simulated ("full")
-  int node = 0;        // folded: the representative node of the alike ones
+  int node = 0;        // folded: the representative node of the alike ones (its group's first)
   int gpus_per_node = 1;
   int world = 1;
-  // Folded: per node, whether it runs: the representative, and every node a straggler sets apart
-  // (its GPUs are classes of their own).
+  // Folded: per node, whether it runs: the representative group's, and every group a straggler
+  // sets apart (its GPUs are classes of their own).
   std::vector<char> runs;
+  // Folded, per node: the running node whose GPUs stand for its GPUs (itself when it runs).
+  std::vector<int> stand_in;
+  // Folded with a pipeline, per node: its node group (pipeline messages join running nodes of one
+  // group directly); empty otherwise.
+  std::vector<int> group;
   std::string why_full; // full: what told the nodes apart
   // Folded where sharing is approximated, and how (a fat tree: "" elsewhere).
   std::string approximation;
@@ -44,7 +61,17 @@ struct RankClasses {
   }
   // The simulated rank that stands for `rank` (itself when it runs).
   int representative(int rank) const {
-    return simulated(rank) ? rank : node * gpus_per_node + rank % gpus_per_node;
+    return simulated(rank)
+               ? rank
+               : stand_in[static_cast<std::size_t>(rank / gpus_per_node)] * gpus_per_node +
+                     rank % gpus_per_node;
+  }
+  // Whether a message from `src` to `dst` runs between their own nodes' links: folded, both run
+  // and are nodes of one group (a pipeline's); otherwise it folds like a collective's flow.
+  bool direct(int src, int dst) const {
+    const auto a = static_cast<std::size_t>(src / gpus_per_node);
+    const auto b = static_cast<std::size_t>(dst / gpus_per_node);
+    return folded && a != b && !group.empty() && runs[a] && runs[b] && group[a] == group[b];
   }
   int simulated_ranks() const;
   // The nodes that run, in order (folded).
@@ -61,6 +88,11 @@ constexpr int kFoldFromGpusLeftOut = 4;
 
 // What in the scenario tells its nodes apart ("" when nothing does).
 std::string rank_classes_obstacle(const scenario::Scenario& s);
+
+// The node groups of a scenario (see above), each its nodes in ascending order, groups in order of
+// their first node: one node each without tensor or pipeline parallelism. Empty, with `why` set,
+// where the groups are not alike.
+std::vector<std::vector<int>> alike_node_groups(const scenario::Scenario& s, std::string& why);
 // The classes a simulation of `algorithm` on `s` uses.
 RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& algorithm);
 

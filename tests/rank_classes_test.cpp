@@ -278,6 +278,118 @@ TEST(RankClasses, TracesDrawTheAskedGpusFromTheirClass) {
   EXPECT_THAT(all, Not(HasSubstr("\"name\":\"node 0 gpu 0\"")));
 }
 
+// Tensor and pipeline parallelism (issue 65.6): 8 nodes x 4 A100, TP2 x PP2 x DP8 (tp-dp-pp:
+// a node holds 2 TP pairs of one stage, stage 0 on nodes 0-3, stage 1 on nodes 4-7). Pipeline
+// messages join node n to node n + 4: 4 node groups {0, 4}, {1, 5}, {2, 6}, {3, 7}, over which
+// each stage's DP collectives run in order.
+std::string three_d_yaml(const std::string& extra = "", int grad_accum = 4) {
+  return "name: classes3d\n"
+         "cluster: {nodes: 8, gpus_per_node: 4, gpu: a100-80gb, intra_node: nvlink3, "
+         "inter_node: omnipath-100" +
+         extra +
+         "}\n"
+         "model: {preset: gpt-neo-125m, dtype: bf16}\n"
+         "training: {micro_batch: 1, seq_len: 256, grad_accum: " +
+         std::to_string(grad_accum) +
+         ", warmup_steps: 1, steps: 2, optimizer: adamw}\n"
+         "parallelism: {tensor: 2, pipeline: 2, schedule: 1f1b}\n"
+         "algorithms: [ddp]\n";
+}
+
+TEST(RankClasses3D, ANodeGroupPerPipelineStandsForAll) {
+  std::string why;
+  const auto s = testing::scenario_from(three_d_yaml());
+  EXPECT_EQ(sim::alike_node_groups(s, why),
+            (std::vector<std::vector<int>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(why, "");
+  scenario::AlgorithmSpec ddp;
+  ddp.name = ddp.label = "ddp";
+  const auto rc = sim::choose_rank_classes(s, *make_algorithm(ddp));
+  ASSERT_TRUE(rc.folded);
+  // NCCL's trees over the 4 groups: groups 1 and 2 the busiest, the lower chosen.
+  EXPECT_EQ(rc.node, 1);
+  EXPECT_EQ(rc.simulated_nodes(), (std::vector<int>{1, 5}));
+  EXPECT_EQ(rc.describe(), "classes (8 of 32 GPUs simulated)");
+  EXPECT_EQ(rc.representative(0), 4);   // node 0 (stage 0) -> node 1, GPU 0
+  EXPECT_EQ(rc.representative(30), 22); // node 7 (stage 1) -> node 5, GPU 2
+  // A message between the running stages runs between their nodes; a DP flow folds.
+  EXPECT_TRUE(rc.direct(4, 20));
+  EXPECT_FALSE(rc.direct(4, 5));
+  // A straggler's pipeline (GPU 9: node 2, group {2, 6}) runs as itself.
+  const auto slow = sim::choose_rank_classes(
+      testing::scenario_from(three_d_yaml(", stragglers: [{gpu: 9, slowdown: 1.5}]")),
+      *make_algorithm(ddp));
+  EXPECT_EQ(slow.simulated_nodes(), (std::vector<int>{1, 2, 5, 6}));
+  EXPECT_EQ(slow.representative(25), 25);
+  EXPECT_EQ(slow.representative(12), 4);
+  EXPECT_FALSE(slow.direct(4, 24)); // node 1 and node 6: two groups
+  EXPECT_TRUE(slow.direct(8, 24));
+}
+
+TEST(RankClasses3D, LayoutsWhoseNodesDifferRunInFull) {
+  std::string why;
+  // 3 nodes of 4 GPUs over TP2 PP2 x DP3: node 1 holds GPUs of both stages, and messages join
+  // every node to every other: one group, nothing left out.
+  const auto odd = testing::scenario_from(three_d_yaml(), {"cluster.nodes=3"});
+  EXPECT_EQ(sim::alike_node_groups(odd, why), (std::vector<std::vector<int>>{{0, 1, 2}}));
+  scenario::AlgorithmSpec ddp;
+  ddp.name = ddp.label = "ddp";
+  EXPECT_EQ(sim::choose_rank_classes(odd, *make_algorithm(ddp)).describe(),
+            "full (folding would simulate every GPU)");
+  // A pipeline over a fat tree: the folded tree has no routes between running nodes.
+  EXPECT_EQ(sim::rank_classes_obstacle(testing::scenario_from(
+                three_d_yaml(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4}"))),
+            "a pipeline over a fat tree");
+}
+
+class ThreeDFoldedEqualsFull
+    : public ::testing::TestWithParam<std::tuple<Case, bool /* straggler */>> {};
+
+TEST_P(ThreeDFoldedEqualsFull, Summaries) {
+  const auto& [c, straggler] = GetParam();
+  const std::string extra =
+      std::string(c.cluster_extra) + (straggler ? ", stragglers: [{gpu: 9, slowdown: 1.5}]" : "");
+  const auto folded =
+      testing::simulate(testing::scenario_from(three_d_yaml(extra)), c.algorithm, c.options);
+  const auto full = testing::simulate(
+      testing::scenario_from(three_d_yaml(extra + ", rank_classes: off")), c.algorithm, c.options);
+  EXPECT_EQ(folded.trace.workers, straggler ? 16 : 8);
+  EXPECT_EQ(folded.trace.class_of.size(), 32u);
+  expect_same_summary(folded.metrics, full.metrics);
+  // Every stage's pipeline bubble, GPU by GPU.
+  ASSERT_EQ(folded.metrics.pipeline_bubble_per_worker_s.size(), 32u);
+  for (std::size_t g = 0; g < 32; ++g)
+    EXPECT_NEAR(folded.metrics.pipeline_bubble_per_worker_s[g],
+                full.metrics.pipeline_bubble_per_worker_s[g], 1e-3 * full.metrics.iteration_time_s)
+        << "GPU " << g;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, ThreeDFoldedEqualsFull,
+    ::testing::Combine(::testing::Values(Case{"ddp", "ddp", {}}, Case{"zero1", "zero1", {}},
+                                         Case{"diloco", "diloco", {{"H", "2"}}},
+                                         Case{"ddp_tcp", "ddp", {}, ", network_model: tcp"}),
+                       ::testing::Bool()),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param).name) +
+             (std::get<1>(info.param) ? "_straggler" : "");
+    });
+
+// FSDP runs a stage's forward a unit at a time, so it composes with tensor parallelism alone
+// (2D: FSDP x TP): the groups are single nodes, and the fold is exact as for a DP job.
+TEST(RankClasses3D, FsdpWithTensorParallelismFolds) {
+  for (const bool straggler : {false, true}) {
+    const std::string extra = straggler ? ", stragglers: [{gpu: 9, slowdown: 1.5}]" : "";
+    const std::vector<std::string> tp_only{"parallelism.pipeline=1"};
+    const auto folded =
+        testing::simulate(testing::scenario_from(three_d_yaml(extra), tp_only), "fsdp", {});
+    const auto full = testing::simulate(
+        testing::scenario_from(three_d_yaml(extra + ", rank_classes: off"), tp_only), "fsdp", {});
+    EXPECT_EQ(folded.trace.workers, straggler ? 8 : 4);
+    expect_same_summary(folded.metrics, full.metrics);
+  }
+}
+
 // `overlapsim collective` folds like `run` (issue 63.5b: a 1 GB all-reduce on 131,072 GPUs ran
 // every GPU): the same time as the full simulation for the symmetric ops, at a small and a large
 // size (LL and Simple, ring and tree).

@@ -3,6 +3,7 @@
 // time, and refuses past --max-time with the estimate; out of memory reads as such.
 #include "cli/run_command.h"
 #include "cli/work_budget.h"
+#include "scenario/loader.h"
 #include "test_util.h"
 
 #include <fmt/format.h>
@@ -118,6 +119,19 @@ TEST(WorkEstimate, ACollectiveOnAFoldedClusterCountsOneNode) {
   // A broadcast has a root: every GPU runs.
   e = cli::estimate_collective_work(s, overlapsim::CollectiveOp::broadcast, 1);
   EXPECT_DOUBLE_EQ(e.gpus, 131072);
+}
+
+// Issue 65.6: a 3D-parallel job folds to one pipeline's nodes (Llama-2 70B TP8 x PP4 on 2,048
+// nodes: 4 nodes of 8 GPUs), and a straggler's pipeline adds its own 4.
+TEST(WorkEstimate, AThreeDJobCountsTheFoldedPipelines) {
+  const std::string path =
+      std::string(OVERLAPSIM_SOURCE_DIR) + "/scenarios/large/llama2-70b-tp8-pp4-2048x8-h100.yaml";
+  auto e = cli::estimate_work(overlapsim::scenario::load_scenario(path));
+  EXPECT_DOUBLE_EQ(work_of(e, "ddp").gpus, 32);
+  EXPECT_DOUBLE_EQ(work_of(e, "ddp").world, 16384);
+  e = cli::estimate_work(overlapsim::scenario::load_scenario(
+      path, {"cluster.stragglers=[{gpu: 100, slowdown: 1.5}]"}));
+  EXPECT_DOUBLE_EQ(work_of(e, "zero1").gpus, 64);
 }
 
 TEST(WorkEstimate, MaxTimeParsesDurationsAndNamesItself) {
