@@ -53,25 +53,25 @@ int Platform::lanes(int src, int dst) const {
 }
 
 Platform::Lane Platform::lane(int src, int dst, int k, bool direct) const {
-  if (direct && classes.direct(src, dst)) // a star (a pipeline over a fat tree does not fold)
+  if (direct && classes.direct(src, dst) && nics.empty())
     return {gpus[static_cast<std::size_t>(src)], gpus[static_cast<std::size_t>(dst)], 1.0};
   if (nics.empty() || src / gpus_per_node == dst / gpus_per_node) {
     const auto [from, to] = route_ends(src, dst);
     return {from, to, 1.0};
   }
   const int n = lanes(src, dst);
-  Lane l = on_rail(src, dst, n == 1 ? nic_of(src) : k);
+  Lane l = on_rail(src, dst, n == 1 ? nic_of(src) : k, direct && classes.direct(src, dst));
   l.share = 1.0 / n;
   return l;
 }
 
-Platform::Lane Platform::on_rail(int src, int dst, int rail) const {
+Platform::Lane Platform::on_rail(int src, int dst, int rail, bool direct) const {
   if (nics.empty() || src / gpus_per_node == dst / gpus_per_node)
     return {};
   const auto at = [&](int rank) {
     return static_cast<std::size_t>(rank / gpus_per_node * nics_per_node + rail);
   };
-  if (!classes.folded)
+  if (!classes.folded || direct)
     return {nics[at(src)], nics[at(dst)], 1.0};
   // Folded: from the representative's NIC to the image of dst's at the level the two meet.
   const int level = fat_tree->common_level(fat_tree->slot_of(src / gpus_per_node, rail),
@@ -109,6 +109,7 @@ void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::Net
                                              ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
                                              ->set_latency(2 * (l - 1) * c.fabric.hop_latency_s)
                                              ->seal();
+  std::vector<sg4::Link*> cables(p.nics.size(), nullptr);
   for (const int node : p.classes.simulated_nodes())
     for (int r = 0; r < rails; ++r) {
       const auto at = static_cast<std::size_t>(node * rails + r);
@@ -116,6 +117,7 @@ void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::Net
       p.nics[at] = zone->create_host(name, 1.0);
       auto* cable = zone->create_split_duplex_link(name + "-cable", rate)
                         ->set_latency(c.inter_node.latency_s / 2);
+      cables[at] = cable;
       for (int l = 1; l <= levels; ++l) {
         auto* remote = zone->create_host(fmt::format("{}-remote-level{}", name, l), 1.0);
         p.remote_nics[at * static_cast<std::size_t>(levels) + static_cast<std::size_t>(l - 1)] =
@@ -128,6 +130,26 @@ void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::Net
                         false);
         zone->add_route(remote->get_netpoint(), p.nics[at]->get_netpoint(), nullptr, nullptr, route,
                         false);
+      }
+    }
+  // A pipeline's messages between running nodes of one group: up one NIC's cable, the climb to
+  // the level the two meet, down the other's (the cables above the leaves are left out, as for
+  // the images).
+  const auto running = p.classes.simulated_nodes();
+  for (const int x : running)
+    for (const int y : running) {
+      if (!p.classes.direct(x * c.gpus_per_node, y * c.gpus_per_node))
+        continue;
+      for (int r = 0; r < rails; ++r) {
+        const auto from = static_cast<std::size_t>(x * rails + r);
+        const auto to = static_cast<std::size_t>(y * rails + r);
+        const int level = tree.common_level(tree.slot_of(x, r), tree.slot_of(y, r));
+        std::vector<sg4::LinkInRoute> route{{cables[from], Dir::UP}};
+        if (level > 1)
+          route.emplace_back(climb[static_cast<std::size_t>(level)]);
+        route.emplace_back(cables[to], Dir::DOWN);
+        zone->add_route(p.nics[from]->get_netpoint(), p.nics[to]->get_netpoint(), nullptr, nullptr,
+                        route, false);
       }
     }
 }
@@ -187,8 +209,8 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
   const auto running = p.classes.simulated_nodes();
   for (const int x : running)
     for (const int y : running) {
-      if (!p.classes.direct(x * per_node, y * per_node))
-        continue;
+      if (p.fat_tree || !p.classes.direct(x * per_node, y * per_node))
+        continue; // a fat tree's messages run NIC to NIC (build_folded_fat_tree)
       const auto& [nic_x, gpus_x] = links_of[static_cast<std::size_t>(x)];
       const auto& [nic_y, gpus_y] = links_of[static_cast<std::size_t>(y)];
       for (int a = 0; a < per_node; ++a)

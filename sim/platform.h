@@ -40,7 +40,8 @@
 // onto the representative node's own links. With a pipeline (sim/rank_classes.h), the running
 // nodes of one node group also reach each other as in the full cluster: GPU a's link, the sending
 // node's NIC up, the receiving node's NIC down, GPU b's link; a message takes that way
-// (Platform::lane's `direct`).
+// (Platform::lane's `direct`). On a folded fat tree: NIC r's cable up, the climb to the level the
+// two nodes meet, the other NIC r's cable down.
 #pragma once
 
 #include "scenario/scenario.h"
@@ -93,8 +94,8 @@ struct Platform {
   // where RankClasses::direct says so.
   Lane lane(int src, int dst, int k, bool direct = false) const;
   // Between nodes of a fat tree, the way over rail r whatever the GPUs' own NICs; null ends
-  // elsewhere.
-  Lane on_rail(int src, int dst, int rail) const;
+  // elsewhere. `direct`: NIC to NIC of two running nodes (a message, RankClasses::direct).
+  Lane on_rail(int src, int dst, int rail, bool direct = false) const;
   // The NIC that GPU `rank` sends through: GPUs share a node's NICs in equal consecutive groups.
   int nic_of(int rank) const { return rank % gpus_per_node * nics_per_node / gpus_per_node; }
 };

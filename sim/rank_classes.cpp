@@ -44,10 +44,6 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "WAN sites";
   if (c.collectives == scenario::CollectiveFidelity::steps)
     return "collectives: steps";
-  if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree && s.parallelism.pipeline > 1)
-    // Folded, a fat tree has routes from a running node's NICs to their images only; a pipeline's
-    // messages run between running nodes (sim/platform.h).
-    return "a pipeline over a fat tree";
   if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree) {
     // Folded, a collective's flows are held to the uplink time of its own bytes
     // (Network::uplink_time); concurrent collectives over other groups meet there unseen unless

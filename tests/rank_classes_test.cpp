@@ -336,10 +336,6 @@ TEST(RankClasses3D, LayoutsWhoseNodesDifferRunInFull) {
   ddp.name = ddp.label = "ddp";
   EXPECT_EQ(sim::choose_rank_classes(odd, *make_algorithm(ddp)).describe(),
             "full (folding would simulate every GPU)");
-  // A pipeline over a fat tree: the folded tree has no routes between running nodes.
-  EXPECT_EQ(sim::rank_classes_obstacle(testing::scenario_from(
-                three_d_yaml(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4}"))),
-            "a pipeline over a fat tree");
 }
 
 class ThreeDFoldedEqualsFull
@@ -370,10 +366,27 @@ INSTANTIATE_TEST_SUITE_P(
                                          Case{"diloco", "diloco", {{"H", "2"}}},
                                          Case{"ddp_tcp", "ddp", {}, ", network_model: tcp"}),
                        ::testing::Bool()),
-    [](const auto& info) {
-      return std::string(std::get<0>(info.param).name) +
-             (std::get<1>(info.param) ? "_straggler" : "");
+    [](const auto& case_info) {
+      return std::string(std::get<0>(case_info.param).name) +
+             (std::get<1>(case_info.param) ? "_straggler" : "");
     });
+
+// On a folded fat tree a pipeline's messages run NIC to NIC between the running nodes: each
+// rail's cable carries its two GPUs' messages at half its rate, as a star's pooled NICs carry the
+// node's four, so the step is the star's (within 1e-4: the tree's extra hop latencies). The full
+// fat tree is no reference here: it moves these messages in 2.3 us where the star and the folded
+// tree take 77 us (latency only; a bug of the full fat tree's point-to-point routes, reported).
+TEST(RankClasses3D, AFoldedFatTreeCarriesMessagesAtTheNicsRate) {
+  const std::string tree = ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 8, levels: 2}";
+  const auto folded =
+      testing::simulate(testing::scenario_from(three_d_yaml(tree)), "diloco", {{"H", "2"}});
+  const auto star = testing::simulate(
+      testing::scenario_from(three_d_yaml(", nics_per_node: 2, rank_classes: off")), "diloco",
+      {{"H", "2"}});
+  EXPECT_EQ(folded.trace.workers, 8);
+  EXPECT_NEAR(folded.metrics.iteration_time_s, star.metrics.iteration_time_s,
+              1e-4 * star.metrics.iteration_time_s);
+}
 
 // FSDP runs a stage's forward a unit at a time, so it composes with tensor parallelism alone
 // (2D: FSDP x TP): the groups are single nodes, and the fold is exact as for a DP job.
