@@ -64,12 +64,18 @@ std::string out_of_memory_error(const scenario::Scenario& scenario, const std::e
 }
 
 void add_model_flops(SummaryRow& row, const scenario::Scenario& s) {
-  // The recomputation the simulator runs (model.activation_checkpointing): each checkpointed
-  // layer's forward once more. parallelism.recompute is not simulated yet (issue 65): it joins
-  // here (hw::RecomputedFlops::selective, or every block) when it is.
+  // The recomputation the simulator runs: model.activation_checkpointing's checkpointed layers'
+  // forward once more; parallelism.recompute's (parallel/stage_view.h): every block's forward
+  // (full) or its attention scores (selective, Korthikanti et al. 2022).
   hw::RecomputedFlops recomputed;
-  for (std::size_t i = 0; i < s.model.spec.layers.size(); ++i)
-    recomputed.layers.push_back(s.model.checkpointing.segment_of(static_cast<int>(i)) >= 0);
+  const auto recompute = s.parallelism.recompute;
+  for (std::size_t i = 0; i < s.model.spec.layers.size(); ++i) {
+    const auto& name = s.model.spec.layers[i].name;
+    const bool block = name != "embedding" && name != "head";
+    recomputed.layers.push_back(s.model.checkpointing.segment_of(static_cast<int>(i)) >= 0 ||
+                                (recompute == scenario::Recompute::full && block));
+  }
+  recomputed.selective = recompute == scenario::Recompute::selective;
   const auto f = hw::transformer_flops(s.model.spec, s.model.dims, s.training.seq_len, recomputed);
   if (!f)
     return;
