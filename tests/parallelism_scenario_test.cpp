@@ -183,12 +183,13 @@ cluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, intra_node: nvlink4}
 model:
   layers:
     - {name: b, params: 1M, fwd_flops_per_sample: 1G}
+training: {micro_batch: 1, seq_len: 128}
 algorithms: [ddp]
 parallelism: {recompute: selective}
 )",
                                       "p.yaml");
   ASSERT_EQ(mlp.warnings.size(), 1u);
-  EXPECT_THAT(mlp.warnings[0], HasSubstr("p.yaml:7: key 'parallelism.recompute' has no effect: "
+  EXPECT_THAT(mlp.warnings[0], HasSubstr("p.yaml:8: key 'parallelism.recompute' has no effect: "
                                          "not a transformer"));
   // With TP and stages they matter (and run refuses the scenario until simulated).
   const auto t = load_scenario_text(
