@@ -352,7 +352,12 @@ std::string fit_advice(const scenario::Scenario& s, const std::vector<SummaryRow
   };
   if (unsharded(*fsdp) < available)
     return more_nodes(s, *fsdp, "");
-  if (s.model.checkpointing.enabled())
+  // Under 3D parallelism the recomputation is Megatron's (parallelism.recompute), which the
+  // model's activation checkpointing may not join.
+  const auto& par = s.parallelism;
+  const bool megatron =
+      par.tensor > 1 || par.pipeline > 1 || par.recompute != scenario::Recompute::none;
+  if (s.model.checkpointing.enabled() || par.recompute == scenario::Recompute::full)
     return fmt::format("Not even FSDP fits on any number of GPUs: sharding its parameters, "
                        "gradients and optimizer state over more GPUs leaves {} per GPU of "
                        "activations and buffers, more than the {} available. Nothing overlapsim "
@@ -360,8 +365,13 @@ std::string fit_advice(const scenario::Scenario& s, const std::vector<SummaryRow
                        hw::format_bytes(unsharded(*fsdp)), hw::format_bytes(available));
   // Activations are what does not shrink: keep only each layer's input and recompute the rest.
   auto checkpointed = s;
-  checkpointed.model.checkpointing = scenario::checkpointing_of(s.model, 1);
-  const std::string with = " with activation checkpointing (model.activation_checkpointing: full)";
+  if (megatron)
+    checkpointed.parallelism.recompute = scenario::Recompute::full;
+  else
+    checkpointed.model.checkpointing = scenario::checkpointing_of(s.model, 1);
+  const std::string with =
+      megatron ? " with full recomputation (parallelism.recompute: full)"
+               : " with activation checkpointing (model.activation_checkpointing: full)";
   std::optional<SummaryRow> row;
   try {
     row = probe(checkpointed, fsdp_spec);

@@ -23,9 +23,9 @@ std::optional<TransformerShape> TransformerShape::of(const scenario::ModelConfig
                           .norm_params = get("norm_params", 2),
                           .linear_bias = get("linear_bias", 1) > 0,
                           .positions = get("positions", 0),
-                          .fused_attention = model.transformer &&
-                                             model.transformer->attention !=
-                                                 hw::TransformerDims::Attention::eager};
+                          .fused_attention =
+                              model.transformer && model.transformer->attention !=
+                                                       hw::TransformerDims::Attention::eager};
 }
 
 StateBytes state_bytes(scenario::Dtype dtype, scenario::Optimizer optimizer) {
