@@ -64,12 +64,18 @@ std::string out_of_memory_error(const scenario::Scenario& scenario, const std::e
 }
 
 void add_model_flops(SummaryRow& row, const scenario::Scenario& s) {
-  // The recomputation the simulator runs (model.activation_checkpointing): each checkpointed
-  // layer's forward once more. parallelism.recompute is not simulated yet (issue 65): it joins
-  // here (hw::RecomputedFlops::selective, or every block) when it is.
+  // The recomputation the simulator runs: model.activation_checkpointing's checkpointed layers'
+  // forward once more; parallelism.recompute's (parallel/stage_view.h): every block's forward
+  // (full) or its attention scores (selective, Korthikanti et al. 2022).
   hw::RecomputedFlops recomputed;
-  for (std::size_t i = 0; i < s.model.spec.layers.size(); ++i)
-    recomputed.layers.push_back(s.model.checkpointing.segment_of(static_cast<int>(i)) >= 0);
+  const auto recompute = s.parallelism.recompute;
+  for (std::size_t i = 0; i < s.model.spec.layers.size(); ++i) {
+    const auto& name = s.model.spec.layers[i].name;
+    const bool block = name != "embedding" && name != "head";
+    recomputed.layers.push_back(s.model.checkpointing.segment_of(static_cast<int>(i)) >= 0 ||
+                                (recompute == scenario::Recompute::full && block));
+  }
+  recomputed.selective = recompute == scenario::Recompute::selective;
   const auto f = hw::transformer_flops(s.model.spec, s.model.dims, s.training.seq_len, recomputed);
   if (!f)
     return;
@@ -346,7 +352,12 @@ std::string fit_advice(const scenario::Scenario& s, const std::vector<SummaryRow
   };
   if (unsharded(*fsdp) < available)
     return more_nodes(s, *fsdp, "");
-  if (s.model.checkpointing.enabled())
+  // Under 3D parallelism the recomputation is Megatron's (parallelism.recompute), which the
+  // model's activation checkpointing may not join.
+  const auto& par = s.parallelism;
+  const bool megatron =
+      par.tensor > 1 || par.pipeline > 1 || par.recompute != scenario::Recompute::none;
+  if (s.model.checkpointing.enabled() || par.recompute == scenario::Recompute::full)
     return fmt::format("Not even FSDP fits on any number of GPUs: sharding its parameters, "
                        "gradients and optimizer state over more GPUs leaves {} per GPU of "
                        "activations and buffers, more than the {} available. Nothing overlapsim "
@@ -354,8 +365,13 @@ std::string fit_advice(const scenario::Scenario& s, const std::vector<SummaryRow
                        hw::format_bytes(unsharded(*fsdp)), hw::format_bytes(available));
   // Activations are what does not shrink: keep only each layer's input and recompute the rest.
   auto checkpointed = s;
-  checkpointed.model.checkpointing = scenario::checkpointing_of(s.model, 1);
-  const std::string with = " with activation checkpointing (model.activation_checkpointing: full)";
+  if (megatron)
+    checkpointed.parallelism.recompute = scenario::Recompute::full;
+  else
+    checkpointed.model.checkpointing = scenario::checkpointing_of(s.model, 1);
+  const std::string with =
+      megatron ? " with full recomputation (parallelism.recompute: full)"
+               : " with activation checkpointing (model.activation_checkpointing: full)";
   std::optional<SummaryRow> row;
   try {
     row = probe(checkpointed, fsdp_spec);

@@ -143,6 +143,11 @@ scenario::Scenario real_scenario(const std::string& path, std::vector<std::strin
         "pipeline parallelism are simulated only (real runs: issue 65.9)",
         s.parallelism.tensor > 1 ? s.parallelism.tensor_where : s.parallelism.pipeline_where,
         s.parallelism.tensor > 1 ? "tensor" : "pipeline"));
+  if (s.parallelism.recompute != scenario::Recompute::none)
+    throw std::runtime_error(fmt::format(
+        "{}: key 'parallelism.recompute': the real runtime does not recompute; set it to none "
+        "(or remove it) to validate this scenario",
+        s.parallelism.where));
   if (s.model.preset != "mlp" && s.model.preset != "gpt-tiny")
     throw std::runtime_error(fmt::format(
         "{}: model '{}' has no real implementation; validate runs the presets mlp and gpt-tiny",

@@ -22,7 +22,10 @@ std::optional<TransformerShape> TransformerShape::of(const scenario::ModelConfig
                           .vocab = d.at("vocab"),
                           .norm_params = get("norm_params", 2),
                           .linear_bias = get("linear_bias", 1) > 0,
-                          .positions = get("positions", 0)};
+                          .positions = get("positions", 0),
+                          .fused_attention =
+                              model.transformer && model.transformer->attention !=
+                                                       hw::TransformerDims::Attention::eager};
 }
 
 StateBytes state_bytes(scenario::Dtype dtype, scenario::Optimizer optimizer) {
@@ -49,10 +52,17 @@ double block_activation_bytes(const TransformerShape& x, double s, double b, int
   const double whole = 10;
   // The attention's softmax output, its dropout mask and its dropout output: 5as^2b; selective
   // recomputation recomputes them (Sec. 5).
-  const double attention = recompute == Recompute::selective ? 0.0 : 5 * x.heads * s * s * b;
+  const double attention =
+      recompute == Recompute::selective || x.fused_attention ? 0.0 : 5 * x.heads * s * s * b;
   if (sequence_parallel)
     return (sbh * (whole + split) + attention) / t;
   return sbh * (whole + split / t) + attention / t;
+}
+
+double recompute_bytes(const TransformerShape& x, double s, double b, int tensor,
+                       bool sequence_parallel, Recompute recompute) {
+  return block_activation_bytes(x, s, b, tensor, sequence_parallel, Recompute::none) -
+         block_activation_bytes(x, s, b, tensor, sequence_parallel, recompute);
 }
 
 double embedding_activation_bytes(const TransformerShape& x, double s, double b, int tensor,
@@ -131,6 +141,55 @@ double layer_params_per_gpu(const hw::ModelSpec& model, int layer, const Paralle
   return whole + (params - whole) / t;
 }
 
+double layer_activation_bytes(const hw::ModelSpec& model, int layer, const ParallelLayout& layout,
+                              const std::optional<TransformerShape>& shape, double s, double b) {
+  const auto& spec = layout.spec();
+  const int t = layout.tensor();
+  switch (kind_of(model, layer, layout, shape)) {
+  case LayerKind::block:
+    return block_activation_bytes(*shape, s, b, t, spec.sequence_parallel, spec.recompute);
+  case LayerKind::embedding:
+    return embedding_activation_bytes(*shape, s, b, t, spec.sequence_parallel);
+  case LayerKind::head:
+    return output_activation_bytes(*shape, s, b, t, spec.sequence_parallel);
+  case LayerKind::other: // the layer's own bytes, split evenly by TP (an assumption)
+    break;
+  }
+  return model.layers[static_cast<std::size_t>(layer)].activation_bytes_per_sample * b / t;
+}
+
+double layer_recompute_bytes(const hw::ModelSpec& model, int layer, const ParallelLayout& layout,
+                             const std::optional<TransformerShape>& shape, double s, double b) {
+  if (kind_of(model, layer, layout, shape) != LayerKind::block)
+    return 0;
+  const auto& spec = layout.spec();
+  return recompute_bytes(*shape, s, b, layout.tensor(), spec.sequence_parallel, spec.recompute);
+}
+
+bool recomputes(const hw::ModelSpec& model, int layer, const ParallelLayout& layout,
+                const std::optional<TransformerShape>& shape) {
+  return layout.spec().recompute != Recompute::none &&
+         kind_of(model, layer, layout, shape) == LayerKind::block;
+}
+
+double p2p_buffer_bytes(const ParallelLayout& layout, const hw::ModelSpec& model,
+                        const std::optional<TransformerShape>& shape, double s, double b,
+                        int stage) {
+  if (layout.pipeline() <= 1)
+    return 0;
+  const int t = layout.tensor();
+  double message = 0;
+  if (shape) {
+    message = p2p_message_bytes(*shape, s, b, t, layout.spec().sequence_parallel);
+  } else {
+    const auto first = layout.stage_layers(stage).front().first;
+    const auto& from = model.layers[static_cast<std::size_t>(std::max(0, first - 1))];
+    message = from.output_bytes_per_sample * b / t;
+  }
+  const int buffers = (stage > 0 ? 1 : 0) + (stage < layout.pipeline() - 1 ? 1 : 0);
+  return buffers * message;
+}
+
 StageMemory stage_memory(const ParallelLayout& layout, const hw::ModelSpec& model,
                          const std::optional<TransformerShape>& shape, const MemoryOptions& options,
                          int stage) {
@@ -143,24 +202,9 @@ StageMemory stage_memory(const ParallelLayout& layout, const hw::ModelSpec& mode
   for (const LayerRange& range : layout.stage_layers(stage))
     for (int l = range.first; l < range.last; ++l) {
       out.params += layer_params_per_gpu(model, l, layout, shape);
-      const auto& layer = model.layers[static_cast<std::size_t>(l)];
-      switch (kind_of(model, l, layout, shape)) {
-      case LayerKind::block:
-        out.activations_per_micro_batch +=
-            block_activation_bytes(*shape, s, b, t, spec.sequence_parallel, spec.recompute);
-        break;
-      case LayerKind::embedding:
-        out.activations_per_micro_batch +=
-            embedding_activation_bytes(*shape, s, b, t, spec.sequence_parallel);
-        break;
-      case LayerKind::head:
-        out.activations_per_micro_batch +=
-            output_activation_bytes(*shape, s, b, t, spec.sequence_parallel);
-        break;
-      case LayerKind::other: // the layer's own bytes, split evenly by TP (an assumption)
-        out.activations_per_micro_batch += layer.activation_bytes_per_sample * b / t;
-        break;
-      }
+      out.activations_per_micro_batch += layer_activation_bytes(model, l, layout, shape, s, b);
+      out.recompute_working =
+          std::max(out.recompute_working, layer_recompute_bytes(model, l, layout, shape, s, b));
     }
   // Weights and gradients of the stage's shard; the optimizer state also over DP when sharded
   // (ZeRO-1: Rajbhandari et al. 2020, Sec. 5.1, P_os: 4 Psi + K Psi / N_d; Megatron's
@@ -172,20 +216,7 @@ StageMemory stage_memory(const ParallelLayout& layout, const hw::ModelSpec& mode
   out.in_flight = micro_batches_in_flight(spec.schedule, layout.pipeline(), layout.virtual_stages(),
                                           options.micro_batches, stage);
   out.activations = out.activations_per_micro_batch * out.in_flight;
-  // Pipeline receive buffers: one activation from the previous stage, one gradient from the
-  // next (what it sends is an activation it keeps anyway).
-  if (layout.pipeline() > 1) {
-    double message = 0;
-    if (shape) {
-      message = p2p_message_bytes(*shape, s, b, t, spec.sequence_parallel);
-    } else {
-      const auto first = layout.stage_layers(stage).front().first;
-      const auto& from = model.layers[static_cast<std::size_t>(std::max(0, first - 1))];
-      message = from.output_bytes_per_sample * b / t;
-    }
-    const int buffers = (stage > 0 ? 1 : 0) + (stage < layout.pipeline() - 1 ? 1 : 0);
-    out.p2p_buffers = buffers * message;
-  }
+  out.p2p_buffers = p2p_buffer_bytes(layout, model, shape, s, b, stage);
   return out;
 }
 

@@ -31,6 +31,10 @@ struct TransformerShape {
   double norm_params = 2;
   bool linear_bias = true;
   double positions = 0;
+  // A fused attention kernel (SDPA, FlashAttention; Dao et al. 2022) keeps no s^2 tensor: the
+  // 5as^2b of Table 2 is Megatron's unfused softmax's, and it recomputes the scores in its own
+  // backward, so selective recomputation has nothing left to drop.
+  bool fused_attention = false;
 
   // A transformer preset's (model.dims); nullopt for any other model.
   static std::optional<TransformerShape> of(const scenario::ModelConfig& model);
@@ -68,7 +72,12 @@ struct StageMemory {
   double in_flight = 0;                   // micro-batches whose activations it holds at its peak
   double activations = 0;
   double p2p_buffers = 0; // pipeline receive buffers
-  double total() const { return weights + grads + optimizer_state + activations + p2p_buffers; }
+  // What recomputation brings back for the one block whose backward runs (recompute_bytes), on
+  // top of the micro-batches in flight: the peak is reached during the first backward.
+  double recompute_working = 0;
+  double total() const {
+    return weights + grads + optimizer_state + activations + p2p_buffers + recompute_working;
+  }
 };
 
 // Bytes one transformer layer keeps per micro-batch (16-bit activations, 1-byte dropout masks;
@@ -80,9 +89,16 @@ struct StageMemory {
 //   TP t                  sbh(10 + 24/t + 5as/(ht))
 //   TP t + SP             sbh/t (34 + 5as/h)      (SP splits the 10 along the sequence)
 // selective recompute drops the 5as/h term (the attention's softmax, its dropout and scores);
-// full recompute keeps only the layer's input, 2sbh (2sbh/t with SP, which keeps it split).
+// full recompute keeps only the layer's input, 2sbh (2sbh/t with SP, which keeps it split). With
+// fused_attention there is no 5as/h term at all.
 double block_activation_bytes(const TransformerShape& shape, double seq_len, double micro_batch,
                               int tensor, bool sequence_parallel, scenario::Recompute recompute);
+// The bytes recomputation rebuilds for one block during its backward (block_activation_bytes
+// without recomputation less with it): selective 5as^2b/t (the attention core), full everything
+// but the kept input. Alive one block at a time (Korthikanti et al. Sec. 5; Megatron's estimator
+// leaves it out); 0 without recomputation.
+double recompute_bytes(const TransformerShape& shape, double seq_len, double micro_batch,
+                       int tensor, bool sequence_parallel, scenario::Recompute recompute);
 // The first stage's extras per micro-batch: the embedding's dropout mask sbh (Sec. 4.3; sbh/t
 // with SP) and its input, 8sb (the int64 token ids; Megatron's estimator), /t with SP as the
 // estimator counts them.
@@ -113,6 +129,27 @@ double micro_batches_in_flight(scenario::PipelineSchedule schedule, int pipeline
 // rest / t (a layer of a model without a transformer shape: all / t).
 double layer_params_per_gpu(const hw::ModelSpec& model, int layer, const ParallelLayout& layout,
                             const std::optional<TransformerShape>& shape);
+
+// Bytes model layer `layer` keeps per micro-batch of `micro_batch` sequences of `seq_len` on one
+// GPU of its TP group: block_activation_bytes for a block (with the layout's SP and
+// recomputation), embedding_ or output_activation_bytes for the first and last layers, a layer of
+// another model its own bytes / t.
+double layer_activation_bytes(const hw::ModelSpec& model, int layer, const ParallelLayout& layout,
+                              const std::optional<TransformerShape>& shape, double seq_len,
+                              double micro_batch);
+// What recomputation rebuilds in the layer's backward (recompute_bytes for a block, else 0), and
+// whether it recomputes the layer at all (the layout's recompute, blocks only).
+double layer_recompute_bytes(const hw::ModelSpec& model, int layer, const ParallelLayout& layout,
+                             const std::optional<TransformerShape>& shape, double seq_len,
+                             double micro_batch);
+bool recomputes(const hw::ModelSpec& model, int layer, const ParallelLayout& layout,
+                const std::optional<TransformerShape>& shape);
+
+// Pipeline receive buffers of a GPU of `stage`: one activation from the previous stage, one
+// gradient from the next (what it sends is an activation it keeps anyway); 0 without a pipeline.
+double p2p_buffer_bytes(const ParallelLayout& layout, const hw::ModelSpec& model,
+                        const std::optional<TransformerShape>& shape, double seq_len,
+                        double micro_batch, int stage);
 
 StageMemory stage_memory(const ParallelLayout& layout, const hw::ModelSpec& model,
                          const std::optional<TransformerShape>& shape, const MemoryOptions& options,

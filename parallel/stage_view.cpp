@@ -3,9 +3,11 @@
 #include "comm/collective_price.h"
 #include "hw/transformer_ops.h"
 #include "parallel/memory.h"
+#include "parallel/tp_comm_overlap.h"
 #include "scenario/collective_shape.h"
 
 #include <fmt/format.h>
+#include <optional>
 #include <stdexcept>
 
 namespace overlapsim::parallel {
@@ -23,21 +25,56 @@ CollectiveOp op_of(hw::TpCollective kind) {
   }
 }
 
-// A layer's TP collectives priced on the TP group's links (comm/, the one owner of prices).
+std::vector<double> seconds_of(const std::vector<hw::TpCommOp>& ops, const comm::PriceRule& rule,
+                               const comm::NcclShape& group) {
+  std::vector<double> out;
+  for (const auto& op : ops)
+    out.push_back(comm::price_collective(rule, group, op_of(op.kind), op.bytes).seconds);
+  return out;
+}
+
+double sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v)
+    s += x;
+  return s;
+}
+
+// A layer's TP collectives priced on the TP group's links (comm/, the one owner of prices); with
+// `overlap_with` (a block under tp_comm_overlap: its op list), what stays exposed beside its GEMMs.
 LayerTensorComm price(const hw::TensorParallelComm& ops, const comm::PriceRule& rule,
-                      const comm::NcclShape& group) {
+                      const comm::NcclShape& group, const hw::LayerOps* overlap_with,
+                      const hw::GpuSpec& gpu, int tensor) {
   LayerTensorComm c;
-  for (const auto& op : ops.forward) {
-    c.forward_s += comm::price_collective(rule, group, op_of(op.kind), op.bytes).seconds;
-    c.forward_bytes += op.bytes;
-    ++c.forward_calls;
-  }
-  for (const auto& op : ops.backward) {
-    c.backward_s += comm::price_collective(rule, group, op_of(op.kind), op.bytes).seconds;
-    c.backward_bytes += op.bytes;
-    ++c.backward_calls;
+  const auto forward = seconds_of(ops.forward, rule, group);
+  const auto backward = seconds_of(ops.backward, rule, group);
+  c.forward_s = sum(forward);
+  c.backward_s = sum(backward);
+  for (const auto& op : ops.forward)
+    c.forward_bytes += op.bytes, ++c.forward_calls;
+  for (const auto& op : ops.backward)
+    c.backward_bytes += op.bytes, ++c.backward_calls;
+  if (overlap_with) {
+    const auto f =
+        overlap_block_comm(overlap_with->forward, ops.forward, forward, false, gpu, tensor);
+    const auto b =
+        overlap_block_comm(overlap_with->backward, ops.backward, backward, true, gpu, tensor);
+    c.forward_s = f.exposed_s;
+    c.backward_s = b.exposed_s;
+    c.hidden_s = f.hidden_s + b.hidden_s;
+    c.overlapped = true;
   }
   return c;
+}
+
+// The recomputation of a layer that recomputes (parallel/memory.h's recomputes).
+LayerRecompute recompute_of(scenario::Recompute kind, const hw::LayerSpec& layer, double bytes) {
+  LayerRecompute r;
+  const double q = layer.seq_quadratic_share;
+  r.quadratic_share = q;
+  r.linear_share = kind == scenario::Recompute::full ? 1 - q : 0;
+  r.bytes = bytes;
+  return r;
 }
 
 } // namespace
@@ -82,22 +119,46 @@ std::vector<StageView> stage_views(const scenario::Scenario& s, const ParallelLa
     const LayerRange range = layout.stage_layers(stage).front();
     auto& layers = v.scenario.model.spec.layers;
     layers.clear();
+    const double b = s.training.micro_batch, seq = s.training.seq_len;
     for (int l = range.first; l < range.last; ++l) {
       hw::LayerSpec layer = model.layers[static_cast<std::size_t>(l)];
       layer.params = layer_params_per_gpu(s.model.spec, l, layout, shape);
+      if (l == range.last - 1) // the tied embedding's copy on the last stage (vocab-parallel)
+        layer.params += layout.tied_copy_params(stage) / t;
+      // The memory model's bytes (Korthikanti et al. Table 2), so that the simulated peak is
+      // parallel/memory.h's; a model without a transformer shape keeps its own.
+      if (shape)
+        layer.activation_bytes_per_sample =
+            layer_activation_bytes(s.model.spec, l, layout, shape, seq, b) / b;
       layers.push_back(layer);
+      v.recompute.push_back(
+          recomputes(s.model.spec, l, layout, shape)
+              ? recompute_of(p.recompute, layer,
+                             layer_recompute_bytes(s.model.spec, l, layout, shape, seq, b))
+              : LayerRecompute{});
       LayerTensorComm c;
       if (t > 1) {
         const auto& dims = *s.model.transformer;
-        const double b = s.training.micro_batch, seq = s.training.seq_len;
+        const bool block = layer.name != "embedding" && layer.name != "head";
         const hw::TensorParallelComm ops =
             layer.name == "embedding" ? hw::embedding_tp_comm(dims, b, seq, tp)
             : layer.name == "head"    ? hw::head_tp_comm(dims, b, seq, tp)
                                       : hw::block_tp_comm(dims, b, seq, tp);
-        c = price(ops, rule, tp_group);
+        // Megatron's tp_comm_overlap: TransformerEngine's userbuffers, in the blocks' linears.
+        std::optional<hw::LayerOps> overlap_ops;
+        if (p.tp_comm_overlap && tp.sequence_parallel && block)
+          overlap_ops = hw::block_ops(dims, b, seq, tp);
+        c = price(ops, rule, tp_group, overlap_ops ? &*overlap_ops : nullptr, s.cluster.gpu, t);
+        // Full recomputation re-runs the forward, its collectives with it, before the backward.
+        if (v.recompute.back().linear_share > 0) {
+          c.backward_s += c.forward_s;
+          c.backward_bytes += c.forward_bytes;
+          c.backward_calls += c.forward_calls;
+        }
       }
       v.tensor_comm.push_back(c);
     }
+    v.p2p_buffer_bytes = p2p_buffer_bytes(layout, s.model.spec, shape, seq, b, stage);
     if (shape)
       v.message_bytes = p2p_message_bytes(*shape, s.training.seq_len, s.training.micro_batch, t,
                                           tp.sequence_parallel);

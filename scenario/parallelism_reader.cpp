@@ -142,6 +142,16 @@ ParallelismSpec read_parallelism(const Entry& e, const Scenario& s,
                                           {"full", Recompute::full}});
   if (e.has("tp_comm_overlap"))
     p.tp_comm_overlap = e.child("tp_comm_overlap").boolean();
+  // Megatron asserts it: TransformerEngine's userbuffers overlap SP's all-gathers and
+  // reduce-scatters, not the all-reduces of TP alone.
+  if (p.tp_comm_overlap && p.tensor > 1 && !p.sequence_parallel)
+    e.child("tp_comm_overlap")
+        .fail("needs sequence_parallel: true (Megatron's tp_comm_overlap overlaps the "
+              "all-gathers and reduce-scatters of sequence parallelism with the GEMMs)");
+  if (p.recompute != Recompute::none && s.model.checkpointing.enabled())
+    e.child("recompute")
+        .fail("model.activation_checkpointing already recomputes: use one of the two (recompute: "
+              "Megatron's per-block recomputation; activation_checkpointing: Hugging Face's)");
 
   // Tensor parallelism splits heads (and KV heads), the hidden size and the FFN size.
   if (p.tensor > 1)
@@ -223,11 +233,10 @@ ParallelismSpec read_parallelism(const Entry& e, const Scenario& s,
   if (p.pipeline == 1)
     for (const char* key : {"schedule", "stages"})
       no_effect(key, "one pipeline stage (parallelism.pipeline: 1)");
-  // Until the simulator models it (issue 65; remove with run's refusal, loader.h): the memory
-  // model (parallel/memory.h) counts it, the simulated times do not.
-  if (p.recompute != Recompute::none)
-    no_effect("recompute", "not simulated yet (issue 65); model.activation_checkpointing is the "
-                           "recomputation the simulator runs");
+  // Megatron recomputes transformer blocks only (parallel/stage_view.h).
+  if (p.recompute != Recompute::none && !s.model.dims.contains("n_heads"))
+    no_effect("recompute", "not a transformer (no blocks to recompute); "
+                           "model.activation_checkpointing recomputes any model's layers");
   return p;
 }
 

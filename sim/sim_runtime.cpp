@@ -106,10 +106,12 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
 
   const Topology topology(scenario.cluster.nodes, scenario.cluster.gpus_per_node);
   Network network(platform, scenario.cluster, topology);
-  // Tensor or pipeline parallelism (issue 65): each worker runs its stage's model at its TP shard
-  // and its algorithm sees its data-parallel group as the world (sim/sim_worker.h).
+  // Tensor or pipeline parallelism or Megatron's recomputation (issue 65): each worker runs its
+  // stage's model at its TP shard and its algorithm sees its data-parallel group as the world
+  // (sim/sim_worker.h).
   std::optional<ParallelPlacement> placement;
-  if (scenario.parallelism.tensor > 1 || scenario.parallelism.pipeline > 1) {
+  if (scenario.parallelism.tensor > 1 || scenario.parallelism.pipeline > 1 ||
+      scenario.parallelism.recompute != scenario::Recompute::none) {
     refuse_on_a_pipeline(scenario, algorithm);
     try {
       placement.emplace(scenario, topology);

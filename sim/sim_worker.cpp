@@ -60,6 +60,8 @@ SimWorker::SimWorker(SimContext& context, int rank)
       checkpoints_(scenario().model.spec, scenario().model.checkpointing) {
   if (!ctx_.parallel)
     return;
+  // The pipeline's receive buffers (parallel/memory.h), allocated for the whole run.
+  static_memory_[static_cast<std::size_t>(MemoryCategory::buffers)] += stage_->p2p_buffer_bytes;
   const auto& layout = ctx_.parallel->layout;
   view_ = &ctx_.parallel->data_views.at(layout.data_group(rank));
   if (layout.tensor() > 1)
@@ -334,13 +336,39 @@ void SimWorker::layers_backward(LayerRange layers, MicroBatch mb) {
     tensor_parallel_comm(layers, true, mb);
     return;
   }
+  const double rebuilt = parallel_recompute(layers, mb);
   compute(op_label(model, layers, LayerPass::backward),
           layer_cost(layers, true, seq_ratio(mb)) * samples * speed, mb);
   double act = 0;
   for (int l = layers.first; l < layers.last; ++l)
     act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
-  change_activations(-act);
+  change_activations(-act - rebuilt);
   tensor_parallel_comm(layers, true, mb);
+}
+
+double SimWorker::parallel_recompute(LayerRange layers, MicroBatch mb) {
+  if (!stage_)
+    return 0;
+  const auto& s = scenario();
+  const double r = seq_ratio(mb), samples = s.training.micro_batch;
+  const double speed = ctx_.platform.nominal_speed * micro_batch_speed(false);
+  const bool fp32 = s.model.dtype == scenario::Dtype::fp32;
+  double amount = 0, bytes = 0;
+  for (int l = layers.first; l < layers.last; ++l) {
+    const auto& again = stage_->recompute[static_cast<std::size_t>(l)];
+    if (!again.any())
+      continue;
+    const auto& layer = s.model.spec.layers[static_cast<std::size_t>(l)];
+    const double forward = hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, false);
+    amount += forward * (again.linear_share * r + again.quadratic_share * r * r);
+    // One layer's rebuilt tensors at a time: each is freed by its own backward.
+    bytes = std::max(bytes, again.bytes);
+  }
+  if (amount <= 0)
+    return 0;
+  change_activations(bytes);
+  compute(op_label(s.model.spec, layers, LayerPass::recompute), amount * samples * speed, mb);
+  return bytes;
 }
 
 void SimWorker::optimizer_step(const OptimizerStep& op) {
@@ -466,6 +494,7 @@ void SimWorker::tensor_parallel_comm(LayerRange layers, bool backward, MicroBatc
     sum.forward_s += c.forward_s, sum.backward_s += c.backward_s;
     sum.forward_bytes += c.forward_bytes, sum.backward_bytes += c.backward_bytes;
     sum.forward_calls += c.forward_calls, sum.backward_calls += c.backward_calls;
+    sum.overlapped = sum.overlapped || c.overlapped;
   }
   const double seconds = backward ? sum.backward_s : sum.forward_s;
   if (seconds <= 0)
@@ -476,8 +505,9 @@ void SimWorker::tensor_parallel_comm(LayerRange layers, bool backward, MicroBatc
   call.op = CollectiveOp::all_reduce;
   call.group = tensor_group_;
   call.step = mb.step;
-  call.name = fmt::format("tensor-parallel {} x{} ({})", backward ? "backward" : "forward",
+  call.name = fmt::format("tensor-parallel {} x{}{} ({})", backward ? "backward" : "forward",
                           backward ? sum.backward_calls : sum.forward_calls,
+                          sum.overlapped ? " overlapped" : "",
                           op_label(scenario().model.spec, layers, LayerPass::forward).name);
   const double start = sg4::Engine::get_clock();
   const auto outcome = ctx_.network.run_fixed(rank_, call, seconds,

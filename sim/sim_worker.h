@@ -116,6 +116,10 @@ private:
                std::optional<double> alone = std::nullopt);
   // FLOP-equivalents per sample of `layers` on sequences `ratio` x seq_len long.
   double layer_cost(LayerRange layers, bool backward, double ratio) const;
+  // parallelism.recompute (parallel/stage_view.h's LayerRecompute): runs what `layers`' backward
+  // recomputes as one "recompute fwd" op and holds what it rebuilds; returns those bytes, which
+  // the backward frees.
+  double parallel_recompute(LayerRange layers, MicroBatch mb);
   // Micro-batch `mb`'s sequence length over seq_len (training.seq_len_distribution; 1 without).
   double seq_ratio(MicroBatch mb) const;
   void change_activations(double delta);

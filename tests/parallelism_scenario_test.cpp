@@ -57,9 +57,8 @@ TEST(ParallelismSection, EveryKeyIsRead) {
   EXPECT_TRUE(p.tp_comm_overlap);
   EXPECT_EQ(p.tensor_where, "p.yaml:7");
   EXPECT_EQ(p.pipeline_where, "p.yaml:9");
-  // TP 4 stays inside 8-GPU nodes: the one warning is recompute's, not simulated yet.
-  ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_THAT(s.warnings[0], HasSubstr("key 'parallelism.recompute' has no effect"));
+  // TP 4 stays inside 8-GPU nodes, and recompute is simulated: no warning.
+  EXPECT_TRUE(s.warnings.empty());
   EXPECT_FALSE(p.is_default());
 }
 
@@ -169,7 +168,7 @@ TEST(ParallelismSection, KeysWithNoEffectWarn) {
   recompute: full
 )"),
                                     "p.yaml");
-  ASSERT_EQ(s.warnings.size(), 5u);
+  ASSERT_EQ(s.warnings.size(), 4u);
   EXPECT_EQ(s.warnings[0], "p.yaml:7: key 'parallelism.sequence_parallel' has no effect: no "
                            "tensor parallelism (parallelism.tensor: 1)");
   EXPECT_THAT(s.warnings[1],
@@ -177,8 +176,21 @@ TEST(ParallelismSection, KeysWithNoEffectWarn) {
   EXPECT_EQ(s.warnings[2], "p.yaml:9: key 'parallelism.schedule' has no effect: one pipeline "
                            "stage (parallelism.pipeline: 1)");
   EXPECT_THAT(s.warnings[3], HasSubstr("p.yaml:10: key 'parallelism.stages' has no effect"));
-  EXPECT_THAT(s.warnings[4], HasSubstr("p.yaml:11: key 'parallelism.recompute' has no effect: "
-                                       "not simulated yet (issue 65)"));
+  // recompute runs without TP or PP too (Megatron's per-block recomputation); it has no effect
+  // on a model without transformer blocks.
+  const auto mlp = load_scenario_text(R"(name: p
+cluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, intra_node: nvlink4}
+model:
+  layers:
+    - {name: b, params: 1M, fwd_flops_per_sample: 1G}
+training: {micro_batch: 1, seq_len: 128}
+algorithms: [ddp]
+parallelism: {recompute: selective}
+)",
+                                      "p.yaml");
+  ASSERT_EQ(mlp.warnings.size(), 1u);
+  EXPECT_THAT(mlp.warnings[0], HasSubstr("p.yaml:8: key 'parallelism.recompute' has no effect: "
+                                         "not a transformer"));
   // With TP and stages they matter (and run refuses the scenario until simulated).
   const auto t = load_scenario_text(
       scenario_with("parallelism: {tensor: 2, sequence_parallel: true, pipeline: 2, schedule: "
