@@ -83,6 +83,11 @@ TEST(RingShape, EveryOpsBusBandwidthIsNcclTestsConvention) {
     EXPECT_DOUBLE_EQ(t.busbw_Bps, t.algbw_Bps * factor) << to_string(op);
     EXPECT_EQ(t.workers, 8);
   }
+  // sendrecv by hand: each GPU's message to its neighbour crosses the NVLink4 route (1 us, 360 GB/s
+  // per direction) while its receive uses the other direction: 1 us + 256 MiB / 360 GB/s.
+  const auto sendrecv = sim::time_collective(s, CollectiveOp::send, size);
+  EXPECT_NEAR(sendrecv.time_s, 1e-6 + size / 360e9, 1e-3 * sendrecv.time_s);
+  EXPECT_EQ(sendrecv.algorithm, "p2p");
 }
 
 struct Case {
