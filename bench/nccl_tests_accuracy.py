@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""Simulated vs published nccl-tests all_reduce_perf bus bandwidth.
+"""Simulated vs published nccl-tests bus bandwidth: all_reduce_perf, then every other collective.
 
-For every table in tests/data/nccl-tests (each file's header says where it comes from), runs
-`overlapsim collective` on a scenario of the same hardware (below) over the table's sizes and prints
-published busbw, simulated busbw, their ratio and the algorithm/protocol chosen; then the worst
-ratio in [1 MiB, 8 GiB] (target: within 20%) and below 1 MiB (target: within 2x). The 1 MiB-8 GiB
-target is judged on steady rows: not dips (busbw below the next smaller size's) and not rows whose
-out-of-place and in-place runs are more than 20% apart; the worst over every row is printed too.
+For every all_reduce_perf table in tests/data/nccl-tests (each file's header says where it comes
+from), runs `overlapsim collective` on a scenario of the same hardware (below) over the table's
+sizes and prints published busbw, simulated busbw, their ratio and the algorithm/protocol chosen;
+then the worst ratio in [1 MiB, 8 GiB] (target: within 20%) and below 1 MiB (target: within 2x).
+The 1 MiB-8 GiB target is judged on steady rows: not dips (busbw below the next smaller size's) and
+not rows whose out-of-place and in-place runs are more than 20% apart; the worst over every row is
+printed too.
 
-    python3 bench/nccl_tests_accuracy.py [--overlapsim build/overlapsim]
+Then the other collectives the algorithms use (issue 66.3): all_gather_perf, reduce_scatter_perf,
+alltoall_perf and sendrecv_perf tables (COLLECTIVE_TABLES), each against `overlapsim collective
+--op OP`, with per table the median |busbw error| at 1 MiB and above and the share of those rows
+within +-20%. None of their numbers was used to fit a constant; they are printed, not held to a
+target (the exit status is the all-reduce targets'); CAUSES names why the large misses miss.
+
+    python3 bench/nccl_tests_accuracy.py [--overlapsim build/overlapsim] [--only all_reduce|others]
 """
 import argparse
 import json
@@ -62,6 +69,46 @@ sets them."""
 
 MIB = 1 << 20
 
+# The other collectives (issue 66.3): file, nccl-tests op, `overlapsim collective --op`, cluster.
+# Every table's header names its source; none of them is a fit's input.
+H100_1X8 = "{nodes: 1, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4}"
+A100_1X8 = "{nodes: 1, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3}"
+COLLECTIVE_TABLES = [
+    ("h100-1x8-all_gather.log", "all_gather", "all-gather", H100_1X8),
+    ("h100-1x8-reduce_scatter.log", "reduce_scatter", "reduce-scatter", H100_1X8),
+    ("h100-1x8-alltoall.log", "alltoall", "all-to-all", H100_1X8),
+    ("h100-1x8-sendrecv.log", "sendrecv", "sendrecv", H100_1X8),
+    ("a100-1x8-sendrecv.log", "sendrecv", "sendrecv", A100_1X8),
+    # 10 x 8 H100: the network is assumed (the file's header says why): 8 x 400 Gb/s IB a node.
+    ("h100-10x8-all_gather.log", "all_gather", "all-gather", HGX_H100_IB.format(nodes=10)),
+    ("h100-10x8-reduce_scatter.log", "reduce_scatter", "reduce-scatter",
+     HGX_H100_IB.format(nodes=10)),
+    ("h100-10x8-alltoall.log", "alltoall", "all-to-all", HGX_H100_IB.format(nodes=10)),
+    ("h100-10x8-sendrecv.log", "sendrecv", "sendrecv", HGX_H100_IB.format(nodes=10)),
+]
+# No broadcast_perf table of an H100/A100 system with a traceable source was found (issue 66.3):
+# broadcast stays pinned by its busbw convention only (tests/collective_price_test.cpp).
+
+CAUSES = """Why the large misses miss (the simulator is not tuned to these tables):
+- sendrecv on one node, 32-128 MiB (4.4x-2.2x too fast on H100, 2.1x at 128 MiB on A100): NCCL
+  moves a send/recv pair on few p2p channels until the size is large, so the table's busbw ramps
+  from 80 GB/s at 32-64 MiB to 355 at 512 MiB; the simulator's message moves at the link rate
+  from the first byte (no NCCL p2p cost is modelled).
+- sendrecv on 8 x A100, 256 MiB-1 GiB (1.2x): the nvlink3 preset's bandwidth is NCCL's
+  collective rate (234 GB/s), which the simulator gives a p2p message too; NCCL's p2p reaches
+  195 GB/s.
+- sendrecv across 10 nodes (23.6x): the table is 15.2 GB/s flat, a third of one 400 Gb/s NIC:
+  a message between GPUs of two nodes crosses one NIC on NCCL's few p2p channels. The star
+  platform pools a node's 8 NICs into one link, so the one message crossing it gets all of them
+  and runs at the GPU's NVLink cap (360 GB/s); the NICs are also assumed (the file's header).
+- all-to-all (1.5x at 32 MiB down to 1.03x on one node; 1.6x-1.08x across 10 nodes): the
+  simulator sends direct messages at link speed with no NCCL protocol or p2p channel cost;
+  across nodes NCCL's all-to-all cannot aggregate a node's NICs (nccl-tests issue #267) while
+  the pooled NIC link carries 8 NICs' worth.
+- all-gather and reduce-scatter across 10 nodes (1.06x-1.47x): 10% fast at 1-16 GiB, where the
+  table tops at 324 GB/s and the model at the NICs' 400 GB/s less NCCL's protocol cost (356);
+  the network is assumed, and the table's 256 MiB row dips below its 128 MiB one (1.47x)."""
+
 
 def published(path):
     rows = []
@@ -80,13 +127,13 @@ def published(path):
     return rows
 
 
-def simulate(binary, cluster, lo, hi):
+def simulate(binary, cluster, lo, hi, op="all-reduce"):
     scenario = (f"name: nccl-tests-bench\ncluster: {cluster}\nmodel: {{preset: gpt-neo-125m}}\n"
                 "training: {micro_batch: 1, seq_len: 128, steps: 1}\nalgorithms: [ddp]\n")
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(scenario)
     try:
-        out = subprocess.run([binary, "collective", f.name, "--op", "all-reduce", "--size",
+        out = subprocess.run([binary, "collective", f.name, "--op", op, "--size",
                               f"{int(lo)}:{int(hi)}", "--json"], check=True,
                              capture_output=True, text=True).stdout
     finally:
@@ -94,10 +141,58 @@ def simulate(binary, cluster, lo, hi):
     return {row["size_bytes"]: row for row in json.loads(out)}
 
 
+def nearest(sim, size):
+    """The simulated row of `size`: nccl-tests rounds a size to a multiple of the ranks (80 ranks:
+    134216960 B where the doubling from 33553920 B gives 134215680 B), busbw does not notice."""
+    best = min(sim, key=lambda s: abs(s - size))
+    if abs(best - size) > 1e-3 * size:
+        raise SystemExit(f"no simulated size near {size:.0f} B")
+    return sim[best]
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2) if n else float("nan")
+
+
+def other_collectives(binary):
+    """Prints every COLLECTIVE_TABLES row against the simulator and a summary per table."""
+    summary = []
+    for name, op, cli_op, cluster in COLLECTIVE_TABLES:
+        rows = [r for r in published(os.path.join(DATA, name)) if r[1] > 0]
+        sim = simulate(binary, cluster, rows[0][0], rows[-1][0] * 1.001, cli_op)
+        print(f"== {name} ({op}_perf vs --op {cli_op})\n{'size':>12} {'published':>10} "
+              f"{'simulated':>10} {'ratio':>6}  chosen")
+        errors = []
+        for size, busbw, spread in rows:
+            t = nearest(sim, size)
+            ratio = t["busbw_Bps"] / 1e9 / busbw
+            if size >= MIB:
+                errors.append(abs(ratio - 1))
+            print(f"{size:12.0f} {busbw:10.2f} {t['busbw_Bps'] / 1e9:10.2f} {ratio:6.2f}  "
+                  f"{t['algorithm']}"
+                  f"{'  (unsteady: runs %.2fx apart)' % spread if spread > 1.2 else ''}")
+        within = sum(e <= 0.2 for e in errors)
+        summary.append((name, op, median(errors), within, len(errors)))
+    print("\nper table, rows at 1 MiB and above (error = simulated / published busbw - 1):")
+    print(f"{'table':30} {'op':15} {'median |error|':>15} {'within +-20%':>14}")
+    for name, op, med, within, n in summary:
+        print(f"{name:30} {op:15} {100 * med:14.1f}% {within:>6} of {n:<3} "
+              f"({100 * within / max(n, 1):.0f}%)")
+    print(f"median over the tables' medians: {100 * median([m for _, _, m, _, _ in summary]):.1f}%")
+    print("\n" + CAUSES)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--overlapsim", default=os.path.join(ROOT, "build", "overlapsim"))
+    ap.add_argument("--only", choices=["all_reduce", "others"],
+                    help="run only the all-reduce tables or only the other collectives")
     args = ap.parse_args()
+    if args.only == "others":
+        other_collectives(args.overlapsim)
+        return 0
     summary = []
     for name, (kind, cluster) in TABLES.items():
         rows = [r for r in published(os.path.join(DATA, name)) if r[1] > 0]
@@ -141,6 +236,9 @@ def main():
               f"{'yes' if met else 'no ':3}  {'x%.2f at %s' % smooth:>26}")
     print("\n" + EFA_NOTE)
     print(f"\ntargets: {'all met' if ok else 'NOT all met'}")
+    if args.only is None:
+        print()
+        other_collectives(args.overlapsim)
     return 0 if ok else 1
 
 

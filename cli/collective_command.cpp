@@ -25,23 +25,33 @@ namespace {
 CollectiveOp parse_op(std::string op) {
   // nccl-tests spells them all_reduce: both spellings name the same collective.
   std::replace(op.begin(), op.end(), '_', '-');
+  // nccl-tests' sendrecv_perf: every rank sends to the next and receives from the previous one
+  // (sim/collective_timing.h times it as CollectiveOp::send).
+  if (op == "sendrecv" || op == "send-recv")
+    return CollectiveOp::send;
   for (auto candidate :
        {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
         CollectiveOp::broadcast, CollectiveOp::reduce, CollectiveOp::all_to_all})
     if (op == to_string(candidate))
       return candidate;
   throw std::invalid_argument(fmt::format(
-      "--op '{}': expected all-reduce, reduce-scatter, all-gather, broadcast, reduce or all-to-all",
+      "--op '{}': expected all-reduce, reduce-scatter, all-gather, broadcast, reduce, all-to-all "
+      "or sendrecv",
       op));
 }
 
-// nccl-tests' redop and root columns: reductions print "sum", the others "none"; only broadcast and
-// reduce have a root (rank 0 here), the others print -1.
+// nccl-tests' redop and root columns: reductions (and sendrecv_perf, which prints its default
+// op) print "sum", the others "none"; only broadcast and reduce have a root (rank 0 here), the
+// others print -1.
 const char* redop_of(CollectiveOp op) {
   return op == CollectiveOp::all_reduce || op == CollectiveOp::reduce_scatter ||
-                 op == CollectiveOp::reduce
+                 op == CollectiveOp::reduce || op == CollectiveOp::send
              ? "sum"
              : "none";
+}
+// The op as nccl-tests' binary names it (sendrecv_perf times a send and a receive per rank).
+std::string op_name(CollectiveOp op) {
+  return op == CollectiveOp::send ? "sendrecv" : to_string(op);
 }
 int root_of(CollectiveOp op) {
   return op == CollectiveOp::broadcast || op == CollectiveOp::reduce ? 0 : -1;
@@ -52,7 +62,7 @@ constexpr double kTypeBytes = 4;
 constexpr const char* kType = "float";
 
 nlohmann::ordered_json to_json(const sim::CollectiveTiming& t) {
-  return {{"op", to_string(t.op)},
+  return {{"op", op_name(t.op)},
           {"size_bytes", t.size_bytes},
           {"count", static_cast<std::int64_t>(t.size_bytes / kTypeBytes)},
           {"type", kType},

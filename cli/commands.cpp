@@ -88,7 +88,8 @@ void add_commands(CLI::App& app) {
   collective->add_option("scenario", coll->scenario, "Scenario YAML file")->required();
   collective
       ->add_option("--op", coll->op,
-                   "all-reduce | reduce-scatter | all-gather | broadcast | reduce | all-to-all")
+                   "all-reduce | reduce-scatter | all-gather | broadcast | reduce | all-to-all | "
+                   "sendrecv")
       ->capture_default_str();
   collective
       ->add_option("--size", coll->size,

@@ -87,8 +87,8 @@ CollectivePrice price_collective(const PriceRule& rule, const NcclShape& shape, 
   if (by_site && (op == CollectiveOp::all_reduce || op == CollectiveOp::reduce_scatter ||
                   op == CollectiveOp::all_gather)) {
     // Inside each site on the site's part, then across the WAN: K sites' rings, one per rank of a
-    // site, each on 1/L of the array and 1/L of the site's WAN link (sim/collectives.cpp,
-    // two_level_all_reduce and site_hierarchical_half_op).
+    // site, each on 1/L of the array and 1/L of the site's WAN link (sim/collective/sites.cpp,
+    // two_level_all_reduce and Sites::half_op).
     const NcclShape& part = sites.site;
     const double L = part.ranks;
     const CollectiveOp inside =

@@ -41,7 +41,7 @@ struct SizeTime {
   // repeats of the last member's end less the first's; validate/profile_statistics.h's
   // end_spread); 0: not measured, or none. Over an emulated 100 Mbit/s link Gloo's one-call
   // all-reduce ends 0-10 ms apart with no lag of the last caller: which member ends last is
-  // chance, and the simulator picks one (sim/collectives.h).
+  // chance, and the simulator picks one (sim/collective/flows.cpp).
   double end_spread_s = 0;
 };
 

@@ -15,7 +15,9 @@ namespace {
 class OneCollective final : public Algorithm {
 public:
   OneCollective(CollectiveOp op, double size) : op_(op), size_(size) {}
-  std::string name() const override { return to_string(op_); }
+  std::string name() const override {
+    return op_ == CollectiveOp::send ? "sendrecv" : to_string(op_);
+  }
   // Every rank runs the same collective over the world: one node's GPUs stand for all (rank
   // classes, as `run` folds DDP; issue 63.5b: a 1 GB all-reduce on 131,072 GPUs ran every GPU and
   // did not end). A broadcast or reduce has a root, and all-to-all sends to every rank: those run
@@ -39,10 +41,27 @@ public:
         call_.peer = 0; // root of broadcast and reduce
         call_.name = to_string(op);
         call_.step = 0;
+        if (op == CollectiveOp::send) {
+          // nccl-tests' sendrecv_perf: every rank sends `size` to the next rank and receives as
+          // much from the previous one, all at once.
+          const int r = w_.rank();
+          call_.peer = (r + 1) % n;
+          call_.name = "sendrecv";
+          recv_ = call_;
+          recv_.op = CollectiveOp::recv;
+          recv_.peer = (r + n - 1) % n;
+        }
       }
       void run_compute() override {}
       void run_comm() override {
-        w_.run(call_);
+        if (op_ == CollectiveOp::send) {
+          auto sent = w_.start(call_);
+          auto received = w_.start(recv_);
+          w_.wait(sent);
+          w_.wait(received);
+        } else {
+          w_.run(call_);
+        }
         w_.step_done(0, 0);
       }
 
@@ -51,6 +70,7 @@ public:
       CollectiveOp op_;
       BufferId buffer_ = -1;
       CollectiveCall call_;
+      CollectiveCall recv_; // sendrecv's receive
     };
     return std::make_unique<Program>(w, op_, size_);
   }

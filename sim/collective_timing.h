@@ -20,7 +20,9 @@ struct CollectiveTiming {
 };
 
 // Simulates one `op` of `size_bytes` over every GPU of the scenario's cluster, with its
-// cluster.collective_algorithm and cluster.collectives settings.
+// cluster.collective_algorithm and cluster.collectives settings. CollectiveOp::send stands for
+// nccl-tests' sendrecv_perf: every rank sends `size_bytes` to the next rank and receives as much
+// from the previous one at once (busbw = algbw).
 // The ranks time_collective simulates: one node's for all where the op is symmetric (rank
 // classes, sim/rank_classes.h), every rank otherwise.
 RankClasses collective_rank_classes(const scenario::Scenario& scenario, CollectiveOp op);

@@ -29,9 +29,9 @@
 // of the nodes that meet this one's at level l: the route goes up the cable, through 2 (l - 1) hops
 // of latency, and back down the same cable. The cables above the leaves are not on it: a
 // collective's flows are held instead to the time their bytes need on the busiest leaf's uplinks,
-// counted over every node's flows (Network::uplink_time), as if spread evenly over them. An
-// approximation where the full tree's d-mod-k routes load those cables unevenly (the summary says
-// so).
+// counted over every node's flows (collective::Fabric::uplink_time), as if spread evenly over them.
+// An approximation where the full tree's d-mod-k routes load those cables unevenly (the summary
+// says so).
 //
 // Folded (rank classes, sim/rank_classes.h): one zone holds the representative node's GPU hosts,
 // their links and the node's NIC, plus a `remote` host per GPU position standing for that GPU of

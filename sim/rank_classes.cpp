@@ -46,8 +46,8 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "collectives: steps";
   if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree) {
     // Folded, a collective's flows are held to the uplink time of its own bytes
-    // (Network::uplink_time); concurrent collectives over other groups meet there unseen unless
-    // each GPU position has a rail, and so leaf switches, of its own.
+    // (collective::Fabric::uplink_time); concurrent collectives over other groups meet there unseen
+    // unless each GPU position has a rail, and so leaf switches, of its own.
     const hw::FatTree tree = hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node);
     if (tree.levels > 1 && tree.oversubscription() > 1 &&
         (tree.placement == hw::FabricSpec::Placement::node || c.nics_per_node != c.gpus_per_node))

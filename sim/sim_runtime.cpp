@@ -2,7 +2,7 @@
 
 #include "files/interruption.h"
 #include "sim/child_process.h"
-#include "sim/collectives.h"
+#include "sim/collective/network.h"
 #include "sim/platform.h"
 #include "sim/sim_worker.h"
 

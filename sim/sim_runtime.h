@@ -1,6 +1,7 @@
 // SimRuntime: runs an algorithm's worker programs on the simulated cluster. Each GPU is a SimGrid
 // host with two actors (the compute stream and the communication stream); compute ops are Exec
-// activities on the host, collectives are flows (collectives.h), and every op lands in the trace.
+// activities on the host, collectives are flows (collective/network.h), and every op lands in the
+// trace.
 #pragma once
 
 #include "algorithms/algorithm.h"

@@ -7,7 +7,7 @@
 #include "runtime/replicator_use.h"
 #include "runtime/runtime.h"
 #include "sim/activation_checkpoints.h"
-#include "sim/collectives.h"
+#include "sim/collective/network.h"
 #include "sim/memory_contention.h"
 #include "sim/platform.h"
 #include "sim/table_comm_time.h"

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <utility>
 
 namespace overlapsim {
 namespace {
@@ -59,6 +60,34 @@ TEST(RingShape, BusBandwidthOfTheCollectiveCommandIsNcclTests) {
   const auto t = sim::time_collective(s, CollectiveOp::all_gather, 1073741824.0);
   EXPECT_DOUBLE_EQ(t.busbw_Bps, t.algbw_Bps * 0.875);
   EXPECT_NEAR(t.busbw_Bps, s.cluster.intra_node.bandwidth_Bps, 0.02 * t.busbw_Bps);
+}
+
+TEST(RingShape, EveryOpsBusBandwidthIsNcclTestsConvention) {
+  // nccl-tests' doc/PERFORMANCE.md: busbw = algbw x (n-1)/n for all_gather, reduce_scatter and
+  // alltoall, x 1 for broadcast and sendrecv, x 2(n-1)/n for all_reduce; algbw = size / time. On
+  // 8 GPUs by hand: 7/8 = 0.875, 1, 1, 14/8 = 1.75. `overlapsim collective` reports the same.
+  const auto s = scenario::load_scenario_text(
+      "name: one\ncluster: {nodes: 1, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4}\n"
+      "model: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, seq_len: 128}\n"
+      "algorithms: [ddp]\n",
+      "one.yaml");
+  const double size = 268435456; // 256 MiB
+  const std::pair<CollectiveOp, double> by_hand[] = {
+      {CollectiveOp::all_gather, 0.875},        {CollectiveOp::reduce_scatter, 0.875},
+      {CollectiveOp::all_to_all, 0.875},        {CollectiveOp::broadcast, 1.0},
+      {CollectiveOp::send, 1.0} /* sendrecv */, {CollectiveOp::all_reduce, 1.75}};
+  for (const auto& [op, factor] : by_hand) {
+    const auto t = sim::time_collective(s, op, size);
+    ASSERT_GT(t.time_s, 0) << to_string(op);
+    EXPECT_DOUBLE_EQ(t.algbw_Bps, size / t.time_s) << to_string(op);
+    EXPECT_DOUBLE_EQ(t.busbw_Bps, t.algbw_Bps * factor) << to_string(op);
+    EXPECT_EQ(t.workers, 8);
+  }
+  // sendrecv by hand: each GPU's message to its neighbour crosses the NVLink4 route (1 us, 360 GB/s
+  // per direction) while its receive uses the other direction: 1 us + 256 MiB / 360 GB/s.
+  const auto sendrecv = sim::time_collective(s, CollectiveOp::send, size);
+  EXPECT_NEAR(sendrecv.time_s, 1e-6 + size / 360e9, 1e-3 * sendrecv.time_s);
+  EXPECT_EQ(sendrecv.algorithm, "p2p");
 }
 
 struct Case {

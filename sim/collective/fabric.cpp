@@ -1,0 +1,263 @@
+#include "sim/collective/fabric.h"
+
+#include "runtime/collective_size.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_set>
+
+namespace overlapsim::sim::collective {
+
+namespace sg4 = simgrid::s4u;
+
+Instance::Instance() : done(sg4::Semaphore::create(0)) {}
+
+Fabric::Fabric(const Platform& platform, const scenario::ClusterSpec& cluster,
+               const Topology& topology)
+    : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
+      nccl_generation_(
+          comm::nccl_generation(cluster.gpu, cluster.intra_node, cluster.gpus_per_node)),
+      nccl_protocol_(comm::nccl_protocol_of(cluster.nccl_protocol)),
+      nic_Bps_(cluster.inter_node.bandwidth_Bps), gpu_(cluster.gpu),
+      interference_(platform, cluster.gpu.any_comm_interference()),
+      compute_interference_(platform, cluster.gpu.any_compute_interference()) {
+  reverse_busy_s_ = {cluster.intra_node.reverse_busy_s, cluster.inter_node.reverse_busy_s,
+                     cluster.wan.reverse_busy_s};
+  if (cluster.sites.size() > 1) {
+    site_of_node_.assign(static_cast<std::size_t>(cluster.nodes), 0);
+    for (std::size_t s = 0; s < cluster.sites.size(); ++s)
+      for (int node : cluster.sites[s].nodes)
+        site_of_node_[static_cast<std::size_t>(node)] = static_cast<int>(s);
+  }
+}
+
+Fabric::~Fabric() = default;
+
+double Fabric::comm_share(const Scope& s) const {
+  return gpu_.comm_interference_of(calibration_op_name(s.op));
+}
+double Fabric::compute_share(const Scope& s) const {
+  return gpu_.compute_interference_of(calibration_op_name(s.op));
+}
+
+std::pair<double, double> Fabric::route(int src, int dst) {
+  // Over the flow's lanes (Platform::lane): the slowest one's latency, their narrowest links'
+  // bandwidths summed.
+  double lat = 0, bw = 0;
+  for (int k = 0; k < platform_.lanes(src, dst); ++k) {
+    const Platform::Lane lane = platform_.lane(src, dst, k);
+    const auto measure = [&] {
+      std::vector<sg4::Link*> links;
+      double lane_latency = 0;
+      lane.from->route_to(lane.to, links, &lane_latency);
+      double narrowest = std::numeric_limits<double>::infinity();
+      for (auto* l : links)
+        narrowest = std::min(narrowest, l->get_bandwidth());
+      return std::pair{lane_latency, narrowest};
+    };
+    // Unfolded, routes_ keeps the rank pair's result: no second map per pair.
+    std::pair<double, double> r;
+    if (platform_.classes.folded) {
+      auto [it, fresh] = lane_routes_.try_emplace({lane.from, lane.to});
+      if (fresh)
+        it->second = measure();
+      r = it->second;
+    } else {
+      r = measure();
+    }
+    lat = std::max(lat, r.first);
+    bw += r.second;
+  }
+  return {lat, bw};
+}
+
+double Fabric::latency(int src, int dst) {
+  if (platform_.classes.folded)
+    return route(src, dst).first;
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  auto it = routes_.find(key);
+  if (it == routes_.end())
+    it = routes_.emplace(key, route(src, dst)).first;
+  return it->second.first;
+}
+
+double Fabric::bandwidth(int src, int dst) {
+  if (platform_.classes.folded)
+    return route(src, dst).second;
+  latency(src, dst);
+  return routes_.at((static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst))
+      .second;
+}
+
+double Fabric::ring_max_latency(const Group& g) {
+  auto [it, fresh] = ring_latency_.try_emplace(g.id, 0.0);
+  if (fresh)
+    for (int i = 0; i < g.size(); ++i)
+      it->second =
+          std::max(it->second, latency(g.ranks[static_cast<std::size_t>(i)],
+                                       g.ranks[static_cast<std::size_t>((i + 1) % g.size())]));
+  return it->second;
+}
+
+double Fabric::ring_min_bandwidth(const Group& g) {
+  auto [it, fresh] = ring_bandwidth_.try_emplace(g.id, std::numeric_limits<double>::infinity());
+  if (fresh)
+    for (int i = 0; i < g.size(); ++i)
+      it->second =
+          std::min(it->second, bandwidth(g.ranks[static_cast<std::size_t>(i)],
+                                         g.ranks[static_cast<std::size_t>((i + 1) % g.size())]));
+  return it->second;
+}
+
+const Split* Fabric::split(const Group& g) {
+  return make_split(g, false, splits_[g.id]);
+}
+
+const Split* Fabric::site_split(const Group& g) {
+  if (site_of_node_.empty())
+    return nullptr;
+  return make_split(g, true, site_splits_[g.id]);
+}
+
+const Split* Fabric::make_split(const Group& g, bool by_site, std::unique_ptr<Split>& slot) {
+  if (slot)
+    return slot->intra.empty() ? nullptr : slot.get();
+  slot = std::make_unique<Split>();
+  std::vector<std::vector<int>> members; // per node (or site), in order of first member
+  std::unordered_map<int, std::size_t> index_of_node;
+  std::vector<std::pair<int, int>> place; // per member: (its node's index, its position there)
+  for (int r : g.ranks) {
+    const int node = by_site ? site_of_node_[static_cast<std::size_t>(topology_.node_of(r))]
+                             : topology_.node_of(r);
+    const auto [it, fresh] = index_of_node.try_emplace(node, members.size());
+    if (fresh)
+      members.emplace_back();
+    auto& m = members[it->second];
+    place.emplace_back(static_cast<int>(it->second), static_cast<int>(m.size()));
+    m.push_back(r);
+  }
+  const std::size_t per_node = members.front().size();
+  const bool even = std::all_of(members.begin(), members.end(),
+                                [&](const auto& m) { return m.size() == per_node; });
+  // Nothing to gain: the caller falls back to a ring. (Across sites one rank per site still
+  // splits: the intra phases are empty and the cross ring is the WAN ring.)
+  if (!even || members.size() < 2 || (per_node < 2 && !by_site))
+    return nullptr;
+  for (const auto& m : members)
+    slot->intra.push_back(&topology_.group(m));
+  for (std::size_t p = 0; p < per_node; ++p) {
+    std::vector<int> cross;
+    for (const auto& m : members)
+      cross.push_back(m[p]);
+    slot->cross.push_back(&topology_.group(cross));
+  }
+  for (const auto& [node, position] : place) {
+    slot->node_index.push_back(node);
+    slot->position.push_back(position);
+  }
+  return slot.get();
+}
+
+const comm::NcclShape& Fabric::nccl_shape(const Group& g) {
+  auto [it, fresh] = nccl_shapes_.try_emplace(g.id);
+  if (!fresh)
+    return it->second;
+  comm::NcclShape& shape = it->second;
+  shape.ranks = g.size();
+  std::unordered_set<int> nodes;
+  for (int r : g.ranks)
+    nodes.insert(topology_.node_of(r));
+  shape.nodes = static_cast<int>(nodes.size());
+  if (const Split* sp = split(g)) {
+    const Group& intra = *sp->intra.front();
+    const Group& cross = *sp->cross.front();
+    shape.per_node = intra.size();
+    shape.intra_Bps = ring_min_bandwidth(intra);
+    shape.intra_latency_s = ring_max_latency(intra);
+    // The route between two nodes' GPUs: its narrowest link is the node's pooled NICs (or a
+    // WAN), shared by the node's rings or trees, so it is the node's network bandwidth. On a fat
+    // tree it is one rail's: NCCL spreads the channels over the NICs the node's members use.
+    shape.net_Bps = ring_min_bandwidth(cross);
+    shape.net_heads = std::min(shape.per_node, platform_.nics_per_node);
+    if (!platform_.nics.empty()) {
+      std::unordered_set<int> nics;
+      for (const int r : intra.ranks)
+        nics.insert(platform_.nic_of(r));
+      shape.net_Bps *= static_cast<double>(nics.size());
+      shape.net_heads = static_cast<int>(nics.size());
+    }
+    shape.net_latency_s = ring_max_latency(cross);
+  } else if (shape.nodes == 1) {
+    shape.per_node = g.size();
+    shape.intra_Bps = ring_min_bandwidth(g);
+    shape.intra_latency_s = ring_max_latency(g);
+  } else {
+    // Uneven over nodes (or one GPU per node): a ring only, paced by its slowest hop.
+    shape.even = g.size() == shape.nodes; // one rank per node: the tree is NCCL's tree
+    shape.per_node = shape.even ? 1 : g.size();
+    shape.intra_Bps = ring_min_bandwidth(g);
+    shape.intra_latency_s = 0;
+    shape.net_Bps = ring_min_bandwidth(g);
+    shape.net_latency_s = ring_max_latency(g);
+  }
+  return shape;
+}
+
+int Fabric::link_class(int a, int b) const {
+  const int na = topology_.node_of(a), nb = topology_.node_of(b);
+  if (na == nb)
+    return 0;
+  if (site_of_node_.empty() ||
+      site_of_node_[static_cast<std::size_t>(na)] == site_of_node_[static_cast<std::size_t>(nb)])
+    return 1;
+  return 2;
+}
+
+void Fabric::add_class(CollectiveOutcome& out, int a, int b, double bytes) const {
+  const int c = link_class(a, b);
+  if (c == 1)
+    out.inter_node_bytes += bytes;
+  else if (c == 2)
+    out.wan_bytes += bytes;
+}
+
+double Fabric::uplink_time(const std::vector<Flow>& flows) const {
+  const auto& tree = platform_.fat_tree;
+  if (!platform_.classes.folded || !tree || tree->oversubscription() <= 1)
+    return 0;
+  const int per_node = platform_.gpus_per_node;
+  std::unordered_map<long long, double> up, down; // bytes per leaf switch
+  for (const auto& f : flows) {
+    const int lanes = platform_.lanes(f.src, f.dst);
+    if (f.src / per_node == f.dst / per_node)
+      continue;
+    for (int k = 0; k < lanes; ++k) {
+      const int rail = lanes == 1 ? platform_.nic_of(f.src) : k;
+      const long long a = tree->slot_of(f.src / per_node, rail);
+      const long long b = tree->slot_of(f.dst / per_node, rail);
+      if (tree->common_level(a, b) > 1) {
+        up[a / tree->leaf_down] += f.bytes / lanes;
+        down[b / tree->leaf_down] += f.bytes / lanes;
+      }
+    }
+  }
+  double busiest = 0;
+  for (const auto* leaves : {&up, &down})
+    for (const auto& [leaf, bytes] : *leaves)
+      busiest = std::max(busiest, bytes);
+  return busiest / (tree->leaf_up * nic_Bps_);
+}
+
+const std::vector<int>& Fabric::simulated_members(const Group& g) {
+  if (!platform_.classes.folded)
+    return g.ranks;
+  auto [it, fresh] = simulated_members_.try_emplace(g.id);
+  if (fresh)
+    for (const int r : g.ranks)
+      if (platform_.classes.simulated(r))
+        it->second.push_back(r);
+  return it->second;
+}
+
+} // namespace overlapsim::sim::collective
