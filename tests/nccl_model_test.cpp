@@ -149,6 +149,67 @@ TEST(NcclModel, TreeAcrossNodesHandNumber) {
   EXPECT_NEAR(ring.algbw_Bps, 200e9 * 16 / 30, 1);
 }
 
+// Issue 66: a 2-node tree is capped by its channels x NCCL's per-channel tree bandwidth
+// (tuning.cc perChMaxTreeBws; channels from search.cc), which keeps it from doubling few NICs.
+TEST(NcclModel, TwoNodeTreeIsCappedByItsChannels) {
+  const auto ampere = generation("a100-80gb", "nvlink3");
+  comm::NcclShape s = one_node(8, 234e9);
+  s.ranks = 16;
+  s.nodes = 2;
+  s.net_Bps = 4 * 25e9 * 0.92; // 4 x 200 Gb/s HDR at 0.92: 92 GB/s
+  s.net_heads = s.net_nics = 4;
+  // 23 GB/s a NIC: one channel each, below 25 GB/s no duplication: 4 channels.
+  EXPECT_EQ(comm::nccl_tree_channels(ampere, s), 4);
+  // algbw = min(chain 117, NICs 0.92 x 92 / 1 = 84.6, 4 x 23.6 / 2 = 47.2) GB/s; 4 GiB: no tree
+  // correction. busbw 47.2 x 30/16 = 88.5 GB/s (the run: 86).
+  const double bytes = 4 * GiB;
+  const auto tree =
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, bytes);
+  EXPECT_NEAR(tree.algbw_Bps, 47.2e9, 1e3);
+  // The ring's 92 x 16/30 = 49.1 GB/s beats it: NCCL (and auto) run the ring at 4 GiB.
+  const auto ring =
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, bytes);
+  EXPECT_NEAR(ring.algbw_Bps, 92e9 * 16 / 30, 1e3);
+  EXPECT_EQ(comm::nccl_best_all_reduce(ampere, s, bytes).algorithm, NcclAlgorithm::ring);
+  // p4de's 4 x 100 Gb/s EFA (46 GB/s): 4 channels cap at 47.2 GB/s, above the NICs' 0.92 x 46:
+  // the tree keeps its 2x.
+  s.net_Bps = 4 * 12.5e9 * 0.92;
+  EXPECT_NEAR(
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, bytes).algbw_Bps,
+      0.92 * 46e9, 1e3);
+  // Hopper: 8 x 400 Gb/s at 0.92 (46 GB/s a NIC): 8 channels, not doubled (sm_90, below 50 GB/s,
+  // more than 4); 2 such NICs: doubled to 4; one 800 Gb/s NIC (92 GB/s): one 48 GB/s channel,
+  // doubled.
+  const auto hopper = generation("h100-sxm", "nvlink4");
+  s.net_Bps = 8 * 46e9;
+  s.net_heads = s.net_nics = 8;
+  EXPECT_EQ(comm::nccl_tree_channels(hopper, s), 8);
+  s.net_Bps = 2 * 46e9;
+  s.net_heads = s.net_nics = 2;
+  EXPECT_EQ(comm::nccl_tree_channels(hopper, s), 4);
+  s.net_Bps = 92e9;
+  s.net_heads = s.net_nics = 1;
+  EXPECT_EQ(comm::nccl_tree_channels(hopper, s), 2);
+}
+
+// A transport's per-message cost (hw::LinkSpec::message_cost_s) adds to every network step.
+TEST(NcclModel, TransportMessageCostAddsToEveryNetworkStep) {
+  hw::LinkSpec net = *hw::find_link_preset("ib-hdr");
+  net.message_cost_s = 10e-6;
+  const auto gen = comm::nccl_generation(*hw::find_gpu_preset("a100-80gb"),
+                                         *hw::find_link_preset("nvlink3"), 8, net);
+  EXPECT_DOUBLE_EQ(gen.net_message_s, 10e-6);
+  comm::NcclShape s = one_node(8, 234e9);
+  s.ranks = 16;
+  s.nodes = 2;
+  s.net_Bps = 184e9;
+  s.net_latency_s = 2e-6;
+  s.net_heads = s.net_nics = 8;
+  // Ring, LL: 12 + 6.6 + 28 x max(0.6, 1) + 2 x (max(5, 2) + 10) = 76.6 us.
+  EXPECT_NEAR(comm::nccl_all_reduce(gen, s, NcclAlgorithm::ring, NcclProtocol::ll, 1024).latency_s,
+              76.6e-6, 1e-10);
+}
+
 TEST(NcclModel, DoubleBinaryTreeIsNcclsAndItsNicLoad) {
   // trees.cc's illustration for 14 ranks: 0 - 8; 8 - 4, 12; 4 - 2, 6; 12 - 10, 13; 2 - 1, 3; ...
   const std::vector<int> first = {-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12};
@@ -389,7 +450,8 @@ TEST(NcclModel, ScenarioProtocolPinsTheProtocol) {
 TEST(NcclModel, PublishedTablesParse) {
   // The bench's tables are nccl-tests logs the calibration importer reads.
   for (const char* name : {"oci-a100-sxm4-1x8.log", "aws-p5-h100-2x8-efa.log",
-                           "aws-p4de-a100-2x8-efa.log", "oci-h100-2x8-roce.log"}) {
+                           "aws-p4de-a100-2x8-efa.log", "oci-h100-2x8-roce.log",
+                           "gcp-a3-mega-h100-2x8-tcpxo.log", "coreweave-gb200-nvl72-1x72.log"}) {
     const std::string path = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/data/nccl-tests/" + name;
     std::ifstream in(path);
     ASSERT_TRUE(in) << path;
