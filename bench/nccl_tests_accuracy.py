@@ -58,6 +58,11 @@ TABLES = {
     # (gcp-a3-mega carries GCP's TCPXO NCCL profile: Ring,Tree, Simple, no NVLS).
     "gcp-a3-mega-h100-2x8-tcpxo.log": (UNSEEN, "{preset: gcp-a3-mega, nodes: 2}"),
     "coreweave-gb200-nvl72-1x72.log": (UNSEEN, "{preset: gb200-nvl72, nodes: 1}"),
+    "hpe-mi300x-1x8.log": (UNSEEN, "{preset: mi300x-8, nodes: 1}"),
+    # 3 x 8 A100 40GB with 4 x 200 Gb/s HDR: the 2-node tree fix's kind of node (issue 66).
+    "a100-3x8-4hdr.log": (
+        UNSEEN, "{nodes: 3, gpus_per_node: 8, gpu: a100-40gb, intra_node: nvlink3, "
+        "inter_node: ib-hdr, nics_per_node: 4}"),
 }
 
 EFA_NOTE = """EFA tables are references, not targets: issue 25's targets name InfiniBand/RoCE. EFA runs
@@ -89,18 +94,29 @@ def published(path):
     return rows
 
 
-def simulate(binary, cluster, lo, hi):
+def simulate(binary, cluster, lo, hi, sizes=()):
+    """Rows by size: the doubling range lo:hi, plus each of `sizes` off it (a table in linear
+    steps) run on its own."""
+    rows = simulate_range(binary, cluster, f"{int(lo)}:{int(hi)}")
+    for size in sizes:
+        if size not in rows:
+            rows.update(simulate_range(binary, cluster, f"{int(size)}"))
+    return rows
+
+
+def simulate_range(binary, cluster, size_arg):
     scenario = (f"name: nccl-tests-bench\ncluster: {cluster}\nmodel: {{preset: gpt-neo-125m}}\n"
                 "training: {micro_batch: 1, seq_len: 128, steps: 1}\nalgorithms: [ddp]\n")
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(scenario)
     try:
         out = subprocess.run([binary, "collective", f.name, "--op", "all-reduce", "--size",
-                              f"{int(lo)}:{int(hi)}", "--json"], check=True,
+                              size_arg, "--json"], check=True,
                              capture_output=True, text=True).stdout
     finally:
         os.unlink(f.name)
-    return {row["size_bytes"]: row for row in json.loads(out)}
+    rows = json.loads(out)
+    return {row["size_bytes"]: row for row in (rows if isinstance(rows, list) else [rows])}
 
 
 def main():
@@ -112,7 +128,7 @@ def main():
     for name, (kind, cluster) in TABLES.items():
         rows = [r for r in published(os.path.join(DATA, name)) if r[1] > 0]
         unsteady_rows = 0
-        sim = simulate(args.overlapsim, cluster, rows[0][0], rows[-1][0])
+        sim = simulate(args.overlapsim, cluster, rows[0][0], rows[-1][0], [r[0] for r in rows])
         print(f"== {name} ({kind})\n{'size':>12} {'published':>10} {'simulated':>10} {'ratio':>6}"
               "  chosen")
         big, small, smooth = (1.0, "-"), (1.0, "-"), (1.0, "-")
