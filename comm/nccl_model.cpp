@@ -67,20 +67,13 @@ const NcclGeneration kHopper{
 // measured 480 GB/s x NVLink 5 over NVLink 4 (900 / 450 GB/s a direction, NVIDIA's datasheets) x
 // NCCL's NVLS efficiency of Blackwell over Hopper's (tuning.cc nvlsEfficiency: 0.74 / 0.85):
 // 836 GB/s.
-const NcclGeneration kBlackwell{
-    "blackwell",
-    12 * us,
-    {6.6 * us, 14 * us, 8.4 * us},
-    {0.6 * us, 5.0 * us, 6.4 * us},
-    {5 * us, 8.5 * us, 14 * us},
-    {0.21, 0.92, 1.0},
-    0.5,
-    480e9 * 2 * 0.74 / 0.85,
-    25 * us,
-    16,
-    131072,
-    10 * us,
-};
+NcclGeneration blackwell() {
+  NcclGeneration gen = kHopper;
+  gen.name = "blackwell";
+  gen.nvls_busbw_Bps = 480e9 * 900 / 450 * 0.74 / 0.85;
+  return gen;
+}
+const NcclGeneration kBlackwell = blackwell();
 // Other GPUs (Volta, Turing, PCIe cards): NCCL's model as is, no NVLS.
 const NcclGeneration kGeneric{
     "generic",

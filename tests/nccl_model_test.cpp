@@ -192,6 +192,23 @@ TEST(NcclModel, TwoNodeTreeIsCappedByItsChannels) {
   EXPECT_EQ(comm::nccl_tree_channels(hopper, s), 2);
 }
 
+// Issue 66's systems, by their facts: Blackwell on NVLink 5 has NVLS at 480 x 900/450 x
+// 0.74/0.85 = 835.8 GB/s and Blackwell's tree caps; an L40S on PCIe (sm_89) no LL128 and
+// Ampere's caps (NCCL's compCapIndex for sm_8x); an MI300X (RCCL) none.
+TEST(NcclModel, GenerationsOfNewSystems) {
+  const auto b200 = generation("b200", "nvlink5");
+  EXPECT_NEAR(b200.nvls_busbw_Bps, 835.76e9, 0.01e9);
+  EXPECT_TRUE(b200.ll128);
+  EXPECT_DOUBLE_EQ(b200.tree_channel_Bps[0], 42.8e9);
+  const auto l40s = generation("l40s", "pcie4");
+  EXPECT_FALSE(l40s.ll128);
+  EXPECT_EQ(l40s.nvls_busbw_Bps, 0);
+  EXPECT_DOUBLE_EQ(l40s.tree_channel_Bps[1], 17.8e9);
+  const auto mi300x = generation("mi300x", "xgmi-mi300x");
+  EXPECT_FALSE(mi300x.ll128);
+  EXPECT_EQ(mi300x.tree_channel_Bps[0], 0);
+}
+
 // A transport's per-message cost (hw::LinkSpec::message_cost_s) adds to every network step.
 TEST(NcclModel, TransportMessageCostAddsToEveryNetworkStep) {
   hw::LinkSpec net = *hw::find_link_preset("ib-hdr");

@@ -31,12 +31,14 @@ algorithms:
   - {name: s-sgd, bucket_cap: 10MB}
 )";
 
+// A scenario of `cluster` (a YAML flow map) with a small model.
+std::string text(const std::string& cluster) {
+  return "name: t\ncluster: " + cluster +
+         "\nmodel: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, seq_len: 128}\n"
+         "algorithms: [ddp]\n";
+}
+
 TEST(Loader, SystemPresetFillsTheNodeWithOneNicPerGpu) {
-  const auto text = [](const std::string& cluster) {
-    return "name: t\ncluster: " + cluster +
-           "\nmodel: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, seq_len: 128}\n"
-           "algorithms: [ddp]\n";
-  };
   const auto s = load_scenario_text(text("{preset: dgx-h100, nodes: 2}"), "t.yaml");
   EXPECT_EQ(s.cluster.gpus_per_node, 8);
   EXPECT_EQ(s.cluster.gpu.name, "h100-sxm");
@@ -65,11 +67,6 @@ TEST(Loader, SystemPresetFillsTheNodeWithOneNicPerGpu) {
 // Issue 66: systems whose fabric decides. GB200 NVL72's NVLink domain is the rack: one node of
 // 72 GPUs on NVLink 5, a NIC each; AWS p5's 32 EFA ports for 8 GPUs; MI300X's xGMI mesh.
 TEST(Loader, SystemPresetsOfNewFabrics) {
-  const auto text = [](const std::string& cluster) {
-    return "name: t\ncluster: " + cluster +
-           "\nmodel: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, seq_len: 128}\n"
-           "algorithms: [ddp]\n";
-  };
   const auto nvl72 = load_scenario_text(text("{preset: gb200-nvl72, nodes: 2}"), "t.yaml");
   EXPECT_EQ(nvl72.cluster.gpus_per_node, 72);
   EXPECT_EQ(nvl72.cluster.nics_per_node, 72);
