@@ -32,6 +32,11 @@ DATA = os.path.join(ROOT, "tests", "data", "nccl-tests")
 # it); its latency (tens of microseconds through libfabric) is what the tables' 8 B rows show.
 TARGET = "target"  # DGX-A100/H100-class nodes, InfiniBand/RoCE jobs: within 1.2x / 2x
 REFERENCE = "reference"  # printed, not held to the targets (why: EFA_NOTE)
+# Unseen (issue 66): published tables of systems the presets were written for from hardware
+# documents, before these tables were read; no constant was derived from them. Their rows at
+# 1 MiB and above give the median |busbw error| and the share within +-20% (issue 66's targets:
+# <= 10%, >= 85%), printed, not held: they measure the model, they do not gate it.
+UNSEEN = "unseen"
 HGX_H100_IB = ("{{nodes: {nodes}, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, "
                "inter_node: {{bandwidth: 400Gb/s, latency: 3us}}, nics_per_node: 8}}")
 TABLES = {
@@ -56,6 +61,15 @@ TABLES = {
         REFERENCE, "{nodes: 2, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3, "
         "inter_node: {bandwidth: 12.5GB/s, latency: 74us}, nics_per_node: 4, "
         "nccl_protocol: Simple}"),
+    # Presets only (hw/system_presets.cpp): what a user picks, nothing taken from the table
+    # (gcp-a3-mega carries GCP's TCPXO NCCL profile: Ring,Tree, Simple, no NVLS).
+    "gcp-a3-mega-h100-2x8-tcpxo.log": (UNSEEN, "{preset: gcp-a3-mega, nodes: 2}"),
+    "coreweave-gb200-nvl72-1x72.log": (UNSEEN, "{preset: gb200-nvl72, nodes: 1}"),
+    "hpe-mi300x-1x8.log": (UNSEEN, "{preset: mi300x-8, nodes: 1}"),
+    # 3 x 8 A100 40GB with 4 x 200 Gb/s HDR: the 2-node tree fix's kind of node (issue 66).
+    "a100-3x8-4hdr.log": (
+        UNSEEN, "{nodes: 3, gpus_per_node: 8, gpu: a100-40gb, intra_node: nvlink3, "
+        "inter_node: ib-hdr, nics_per_node: 4}"),
 }
 
 EFA_NOTE = """EFA tables are references, not targets: issue 25's targets name InfiniBand/RoCE. EFA runs
@@ -127,18 +141,29 @@ def published(path):
     return rows
 
 
-def simulate(binary, cluster, lo, hi, op="all-reduce"):
+def simulate(binary, cluster, lo, hi, op="all-reduce", sizes=()):
+    """Rows by size: the doubling range lo:hi, plus each of `sizes` off it (a table in linear
+    steps) run on its own."""
+    rows = simulate_range(binary, cluster, f"{int(lo)}:{int(hi)}", op)
+    for size in sizes:
+        if size not in rows:
+            rows.update(simulate_range(binary, cluster, f"{int(size)}", op))
+    return rows
+
+
+def simulate_range(binary, cluster, size_arg, op="all-reduce"):
     scenario = (f"name: nccl-tests-bench\ncluster: {cluster}\nmodel: {{preset: gpt-neo-125m}}\n"
                 "training: {micro_batch: 1, seq_len: 128, steps: 1}\nalgorithms: [ddp]\n")
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write(scenario)
     try:
         out = subprocess.run([binary, "collective", f.name, "--op", op, "--size",
-                              f"{int(lo)}:{int(hi)}", "--json"], check=True,
+                              size_arg, "--json"], check=True,
                              capture_output=True, text=True).stdout
     finally:
         os.unlink(f.name)
-    return {row["size_bytes"]: row for row in json.loads(out)}
+    rows = json.loads(out)
+    return {row["size_bytes"]: row for row in (rows if isinstance(rows, list) else [rows])}
 
 
 def nearest(sim, size):
@@ -194,10 +219,12 @@ def main():
         other_collectives(args.overlapsim)
         return 0
     summary = []
+    unseen_big, unseen_small = [], []  # |ratio - 1| at >= 1 MiB; ratio below 1 MiB
     for name, (kind, cluster) in TABLES.items():
         rows = [r for r in published(os.path.join(DATA, name)) if r[1] > 0]
         unsteady_rows = 0
-        sim = simulate(args.overlapsim, cluster, rows[0][0], rows[-1][0])
+        sim = simulate(args.overlapsim, cluster, rows[0][0], rows[-1][0],
+                       sizes=[r[0] for r in rows])
         print(f"== {name} ({kind})\n{'size':>12} {'published':>10} {'simulated':>10} {'ratio':>6}"
               "  chosen")
         big, small, smooth = (1.0, "-"), (1.0, "-"), (1.0, "-")
@@ -211,6 +238,11 @@ def main():
             # Unsteady: the table's own two runs of the size differ by more than the target's 20%
             # (the first sizes of a run that starts at 1 MiB: 317 against 93 us on 4 x 8).
             unsteady = spread > 1.2
+            if kind == UNSEEN:
+                if size >= MIB:
+                    unseen_big.append(abs(ratio - 1))
+                elif busbw >= 0.05:
+                    unseen_small.append(off)
             if MIB <= size <= 8 * 1024 * MIB:
                 big = max(big, (off, f"{size:.0f} B"))
                 unsteady_rows += unsteady
@@ -234,6 +266,16 @@ def main():
             ok = ok and met
         print(f"{name:28} {kind:9} {'x%.2f at %s' % big:>26} {'x%.2f at %s' % small:>24}  "
               f"{'yes' if met else 'no ':3}  {'x%.2f at %s' % smooth:>26}")
+    if unseen_big:
+        errors = sorted(unseen_big)
+        within = sum(e <= 0.2 for e in errors)
+        print(f"\nunseen tables, rows >= 1 MiB: median |busbw error| {median(errors) * 100:.1f}% "
+              "(target "
+              f"<= 10%), {within} of {len(errors)} within +-20% ({within / len(errors) * 100:.0f}%, "
+              "target >= 85%)")
+        if unseen_small:
+            print(f"unseen tables, rows < 1 MiB: {sum(o <= 2 for o in unseen_small)} of "
+                  f"{len(unseen_small)} within 2x")
     print("\n" + EFA_NOTE)
     print(f"\ntargets: {'all met' if ok else 'NOT all met'}")
     if args.only is None:

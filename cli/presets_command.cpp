@@ -156,12 +156,12 @@ std::string presets_text() {
   // What a system preset fills in (the cluster's own keys win), and the node's network bandwidth
   // that follows: NICs x the link's collective bandwidth.
   out += "\nSystem presets (cluster.preset; the cluster's own keys override them)\n";
-  out += fmt::format("  {:<10} {:<10} {:>5} {:<8} {:<8} {:>5} {:>12}\n", "name", "gpu", "GPUs",
+  out += fmt::format("  {:<12} {:<10} {:>5} {:<12} {:<14} {:>5} {:>12}\n", "name", "gpu", "GPUs",
                      "intra", "inter", "NICs", "node net");
-  out += fmt::format("  {:<10} {:<10} {:>5} {:<8} {:<8} {:>5} {:>12}\n", "", "", "", "", "", "",
+  out += fmt::format("  {:<12} {:<10} {:>5} {:<12} {:<14} {:>5} {:>12}\n", "", "", "", "", "", "",
                      "(GB/s)");
   for (const auto& sys : p["systems"])
-    out += fmt::format("  {:<10} {:<10} {:>5} {:<8} {:<8} {:>5} {:>12.4g}\n",
+    out += fmt::format("  {:<12} {:<10} {:>5} {:<12} {:<14} {:>5} {:>12.4g}\n",
                        sys["name"].get<std::string>(), sys["gpu"].get<std::string>(),
                        sys["gpus_per_node"].get<int>(), sys["intra_node"].get<std::string>(),
                        sys["inter_node"].get<std::string>(), sys["nics_per_node"].get<int>(),

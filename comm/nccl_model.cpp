@@ -63,6 +63,17 @@ const NcclGeneration kHopper{
     131072,
     10 * us,
 };
+// Blackwell (B200, GB200): Hopper's latencies; NVLS's bus bandwidth derived, not fitted: Hopper's
+// measured 480 GB/s x NVLink 5 over NVLink 4 (900 / 450 GB/s a direction, NVIDIA's datasheets) x
+// NCCL's NVLS efficiency of Blackwell over Hopper's (tuning.cc nvlsEfficiency: 0.74 / 0.85):
+// 836 GB/s.
+NcclGeneration blackwell() {
+  NcclGeneration gen = kHopper;
+  gen.name = "blackwell";
+  gen.nvls_busbw_Bps = 480e9 * 900 / 450 * 0.74 / 0.85;
+  return gen;
+}
+const NcclGeneration kBlackwell = blackwell();
 // Other GPUs (Volta, Turing, PCIe cards): NCCL's model as is, no NVLS.
 const NcclGeneration kGeneric{
     "generic",
@@ -115,15 +126,43 @@ const char* to_string(NcclAlgorithm algorithm) {
 }
 
 NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra_link,
-                               int gpus_per_node) {
+                               int gpus_per_node, const hw::LinkSpec& inter_link) {
   const int cc = gpu.compute_capability;
-  // PCIe H100s have no NVSwitch: no NVLS, Ampere's latencies.
-  NcclGeneration gen = cc == 90 && intra_link.nvlink_sharp ? kHopper
-                       : cc == 80 || cc == 86 || cc == 90  ? kAmpere
-                                                           : kGeneric;
-  const bool tested_arch = cc == 70 || cc == 80 || cc == 90;
+  // PCIe H100s have no NVSwitch: no NVLS, Ampere's latencies. Blackwell (sm_100, B200/GB200 on
+  // NVSwitch with NVLink SHARP): Hopper's latencies and its own NVLS.
+  NcclGeneration gen = cc >= 100 && intra_link.nvlink_sharp  ? kBlackwell
+                       : cc == 90 && intra_link.nvlink_sharp ? kHopper
+                       : cc == 80 || cc == 86 || cc >= 90    ? kAmpere
+                                                             : kGeneric;
+  const bool tested_arch = cc == 70 || cc == 80 || cc == 90 || cc == 100;
   gen.ll128 = tested_arch && (gpus_per_node == 1 || intra_link.kind == hw::LinkKind::nvlink);
+  // perChMaxTreeBws (tuning.cc), columns N2 and N4, by NCCL's compCapIndex (minCompCap >= 100
+  // Blackwell, >= 90 Hopper, >= 80 Ampere, else Volta). A GPU that is not NVIDIA's (cc 0: RCCL,
+  // whose tables differ) has no cap.
+  gen.tree_channel_Bps = cc >= 100  ? std::array{42.8e9, 24.0e9}
+                         : cc >= 90 ? std::array{41.4e9, 36.0e9}
+                         : cc >= 80 ? std::array{23.6e9, 17.8e9}
+                         : cc > 0   ? std::array{18.5e9, 10.0e9}
+                                    : std::array{0.0, 0.0};
+  gen.compute_capability = cc;
+  gen.net_message_s = inter_link.message_cost_s;
   return gen;
+}
+
+int nccl_tree_channels(const NcclGeneration& gen, const NcclShape& s) {
+  // search.cc: speedArrayInter's top entry, 48 GB/s (both its sm_90 and older arrays).
+  constexpr double kTopChannel = 48e9;
+  const int nics = std::max(1, s.net_nics > 0 ? s.net_nics : s.net_heads);
+  const double per_nic = s.net_Bps / nics;
+  const int per_nic_channels = std::max(1, static_cast<int>(std::floor(per_nic / kTopChannel)));
+  const double speed = std::min(per_nic, kTopChannel);
+  int channels = nics * per_nic_channels;
+  // ncclTopoDupChannels: bwIntra < 25 keeps them; so do sm_90+ channels below 50 GB/s when
+  // there are more than 4.
+  const bool dup = speed >= 25e9 && !(gen.compute_capability > 80 && speed < 50e9 && channels > 4);
+  if (dup)
+    channels *= 2;
+  return std::min(channels, 32);
 }
 
 const char* nccl_label(NcclAlgorithm a, NcclProtocol p, bool multi_node) {
@@ -249,7 +288,8 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     return c; // NCCL's tuner: the other collectives run rings
   const bool multi = s.nodes > 1;
   const double hop_intra = std::max(gen.hop_intra_s[p], s.intra_latency_s);
-  const double hop_net = std::max(gen.hop_net_s[p], s.net_latency_s);
+  // A transport's per-message cost (EFA's rendezvous, TCPX's receive path) on every network step.
+  const double hop_net = std::max(gen.hop_net_s[p], s.net_latency_s) + gen.net_message_s;
   const double share = gen.bandwidth_share[p];
   switch (algorithm) {
   case NcclAlgorithm::ring: {
@@ -280,8 +320,16 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     const double intra = s.intra_Bps * gen.tree_intra_share;
     // LL on a tree: NCCL's own 1/3.8 of the bus bandwidth (tuning.cc), not the ring's fitted share.
     const double tree_share = protocol == NcclProtocol::ll ? 1 / 3.8 : share;
-    c.algbw_Bps = (multi ? std::min(intra, nccl_tree_net_Bps(s)) : intra) * tree_share *
-                  nccl_tree_correction(protocol, bytes);
+    double net = multi ? nccl_tree_net_Bps(s) : intra;
+    // Across nodes a tree reaches at most its channels x NCCL's per-channel tree bandwidth
+    // (tuning.cc: busBw = min(busBw x 0.92, nChannels x perChMaxTreeBw); algbw = busBw / 2).
+    // On 2 nodes this is what keeps a tree from doubling the NICs where they are few: 2 x 8 A100
+    // with 4 x 200 Gb/s NICs has 4 channels, 4 x 23.6 GB/s: algbw 47 GB/s, busbw 89, where the
+    // NICs alone would allow 92 GB/s of algbw (issue 66: the run reached 86 busbw, ring-like).
+    const double cap = multi ? gen.tree_channel_Bps[s.nodes <= 2 ? 0 : 1] : 0;
+    if (cap > 0)
+      net = std::min(net, nccl_tree_channels(gen, s) * cap / 2);
+    c.algbw_Bps = std::min(intra, net) * tree_share * nccl_tree_correction(protocol, bytes);
     break;
   }
   case NcclAlgorithm::nvls: {
@@ -308,7 +356,7 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
       c.algbw_Bps = std::min(intra, nccl_tree_net_Bps(s));
       break;
     }
-    const double hop = std::max(gen.nvls_tree_hop_s, s.net_latency_s);
+    const double hop = std::max(gen.nvls_tree_hop_s, s.net_latency_s) + gen.net_message_s;
     c.latency_s = gen.launch_s + gen.nvls_latency_s + 2 * depth * hop;
     const double heads = std::clamp(s.net_heads, 1, s.per_node);
     const double loop =

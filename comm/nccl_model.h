@@ -10,7 +10,9 @@
 //  - tree: NCCL's double binary tree across nodes, a chain inside each node; the chain carries S
 //    up and S down on the same NVLink; each node's NICs carry S each way on 2 nodes (every node is
 //    a root or a leaf), 2S beyond (a node is inner in one tree: two children's halves up, its own
-//    half down to each; tuning.cc's "2 node case" doubles the network bandwidth for <= 2 nodes);
+//    half down to each); and at most its channels (one a NIC, nccl_tree_channels) x NCCL's
+//    per-channel tree bandwidth (tuning.cc's perChMaxTreeBw), which on 2 nodes with few NICs
+//    keeps the tree from doubling them;
 //  - nvls: NVLink SHARP (NVSwitch-3, H100/H200 SXM): the switch reduces, so a GPU sends and
 //    receives S once; across nodes NCCL's NVLSTree: NVLS inside each node, the same trees between
 //    nodes (their NIC load as above). Simple only.
@@ -71,6 +73,14 @@ struct NcclGeneration {
   // one GPU a node) on sm_70, sm_80 and sm_90 (tuning.cc, protoEnable); elsewhere (A6000 sm_86,
   // RTX 2080 Ti sm_75, L40S, PCIe cards) the tuner never picks it.
   bool ll128 = true;
+  // The most bus bandwidth one tree channel reaches across nodes, by node count: 2 nodes, more
+  // (NCCL's perChMaxTreeBws, tuning.cc, the N2 and N4 columns of the GPU's generation); 0: no
+  // cap. A tree's bus bandwidth is at most its channels x this (tree_channels()).
+  std::array<double, 2> tree_channel_Bps{};
+  int compute_capability = 0; // NCCL's channel duplication keys on it (search.cc)
+  // The transport between nodes (hw::LinkSpec::message_cost_s): what a network step pays for
+  // each message beyond the wire and NCCL's hop.
+  double net_message_s = 0;
 };
 
 // The generation of a GPU, from its facts (hw::GpuSpec::compute_capability, the intra-node link's
@@ -78,8 +88,10 @@ struct NcclGeneration {
 // where the intra-node link is an NVSwitch with NVLink SHARP, else Ampere's), others (sm_70,
 // sm_75, sm_89, AMD) a conservative default. LL128 where NCCL enables it by default: sm_70, sm_80
 // or sm_90 with NVLink between a node's GPUs, or one GPU a node.
+// `inter_link`: the network between nodes, whose transport's per-message cost the network steps
+// pay (none: the default).
 NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra_link,
-                               int gpus_per_node);
+                               int gpus_per_node, const hw::LinkSpec& inter_link = {});
 
 // What one all-reduce runs on.
 struct NcclShape {
@@ -91,6 +103,7 @@ struct NcclShape {
   double net_Bps = 0;         // a node's pooled NIC bandwidth (nodes > 1)
   double net_latency_s = 0;   // one-way GPU-to-GPU latency across nodes
   int net_heads = 1;          // NICs the node's ranks use (NVLSTree's heads), at most per_node
+  int net_nics = 0;           // NICs the node's ranks use, all of them (0: net_heads)
   bool even = true;           // every node holds per_node ranks (tree and NVLS need it)
 };
 
@@ -168,6 +181,12 @@ double nccl_tree_fill_load(int m);
 // 64 KiB from 4 nodes, then cut to 256, 128, 64 and 32 KiB while the array is smaller than 32, 16,
 // 4 and 1 x channels x heads x chunk.
 double nccl_nvls_tree_chunk(const NcclGeneration& gen, const NcclShape& shape, double bytes);
+
+// The channels NCCL's topology search gives a tree across nodes (search.cc): one a NIC, or as many
+// as NCCL's top channel speed (48 GB/s, speedArrayInter) fits in a faster NIC; doubled
+// (ncclTopoDupChannels) where a channel runs at 25 GB/s or more, except on GPUs above sm_80
+// with channels below 50 GB/s and more than 4 of them. At most 32 (MAXCHANNELS / 2).
+int nccl_tree_channels(const NcclGeneration& gen, const NcclShape& shape);
 
 // NCCL's tree correction (tuning.cc, treeCorrectionFactor): its trees reach only 40-100% of their
 // modelled bandwidth between 64 B and 256 MiB, by protocol and power-of-two size; 1 above.

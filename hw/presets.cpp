@@ -69,6 +69,8 @@ const char* to_string(LinkKind kind) {
     return "ethernet";
   case LinkKind::wan:
     return "wan";
+  case LinkKind::xgmi:
+    return "xgmi";
   case LinkKind::unknown:
     break;
   }
@@ -130,6 +132,15 @@ const std::array kGpus = {
     with_capability(GpuSpec{"v100", 125e12, 15.7e12, 32e9, 900e9, 0.40, 0, 80}, 70),
     // NVIDIA L40S datasheet: 362 TFLOPS bf16 dense, 183 TF32, 864 GB/s GDDR6.
     with_capability(GpuSpec{"l40s", 362e12, 183e12, 48e9, 864e9, 0.40, 0, 142}, 89),
+    // NVIDIA HGX B200 / DGX B200 datasheets: 2.25 PFLOPS bf16 dense (4.5 sparse) and 1.1 TF32
+    // dense per GPU; 180 GB HBM3e at 8 TB/s (DGX B200: 1,440 GB, 64 TB/s over 8); 148 SMs; sm_100.
+    with_capability(GpuSpec{"b200", 2.25e15, 1.1e15, 180e9, 8e12, 0.40, 0, 148}, 100),
+    // NVIDIA GB200 NVL72 datasheet, per GPU (the rack's figures over 72): 2.5 PFLOPS bf16 dense
+    // (360 PF sparse / 72 / 2), 1.25 TF32 dense; up to 186 GB HBM3e at 8 TB/s; sm_100.
+    with_capability(GpuSpec{"gb200", 2.5e15, 1.25e15, 186e9, 8e12, 0.40, 0, 148}, 100),
+    // AMD Instinct MI300X datasheet: 1,307.4 TFLOPS bf16/fp16 dense, 163.4 fp32 matrix, 192 GB
+    // HBM3 at 5.3 TB/s, 304 compute units. Not NVIDIA's: no compute capability (RCCL).
+    GpuSpec{"mi300x", 1307.4e12, 163.4e12, 192e9, 5.3e12, 0.35, 0, 304},
 };
 
 // Line rates: intra-node links per GPU and direction, networks per NIC and direction. Efficiency:
@@ -165,6 +176,39 @@ const std::array kLinks = {
     // busbw ~9-10 GB/s of 12.5 with one NIC (RoCE congestion control, PFC): 0.85 and 0.80.
     of_kind(link_at("ethernet-25g", 25e9 / 8, 10e-6, 0.85), LinkKind::ethernet),
     of_kind(link_at("ethernet-100g", 100e9 / 8, 5e-6, 0.80), LinkKind::ethernet),
+    // NVIDIA B200 / GB200: 18 NVLink 5 links x 50 GB/s per direction (1.8 TB/s total) through
+    // NVSwitch (HGX B200) or the NVL72 rack's NVLink switch trays, which reduce in the switch
+    // (NVLink SHARP). No ring-only busbw table was found: NVLink 4's 0.80 (assumed, not measured).
+    of_kind(link_at("nvlink5", 900e9, 1e-6, 0.80), LinkKind::nvlink, true),
+    // AMD MI300X: 7 Infinity Fabric (xGMI) links a GPU, 128 GB/s bidirectional each (64 a
+    // direction; AMD MI300X datasheet: 896 GB/s aggregate), a full mesh with no switch: each
+    // pair of a node's 8 GPUs has its own link. RCCL runs a channel per ring order, so a GPU's
+    // rings together use all 7 links: 448 GB/s a direction. CRC and protocol overhead leave
+    // ~48 GB/s of a link's 64: 0.75 (AMD ROCm blog, "Understanding RCCL Bandwidth and xGMI
+    // Performance on AMD Instinct MI300X", 2025-03-02). One pair alone has 64 GB/s (the
+    // simulator's star gives it the GPU's 448: point-to-point between two GPUs is not modelled).
+    of_kind(link_at("xgmi-mi300x", 7 * 64e9, 1e-6, 0.75), LinkKind::xgmi),
+    // AWS EFA, one 100 Gb/s port (p5.48xlarge: 32 ports for 8 H100, 3,200 Gb/s; p4d/p4de: 4;
+    // AWS EC2 accelerated-computing instance specifications). NCCL runs over libfabric's SRD
+    // through aws-ofi-nccl (its RDMA protocol stripes a GPU's messages over up to 4 rails,
+    // MAX_NUM_RAILS). 0.92 of the line: as InfiniBand (assumed). Latency 30 us: a fit, read off
+    // the 8 B row of tests/data/nccl-tests/aws-p5-h100-2x8-efa.log (a whole network hop; no
+    // published SRD latency was found).
+    of_kind(link_at("efa-100g", 100e9 / 8, 30e-6, 0.92), LinkKind::ethernet),
+    // GCP GPUDirect-TCPX (A3 High, a3-highgpu-8g: 4 x 200 Gb/s GPU NICs) and -TCPXO (A3 Mega,
+    // a3-megagpu-8g: 8 x 200 Gb/s; GCP's GPU machine types page). Data lands in GPU memory
+    // over TCP flows, headers through the host: TCP's goodput share, 0.90 as the Ethernet
+    // presets (assumed); 20 us latency as a kernel TCP path (ethernet-10g's; assumed).
+    of_kind(link_at("tcpx-200g", 200e9 / 8, 20e-6, 0.90), LinkKind::ethernet),
+    of_kind(link_at("tcpxo-200g", 200e9 / 8, 20e-6, 0.90), LinkKind::ethernet),
+    // RoCE v2 at 400 GbE (ConnectX-7, Broadcom Thor2: MI300X and H100 Ethernet clusters). 0.92 of
+    // the line: what OCI's 2 x 8 H100 RoCE table reaches a NIC (tests/data/nccl-tests/
+    // oci-h100-2x8-roce.log: 23 of 25 GB/s); 3 us as the InfiniBand presets' fabric latency.
+    of_kind(link_at("roce-400g", 400e9 / 8, 3e-6, 0.92), LinkKind::ethernet),
+    // HPE Slingshot 11: 200 Gb/s per Cassini NIC (HPE Slingshot datasheet; 4 a node on
+    // Frontier and Perlmutter), NCCL through aws-ofi-nccl on libfabric's cxi provider. 0.92 as
+    // InfiniBand and 2 us as ib-hdr (assumed: no published NCCL table was found).
+    of_kind(link_at("slingshot-200", 200e9 / 8, 2e-6, 0.92), LinkKind::ethernet),
     // Inter-datacenter WAN links (one-way latency of continental to regional distances), as in the
     // DiLoCo / DeMo geo-distributed settings: rates as provisioned; TCP's window limits over the
     // long round trip are network_model: tcp's to model.

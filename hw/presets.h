@@ -106,7 +106,7 @@ double default_memory_reserve_bytes(double memory_bytes);
 
 // What carries a link's bytes: the facts collective libraries key on (NCCL enables LL128 over
 // NVLink, a node with NVSwitch and InfiniBand has a NIC per GPU). Never read from a preset's name.
-enum class LinkKind { unknown, nvlink, pcie, infiniband, omnipath, ethernet, wan };
+enum class LinkKind { unknown, nvlink, pcie, infiniband, omnipath, ethernet, wan, xgmi };
 const char* to_string(LinkKind kind);
 
 struct LinkSpec {
@@ -125,6 +125,11 @@ struct LinkSpec {
   LinkKind kind = LinkKind::unknown; // cluster.<link>.kind for a custom link
   // NVSwitch 3 reduces in the switch (NVLink SHARP): NCCL's NVLS algorithms (H100/H200 HGX).
   bool nvlink_sharp = false;
+  // What the transport's software adds to each message a network step sends, beyond the wire and
+  // the latency (cluster.<link>.message_cost): aws-ofi-nccl's RDMA protocol on EFA has the
+  // receiver send a control message before the sender writes (a rendezvous per message). 0 on
+  // InfiniBand and RoCE verbs, whose cost NCCL's own hop figures hold.
+  double message_cost_s = 0;
 
   double line_rate_Bps() const { return bandwidth_Bps / efficiency; }
 };

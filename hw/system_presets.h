@@ -19,6 +19,10 @@ struct SystemSpec {
   // DGX-like nodes carry one compute NIC per GPU (GPUDirect RDMA through the GPU's PCIe switch):
   // NCCL spreads a node's channels over all of them.
   int nics_per_node = 1;
+  // What the system's network plugin configures NCCL with: NCCL_PROTO=Simple
+  // (cluster.nccl_protocol), and NCCL_NVLS_ENABLE=0 (the intra-node link's nvlink_sharp off).
+  bool simple_only = false;
+  bool nvls = true;
 };
 
 std::optional<SystemSpec> find_system_preset(std::string_view name);

@@ -99,7 +99,7 @@ hw::LinkSpec read_link(const Entry& e) {
                        e.text(), names));
   }
   e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency", "reverse_busy_delay",
-                "kind", "nvlink_sharp"});
+                "kind", "nvlink_sharp", "message_cost"});
   hw::LinkSpec link;
   if (e.has("preset"))
     link = read_link(e.child("preset"));
@@ -127,9 +127,16 @@ hw::LinkSpec read_link(const Entry& e) {
                                                       {"infiniband", hw::LinkKind::infiniband},
                                                       {"omnipath", hw::LinkKind::omnipath},
                                                       {"ethernet", hw::LinkKind::ethernet},
-                                                      {"wan", hw::LinkKind::wan}});
+                                                      {"wan", hw::LinkKind::wan},
+                                                      {"xgmi", hw::LinkKind::xgmi}});
   if (e.has("nvlink_sharp"))
     link.nvlink_sharp = e.child("nvlink_sharp").boolean();
+  if (e.has("message_cost")) {
+    const Entry cost = e.child("message_cost");
+    link.message_cost_s = cost.quantity(hw::parse_time_s, /*allow_zero=*/true);
+    if (link.message_cost_s > 0.1)
+      cost.fail("expected at most 100 ms (a transport's cost per message)");
+  }
   if (e.has("reverse_busy_delay")) {
     const Entry delay = e.child("reverse_busy_delay");
     link.reverse_busy_s = delay.quantity(hw::parse_time_s, /*allow_zero=*/true);
@@ -252,6 +259,8 @@ ClusterSpec read_cluster(const Entry& e) {
   if (c.gpus_per_node > 1 || e.has("intra_node"))
     c.intra_node = link("intra_node", true, calibration ? calibration->intra_node : std::nullopt,
                         system ? system->intra_node : "");
+  if (system && !system->nvls && !e.has("intra_node"))
+    c.intra_node.nvlink_sharp = false; // the system's NCCL runs with NCCL_NVLS_ENABLE=0
   if (c.nodes > 1 || e.has("inter_node") || (calibration && calibration->inter_node))
     c.inter_node =
         link("inter_node", c.nodes > 1, calibration ? calibration->inter_node : std::nullopt,
@@ -278,7 +287,7 @@ ClusterSpec read_cluster(const Entry& e) {
       c.local_collectives[{f.op, f.in_place}] = f;
   }
   if (e.has("nics_per_node"))
-    c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 64));
+    c.nics_per_node = static_cast<int>(e.child("nics_per_node").integer(1, 128));
   else if (system)
     c.nics_per_node = system->nics_per_node; // one NIC per GPU on DGX-like nodes
   else if (c.intra_node.kind == hw::LinkKind::nvlink &&
@@ -347,6 +356,8 @@ ClusterSpec read_cluster(const Entry& e) {
                                                        {"ll", NcclProtocolChoice::ll},
                                                        {"ll128", NcclProtocolChoice::ll128},
                                                        {"simple", NcclProtocolChoice::simple}});
+  else if (system && system->simple_only)
+    c.nccl_protocol = NcclProtocolChoice::simple; // the system's network plugin forces it
   if (e.has("rank_classes"))
     c.rank_classes = e.child("rank_classes")
                          .choice<RankClassesChoice>({{"auto", RankClassesChoice::automatic},

@@ -31,6 +31,10 @@ comm::NcclShape shape_of(const ClusterSpec& c, int nodes, bool wan, int per_node
       s.net_latency_s += c.wan.latency_s;
     }
     s.net_heads = std::min(per_node, c.nics_per_node);
+    // Every NIC the node's ranks use (a fat tree routes each GPU to one NIC's port).
+    s.net_nics = c.fabric.topology == hw::FabricSpec::Topology::fat_tree
+                     ? std::min(c.nics_per_node, c.gpus_per_node)
+                     : c.nics_per_node;
   }
   return s;
 }
@@ -58,7 +62,7 @@ comm::SiteShape world_sites(const ClusterSpec& c) {
 
 comm::PriceRule price_rule(const ClusterSpec& c) {
   return {c.collectives, c.collective_algorithm, c.nccl_protocol,
-          comm::nccl_generation(c.gpu, c.intra_node, c.gpus_per_node)};
+          comm::nccl_generation(c.gpu, c.intra_node, c.gpus_per_node, c.inter_node)};
 }
 
 comm::CollectivePrice price_world_collective(const ClusterSpec& c, CollectiveOp op, double bytes) {

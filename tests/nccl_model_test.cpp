@@ -130,6 +130,9 @@ TEST(NcclModel, TreeAcrossNodesHandNumber) {
   s.nodes = 2;
   s.net_Bps = 200e9;
   s.net_latency_s = 2e-6;
+  // 8 NICs of 25 GB/s (a DGX A100's): 8 tree channels doubled to 16, whose cap (16 x 23.6 / 2 =
+  // 189 GB/s) is above the chain's 117.
+  s.net_nics = 8;
   // A network hop: NCCL's (14 us, Simple), which holds a fabric's few us of latency; a slower
   // network's latency where it is longer (2 us here: 14). 12 + 8.4 + 2 x (7 x 6.4 + log2(2) x 14)
   // = 138 us; algbw min(234/2, 0.92 x 200).
@@ -147,6 +150,84 @@ TEST(NcclModel, TreeAcrossNodesHandNumber) {
   const auto ring =
       comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
   EXPECT_NEAR(ring.algbw_Bps, 200e9 * 16 / 30, 1);
+}
+
+// Issue 66: a 2-node tree is capped by its channels x NCCL's per-channel tree bandwidth
+// (tuning.cc perChMaxTreeBws; channels from search.cc), which keeps it from doubling few NICs.
+TEST(NcclModel, TwoNodeTreeIsCappedByItsChannels) {
+  const auto ampere = generation("a100-80gb", "nvlink3");
+  comm::NcclShape s = one_node(8, 234e9);
+  s.ranks = 16;
+  s.nodes = 2;
+  s.net_Bps = 4 * 25e9 * 0.92; // 4 x 200 Gb/s HDR at 0.92: 92 GB/s
+  s.net_heads = s.net_nics = 4;
+  // 23 GB/s a NIC: one channel each, below 25 GB/s no duplication: 4 channels.
+  EXPECT_EQ(comm::nccl_tree_channels(ampere, s), 4);
+  // algbw = min(chain 117, NICs 0.92 x 92 / 1 = 84.6, 4 x 23.6 / 2 = 47.2) GB/s; 4 GiB: no tree
+  // correction. busbw 47.2 x 30/16 = 88.5 GB/s (the run: 86).
+  const double bytes = 4 * GiB;
+  const auto tree =
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, bytes);
+  EXPECT_NEAR(tree.algbw_Bps, 47.2e9, 1e3);
+  // The ring's 92 x 16/30 = 49.1 GB/s beats it: NCCL (and auto) run the ring at 4 GiB.
+  const auto ring =
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, bytes);
+  EXPECT_NEAR(ring.algbw_Bps, 92e9 * 16 / 30, 1e3);
+  EXPECT_EQ(comm::nccl_best_all_reduce(ampere, s, bytes).algorithm, NcclAlgorithm::ring);
+  // p4de's 4 x 100 Gb/s EFA (46 GB/s): 4 channels cap at 47.2 GB/s, above the NICs' 0.92 x 46:
+  // the tree keeps its 2x.
+  s.net_Bps = 4 * 12.5e9 * 0.92;
+  EXPECT_NEAR(
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, bytes).algbw_Bps,
+      0.92 * 46e9, 1e3);
+  // Hopper: 8 x 400 Gb/s at 0.92 (46 GB/s a NIC): 8 channels, not doubled (sm_90, below 50 GB/s,
+  // more than 4); 2 such NICs: doubled to 4; one 800 Gb/s NIC (92 GB/s): one 48 GB/s channel,
+  // doubled.
+  const auto hopper = generation("h100-sxm", "nvlink4");
+  s.net_Bps = 8 * 46e9;
+  s.net_heads = s.net_nics = 8;
+  EXPECT_EQ(comm::nccl_tree_channels(hopper, s), 8);
+  s.net_Bps = 2 * 46e9;
+  s.net_heads = s.net_nics = 2;
+  EXPECT_EQ(comm::nccl_tree_channels(hopper, s), 4);
+  s.net_Bps = 92e9;
+  s.net_heads = s.net_nics = 1;
+  EXPECT_EQ(comm::nccl_tree_channels(hopper, s), 2);
+}
+
+// Issue 66's systems, by their facts: Blackwell on NVLink 5 has NVLS at 480 x 900/450 x
+// 0.74/0.85 = 835.8 GB/s and Blackwell's tree caps; an L40S on PCIe (sm_89) no LL128 and
+// Ampere's caps (NCCL's compCapIndex for sm_8x); an MI300X (RCCL) none.
+TEST(NcclModel, GenerationsOfNewSystems) {
+  const auto b200 = generation("b200", "nvlink5");
+  EXPECT_NEAR(b200.nvls_busbw_Bps, 835.76e9, 0.01e9);
+  EXPECT_TRUE(b200.ll128);
+  EXPECT_DOUBLE_EQ(b200.tree_channel_Bps[0], 42.8e9);
+  const auto l40s = generation("l40s", "pcie4");
+  EXPECT_FALSE(l40s.ll128);
+  EXPECT_EQ(l40s.nvls_busbw_Bps, 0);
+  EXPECT_DOUBLE_EQ(l40s.tree_channel_Bps[1], 17.8e9);
+  const auto mi300x = generation("mi300x", "xgmi-mi300x");
+  EXPECT_FALSE(mi300x.ll128);
+  EXPECT_EQ(mi300x.tree_channel_Bps[0], 0);
+}
+
+// A transport's per-message cost (hw::LinkSpec::message_cost_s) adds to every network step.
+TEST(NcclModel, TransportMessageCostAddsToEveryNetworkStep) {
+  hw::LinkSpec net = *hw::find_link_preset("ib-hdr");
+  net.message_cost_s = 10e-6;
+  const auto gen = comm::nccl_generation(*hw::find_gpu_preset("a100-80gb"),
+                                         *hw::find_link_preset("nvlink3"), 8, net);
+  EXPECT_DOUBLE_EQ(gen.net_message_s, 10e-6);
+  comm::NcclShape s = one_node(8, 234e9);
+  s.ranks = 16;
+  s.nodes = 2;
+  s.net_Bps = 184e9;
+  s.net_latency_s = 2e-6;
+  s.net_heads = s.net_nics = 8;
+  // Ring, LL: 12 + 6.6 + 28 x max(0.6, 1) + 2 x (max(5, 2) + 10) = 76.6 us.
+  EXPECT_NEAR(comm::nccl_all_reduce(gen, s, NcclAlgorithm::ring, NcclProtocol::ll, 1024).latency_s,
+              76.6e-6, 1e-10);
 }
 
 TEST(NcclModel, DoubleBinaryTreeIsNcclsAndItsNicLoad) {
@@ -230,10 +311,12 @@ TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
   EXPECT_NEAR(picked.time_s, mid.time_s, 1e-12);
   EXPECT_FALSE(std::isfinite(
       comm::nccl_all_reduce(hopper, s, NcclAlgorithm::nvls, NcclProtocol::ll128, mib16).time_s));
-  // The classic tree on the same nodes chains inside them: min(450 / 2, 184) GB/s.
+  // The classic tree on the same nodes chains inside them: min(450 / 2, 184) GB/s, and at most
+  // its 8 channels (one a 50 GB/s NIC, not doubled: sm_90, below 50 GB/s, more than 4) x NCCL's
+  // 36 GB/s a Hopper tree channel beyond 2 nodes / 2: 144 GB/s.
   const auto tree =
       comm::nccl_all_reduce(hopper, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
-  EXPECT_NEAR(tree.algbw_Bps, 184e9, 1);
+  EXPECT_NEAR(tree.algbw_Bps, 144e9, 1);
 }
 
 TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
@@ -250,6 +333,7 @@ TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
   s.nodes = 2;
   s.net_Bps = 200e9;
   s.net_latency_s = 2e-6;
+  s.net_nics = 8;
   // The tree of TreeAcrossNodesHandNumber at 16 MiB: 138 us, then algbw 117 GB/s x 0.6.
   const double mib16 = 16 * 1048576.0;
   const auto tree =

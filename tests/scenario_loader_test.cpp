@@ -31,12 +31,14 @@ algorithms:
   - {name: s-sgd, bucket_cap: 10MB}
 )";
 
+// A scenario of `cluster` (a YAML flow map) with a small model.
+std::string text(const std::string& cluster) {
+  return "name: t\ncluster: " + cluster +
+         "\nmodel: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, seq_len: 128}\n"
+         "algorithms: [ddp]\n";
+}
+
 TEST(Loader, SystemPresetFillsTheNodeWithOneNicPerGpu) {
-  const auto text = [](const std::string& cluster) {
-    return "name: t\ncluster: " + cluster +
-           "\nmodel: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, seq_len: 128}\n"
-           "algorithms: [ddp]\n";
-  };
   const auto s = load_scenario_text(text("{preset: dgx-h100, nodes: 2}"), "t.yaml");
   EXPECT_EQ(s.cluster.gpus_per_node, 8);
   EXPECT_EQ(s.cluster.gpu.name, "h100-sxm");
@@ -57,7 +59,37 @@ TEST(Loader, SystemPresetFillsTheNodeWithOneNicPerGpu) {
   EXPECT_EQ(own.cluster.gpu.name, "a100-80gb");
   EXPECT_EQ(own.cluster.intra_node.name, "nvlink3");
   EXPECT_THAT(error_of(text("{preset: dgx-z, nodes: 1}")),
-              HasSubstr("unknown system preset 'dgx-z'; expected one of: dgx-a100, dgx-h100"));
+              HasSubstr("unknown system preset 'dgx-z'; expected one of: aws-p4de, aws-p5, "
+                        "dgx-a100, dgx-b200, dgx-h100, gb200-nvl72, gcp-a3-high, gcp-a3-mega, "
+                        "l40s-8-pcie, mi300x-8"));
+}
+
+// Issue 66: systems whose fabric decides. GB200 NVL72's NVLink domain is the rack: one node of
+// 72 GPUs on NVLink 5, a NIC each; AWS p5's 32 EFA ports for 8 GPUs; MI300X's xGMI mesh.
+TEST(Loader, SystemPresetsOfNewFabrics) {
+  const auto nvl72 = load_scenario_text(text("{preset: gb200-nvl72, nodes: 2}"), "t.yaml");
+  EXPECT_EQ(nvl72.cluster.gpus_per_node, 72);
+  EXPECT_EQ(nvl72.cluster.nics_per_node, 72);
+  EXPECT_EQ(nvl72.cluster.gpu.compute_capability, 100);
+  EXPECT_DOUBLE_EQ(nvl72.cluster.intra_node.bandwidth_Bps, 720e9); // 900 GB/s x 0.80
+  EXPECT_TRUE(nvl72.cluster.intra_node.nvlink_sharp);
+  const auto p5 = load_scenario_text(text("{preset: aws-p5, nodes: 2}"), "t.yaml");
+  EXPECT_EQ(p5.cluster.nics_per_node, 32);
+  EXPECT_DOUBLE_EQ(p5.cluster.inter_node.bandwidth_Bps, 11.5e9); // 100 Gb/s x 0.92
+  const auto mi300x = load_scenario_text(text("{preset: mi300x-8, nodes: 1}"), "t.yaml");
+  EXPECT_EQ(mi300x.cluster.intra_node.kind, hw::LinkKind::xgmi);
+  EXPECT_DOUBLE_EQ(mi300x.cluster.intra_node.bandwidth_Bps, 336e9); // 7 x 64 GB/s x 0.75
+  EXPECT_EQ(mi300x.cluster.gpu.compute_capability, 0);              // RCCL, not NCCL's tables
+  // GCP's TCPXO profile: NCCL_PROTO=Simple, NCCL_NVLS_ENABLE=0.
+  const auto a3 = load_scenario_text(text("{preset: gcp-a3-mega, nodes: 2}"), "t.yaml");
+  EXPECT_EQ(a3.cluster.nccl_protocol, NcclProtocolChoice::simple);
+  EXPECT_FALSE(a3.cluster.intra_node.nvlink_sharp);
+  EXPECT_EQ(a3.cluster.nics_per_node, 8);
+  // A transport's per-message cost is a link key.
+  const auto own = load_scenario_text(
+      text("{preset: aws-p5, nodes: 2, inter_node: {preset: efa-100g, message_cost: 12us}}"),
+      "t.yaml");
+  EXPECT_DOUBLE_EQ(own.cluster.inter_node.message_cost_s, 12e-6);
 }
 
 TEST(Loader, ReadsTypedValues) {

@@ -15,8 +15,8 @@ Instance::Instance() : done(sg4::Semaphore::create(0)) {}
 Fabric::Fabric(const Platform& platform, const scenario::ClusterSpec& cluster,
                const Topology& topology)
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
-      nccl_generation_(
-          comm::nccl_generation(cluster.gpu, cluster.intra_node, cluster.gpus_per_node)),
+      nccl_generation_(comm::nccl_generation(cluster.gpu, cluster.intra_node, cluster.gpus_per_node,
+                                             cluster.inter_node)),
       nccl_protocol_(comm::nccl_protocol_of(cluster.nccl_protocol)),
       nic_Bps_(cluster.inter_node.bandwidth_Bps), gpu_(cluster.gpu),
       interference_(platform, cluster.gpu.any_comm_interference()),
@@ -180,12 +180,14 @@ const comm::NcclShape& Fabric::nccl_shape(const Group& g) {
     // tree it is one rail's: NCCL spreads the channels over the NICs the node's members use.
     shape.net_Bps = ring_min_bandwidth(cross);
     shape.net_heads = std::min(shape.per_node, platform_.nics_per_node);
+    shape.net_nics = platform_.nics_per_node;
     if (!platform_.nics.empty()) {
       std::unordered_set<int> nics;
       for (const int r : intra.ranks)
         nics.insert(platform_.nic_of(r));
       shape.net_Bps *= static_cast<double>(nics.size());
       shape.net_heads = static_cast<int>(nics.size());
+      shape.net_nics = shape.net_heads;
     }
     shape.net_latency_s = ring_max_latency(cross);
   } else if (shape.nodes == 1) {
