@@ -1,0 +1,133 @@
+// The simulator's pipeline schedules (issue 65.3): each stage runs the op order of
+// parallel/pipeline_schedule.h, interleaved 1F1B over model chunks and ZB-H1 with its backward
+// split into B and W, and the bubble it reports is the papers' closed form where communication
+// costs nothing.
+#include "hw/compute_cost.h"
+#include "parallel/pipeline_schedule.h"
+#include "parallel/stage_view.h"
+#include "scenario/loader.h"
+#include "sim/sim_runtime.h"
+#include "trace/metrics.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <map>
+#include <string>
+
+namespace overlapsim {
+namespace {
+
+// 4 GPUs of one node, 8 blocks b0 .. b7 of 100 GFLOP a sample (backward 2x) with no output bytes:
+// the stage-to-stage messages are empty and the links have no latency, so no communication costs
+// anything and every stage is alike.
+scenario::Scenario free_comm_job(const std::string& parallelism, int grad_accum) {
+  std::string layers;
+  for (int l = 0; l < 8; ++l)
+    layers += fmt::format("    - {{name: b{}, params: 1M, fwd_flops_per_sample: 100G}}\n", l);
+  return scenario::load_scenario_text(
+      fmt::format("name: bubble\ncluster: {{nodes: 1, gpus_per_node: 4, gpu: a100-80gb, "
+                  "intra_node: {{bandwidth: 1000GB/s, latency: 0us}}}}\n"
+                  "model:\n  layers:\n{}"
+                  "training: {{micro_batch: 1, seq_len: 128, grad_accum: {}, steps: 2, "
+                  "warmup_steps: 1}}\nparallelism: {}\nalgorithms: [ddp]\n",
+                  layers, grad_accum, parallelism),
+      "bubble.yaml");
+}
+
+// A stage's forward or backward seconds for one micro-batch (all its chunks).
+double stage_seconds(const parallel::StageView& v, bool backward) {
+  double t = 0;
+  for (const auto& l : v.scenario.model.spec.layers)
+    t += hw::layer_seconds_per_sample(l, v.scenario.cluster.gpu, false, backward) *
+         v.scenario.training.micro_batch;
+  return t;
+}
+
+struct Case {
+  const char* parallelism;
+  parallel::PipelineSchedule schedule;
+  int virtual_stages;
+};
+
+// Each stage's simulated bubble per step is the closed form's idle time: with fraction f of the
+// makespan idle beside m (T_F + T_B) of compute, (m (T_F + T_B)) f / (1 - f).
+TEST(PipelineSchedulesSim, BubbleIsTheClosedFormWithoutCommunication) {
+  using parallel::PipelineSchedule;
+  const int m = 8, p = 4;
+  for (const Case& c : {
+           Case{"{pipeline: 4, schedule: gpipe}", PipelineSchedule::gpipe, 1},
+           Case{"{pipeline: 4, schedule: 1f1b}", PipelineSchedule::one_f_one_b, 1},
+           Case{"{pipeline: 4, schedule: interleaved, virtual_stages: 2}",
+                PipelineSchedule::interleaved, 2},
+           Case{"{pipeline: 4, schedule: zero-bubble}", PipelineSchedule::zero_bubble_h1, 1},
+       }) {
+    const auto s = free_comm_job(c.parallelism, m);
+    const auto views = parallel::stage_views(s, parallel::ParallelLayout::of(s));
+    ASSERT_EQ(views.size(), 4u);
+    const double forward = stage_seconds(views[0], false);
+    const double backward = stage_seconds(views[0], true);
+    // No op list: W is half the backward (a GEMM's two gradients), so T_F = T_B = T_W here.
+    const double f = parallel::ideal_bubble_fraction(c.schedule, p, m, c.virtual_stages);
+    const double compute = m * (forward + backward);
+    const double expected = compute * f / (1 - f);
+    const auto r = sim::simulate(s, s.algorithms.front());
+    const auto metrics = compute_metrics(r.trace, s.training.warmup_steps, s.training.steps);
+    ASSERT_EQ(metrics.pipeline_bubble_per_worker_s.size(), 4u);
+    for (int stage = 0; stage < p; ++stage) {
+      const double bubble = metrics.pipeline_bubble_per_worker_s[static_cast<std::size_t>(stage)];
+      fmt::print("{}: stage {} bubble {:.6g} s, closed form {:.6g} s ({:.4f} of the makespan)\n",
+                 c.parallelism, stage, bubble, expected, f);
+      EXPECT_NEAR(bubble, expected, 0.01 * expected) << c.parallelism << " stage " << stage;
+    }
+    EXPECT_LT(metrics.exposed_comm_s + metrics.waiting_s, 1e-3 * metrics.iteration_time_s)
+        << c.parallelism;
+  }
+}
+
+// The ops each stage ran in step 1, in order, as the schedule's names ("F3", "B3.1", "Bi3", "W3").
+std::map<int, std::vector<std::string>> ran(const sim::SimulationResult& r, int chunk_layers) {
+  std::map<int, std::vector<std::string>> ops;
+  for (const auto& e : r.trace.events) {
+    if (e.step != 1 || e.stream != StreamKind::compute || e.micro_batch < 0 ||
+        (e.category != OpCategory::forward && e.category != OpCategory::backward))
+      continue;
+    const std::string name = r.trace.name_of(e.name);
+    // The op's first layer names its chunk: "bwd b4..b5 (input grad)" and the like.
+    const auto digits = name.find_first_of("0123456789");
+    const int first_layer = digits == std::string::npos ? 0 : std::stoi(name.substr(digits));
+    const int chunk = first_layer / chunk_layers / 4; // 4 stages
+    const char* kind = e.category == OpCategory::forward                 ? "F"
+                       : name.find("(input grad)") != std::string::npos  ? "Bi"
+                       : name.find("(weight grad)") != std::string::npos ? "W"
+                                                                         : "B";
+    ops[e.worker].push_back(chunk == 0 ? fmt::format("{}{}", kind, e.micro_batch)
+                                       : fmt::format("{}{}.{}", kind, e.micro_batch, chunk));
+  }
+  return ops;
+}
+
+// Each stage runs exactly the schedule generator's order, whatever order the algorithm asks in.
+TEST(PipelineSchedulesSim, StagesRunTheGeneratorsOrder) {
+  using parallel::PipelineSchedule;
+  for (const Case& c : {
+           Case{"{pipeline: 4, schedule: gpipe}", PipelineSchedule::gpipe, 1},
+           Case{"{pipeline: 4, schedule: interleaved, virtual_stages: 2}",
+                PipelineSchedule::interleaved, 2},
+           Case{"{pipeline: 4, schedule: zero-bubble}", PipelineSchedule::zero_bubble_h1, 1},
+       }) {
+    const auto s = free_comm_job(c.parallelism, 8);
+    const auto r = sim::simulate(s, s.algorithms.front());
+    const auto ops = parallel::pipeline_schedule(c.schedule, 4, 8, c.virtual_stages);
+    const auto got = ran(r, 8 / (4 * c.virtual_stages));
+    for (int stage = 0; stage < 4; ++stage) {
+      std::vector<std::string> want;
+      for (const auto& op : ops[static_cast<std::size_t>(stage)])
+        want.push_back(parallel::to_string(op));
+      ASSERT_TRUE(got.contains(stage)) << c.parallelism;
+      EXPECT_EQ(got.at(stage), want) << c.parallelism << " stage " << stage;
+    }
+  }
+}
+
+} // namespace
+} // namespace overlapsim
