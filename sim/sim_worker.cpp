@@ -106,14 +106,15 @@ SimWorker::SimWorker(SimContext& context, int rank)
   schedule_ = parallel::pipeline_schedule(
       parallel::parse_pipeline_schedule(scenario::to_string(ctx_.scenario.parallelism.schedule)), p,
       m, v)[static_cast<std::size_t>(stage_->stage)];
+  forward_at_.resize(static_cast<std::size_t>(v));
   backward_at_.resize(static_cast<std::size_t>(v));
   using Kind = parallel::PipelineOp::Kind;
   const bool split = std::any_of(schedule_.begin(), schedule_.end(),
                                  [](const auto& op) { return op.kind == Kind::backward_weight; });
   for (std::size_t i = 0; i < schedule_.size(); ++i) {
     const auto& op = schedule_[i];
-    if (op.kind == Kind::forward && op.chunk == v - 1)
-      forward_at_.push_back(i);
+    if (op.kind == Kind::forward)
+      forward_at_[static_cast<std::size_t>(op.chunk)].push_back(i);
     if (op.kind == (split ? Kind::backward_weight : Kind::backward))
       backward_at_[static_cast<std::size_t>(op.chunk)].push_back(i);
   }
@@ -289,28 +290,31 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
     layers_forward(layers, mb, layers.first == 0);
     return;
   }
-  // A stage runs whole micro-batches: the schedule may have run this one's forward already, ahead
-  // of the algorithm's own order.
-  const int stage_layers = static_cast<int>(scenario().model.spec.layers.size());
-  if (layers.first != 0 || layers.last != stage_layers)
-    throw std::invalid_argument(
-        "this algorithm runs the forward of part of its model at a time; a pipeline stage runs "
-        "whole micro-batches (parallelism.pipeline > 1 composes with algorithms whose forward "
-        "is the stage's, issue 65)");
+  // The schedule runs the stage's forwards in its order, up to the j-th forward of the chunks
+  // that hold `layers` (an algorithm that forwards part of the model at a time, FSDP's units,
+  // runs a chunk's forward in parts).
+  check_micro_batch(mb);
+  for (std::size_t c = 0; c < stage_->chunks.size(); ++c) {
+    const LayerRange chunk = stage_->chunks[c];
+    if (layers.first < chunk.last && layers.last > chunk.first)
+      run_schedule_to(
+          {forward_at_[c][static_cast<std::size_t>(mb.index)], std::min(layers.last, chunk.last)});
+  }
+}
+
+void SimWorker::check_micro_batch(MicroBatch mb) {
   if (mb.step != schedule_step_)
     begin_schedule(mb.step);
-  if (mb.index < 0 || static_cast<std::size_t>(mb.index) >= forward_at_.size())
+  if (mb.index < 0 || static_cast<std::size_t>(mb.index) >= forward_at_.front().size())
     throw std::invalid_argument(fmt::format(
         "micro-batch {} of a step on a pipeline of training.grad_accum = {} micro-batches: a "
         "pipeline stage runs its schedule's micro-batches only (issue 65)",
-        mb.index, forward_at_.size()));
-  const std::size_t at = forward_at_[static_cast<std::size_t>(mb.index)];
-  run_schedule_to({at, stage_->chunks[static_cast<std::size_t>(schedule_[at].chunk)].first});
+        mb.index, forward_at_.front().size()));
 }
 
 void SimWorker::begin_schedule(int step) {
   if (schedule_step_ >= 0)
-    run_schedule_to({schedule_.size(), 0});
+    run_schedule_to({schedule_.size(), 0}); // the previous step's ops, all of them
   schedule_step_ = step;
   cursor_ = 0;
   progress_ = -1;
@@ -319,12 +323,22 @@ void SimWorker::begin_schedule(int step) {
 }
 
 void SimWorker::run_schedule_to(SchedulePoint point) {
-  while (
-      cursor_ < schedule_.size() &&
-      (cursor_ < point.op || (cursor_ == point.op && (progress_ < 0 || progress_ > point.layer)))) {
+  using Kind = parallel::PipelineOp::Kind;
+  while (cursor_ < schedule_.size() && cursor_ <= point.op) {
     const auto& op = schedule_[cursor_];
-    const int first = stage_->chunks[static_cast<std::size_t>(op.chunk)].first;
-    run_schedule_op(op, cursor_ == point.op ? std::max(first, point.layer) : first);
+    const LayerRange chunk = stage_->chunks[static_cast<std::size_t>(op.chunk)];
+    const bool forward = op.kind == Kind::forward;
+    if (cursor_ < point.op) { // the whole op
+      run_schedule_op(op, forward ? chunk.last : chunk.first);
+      continue;
+    }
+    // The op `point` names: up to (a forward) or down to (a backward) its layer.
+    const int bound =
+        forward ? std::min(chunk.last, point.layer) : std::max(chunk.first, point.layer);
+    if (progress_ >= 0 && (forward ? progress_ >= bound : progress_ <= bound))
+      return;
+    run_schedule_op(op, bound);
+    return;
   }
 }
 
@@ -336,7 +350,7 @@ void SimWorker::settle(bool latest) {
   latest_.clear();
 }
 
-void SimWorker::run_schedule_op(const parallel::PipelineOp& op, int down_to) {
+void SimWorker::run_schedule_op(const parallel::PipelineOp& op, int bound) {
   using Kind = parallel::PipelineOp::Kind;
   const LayerRange chunk = stage_->chunks[static_cast<std::size_t>(op.chunk)];
   const MicroBatch mb{schedule_step_, op.micro_batch};
@@ -345,30 +359,35 @@ void SimWorker::run_schedule_op(const parallel::PipelineOp& op, int down_to) {
   const int virtual_stage = op.chunk * p + stage_->stage;
   const bool first = virtual_stage == 0;
   const bool last = virtual_stage + 1 == p * static_cast<int>(stage_->chunks.size());
+  const bool begins = progress_ < 0;
   if (op.kind == Kind::forward) {
-    if (!first)
+    const int from = begins ? chunk.first : progress_;
+    if (begins && !first)
       stage_message(false, false, false, mb);
-    layers_forward(chunk, mb, true);
+    if (bound > from)
+      layers_forward({from, bound}, mb, begins);
+    progress_ = bound;
+    if (bound < chunk.last)
+      return;
     if (!last)
       stage_message(true, true, false, mb);
-    ++cursor_;
-    return;
+  } else {
+    const int top = begins ? chunk.last : progress_;
+    const bool weight = op.kind == Kind::backward_weight;
+    if (begins && !weight && !last)
+      stage_message(false, true, true, mb);
+    if (bound < top)
+      layers_backward({bound, top}, mb,
+                      op.kind == Kind::backward         ? BackwardPart::whole
+                      : op.kind == Kind::backward_input ? BackwardPart::input
+                                                        : BackwardPart::weight);
+    progress_ = bound;
+    if (bound > chunk.first)
+      return;
+    // The input gradient goes back to the previous virtual stage once the chunk's is complete.
+    if (!weight && !first)
+      stage_message(true, false, true, mb);
   }
-  const int top = progress_ < 0 ? chunk.last : progress_;
-  const bool weight = op.kind == Kind::backward_weight;
-  if (progress_ < 0 && !weight && !last)
-    stage_message(false, true, true, mb);
-  if (down_to < top)
-    layers_backward({down_to, top}, mb,
-                    op.kind == Kind::backward         ? BackwardPart::whole
-                    : op.kind == Kind::backward_input ? BackwardPart::input
-                                                      : BackwardPart::weight);
-  progress_ = down_to;
-  if (down_to > chunk.first)
-    return;
-  // The input gradient goes back to the previous virtual stage once the chunk's is complete.
-  if (!weight && !first)
-    stage_message(true, false, true, mb);
   progress_ = -1;
   ++cursor_;
 }
@@ -397,13 +416,7 @@ void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
   // The schedule runs the backward when its turn comes; the algorithm's next act on these layers'
   // gradients (settle) waits for it. The j-th backward of a chunk's layers is the schedule's
   // j-th: the layers' gradients are complete after the last one.
-  if (mb.step != schedule_step_)
-    begin_schedule(mb.step);
-  if (mb.index < 0 || static_cast<std::size_t>(mb.index) >= forward_at_.size())
-    throw std::invalid_argument(fmt::format(
-        "micro-batch {} of a step on a pipeline of training.grad_accum = {} micro-batches: a "
-        "pipeline stage runs its schedule's micro-batches only (issue 65)",
-        mb.index, forward_at_.size()));
+  check_micro_batch(mb);
   latest_.clear();
   for (std::size_t c = stage_->chunks.size(); c-- > 0;) {
     const LayerRange chunk = stage_->chunks[c];

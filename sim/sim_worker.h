@@ -153,23 +153,26 @@ private:
 
   // The stage runs its schedule's ops (parallel/pipeline_schedule.h) in their order; the
   // algorithm's forward and backward calls say how far it must have got. A point in the schedule:
-  // op `op` of ops_ done down to layer `layer` (a backward runs from its chunk's last layer down,
-  // in as many parts as the algorithm's layer ranges cut it into).
+  // op `op` of schedule_ done up to layer `layer` (a forward, from its chunk's first layer up) or
+  // down to it (a backward, from its chunk's last layer down), an op running in as many parts as
+  // the algorithm's layer ranges cut it into.
   struct SchedulePoint {
     std::size_t op = 0;
     int layer = 0;
   };
   // Starts step `step`'s schedule, first finishing the one before.
   void begin_schedule(int step);
+  // Starts `mb`'s step's schedule if it is a new one; throws for a micro-batch it does not have.
+  void check_micro_batch(MicroBatch mb);
   // Runs the schedule up to `point`.
   void run_schedule_to(SchedulePoint point);
   // The backward calls' points the algorithm may act on: `latest`, those of its last backward
   // call (a notify, copy or collective after it concerns those layers' gradients); else all of
   // them. Only on the compute stream, the one that runs the stage's ops.
   void settle(bool latest = false);
-  // Runs one op of the schedule, a backward down to layer `down_to` (a part of it), and advances
-  // the cursor once the op is complete.
-  void run_schedule_op(const parallel::PipelineOp& op, int down_to);
+  // Runs (the next part of) the op at the cursor, a forward up to layer `bound` or a backward down
+  // to it, and advances the cursor once the op is complete.
+  void run_schedule_op(const parallel::PipelineOp& op, int bound);
   // A message to or from a neighbouring stage: sends leave at once (Megatron's isend), in order.
   void stage_message(bool send, bool to_next, bool gradient, MicroBatch mb);
 
@@ -182,15 +185,15 @@ private:
   const Group* to_next_ = nullptr;
   int previous_ = -1, next_ = -1;
   std::vector<parallel::PipelineOp> schedule_; // this stage's ops for one step, in order
-  // Where the ops the algorithm's j-th forward of the step (all chunks) and its j-th backward of
-  // chunk c (the op that completes the weight gradients: B, or ZB-H1's W) are: [j] and [c][j].
+  // Where the algorithm's j-th forward and j-th backward of chunk c (the op that completes the
+  // weight gradients: B, or ZB-H1's W) are in schedule_: [c][j].
   // The j-th, not micro-batch j's: GPipe runs the backwards last micro-batch first, and a
   // gradient is complete after the last backward of its layers, whichever micro-batch that is.
-  std::vector<std::size_t> forward_at_;
+  std::vector<std::vector<std::size_t>> forward_at_;
   std::vector<std::vector<std::size_t>> backward_at_;
   int schedule_step_ = -1;
   std::size_t cursor_ = 0; // the next op of schedule_ to run, or the one partly run
-  int progress_ = -1;      // the partly run backward's lowest layer done; -1: none begun
+  int progress_ = -1;      // the partly run op's layer bound so far; -1: none begun
   std::vector<SchedulePoint> latest_, owed_; // see settle()
   double sample_share_ = 1; // of a pipeline's samples this rank reports: 1 / (tensor x pipeline)
   simgrid::s4u::Host* host_;
