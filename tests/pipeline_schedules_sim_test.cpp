@@ -7,31 +7,37 @@
 #include "parallel/stage_view.h"
 #include "scenario/loader.h"
 #include "sim/sim_runtime.h"
+#include "test_util.h"
 #include "trace/metrics.h"
 
 #include <fmt/format.h>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace overlapsim {
 namespace {
 
+// The scenario of free_comm_job as YAML text.
+std::string free_comm_yaml(const std::string& parallelism, int grad_accum) {
+  std::string layers;
+  for (int l = 0; l < 8; ++l)
+    layers += fmt::format("    - {{name: b{}, params: 1M, fwd_flops_per_sample: 100G}}\n", l);
+  return fmt::format("name: bubble\ncluster: {{nodes: 1, gpus_per_node: 4, gpu: a100-80gb, "
+                     "intra_node: {{bandwidth: 1000GB/s, latency: 0us}}}}\n"
+                     "model:\n  layers:\n{}"
+                     "training: {{micro_batch: 1, seq_len: 128, grad_accum: {}, steps: 2, "
+                     "warmup_steps: 1}}\nparallelism: {}\nalgorithms: [ddp]\n",
+                     layers, grad_accum, parallelism);
+}
+
 // 4 GPUs of one node, 8 blocks b0 .. b7 of 100 GFLOP a sample (backward 2x) with no output bytes:
 // the stage-to-stage messages are empty and the links have no latency, so no communication costs
 // anything and every stage is alike.
 scenario::Scenario free_comm_job(const std::string& parallelism, int grad_accum) {
-  std::string layers;
-  for (int l = 0; l < 8; ++l)
-    layers += fmt::format("    - {{name: b{}, params: 1M, fwd_flops_per_sample: 100G}}\n", l);
-  return scenario::load_scenario_text(
-      fmt::format("name: bubble\ncluster: {{nodes: 1, gpus_per_node: 4, gpu: a100-80gb, "
-                  "intra_node: {{bandwidth: 1000GB/s, latency: 0us}}}}\n"
-                  "model:\n  layers:\n{}"
-                  "training: {{micro_batch: 1, seq_len: 128, grad_accum: {}, steps: 2, "
-                  "warmup_steps: 1}}\nparallelism: {}\nalgorithms: [ddp]\n",
-                  layers, grad_accum, parallelism),
-      "bubble.yaml");
+  return scenario::load_scenario_text(free_comm_yaml(parallelism, grad_accum), "bubble.yaml");
 }
 
 // A stage's forward or backward seconds for one micro-batch (all its chunks).
@@ -127,6 +133,46 @@ TEST(PipelineSchedulesSim, StagesRunTheGeneratorsOrder) {
       EXPECT_EQ(got.at(stage), want) << c.parallelism << " stage " << stage;
     }
   }
+}
+
+// The same through `run`: summary.json's pipeline_bubble_fraction_per_stage times the iteration is
+// each stage's closed-form idle time (interleaved: (p-1) (T_F + T_B) / v = 3/2 (T_F + T_B)), and
+// the trace names each GPU's stage and numbers its ops by micro-batch (issue 65.7).
+TEST(PipelineSchedulesSim, SummaryAndTraceReportTheInterleavedBubble) {
+#ifdef OVERLAPSIM_BINARY
+  overlapsim::testing::ScratchDir dir;
+  const std::string parallelism = "{pipeline: 4, schedule: interleaved, virtual_stages: 2}";
+  std::ofstream(dir / "s.yaml") << free_comm_yaml(parallelism, 8);
+  const auto [rc, out] = overlapsim::testing::run(
+      fmt::format("run {} --no-plots --out {}", (dir / "s.yaml").string(), (dir / "out").string()));
+  ASSERT_EQ(rc, 0) << out;
+  const auto summary =
+      nlohmann::json::parse(overlapsim::testing::slurp(dir / "out" / "summary.json"));
+  const auto& row = summary["results"][0];
+  const auto s = free_comm_job(parallelism, 8);
+  const auto views = parallel::stage_views(s, parallel::ParallelLayout::of(s));
+  const double pass = stage_seconds(views[0], false) + stage_seconds(views[0], true);
+  const double iteration = row["iteration_time_s"].get<double>();
+  ASSERT_EQ(row["pipeline_bubble_fraction_per_stage"].size(), 4u);
+  for (const auto& f : row["pipeline_bubble_fraction_per_stage"])
+    EXPECT_NEAR(f.get<double>() * iteration, 1.5 * pass, 0.01 * 1.5 * pass);
+  EXPECT_NEAR(row["pipeline_bubble_fraction"].get<double>() * iteration, 1.5 * pass,
+              0.01 * 1.5 * pass);
+  const auto trace =
+      nlohmann::json::parse(overlapsim::testing::slurp(dir / "out" / "trace-ddp.json"));
+  std::map<int, std::string> names;
+  int numbered = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      names[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "X" && e.contains("args") && e["args"].contains("micro_batch"))
+      ++numbered;
+  }
+  EXPECT_EQ(names[0], "node 0 gpu 0 (stage 0, dp 0)");
+  EXPECT_EQ(names[3], "node 0 gpu 3 (stage 3, dp 0)");
+  // 3 steps of 8 micro-batches through 2 chunks, a forward and a backward each, on 4 GPUs.
+  EXPECT_EQ(numbered, 3 * 8 * 2 * 2 * 4);
+#endif
 }
 
 } // namespace
