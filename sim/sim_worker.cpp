@@ -804,14 +804,12 @@ void SimWorker::run(const CollectiveCall& call) {
 }
 
 void SimWorker::wait(CommHandle& handle) {
-  settle();
   if (!handle.valid())
     return;
   static_cast<State&>(*handle.state).wait();
 }
 
 bool SimWorker::test(CommHandle& handle) {
-  settle();
   return !handle.valid() || static_cast<State&>(*handle.state).done;
 }
 
@@ -838,7 +836,6 @@ bool SimWorker::take_compute_handoff() {
 }
 
 std::int64_t SimWorker::await(int signal) {
-  settle();
   auto& c = channel(signal);
   // A stream that had to wait for the other one's signal starts its next collective late
   // (hw::GpuSpec's collective_handoff_wait_s); one whose signal was there already does not.
@@ -857,7 +854,6 @@ std::int64_t SimWorker::await(int signal) {
 }
 
 std::optional<std::int64_t> SimWorker::poll(int signal) {
-  settle();
   auto& c = channel(signal);
   if (c.values.empty())
     return std::nullopt;
@@ -882,7 +878,6 @@ void SimWorker::step_done(int step, double samples) {
 }
 
 void SimWorker::record_accumulation(int step, int micro_batches) {
-  settle();
   ctx_.trace.accumulations.push_back(AccumulationMark{rank_, step, micro_batches});
 }
 

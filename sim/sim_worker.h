@@ -166,9 +166,11 @@ private:
   void check_micro_batch(MicroBatch mb);
   // Runs the schedule up to `point`.
   void run_schedule_to(SchedulePoint point);
-  // The backward calls' points the algorithm may act on: `latest`, those of its last backward
-  // call (a notify, copy or collective after it concerns those layers' gradients); else all of
-  // them. Only on the compute stream, the one that runs the stage's ops.
+  // Runs the schedule to the backward calls' points the algorithm acts on: `latest`, those of its
+  // last backward call (a notify, copy or collective after it concerns those layers' gradients);
+  // else all of them (an optimizer step, an element-wise op, the step's end). Waiting for a
+  // signal or a collective needs none: it consumes no gradient. Only on the compute stream, the
+  // one that runs the stage's ops.
   void settle(bool latest = false);
   // Runs (the next part of) the op at the cursor, a forward up to layer `bound` or a backward down
   // to it, and advances the cursor once the op is complete.
