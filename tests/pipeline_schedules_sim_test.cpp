@@ -2,7 +2,9 @@
 // parallel/pipeline_schedule.h, interleaved 1F1B over model chunks and ZB-H1 with its backward
 // split into B and W, and the bubble it reports is the papers' closed form where communication
 // costs nothing.
+#include "hw/backward_split.h"
 #include "hw/compute_cost.h"
+#include "hw/presets.h"
 #include "parallel/pipeline_schedule.h"
 #include "parallel/stage_view.h"
 #include "scenario/loader.h"
@@ -131,6 +133,72 @@ TEST(PipelineSchedulesSim, StagesRunTheGeneratorsOrder) {
         want.push_back(parallel::to_string(op));
       ASSERT_TRUE(got.contains(stage)) << c.parallelism;
       EXPECT_EQ(got.at(stage), want) << c.parallelism << " stage " << stage;
+    }
+  }
+}
+
+// ZB-H1's W: the wgrad GEMMs and the gradients' accumulation (and the embedding table's gradient);
+// everything else in a backward is B.
+TEST(PipelineSchedulesSim, WeightGradientShareOfABackward) {
+  const auto gpu = *hw::find_gpu_preset("h100-sxm");
+  hw::LayerOps ops;
+  ops.backward = {hw::gemm_op("fc dgrad", {1024, 2048, 8192}),
+                  hw::gemm_op("fc wgrad", {2048, 8192, 1024}),
+                  hw::memory_op("fc grad accumulate", 10.0 * 2048 * 8192),
+                  hw::memory_op("gelu backward", 3.0 * 1024 * 8192 * 2)};
+  EXPECT_FALSE(hw::is_weight_gradient(ops.backward[0]));
+  EXPECT_TRUE(hw::is_weight_gradient(ops.backward[1]));
+  EXPECT_TRUE(hw::is_weight_gradient(ops.backward[2]));
+  EXPECT_FALSE(hw::is_weight_gradient(ops.backward[3]));
+  EXPECT_TRUE(hw::is_weight_gradient(hw::memory_op("embedding grad scatter", 1e6)));
+  const double t0 = hw::kernel_time_s(gpu, ops.backward[0]),
+               t1 = hw::kernel_time_s(gpu, ops.backward[1]),
+               t2 = hw::kernel_time_s(gpu, ops.backward[2]),
+               t3 = hw::kernel_time_s(gpu, ops.backward[3]);
+  EXPECT_DOUBLE_EQ(hw::weight_gradient_share(ops, gpu), (t1 + t2) / (t0 + t1 + t2 + t3));
+  EXPECT_EQ(hw::weight_gradient_share(hw::LayerOps{}, gpu), 0.0);
+}
+
+// The data-parallel gradient communication of a layer starts only after its last weight
+// gradient: under ZB-H1 after the last micro-batch's W; under interleaved 1F1B a chunk's buckets
+// start once its last backward is done, beside the other chunk's remaining backwards.
+TEST(PipelineSchedulesSim, DataParallelGradientsLeaveAfterTheirLastBackward) {
+  for (const char* parallelism : {"{pipeline: 4, schedule: zero-bubble}",
+                                  "{pipeline: 4, schedule: interleaved, virtual_stages: 2}"}) {
+    // 2 nodes of 4: DP 2 over a 10 GB/s link; 50M parameters a block, a DDP bucket or more each.
+    std::string layers;
+    for (int l = 0; l < 8; ++l)
+      layers += fmt::format("    - {{name: b{}, params: 50M, fwd_flops_per_sample: 100G}}\n", l);
+    const auto s = scenario::load_scenario_text(
+        fmt::format("name: dp\ncluster: {{nodes: 2, gpus_per_node: 4, gpu: a100-80gb, "
+                    "intra_node: nvlink3, inter_node: {{bandwidth: 10GB/s, latency: 5us}}}}\n"
+                    "model:\n  layers:\n{}"
+                    "training: {{micro_batch: 1, seq_len: 128, grad_accum: 8, steps: 2, "
+                    "warmup_steps: 1}}\nparallelism: {}\nalgorithms: [ddp]\n",
+                    layers, parallelism),
+        "dp.yaml");
+    const auto r = sim::simulate(s, s.algorithms.front());
+    const bool zb = std::string(parallelism).find("zero") != std::string::npos;
+    for (int w = 0; w < 8; ++w) {
+      double first_comm = 1e300, last_backward = 0, first_last_w = 1e300;
+      for (const auto& e : r.trace.events) {
+        if (e.worker != w || e.step != 1)
+          continue;
+        const std::string name = r.trace.name_of(e.name);
+        if (e.category == OpCategory::comm && e.stream == StreamKind::comm && e.group_size == 2 &&
+            e.peer < 0)
+          first_comm = std::min(first_comm, e.start);
+        if (e.category == OpCategory::backward) {
+          last_backward = std::max(last_backward, e.end);
+          if (e.micro_batch == 7 && name.find("(weight grad)") != std::string::npos)
+            first_last_w = std::min(first_last_w, e.end);
+        }
+      }
+      ASSERT_LT(first_comm, 1e300) << parallelism << " worker " << w;
+      if (zb)
+        EXPECT_GE(first_comm, first_last_w - 1e-12) << "worker " << w;
+      else // chunk 1's gradients leave while chunk 0's last backwards run
+        EXPECT_LT(first_comm, last_backward) << "worker " << w;
     }
   }
 }
