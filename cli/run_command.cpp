@@ -458,7 +458,6 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
 int run_command(const RunOptions& options) {
   try {
     auto scenario = scenario::load_scenario(options.scenario, options.overrides);
-    scenario::refuse_unsimulated_parallelism(scenario); // until issue 65's simulation
     if (!options.out.empty())
       scenario.output.dir = options.out;
     select_algorithms(scenario, options.algorithms);

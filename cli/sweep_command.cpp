@@ -386,7 +386,6 @@ int sweep_command(const SweepOptions& o, const PointBody& body) {
       scenario::Scenario s;
       try {
         s = scenario::load_scenario(o.scenario, point_overrides(o, p));
-        scenario::refuse_unsimulated_parallelism(s); // until issue 65's simulation
         for (const auto& a : s.algorithms)
           with_measured_steps(s, a); // a bad option, or a window shorter than a period
         check_work_budget(s, o.force);

@@ -82,9 +82,6 @@ LayerRecompute recompute_of(scenario::Recompute kind, const hw::LayerSpec& layer
 std::vector<StageView> stage_views(const scenario::Scenario& s, const ParallelLayout& layout) {
   const int t = layout.tensor();
   const auto& p = s.parallelism;
-  if (layout.virtual_stages() > 1)
-    throw std::invalid_argument(
-        "parallelism.virtual_stages > 1 (interleaved 1F1B) is not simulated yet (issue 65)");
   hw::ModelSpec model = s.model.spec;
   const hw::TensorParallel tp{t, p.sequence_parallel && t > 1};
   if (t > 1) {
@@ -116,14 +113,22 @@ std::vector<StageView> stage_views(const scenario::Scenario& s, const ParallelLa
     v.stage = stage;
     v.stages = layout.pipeline();
     v.scenario = s;
-    const LayerRange range = layout.stage_layers(stage).front();
+    // The stage's model chunks one after the other (one without interleaving).
+    const auto ranges = layout.stage_layers(stage);
     auto& layers = v.scenario.model.spec.layers;
     layers.clear();
     const double b = s.training.micro_batch, seq = s.training.seq_len;
-    for (int l = range.first; l < range.last; ++l) {
+    std::vector<int> model_layers;
+    for (const LayerRange& range : ranges) {
+      const int first = static_cast<int>(model_layers.size());
+      for (int l = range.first; l < range.last; ++l)
+        model_layers.push_back(l);
+      v.chunks.push_back({first, static_cast<int>(model_layers.size())});
+    }
+    for (const int l : model_layers) {
       hw::LayerSpec layer = model.layers[static_cast<std::size_t>(l)];
       layer.params = layer_params_per_gpu(s.model.spec, l, layout, shape);
-      if (l == range.last - 1) // the tied embedding's copy on the last stage (vocab-parallel)
+      if (l == model_layers.back()) // the tied embedding's copy on the last stage (vocab-parallel)
         layer.params += layout.tied_copy_params(stage) / t;
       // The memory model's bytes (Korthikanti et al. Table 2), so that the simulated peak is
       // parallel/memory.h's; a model without a transformer shape keeps its own.
@@ -164,7 +169,7 @@ std::vector<StageView> stage_views(const scenario::Scenario& s, const ParallelLa
                                           tp.sequence_parallel);
     else // another model: the stage's last layer's output
       v.message_bytes =
-          model.layers[static_cast<std::size_t>(range.last - 1)].output_bytes_per_sample *
+          model.layers[static_cast<std::size_t>(ranges.back().last - 1)].output_bytes_per_sample *
           s.training.micro_batch;
     views.push_back(std::move(v));
   }

@@ -54,6 +54,9 @@ struct StageView {
   // The pipeline receive buffers a GPU of the stage holds (parallel/memory.h's p2p_buffers): one
   // activation from the previous stage, one gradient from the next.
   double p2p_buffer_bytes = 0;
+  // The stage's model chunks as ranges of `scenario`'s layers, in chunk order: one without
+  // interleaving, virtual_stages of them with it (chunk c is the model's c x stages + stage).
+  std::vector<LayerRange> chunks;
   // One micro-batch's activation (and its gradient) between stages: b s h in the activation dtype,
   // / t with sequence parallelism (parallel/memory.h's p2p_message_bytes).
   double message_bytes = 0;
@@ -64,7 +67,8 @@ struct StageView {
 
 // One view per pipeline stage of `s` placed by `layout`. Throws std::invalid_argument where the
 // scenario asks for what the simulator does not run: tensor > 1 for a model that is not a
-// transformer (no op lists to shard), a stage of several model chunks (interleaved 1F1B).
+// transformer (no op lists to shard). A stage of several model chunks (interleaved 1F1B) sees
+// their layers one after the other.
 std::vector<StageView> stage_views(const scenario::Scenario& s, const ParallelLayout& layout);
 
 } // namespace overlapsim::parallel

@@ -99,7 +99,7 @@ def load_trace(path):
     # output.trace_gzip writes trace-*.json.gz
     with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         doc = json.load(f)
-    t = {"events": {}, "names": {}, "steps": [], "memory": {}, "title": ""}
+    t = {"events": {}, "names": {}, "steps": [], "memory": {}, "title": "", "micro_batches": {}}
     t["title"] = doc.get("otherData", {}).get("title", "")
     t["measured"] = bool(doc.get("otherData", {}).get("measured", False))
     tracks, thread_names = {}, {}
@@ -111,6 +111,10 @@ def load_trace(path):
             wait = min(dur, e.get("args", {}).get("waiting_us", 0) / 1000.0)
             tracks.setdefault((e["pid"], e.get("tid", 0)), []).append(
                 (e["ts"] / 1000.0, dur, e.get("cat", ""), wait))
+            # A compute op's micro-batch, written on its bar (pipeline schedules, issue 65.7).
+            mb = e.get("args", {}).get("micro_batch", -1)
+            if mb >= 0 and e.get("cat") in ("forward", "backward"):
+                t["micro_batches"].setdefault(e["pid"], []).append((e["ts"] / 1000.0, dur, mb))
         elif ph == "M" and e.get("name") == "process_name":
             t["names"][e["pid"]] = e["args"]["name"]
         elif ph == "M" and e.get("name") == "thread_name":
@@ -161,11 +165,26 @@ def universe_of(trace, row):
     return range(total) if total > len(trace["names"]) else sorted(trace["names"])
 
 
+def stage_of(name):
+    """The pipeline stage in a GPU's name ("node 0 gpu 3 (stage 1, tp 0, dp 0)"), or None."""
+    m = re.search(r"\(stage (\d+)\b", name or "")
+    return int(m.group(1)) if m else None
+
+
 def pick_gpus(trace, limit):
-    """All GPUs up to `limit`; beyond, the first and last few and the compute outliers."""
+    """All GPUs up to `limit`; beyond, the first and last few and the compute outliers. A pipeline
+    of more GPUs than `limit` whose stages fit: one GPU per stage, the first of each (issue 65.7:
+    a row per stage)."""
     pids = sorted(trace["names"]) or sorted({p for p, _ in trace["events"]})
     if len(pids) <= limit:
         return pids, False
+    firsts = {}
+    for p in pids:
+        stage = stage_of(trace["names"].get(p))
+        if stage is not None:
+            firsts.setdefault(stage, p)
+    if 1 < len(firsts) <= limit:
+        return sorted(firsts.values()), True
     busy = {p: sum(e[1] for e in trace["events"].get((p, 0), [])) for p in pids}
     mean = sum(busy.values()) / len(busy)
     chosen = []
@@ -177,6 +196,25 @@ def pick_gpus(trace, limit):
         if p not in chosen and (len(chosen) < limit // 2 + limit // 4 or p in pids[-limit:]):
             chosen.append(p)
     return sorted(chosen[:limit]), True
+
+
+MAX_MICRO_BATCH_LABELS = 600  # per figure: beyond, the numbers are too small to read anyway
+
+
+def label_micro_batches(ax, spans, y, window, budget):
+    """Writes each compute op's micro-batch number on its bar where the bar is wide enough (1.2% of
+    the window); returns how many it wrote."""
+    lo, hi = window
+    wide = 0.012 * (hi - lo)
+    written = 0
+    for start, dur, mb in spans:
+        if written >= budget:
+            break
+        if dur >= wide and start >= lo and start + dur <= hi:
+            ax.text(start - lo + dur / 2, y, str(mb), ha="center", va="center", fontsize=6,
+                    color="white", clip_on=True)
+            written += 1
+    return written
 
 
 def bars(events):
@@ -213,6 +251,7 @@ def draw_gantt(ax, trace, gpus, window, universe=None, fontsize=8):
     lo, hi = window
     gaps = dict(hidden_between(gpus, sorted(trace["names"]) if universe is None else universe))
     ticks, labels, drawn = [], [], set()
+    budget = MAX_MICRO_BATCH_LABELS
     y = 0.0
     for k, pid in enumerate(list(gpus) + [None]):
         if k in gaps:
@@ -236,6 +275,8 @@ def draw_gantt(ax, trace, gpus, window, universe=None, fontsize=8):
                 ax.broken_barh(cat_spans, (y + tid - 0.4, 0.8), facecolors=colour,
                                edgecolor=colour, linewidth=0.4, antialiased=False, label=cat)
             drawn |= set(spans)
+        budget -= label_micro_batches(ax, trace.get("micro_batches", {}).get(pid, []), y, window,
+                                      budget)
         ticks.append(y + 0.5)  # centred on the GPU's compute and comm rows
         labels.append(str(trace["names"].get(pid, f"gpu {pid}")))
         y += 2

@@ -365,6 +365,49 @@ class PlotsTest(unittest.TestCase):
             self.assertIn("predicted", ax.get_title())
             self.assertIn("64 of 256 GPUs shown", ax.get_title())
 
+    def test_pipeline_timeline_has_a_row_per_stage_with_micro_batch_numbers(self):
+        # Issue 65.7: 128 GPUs of 4 stages (32 each, beyond the 64 shown): one GPU per stage, its
+        # ops numbered by micro-batch, its tensor-parallel collectives (comm on the compute
+        # stream) drawn on the compute row.
+        sys.path.insert(0, HERE)
+        import overlapsim_plots
+        from matplotlib.colors import to_rgba
+        with tempfile.TemporaryDirectory() as d:
+            events = []
+            for g in range(128):
+                stage = g // 32
+                events.append({"ph": "M", "pid": g, "name": "process_name",
+                               "args": {"name": f"node {g // 8} gpu {g % 8} "
+                                                f"(stage {stage}, tp {g % 8}, dp {g % 32 // 8})"}})
+                for s in range(4):
+                    for mb in range(4):
+                        t0 = s * 100e3 + (stage + mb) * 10e3
+                        events.append({"ph": "X", "pid": g, "tid": 0, "ts": t0, "dur": 8e3,
+                                       "name": "fwd", "cat": "forward",
+                                       "args": {"step": s, "micro_batch": mb}})
+                        events.append({"ph": "X", "pid": g, "tid": 0, "ts": t0 + 8e3,
+                                       "dur": 1e3, "name": "tensor-parallel forward x2 (fwd)",
+                                       "cat": "comm", "args": {"step": s}})
+            row = {"algorithm": "ddp", "workers": 128, "iteration_time_s": 0.1,
+                   "speedup_vs_ddp": 1.0, "measured": False,
+                   "steady_state": {"start_s": 0.1, "end_s": 0.4, "steps": 3}}
+            with open(os.path.join(d, "trace-ddp.json"), "w") as f:
+                json.dump({"traceEvents": events}, f)
+            with open(os.path.join(d, "summary.json"), "w") as f:
+                json.dump({"scenario": {"name": "pp"}, "results": [row]}, f)
+            ax = self.draw(d, "timeline")["timeline-ddp.png"].axes[0]
+            labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text().startswith("node")]
+            self.assertEqual(labels, [f"node {g // 8} gpu 0 (stage {g // 32}, tp 0, dp 0)"
+                                      for g in (0, 32, 64, 96)])
+            # Three steps shown, 4 micro-batches each on each of the 4 stages: 0 1 2 3 in order.
+            numbers = [t.get_text() for t in ax.texts]
+            self.assertEqual(len(numbers), 3 * 4 * 4)
+            self.assertEqual(numbers[:4], ["0", "1", "2", "3"])
+            comm = to_rgba(overlapsim_plots.CATEGORY_COLOURS["comm"])
+            compute_row_comm = [p for c in ax.collections if tuple(c.get_facecolor()[0]) == comm
+                                for p in c.get_paths() if abs(p.get_extents().y0 + 0.4) < 1e-6]
+            self.assertEqual(len(compute_row_comm), 3 * 4)  # stage 0's, first row
+
     def test_waiting_for_peers_has_its_own_colour(self):
         sys.path.insert(0, HERE)
         import overlapsim_plots

@@ -31,11 +31,6 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 Scenario load_scenario_text(const std::string& yaml, const std::string& name_for_errors,
                             const std::vector<std::string>& overrides = {});
 
-// What of 3D parallelism the simulator does not run yet (issue 65): `run` and `sweep` refuse a
-// pipeline with the interleaved or zero-bubble schedule (a ScenarioError naming the key's file and
-// line) rather than simulate another schedule under its name. The one place to shrink later.
-void refuse_unsimulated_parallelism(const Scenario& scenario);
-
 // The resolved inputs, as written into summary.json's "scenario" field.
 nlohmann::json to_json(const Scenario& scenario);
 

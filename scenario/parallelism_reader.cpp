@@ -241,18 +241,3 @@ ParallelismSpec read_parallelism(const Entry& e, const Scenario& s,
 }
 
 } // namespace overlapsim::scenario::yaml
-
-namespace overlapsim::scenario {
-
-void refuse_unsimulated_parallelism(const Scenario& s) {
-  const auto& p = s.parallelism;
-  // GPipe and 1F1B run (sim/sim_worker.cpp); the schedules that split a stage into model chunks
-  // or its backward into two passes do not yet.
-  if (p.pipeline > 1 &&
-      (p.schedule == PipelineSchedule::interleaved || p.schedule == PipelineSchedule::zero_bubble))
-    throw ScenarioError(fmt::format(
-        "{}: key 'parallelism.schedule': {} is not simulated yet (issue 65); gpipe and 1f1b are",
-        p.where, to_string(p.schedule)));
-}
-
-} // namespace overlapsim::scenario

@@ -125,6 +125,16 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
   Trace& trace = result.trace;
   trace.workers = topology.world_size();
   trace.gpus_per_node = topology.gpus_per_node();
+  if (placement)
+    for (int g = 0; g < topology.world_size(); ++g) {
+      const auto c = placement->layout.coordinates(g);
+      std::string role;
+      if (scenario.parallelism.pipeline > 1)
+        role = fmt::format("stage {}", c.pipeline);
+      if (scenario.parallelism.tensor > 1)
+        role += fmt::format("{}tp {}", role.empty() ? "" : ", ", c.tensor);
+      trace.gpu_roles.push_back(fmt::format("{}, dp {}", role, c.data));
+    }
   std::vector<int> stand_in;
   for (int r = 0; r < topology.world_size(); ++r)
     stand_in.push_back(classes.representative(r));

@@ -1,6 +1,8 @@
 #include "sim/sim_worker.h"
 
+#include "hw/backward_split.h"
 #include "hw/compute_cost.h"
+#include "hw/transformer_ops.h"
 
 #include "algorithms/model_state.h"
 #include "algorithms/replicator_cost.h"
@@ -48,6 +50,23 @@ ParallelPlacement::ParallelPlacement(const scenario::Scenario& s, const Topology
   for (int r = 0; r < topology.world_size(); ++r)
     if (auto members = layout.data_group(r); !data_views.contains(members))
       data_views.emplace(members, topology.view(members));
+  // From the op lists of a transformer at the rank's tensor-parallel shard; half for other models.
+  const auto& dims = s.model.transformer;
+  const int t = layout.tensor();
+  const hw::TensorParallel tp{t, s.parallelism.sequence_parallel && t > 1};
+  const double b = s.training.micro_batch, seq = s.training.seq_len;
+  const auto& gpu = s.cluster.gpu;
+  const double block = dims ? hw::weight_gradient_share(hw::block_ops(*dims, b, seq, tp), gpu) : 0;
+  for (const auto& view : stages) {
+    auto& shares = weight_share.emplace_back();
+    for (const auto& layer : view.scenario.model.spec.layers)
+      shares.push_back(!dims ? hw::kDefaultWeightGradientShare
+                       : layer.name == "embedding"
+                           ? hw::weight_gradient_share(hw::embedding_ops(*dims, b, seq, tp), gpu)
+                       : layer.name == "head"
+                           ? hw::weight_gradient_share(hw::head_ops(*dims, b, seq, tp), gpu)
+                           : block);
+  }
 }
 
 SimWorker::SimWorker(SimContext& context, int rank)
@@ -73,20 +92,34 @@ SimWorker::SimWorker(SimContext& context, int rank)
   const auto pair = [&](int peer) {
     return &ctx_.topology.group({std::min(peer, rank), std::max(peer, rank)});
   };
-  if (!stage_->first()) {
-    previous_ = layout.rank_of({c.tensor, c.data, c.pipeline - 1});
+  // Interleaved 1F1B wraps: the last stage's chunk c feeds the first stage's chunk c + 1.
+  const int p = stage_->stages, v = static_cast<int>(stage_->chunks.size());
+  if (!stage_->first() || v > 1) {
+    previous_ = layout.rank_of({c.tensor, c.data, (c.pipeline + p - 1) % p});
     to_previous_ = pair(previous_);
   }
-  if (!stage_->last()) {
-    next_ = layout.rank_of({c.tensor, c.data, c.pipeline + 1});
+  if (!stage_->last() || v > 1) {
+    next_ = layout.rank_of({c.tensor, c.data, (c.pipeline + 1) % p});
     to_next_ = pair(next_);
   }
-  // Forwards run before micro-batch i's backward: GPipe all of the step's, 1F1B (Megatron's
-  // PipeDream-Flush) i + p - stage (parallel/pipeline_schedule.h: p - stage - 1 warm-up forwards,
-  // then one forward before each backward).
-  const auto& p = ctx_.scenario.parallelism;
-  ahead_ = p.schedule == scenario::PipelineSchedule::gpipe ? ctx_.scenario.training.grad_accum
-                                                           : stage_->stages - stage_->stage;
+  // The stage's op order (one source for the simulator, the evaluator and the memory model), and
+  // where in it the algorithm's j-th forward and j-th backward of each chunk end.
+  const int m = ctx_.scenario.training.grad_accum;
+  schedule_ = parallel::pipeline_schedule(
+      parallel::parse_pipeline_schedule(scenario::to_string(ctx_.scenario.parallelism.schedule)), p,
+      m, v)[static_cast<std::size_t>(stage_->stage)];
+  forward_at_.resize(static_cast<std::size_t>(v));
+  backward_at_.resize(static_cast<std::size_t>(v));
+  using Kind = parallel::PipelineOp::Kind;
+  const bool split = std::any_of(schedule_.begin(), schedule_.end(),
+                                 [](const auto& op) { return op.kind == Kind::backward_weight; });
+  for (std::size_t i = 0; i < schedule_.size(); ++i) {
+    const auto& op = schedule_[i];
+    if (op.kind == Kind::forward)
+      forward_at_[static_cast<std::size_t>(op.chunk)].push_back(i);
+    if (op.kind == (split ? Kind::backward_weight : Kind::backward))
+      backward_at_[static_cast<std::size_t>(op.chunk)].push_back(i);
+  }
 }
 
 BufferId SimWorker::declare(const BufferDecl& decl) {
@@ -256,34 +289,112 @@ void SimWorker::change_activations(double delta) {
 
 void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
   if (!pipelined()) {
-    layers_forward(layers, mb);
+    layers_forward(layers, mb, layers.first == 0);
     return;
   }
-  // A stage runs whole micro-batches: the schedule may have run this one's forward already, ahead
-  // of the algorithm's own order (stage_forward, from backward).
-  const int stage_layers = static_cast<int>(scenario().model.spec.layers.size());
-  if (layers.first != 0 || layers.last != stage_layers)
-    throw std::invalid_argument(
-        "this algorithm runs the forward of part of its model at a time; a pipeline stage runs "
-        "whole micro-batches (parallelism.pipeline > 1 composes with algorithms whose forward "
-        "is the stage's, issue 65)");
-  if (mb.step == forwarded_step_ && mb.index < forwarded_)
+  // The schedule runs the stage's forwards in its order, up to the j-th forward of the chunks
+  // that hold `layers` (an algorithm that forwards part of the model at a time, FSDP's units,
+  // runs a chunk's forward in parts).
+  check_micro_batch(mb);
+  for (std::size_t c = 0; c < stage_->chunks.size(); ++c) {
+    const LayerRange chunk = stage_->chunks[c];
+    if (layers.first < chunk.last && layers.last > chunk.first)
+      run_schedule_to(
+          {forward_at_[c][static_cast<std::size_t>(mb.index)], std::min(layers.last, chunk.last)});
+  }
+}
+
+void SimWorker::check_micro_batch(MicroBatch mb) {
+  if (mb.step != schedule_step_)
+    begin_schedule(mb.step);
+  if (mb.index < 0 || static_cast<std::size_t>(mb.index) >= forward_at_.front().size())
+    throw std::invalid_argument(fmt::format(
+        "micro-batch {} of a step on a pipeline of training.grad_accum = {} micro-batches: a "
+        "pipeline stage runs its schedule's micro-batches only (issue 65)",
+        mb.index, forward_at_.front().size()));
+}
+
+void SimWorker::begin_schedule(int step) {
+  if (schedule_step_ >= 0)
+    run_schedule_to({schedule_.size(), 0}); // the previous step's ops, all of them
+  schedule_step_ = step;
+  cursor_ = 0;
+  progress_ = -1;
+  latest_.clear();
+  owed_.clear();
+}
+
+void SimWorker::run_schedule_to(SchedulePoint point) {
+  using Kind = parallel::PipelineOp::Kind;
+  while (cursor_ < schedule_.size() && cursor_ <= point.op) {
+    const auto& op = schedule_[cursor_];
+    const LayerRange chunk = stage_->chunks[static_cast<std::size_t>(op.chunk)];
+    const bool forward = op.kind == Kind::forward;
+    if (cursor_ < point.op) { // the whole op
+      run_schedule_op(op, forward ? chunk.last : chunk.first);
+      continue;
+    }
+    // The op `point` names: up to (a forward) or down to (a backward) its layer.
+    const int bound =
+        forward ? std::min(chunk.last, point.layer) : std::max(chunk.first, point.layer);
+    if (progress_ >= 0 && (forward ? progress_ >= bound : progress_ <= bound))
+      return;
+    run_schedule_op(op, bound);
     return;
-  stage_forward(mb);
+  }
 }
 
-void SimWorker::stage_forward(MicroBatch mb) {
-  if (mb.step != forwarded_step_)
-    forwarded_step_ = mb.step, forwarded_ = 0;
-  if (!stage_->first())
-    stage_message(false, false, false, mb);
-  layers_forward({0, static_cast<int>(scenario().model.spec.layers.size())}, mb);
-  if (!stage_->last())
-    stage_message(true, true, false, mb);
-  ++forwarded_;
+void SimWorker::settle(bool latest) {
+  if (!pipelined() || calling_stream() != StreamKind::compute)
+    return;
+  for (const auto& point : latest ? latest_ : owed_)
+    run_schedule_to(point);
+  latest_.clear();
 }
 
-void SimWorker::layers_forward(LayerRange layers, MicroBatch mb) {
+void SimWorker::run_schedule_op(const parallel::PipelineOp& op, int bound) {
+  using Kind = parallel::PipelineOp::Kind;
+  const LayerRange chunk = stage_->chunks[static_cast<std::size_t>(op.chunk)];
+  const MicroBatch mb{schedule_step_, op.micro_batch};
+  // The op's virtual stage c p + s: the first receives no activation, the last no gradient.
+  const int p = stage_->stages;
+  const int virtual_stage = op.chunk * p + stage_->stage;
+  const bool first = virtual_stage == 0;
+  const bool last = virtual_stage + 1 == p * static_cast<int>(stage_->chunks.size());
+  const bool begins = progress_ < 0;
+  if (op.kind == Kind::forward) {
+    const int from = begins ? chunk.first : progress_;
+    if (begins && !first)
+      stage_message(false, false, false, mb);
+    if (bound > from)
+      layers_forward({from, bound}, mb, begins);
+    progress_ = bound;
+    if (bound < chunk.last)
+      return;
+    if (!last)
+      stage_message(true, true, false, mb);
+  } else {
+    const int top = begins ? chunk.last : progress_;
+    const bool weight = op.kind == Kind::backward_weight;
+    if (begins && !weight && !last)
+      stage_message(false, true, true, mb);
+    if (bound < top)
+      layers_backward({bound, top}, mb,
+                      op.kind == Kind::backward         ? BackwardPart::whole
+                      : op.kind == Kind::backward_input ? BackwardPart::input
+                                                        : BackwardPart::weight);
+    progress_ = bound;
+    if (bound > chunk.first)
+      return;
+    // The input gradient goes back to the previous virtual stage once the chunk's is complete.
+    if (!weight && !first)
+      stage_message(true, false, true, mb);
+  }
+  progress_ = -1;
+  ++cursor_;
+}
+
+void SimWorker::layers_forward(LayerRange layers, MicroBatch mb, bool starts) {
   const auto& model = scenario().model.spec;
   const double samples = scenario().training.micro_batch;
   double act = 0;
@@ -293,34 +404,67 @@ void SimWorker::layers_forward(LayerRange layers, MicroBatch mb) {
     for (int l = layers.first; l < layers.last; ++l)
       act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
   change_activations(act);
-  const double speed = micro_batch_speed(layers.first == 0);
+  const double speed = micro_batch_speed(starts);
   compute(op_label(model, layers, LayerPass::forward),
           layer_cost(layers, false, seq_ratio(mb)) * samples * speed, mb);
   tensor_parallel_comm(layers, false, mb);
 }
 
 void SimWorker::backward(LayerRange layers, MicroBatch mb, BufferId, BufferId) {
-  const int stage_layers = static_cast<int>(scenario().model.spec.layers.size());
-  if (pipelined() && layers.last == stage_layers) {
-    // This micro-batch's backward begins: the schedule's forwards before it first (1F1B's
-    // warm-up and one-forward-one-backward), then the gradient from the next stage.
-    const int before = std::min(scenario().training.grad_accum, mb.index + ahead_);
-    if (mb.step != forwarded_step_)
-      forwarded_step_ = mb.step, forwarded_ = 0;
-    while (forwarded_ < before)
-      stage_forward(MicroBatch{mb.step, forwarded_});
-    if (!stage_->last())
-      stage_message(false, true, true, mb);
+  if (!pipelined()) {
+    layers_backward(layers, mb);
+    return;
   }
-  layers_backward(layers, mb);
-  if (pipelined() && layers.first == 0 && !stage_->first())
-    stage_message(true, false, true, mb);
+  // The schedule runs the backward when its turn comes; the algorithm's next act on these layers'
+  // gradients (settle) waits for it. The j-th backward of a chunk's layers is the schedule's
+  // j-th: the layers' gradients are complete after the last one.
+  check_micro_batch(mb);
+  latest_.clear();
+  for (std::size_t c = stage_->chunks.size(); c-- > 0;) {
+    const LayerRange chunk = stage_->chunks[c];
+    if (layers.first >= chunk.last || layers.last <= chunk.first)
+      continue;
+    const SchedulePoint point{backward_at_[c][static_cast<std::size_t>(mb.index)],
+                              std::max(layers.first, chunk.first)};
+    latest_.push_back(point);
+    owed_.push_back(point);
+  }
+  std::sort(owed_.begin(), owed_.end(), [](const SchedulePoint& a, const SchedulePoint& b) {
+    return a.op != b.op ? a.op < b.op : a.layer > b.layer;
+  });
 }
 
-void SimWorker::layers_backward(LayerRange layers, MicroBatch mb) {
+void SimWorker::layers_backward(LayerRange layers, MicroBatch mb, BackwardPart part) {
   const auto& model = scenario().model.spec;
   const double samples = scenario().training.micro_batch;
   const double speed = micro_batch_speed(false);
+  // ZB-H1's W: the weight-gradient share of each layer's backward (ParallelPlacement's
+  // weight_share); B: the rest.
+  const auto share = [&](LayerRange range) {
+    if (part == BackwardPart::whole)
+      return 1.0;
+    const auto& shares = ctx_.parallel->weight_share[static_cast<std::size_t>(stage_->stage)];
+    double all = 0, weight = 0;
+    for (int l = range.first; l < range.last; ++l) {
+      const double t = layer_cost({l, l + 1}, true, seq_ratio(mb));
+      all += t;
+      weight += t * shares[static_cast<std::size_t>(l)];
+    }
+    if (all <= 0)
+      return 0.0;
+    return part == BackwardPart::weight ? weight / all : 1 - weight / all;
+  };
+  const auto pass = [&](LayerRange range) {
+    OpLabel label = op_label(model, range, LayerPass::backward);
+    if (part != BackwardPart::whole)
+      label.name = fmt::format("{} ({})", label.name,
+                               part == BackwardPart::input ? "input grad" : "weight grad");
+    compute(label, layer_cost(range, true, seq_ratio(mb)) * share(range) * samples * speed, mb);
+  };
+  if (part == BackwardPart::weight) { // no recomputation, no activation freed, no TP collective
+    pass(layers);
+    return;
+  }
   if (scenario().model.checkpointing.enabled()) {
     // Each checkpointed segment's forward re-runs on this stream right before its backward.
     for (const auto& p : checkpoints_.backward(layers, mb)) {
@@ -329,16 +473,14 @@ void SimWorker::layers_backward(LayerRange layers, MicroBatch mb) {
         compute(op_label(model, p.recompute, LayerPass::recompute),
                 layer_cost(p.recompute, false, seq_ratio(mb)) * samples * speed, mb);
       }
-      compute(op_label(model, p.backward, LayerPass::backward),
-              layer_cost(p.backward, true, seq_ratio(mb)) * samples * speed, mb);
+      pass(p.backward);
       change_activations(-p.freed_bytes * samples);
     }
     tensor_parallel_comm(layers, true, mb);
     return;
   }
   const double rebuilt = parallel_recompute(layers, mb);
-  compute(op_label(model, layers, LayerPass::backward),
-          layer_cost(layers, true, seq_ratio(mb)) * samples * speed, mb);
+  pass(layers);
   double act = 0;
   for (int l = layers.first; l < layers.last; ++l)
     act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
@@ -372,6 +514,7 @@ double SimWorker::parallel_recompute(LayerRange layers, MicroBatch mb) {
 }
 
 void SimWorker::optimizer_step(const OptimizerStep& op) {
+  settle();
   const auto& s = scenario();
   // The step streams the parameters, gradients and optimizer state through HBM once.
   const double bytes = static_cast<double>(op.params.count) *
@@ -391,6 +534,7 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
 }
 
 void SimWorker::outer_step(const OuterStep& op) {
+  settle();
   // Element-wise and memory-bound: the parameters, the anchor and the momentum are each read and
   // written once.
   // Streaming DiLoCo's merge reads and writes the local parameters as well.
@@ -417,6 +561,7 @@ void SimWorker::outer_step(const OuterStep& op) {
 }
 
 void SimWorker::reload_master(Slice params, Slice) {
+  settle();
   // The 16-bit parameters read, the fp32 master written; fp32 training has no master copy
   // (model_state.h: K counts it only for 16-bit models), except where the profile measured one:
   // the real runtime's optimizer keeps an fp32 master of fp32 parameters too and copies into it
@@ -444,12 +589,14 @@ void SimWorker::memory_op(MemoryOp op, double bytes) {
 }
 
 void SimWorker::copy(Slice from, Slice to) {
+  settle(true);
   // Read one, write the other.
   memory_op(MemoryOp::copy, static_cast<double>(to.count) * (buffer(from.buffer).element_bytes +
                                                              buffer(to.buffer).element_bytes));
 }
 
 void SimWorker::accumulate(Slice from, Slice to) {
+  settle();
   // Read both, write one.
   memory_op(MemoryOp::accumulate,
             static_cast<double>(to.count) *
@@ -457,10 +604,12 @@ void SimWorker::accumulate(Slice from, Slice to) {
 }
 
 void SimWorker::fill(Slice to, double) {
+  settle();
   memory_op(MemoryOp::fill, static_cast<double>(to.count) * buffer(to.buffer).element_bytes);
 }
 
 void SimWorker::replicator_phase(const ReplicatorPhase& op) {
+  settle();
   const auto use = replicator_use(op);
   ++ctx_.replicator_calls[{use, op.params.count}];
   // Measured as a whole where the profile timed this use (issue 30.3), under the real runtime's
@@ -636,6 +785,7 @@ sg4::ExecPtr SimWorker::begin_start_cost(const CollectiveCall& call, double byte
 }
 
 CommHandle SimWorker::start(const CollectiveCall& call) {
+  settle(true);
   const double bytes = bytes_of(call);
   const std::int64_t seq = next_seq(call);
   const bool p2p = is_point_to_point(call.op);
@@ -666,6 +816,7 @@ CommHandle SimWorker::start(const CollectiveCall& call) {
 }
 
 void SimWorker::run(const CollectiveCall& call) {
+  settle(true);
   const double bytes = bytes_of(call);
   const std::int64_t seq = next_seq(call);
   const bool p2p = is_point_to_point(call.op);
@@ -700,6 +851,7 @@ SimWorker::Channel& SimWorker::channel(int signal) {
 }
 
 void SimWorker::notify(int signal, std::int64_t value) {
+  settle(true);
   auto& c = channel(signal);
   c.values.push_back(value);
   c.ready->release();
@@ -746,6 +898,7 @@ double SimWorker::now() const {
 }
 
 void SimWorker::step_done(int step, double samples) {
+  settle();
   // A pipeline's tensor x pipeline ranks train the same samples: each reports its share, so that
   // the job's samples are counted once (throughput sums the ranks').
   ctx_.trace.steps.push_back(

@@ -1,6 +1,7 @@
 // One simulated GPU: the Worker interface of algorithms/runtime.h on SimGrid.
 #pragma once
 
+#include "parallel/pipeline_schedule.h"
 #include "parallel/stage_view.h"
 #include "runtime/collective_size.h"
 #include "runtime/op_label.h"
@@ -33,6 +34,9 @@ struct ParallelPlacement {
   parallel::ParallelLayout layout;
   std::vector<parallel::StageView> stages;
   std::map<std::vector<int>, Topology> data_views; // per DP group (its members)
+  // [stage][layer of its view]: the weight-gradient share of the layer's backward, what ZB-H1's
+  // W runs (hw/backward_split.h; the rest is B).
+  std::vector<std::vector<double>> weight_share;
 
   ParallelPlacement(const scenario::Scenario& s, const Topology& topology);
 };
@@ -140,16 +144,41 @@ private:
   static std::tuple<int, int, int> send_key(const CollectiveCall& call);
   Channel& channel(int signal);
 
-  // Pipeline parallelism (issue 65): whether this worker's stage is one of several; the forward of
-  // micro-batch `mb` of the stage (the activation from the previous stage received first, the
-  // output sent on); the backward's message from the next stage, and the input gradient sent back.
+  // Pipeline parallelism (issue 65): whether this worker's stage is one of several.
   bool pipelined() const { return stage_ != nullptr && stage_->stages > 1; }
-  void stage_forward(MicroBatch mb);
-  void layers_forward(LayerRange layers, MicroBatch mb);
-  void layers_backward(LayerRange layers, MicroBatch mb);
+  // Which part of a backward an op runs: all of it, or ZB-H1's input-gradient pass (B, with the
+  // recomputation and the TP collectives) or weight-gradient pass (W).
+  enum class BackwardPart { whole, input, weight };
+  void layers_forward(LayerRange layers, MicroBatch mb, bool starts);
+  void layers_backward(LayerRange layers, MicroBatch mb, BackwardPart part = BackwardPart::whole);
   // The tensor-parallel collectives of `layers` (forward or backward) on the TP group: one op of
   // their summed price (parallel/stage_view.h), on the calling stream.
   void tensor_parallel_comm(LayerRange layers, bool backward, MicroBatch mb);
+
+  // The stage runs its schedule's ops (parallel/pipeline_schedule.h) in their order; the
+  // algorithm's forward and backward calls say how far it must have got. A point in the schedule:
+  // op `op` of schedule_ done up to layer `layer` (a forward, from its chunk's first layer up) or
+  // down to it (a backward, from its chunk's last layer down), an op running in as many parts as
+  // the algorithm's layer ranges cut it into.
+  struct SchedulePoint {
+    std::size_t op = 0;
+    int layer = 0;
+  };
+  // Starts step `step`'s schedule, first finishing the one before.
+  void begin_schedule(int step);
+  // Starts `mb`'s step's schedule if it is a new one; throws for a micro-batch it does not have.
+  void check_micro_batch(MicroBatch mb);
+  // Runs the schedule up to `point`.
+  void run_schedule_to(SchedulePoint point);
+  // Runs the schedule to the backward calls' points the algorithm acts on: `latest`, those of its
+  // last backward call (a notify, copy or collective after it concerns those layers' gradients);
+  // else all of them (an optimizer step, an element-wise op, the step's end). Waiting for a
+  // signal or a collective needs none: it consumes no gradient. Only on the compute stream, the
+  // one that runs the stage's ops.
+  void settle(bool latest = false);
+  // Runs (the next part of) the op at the cursor, a forward up to layer `bound` or a backward down
+  // to it, and advances the cursor once the op is complete.
+  void run_schedule_op(const parallel::PipelineOp& op, int bound);
   // A message to or from a neighbouring stage: sends leave at once (Megatron's isend), in order.
   void stage_message(bool send, bool to_next, bool gradient, MicroBatch mb);
 
@@ -161,9 +190,17 @@ private:
   const Group* to_previous_ = nullptr;         // this rank and the previous stage's
   const Group* to_next_ = nullptr;
   int previous_ = -1, next_ = -1;
-  int ahead_ = 1;           // forwards the schedule runs before a micro-batch's backward, beyond it
-  int forwarded_step_ = -1; // the step whose forwards forwarded_ counts
-  int forwarded_ = 0;
+  std::vector<parallel::PipelineOp> schedule_; // this stage's ops for one step, in order
+  // Where the algorithm's j-th forward and j-th backward of chunk c (the op that completes the
+  // weight gradients: B, or ZB-H1's W) are in schedule_: [c][j].
+  // The j-th, not micro-batch j's: GPipe runs the backwards last micro-batch first, and a
+  // gradient is complete after the last backward of its layers, whichever micro-batch that is.
+  std::vector<std::vector<std::size_t>> forward_at_;
+  std::vector<std::vector<std::size_t>> backward_at_;
+  int schedule_step_ = -1;
+  std::size_t cursor_ = 0; // the next op of schedule_ to run, or the one partly run
+  int progress_ = -1;      // the partly run op's layer bound so far; -1: none begun
+  std::vector<SchedulePoint> latest_, owed_; // see settle()
   double sample_share_ = 1; // of a pipeline's samples this rank reports: 1 / (tensor x pipeline)
   simgrid::s4u::Host* host_;
   std::mt19937_64 rng_;

@@ -217,35 +217,23 @@ TEST(ParallelismSection, EchoedOnlyWhenNotDefault) {
   EXPECT_EQ(j["parallelism"]["recompute"], "full");
 }
 
-TEST(ParallelismSection, RunAndSweepRefuseOnlyTheSchedulesNotSimulated) {
-  const auto refused = [](const Scenario& s) {
-    try {
-      refuse_unsimulated_parallelism(s);
-    } catch (const ScenarioError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  // Tensor parallelism and GPipe or 1F1B pipelines run (sim/sim_worker.cpp).
-  EXPECT_EQ(refused(load_scenario_text(scenario_with("parallelism:\n  tensor: 2\n"), "p.yaml")),
-            "no error");
-  EXPECT_EQ(refused(load_scenario_text(scenario_with(""), "p.yaml", {"parallelism.pipeline=2"})),
-            "no error");
-  EXPECT_THAT(
-      refused(load_scenario_text(scenario_with(""), "p.yaml",
-                                 {"parallelism.pipeline=2", "parallelism.schedule=zero-bubble"})),
-      HasSubstr("key 'parallelism.schedule': zero-bubble is not simulated yet (issue 65); "
-                "gpipe and 1f1b are"));
+// Every schedule runs (sim/sim_worker.cpp drives each stage by parallel/pipeline_schedule.h).
+TEST(ParallelismSection, RunSimulatesEverySchedule) {
 #ifdef OVERLAPSIM_BINARY
-  overlapsim::testing::ScratchDir dir;
-  const auto path = dir / "s.yaml";
-  std::ofstream(path) << overlapsim::testing::two_node_scenario("p");
-  const auto [rc, out] =
-      overlapsim::testing::run(fmt::format("run {} --out {} --set parallelism.pipeline=2 --set "
-                                           "parallelism.schedule=zero-bubble",
-                                           path.string(), (dir / "out").string()));
-  EXPECT_EQ(rc, 1) << out;
-  EXPECT_THAT(out, HasSubstr("zero-bubble is not simulated yet (issue 65)"));
+  for (const char* schedule : {"interleaved", "zero-bubble"}) {
+    overlapsim::testing::ScratchDir dir;
+    const auto path = dir / "s.yaml";
+    std::ofstream(path) << overlapsim::testing::two_node_scenario("p");
+    const auto [rc, out] = overlapsim::testing::run(fmt::format(
+        "run {} --no-plots --out {} --set parallelism.pipeline=2 --set "
+        "parallelism.schedule={} --set training.grad_accum=4{}",
+        path.string(), (dir / "out").string(), schedule,
+        std::string(schedule) == "interleaved" ? " --set parallelism.virtual_stages=2" : ""));
+    EXPECT_EQ(rc, 0) << schedule << out;
+    EXPECT_THAT(overlapsim::testing::slurp(dir / "out" / "summary.json"),
+                HasSubstr("\"pipeline_bubble_fraction_per_stage\""))
+        << schedule;
+  }
 #endif
 }
 

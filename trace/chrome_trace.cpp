@@ -111,6 +111,8 @@ std::string gpu_list(const std::vector<int>& gpus) {
 std::string process_label(const Trace& trace, int pid, const std::vector<int>& members) {
   std::string label =
       fmt::format("node {} gpu {}", pid / trace.gpus_per_node, pid % trace.gpus_per_node);
+  if (static_cast<std::size_t>(pid) < trace.gpu_roles.size())
+    label += fmt::format(" ({})", trace.gpu_roles[static_cast<std::size_t>(pid)]);
   if (members.size() > 1)
     label += fmt::format(" (stands for {} GPUs: {})", members.size(), gpu_list(members));
   return label;

@@ -104,11 +104,14 @@ std::string Trace::serialize() const {
   w.pod(gpus_per_node);
   w.pod(measured);
   w.pod(end_time);
-  w.pod(static_cast<std::uint64_t>(names.size()));
-  for (const auto& n : names) {
-    w.pod(static_cast<std::uint64_t>(n.size()));
-    w.out += n;
-  }
+  const auto strings = [&w](const std::vector<std::string>& list) {
+    w.pod(static_cast<std::uint64_t>(list.size()));
+    for (const auto& n : list) {
+      w.pod(static_cast<std::uint64_t>(n.size()));
+      w.out += n;
+    }
+  };
+  strings(names);
   w.vec(events);
   w.vec(memory);
   w.vec(steps);
@@ -116,6 +119,7 @@ std::string Trace::serialize() const {
   w.vec(peak_memory);
   w.vec(representative);
   w.vec(class_of);
+  strings(gpu_roles);
   return std::move(w.out);
 }
 
@@ -128,12 +132,17 @@ Trace Trace::deserialize(std::string_view bytes) {
   t.gpus_per_node = r.pod<int>();
   t.measured = r.pod<bool>();
   t.end_time = r.pod<double>();
-  const auto n = r.pod<std::uint64_t>();
-  for (std::uint64_t i = 0; i < n; ++i) {
-    std::string s(r.pod<std::uint64_t>(), '\0');
-    r.take(s.data(), s.size());
-    t.names.push_back(std::move(s));
-  }
+  const auto strings = [&r] {
+    std::vector<std::string> list;
+    const auto n = r.pod<std::uint64_t>();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      std::string s(r.pod<std::uint64_t>(), '\0');
+      r.take(s.data(), s.size());
+      list.push_back(std::move(s));
+    }
+    return list;
+  };
+  t.names = strings();
   t.events = r.vec<TraceEvent>();
   t.memory = r.vec<MemorySample>();
   t.steps = r.vec<StepMark>();
@@ -141,6 +150,7 @@ Trace Trace::deserialize(std::string_view bytes) {
   t.peak_memory = r.vec<MemoryByCategory>();
   t.representative = r.vec<std::int32_t>();
   t.class_of = r.vec<std::int32_t>();
+  t.gpu_roles = strings();
   return t;
 }
 

@@ -79,6 +79,9 @@ struct Trace {
   // (means over GPUs), count samples for every member, and give per-GPU lists for every GPU.
   std::vector<std::int32_t> representative;
   std::vector<std::int32_t> class_of;
+  // Under tensor or pipeline parallelism (issue 65.7): each GPU's place in the job, "stage 2, tp 0,
+  // dp 1" (the axes it has), which the timelines add to its name; empty otherwise.
+  std::vector<std::string> gpu_roles;
 
   // GPUs of the job (workers, or every GPU the classes stand for).
   int gpus() const { return class_of.empty() ? workers : static_cast<int>(class_of.size()); }
