@@ -152,7 +152,9 @@ TEST(Trace, EmptyTraceRoundTripsAndDamageIsAnError) {
   one.events.resize(1);
   std::string damaged = one.serialize();
   const std::size_t count_at =
-      damaged.size() - 6 * sizeof(std::uint64_t) - sizeof(TraceEvent) - sizeof(std::uint64_t);
+      // The counts after the events: memory, steps, accumulations, peak_memory, representative,
+      // class_of, gpu_roles.
+      damaged.size() - 7 * sizeof(std::uint64_t) - sizeof(TraceEvent) - sizeof(std::uint64_t);
   const std::uint64_t huge = damaged.size() / sizeof(TraceEvent) + 1;
   std::memcpy(damaged.data() + count_at, &huge, sizeof huge);
   EXPECT_THROW(Trace::deserialize(damaged), std::runtime_error);
