@@ -78,7 +78,7 @@ void RealModel::add(Layer& layer, std::vector<std::int64_t> shape, double std, d
   offsets_.back() += numel;
 }
 
-RealModel::RealModel(const scenario::Scenario& s) {
+void RealModel::build(const scenario::Scenario& s) {
   require_real_preset(s);
   offsets_.push_back(0);
   auto open_layer = [&] {
@@ -88,6 +88,7 @@ RealModel::RealModel(const scenario::Scenario& s) {
   };
   if (s.model.preset == "mlp") {
     const std::int64_t w = dim(s, "width"), depth = dim(s, "depth");
+    width_ = w;
     for (std::int64_t l = 0; l < depth; ++l) {
       Layer* layer = open_layer();
       add(*layer, {w, w}, 1.0 / std::sqrt(static_cast<double>(w)));
@@ -113,6 +114,14 @@ RealModel::RealModel(const scenario::Scenario& s) {
     Layer* head = open_layer(); // ln_f; the projection is tied to the token embedding
     add(*head, {d}, 0, 1), add(*head, {d}, 0);
   }
+  total_layers_ = layers();
+  total_params_ = offsets_.back();
+  for (const auto& layer : layers_)
+    all_params_.insert(all_params_.end(), layer.params.begin(), layer.params.end());
+}
+
+RealModel::RealModel(const scenario::Scenario& s) {
+  build(s);
   // The simulator sizes the flat buffers from hw/model.h: the two must agree exactly.
   const auto layout = param_layout(s.model.spec);
   if (layout.offset != offsets_)
@@ -122,17 +131,84 @@ RealModel::RealModel(const scenario::Scenario& s) {
   bound_.resize(layers_.size());
 }
 
+RealModel::RealModel(const scenario::Scenario& full, const scenario::Scenario& stage_scenario,
+                     int first_layer, int last_layer) {
+  build(full);
+  if (first_layer < 0 || last_layer > total_layers_ || first_layer >= last_layer)
+    throw std::runtime_error(fmt::format("internal: stage layers [{}, {}) of a {}-layer model",
+                                         first_layer, last_layer, total_layers_));
+  const std::int64_t wte = layers_.front().params.front().offset;
+  std::vector<Layer> kept(layers_.begin() + first_layer, layers_.begin() + last_layer);
+  layers_.clear();
+  offsets_.assign(1, 0);
+  std::int64_t at = 0;
+  for (auto& layer : kept) {
+    source_.emplace_back();
+    for (auto& p : layer.params) {
+      source_.back().push_back(p.offset);
+      p.offset = at;
+      at += c10::multiply_integers(p.shape);
+    }
+    layers_.push_back(std::move(layer));
+    offsets_.push_back(at);
+  }
+  first_ = first_layer;
+  if (gpt_ && (first_layer > 0 || last_layer < total_layers_)) {
+    if (first_layer == 0)
+      tied_role_ = TiedRole::owner;
+    else if (last_layer == total_layers_) {
+      tied_role_ = TiedRole::copy;
+      copy_ = torch::zeros({vocab_, d_});
+      copy_grad_ = torch::zeros({vocab_, d_});
+      source_.emplace_back(1, wte); // the copy's source, after the layers'
+    }
+  }
+  const auto layout = param_layout(stage_scenario.model.spec);
+  if (layout.offset != offsets_)
+    throw std::runtime_error(fmt::format(
+        "internal: the real {}'s layers [{}, {}) have {} parameters, the simulator's stage {}",
+        full.model.preset, first_layer, last_layer, offsets_.back(), layout.total()));
+  bound_.resize(layers_.size());
+}
+
+std::vector<std::int64_t> RealModel::input_shape(std::int64_t samples) const {
+  if (gpt_)
+    return {samples, seq_, d_};
+  return {samples, width_};
+}
+
 void RealModel::init_params(torch::Tensor flat, std::uint64_t seed) const {
   torch::NoGradGuard no_grad;
   auto gen = at::detail::createCPUGenerator(seed * 104729 + 3);
-  for (const auto& layer : layers_)
-    for (const auto& p : layer.params) {
-      auto view = flat.narrow(0, p.offset, c10::multiply_integers(p.shape));
-      if (p.init_std > 0)
-        view.copy_(torch::randn({view.numel()}, gen) * p.init_std);
-      else
-        view.fill_(p.init_value);
+  const bool stage = !source_.empty();
+  // A stage draws the whole model's values in the whole model's order and keeps its own.
+  auto whole = stage ? torch::empty({total_params_}) : flat;
+  std::int64_t at = 0;
+  const auto draw = [&](const Param& p) {
+    const auto n = c10::multiply_integers(p.shape);
+    auto view = whole.narrow(0, stage ? at : p.offset, n);
+    at += n;
+    if (p.init_std > 0)
+      view.copy_(torch::randn({view.numel()}, gen) * p.init_std);
+    else
+      view.fill_(p.init_value);
+  };
+  if (!stage) {
+    for (const auto& layer : layers_)
+      for (const auto& p : layer.params)
+        draw(p);
+    return;
+  }
+  for (const auto& p : all_params_)
+    draw(p);
+  for (std::size_t l = 0; l < layers_.size(); ++l)
+    for (std::size_t i = 0; i < layers_[l].params.size(); ++i) {
+      const auto& p = layers_[l].params[i];
+      const auto n = c10::multiply_integers(p.shape);
+      flat.narrow(0, p.offset, n).copy_(whole.narrow(0, source_[l][i], n).to(flat.device()));
     }
+  if (tied_role_ == TiedRole::copy)
+    copy_.copy_(whole.narrow(0, source_.back().front(), copy_.numel()).view(copy_.sizes()));
 }
 
 void RealModel::bind_params(const torch::Tensor& params) {
@@ -145,6 +221,10 @@ void RealModel::bind_params(const torch::Tensor& params) {
       bound_[l].push_back(
           params.narrow(0, p.offset, n).view(p.shape).variable_data().requires_grad_(true));
     }
+  }
+  if (tied_role_ == TiedRole::copy) {
+    copy_bound_ = copy_.variable_data().requires_grad_(true);
+    copy_bound_.mutable_grad() = copy_grad_;
   }
   if (grads_.defined())
     bind_grads(grads_);
@@ -162,17 +242,18 @@ void RealModel::bind_grads(const torch::Tensor& grads) {
 
 torch::Tensor RealModel::run_layer(int l, const torch::Tensor& x, const Batch& batch) const {
   const auto& p = bound_[static_cast<std::size_t>(l)];
-  const bool last = l + 1 == layers();
+  const int g = first_ + l; // in the whole model
+  const bool last = g + 1 == total_layers_;
   if (!gpt_) {
     auto y = F::linear(x, p[0], p[1]);
     return last ? F::mse_loss(y, batch.target) : torch::relu(y);
   }
-  if (l == 0) {
+  if (g == 0) {
     const auto seq = x.size(1);
     return torch::embedding(p[0], x) + p[1].narrow(0, 0, seq);
   }
   if (last) {
-    const auto& wte = bound_[0][0];
+    const auto& wte = tied_role_ == TiedRole::copy ? copy_bound_ : bound_[0][0];
     auto h = torch::layer_norm(x, {d_}, p[0], p[1]);
     auto logits = F::linear(h, wte);
     return F::cross_entropy(logits.view({-1, vocab_}), batch.target.reshape({-1}));
