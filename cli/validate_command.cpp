@@ -137,14 +137,14 @@ scenario::Scenario real_scenario(const std::string& path, std::vector<std::strin
         "{}: key 'model.activation_checkpointing': the real runtime does not implement activation "
         "checkpointing; set it to none (or remove it) to validate this scenario",
         s.model.checkpointing.where));
-  // Pipeline parallelism runs for real (1F1B or GPipe, DDP on the data dimension: issue 65.9);
-  // tensor parallelism and the other schedules are simulated only.
-  if (s.parallelism.tensor > 1)
+  // Pipeline (1F1B or GPipe) and tensor parallelism run for real with DDP on the data dimension
+  // (issue 65.9); the other schedules and algorithms are simulated only.
+  if (s.parallelism.tensor > 1 && s.model.preset != "gpt-tiny")
     throw std::runtime_error(fmt::format(
-        "{}: key 'parallelism.tensor': the real runtime runs pipeline and data parallelism; "
-        "tensor parallelism is simulated only",
-        s.parallelism.tensor_where));
-  if (s.parallelism.pipeline > 1) {
+        "{}: key 'parallelism.tensor': the real runtime splits gpt-tiny's layers; tensor "
+        "parallelism of '{}' is simulated only",
+        s.parallelism.tensor_where, s.model.preset));
+  if (s.parallelism.tensor > 1 || s.parallelism.pipeline > 1) {
     if (s.parallelism.schedule != scenario::PipelineSchedule::one_f_one_b &&
         s.parallelism.schedule != scenario::PipelineSchedule::gpipe)
       throw std::runtime_error(
@@ -154,8 +154,8 @@ scenario::Scenario real_scenario(const std::string& path, std::vector<std::strin
     for (const auto& a : s.algorithms)
       if (a.name != "ddp")
         throw std::runtime_error(fmt::format(
-            "{}: algorithm '{}': under parallelism.pipeline the real runtime runs ddp on the "
-            "data-parallel dimension (the others are simulated only)",
+            "{}: algorithm '{}': under parallelism.tensor or pipeline the real runtime runs ddp "
+            "on the data-parallel dimension (the others are simulated only)",
             a.where, a.name));
   }
   if (s.model.preset != "mlp" && s.model.preset != "gpt-tiny")

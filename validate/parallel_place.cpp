@@ -8,11 +8,6 @@ namespace overlapsim::real {
 
 ParallelPlace parallel_place(const parallel::ParallelLayout& layout, const Topology& topology,
                              int rank, scenario::PipelineSchedule schedule, int grad_accum) {
-  if (layout.tensor() > 1)
-    throw std::invalid_argument(fmt::format(
-        "parallelism.tensor: {}: the real runtime runs pipeline and data parallelism; tensor "
-        "parallelism is simulated only",
-        layout.tensor()));
   if (schedule != scenario::PipelineSchedule::one_f_one_b &&
       schedule != scenario::PipelineSchedule::gpipe)
     throw std::invalid_argument(
@@ -38,6 +33,10 @@ ParallelPlace parallel_place(const parallel::ParallelLayout& layout, const Topol
   p.data = &topology.group(data);
   p.data_rank = static_cast<int>(std::find(data.begin(), data.end(), rank) - data.begin());
   p.data_size = static_cast<int>(data.size());
+  const auto tensor = layout.tensor_group(rank);
+  p.tensor = &topology.group(tensor);
+  p.tensor_rank = c.tensor;
+  p.tensor_size = layout.tensor();
   if (p.pipelined()) {
     const auto pipe = layout.pipeline_group(rank);
     p.embedding = &topology.group({pipe.front(), pipe.back()});

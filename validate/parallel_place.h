@@ -1,8 +1,8 @@
 // Where a real worker sits in a 3D-parallel job (issue 65.9): its pipeline stage and neighbours,
 // the groups it exchanges activations, gradients and the tied embedding on, and the data-parallel
 // group its algorithm sees as the world, all from parallel/layout.h's rank mapping, so that the
-// real run places ranks exactly as the simulator does. Free of LibTorch: the launcher and tests
-// use it too.
+// real run places ranks exactly as the simulator does. Free of LibTorch
+// (tests/validate/parallel_place_test.cpp).
 #pragma once
 
 #include "parallel/layout.h"
@@ -24,6 +24,9 @@ struct ParallelPlace {
   const Group* embedding = nullptr;
   int data_rank = 0; // this rank's index in `data`: which samples it reads
   int data_size = 1;
+  const Group* tensor = nullptr; // the tensor-parallel group (same data and pipeline coordinates)
+  int tensor_rank = 0;
+  int tensor_size = 1;
   // Forwards run before micro-batch i's backward: min(m, i + ahead), GPipe all m, 1F1B
   // (PipeDream-Flush) p - stage (parallel/pipeline_schedule.h's warm-up plus one).
   int ahead = 1;
@@ -31,13 +34,13 @@ struct ParallelPlace {
   double sample_share = 1;
 
   bool pipelined() const { return stages > 1; }
+  bool tensor_parallel() const { return tensor_size > 1; }
   bool first() const { return stage == 0; }
   bool last() const { return stage + 1 == stages; }
 };
 
 // `rank`'s place; `topology` interns the groups (the job's, not a view). Throws
-// std::invalid_argument for what the real runtime does not run: interleaved 1F1B, ZB-H1, tensor
-// parallelism.
+// std::invalid_argument for what the real runtime does not run: interleaved 1F1B and ZB-H1.
 ParallelPlace parallel_place(const parallel::ParallelLayout& layout, const Topology& topology,
                              int rank, scenario::PipelineSchedule schedule, int grad_accum);
 

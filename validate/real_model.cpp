@@ -70,11 +70,12 @@ Batch Dataset::batch(std::int64_t first, int count) const {
   return Batch{inputs_.index_select(0, index), targets_.index_select(0, index)};
 }
 
-void RealModel::add(Layer& layer, std::vector<std::int64_t> shape, double std, double value) {
+void RealModel::add(Layer& layer, std::vector<std::int64_t> shape, double std, double value,
+                    Shard shard) {
   std::int64_t numel = 1;
   for (auto d : shape)
     numel *= d;
-  layer.params.push_back(Param{std::move(shape), offsets_.back(), std, value});
+  layer.params.push_back(Param{shape, shard, shape, offsets_.back(), std, value});
   offsets_.back() += numel;
 }
 
@@ -99,17 +100,19 @@ void RealModel::build(const scenario::Scenario& s) {
     d_ = dim(s, "d_model"), heads_ = dim(s, "n_heads"), vocab_ = dim(s, "vocab");
     seq_ = s.training.seq_len;
     const std::int64_t d = d_;
-    Layer* emb = open_layer(); // token and learned position embeddings
-    add(*emb, {vocab_, d}, 0.02);
+    Layer* emb = open_layer();                    // token and learned position embeddings
+    add(*emb, {vocab_, d}, 0.02, 0, Shard::rows); // vocabulary-parallel
     add(*emb, {seq_, d}, 0.01);
     for (std::int64_t b = 0; b < dim(s, "n_layers"); ++b) { // GPT-2 blocks, pre-norm
       Layer* block = open_layer();
-      add(*block, {d}, 0, 1), add(*block, {d}, 0);            // ln_1
-      add(*block, {3 * d, d}, 0.02), add(*block, {3 * d}, 0); // c_attn
-      add(*block, {d, d}, 0.02), add(*block, {d}, 0);         // attention c_proj
-      add(*block, {d}, 0, 1), add(*block, {d}, 0);            // ln_2
-      add(*block, {4 * d, d}, 0.02), add(*block, {4 * d}, 0); // c_fc
-      add(*block, {d, 4 * d}, 0.02), add(*block, {d}, 0);     // mlp c_proj
+      add(*block, {d}, 0, 1), add(*block, {d}, 0); // ln_1
+      // c_attn and c_fc column-parallel, the projections row-parallel (tensor parallelism)
+      add(*block, {3 * d, d}, 0.02, 0, Shard::qkv_rows),
+          add(*block, {3 * d}, 0, 0, Shard::qkv_rows);
+      add(*block, {d, d}, 0.02, 0, Shard::cols), add(*block, {d}, 0); // attention c_proj
+      add(*block, {d}, 0, 1), add(*block, {d}, 0);                    // ln_2
+      add(*block, {4 * d, d}, 0.02, 0, Shard::rows), add(*block, {4 * d}, 0, 0, Shard::rows);
+      add(*block, {d, 4 * d}, 0.02, 0, Shard::cols), add(*block, {d}, 0); // mlp c_proj
     }
     Layer* head = open_layer(); // ln_f; the projection is tied to the token embedding
     add(*head, {d}, 0, 1), add(*head, {d}, 0);
@@ -132,8 +135,14 @@ RealModel::RealModel(const scenario::Scenario& s) {
 }
 
 RealModel::RealModel(const scenario::Scenario& full, const scenario::Scenario& stage_scenario,
-                     int first_layer, int last_layer) {
+                     int first_layer, int last_layer, int tensor_rank, int tensor_size) {
   build(full);
+  tensor_rank_ = tensor_rank, tensor_size_ = tensor_size;
+  if (tensor_size > 1 && (!gpt_ || vocab_ % tensor_size != 0 || heads_ % tensor_size != 0))
+    throw std::runtime_error(fmt::format(
+        "parallelism.tensor: {}: the real runtime splits gpt-tiny, whose vocab and n_heads it "
+        "must divide",
+        tensor_size));
   if (first_layer < 0 || last_layer > total_layers_ || first_layer >= last_layer)
     throw std::runtime_error(fmt::format("internal: stage layers [{}, {}) of a {}-layer model",
                                          first_layer, last_layer, total_layers_));
@@ -147,6 +156,10 @@ RealModel::RealModel(const scenario::Scenario& full, const scenario::Scenario& s
     for (auto& p : layer.params) {
       source_.back().push_back(p.offset);
       p.offset = at;
+      if (p.shard == Shard::cols)
+        p.shape[1] /= tensor_size;
+      else if (p.shard != Shard::whole)
+        p.shape[0] /= tensor_size;
       at += c10::multiply_integers(p.shape);
     }
     layers_.push_back(std::move(layer));
@@ -158,8 +171,8 @@ RealModel::RealModel(const scenario::Scenario& full, const scenario::Scenario& s
       tied_role_ = TiedRole::owner;
     else if (last_layer == total_layers_) {
       tied_role_ = TiedRole::copy;
-      copy_ = torch::zeros({vocab_, d_});
-      copy_grad_ = torch::zeros({vocab_, d_});
+      copy_ = torch::zeros({vocab_ / tensor_size, d_});
+      copy_grad_ = torch::zeros({vocab_ / tensor_size, d_});
       source_.emplace_back(1, wte); // the copy's source, after the layers'
     }
   }
@@ -169,6 +182,25 @@ RealModel::RealModel(const scenario::Scenario& full, const scenario::Scenario& s
         "internal: the real {}'s layers [{}, {}) have {} parameters, the simulator's stage {}",
         full.model.preset, first_layer, last_layer, offsets_.back(), layout.total()));
   bound_.resize(layers_.size());
+}
+
+torch::Tensor RealModel::shard_of(const torch::Tensor& whole, const Param& p) const {
+  const auto t = tensor_size_, r = tensor_rank_;
+  const auto full = whole.view(p.full_shape);
+  switch (p.shard) {
+  case Shard::whole:
+    return full;
+  case Shard::rows:
+    return full.narrow(0, r * p.shape[0], p.shape[0]);
+  case Shard::cols:
+    return full.narrow(1, r * p.shape[1], p.shape[1]);
+  case Shard::qkv_rows: { // rank r's heads of each of q, k and v
+    const auto d = p.full_shape[0] / 3, part = d / t;
+    return torch::cat({full.narrow(0, r * part, part), full.narrow(0, d + r * part, part),
+                       full.narrow(0, 2 * d + r * part, part)});
+  }
+  }
+  return full;
 }
 
 std::vector<std::int64_t> RealModel::input_shape(std::int64_t samples) const {
@@ -205,10 +237,16 @@ void RealModel::init_params(torch::Tensor flat, std::uint64_t seed) const {
     for (std::size_t i = 0; i < layers_[l].params.size(); ++i) {
       const auto& p = layers_[l].params[i];
       const auto n = c10::multiply_integers(p.shape);
-      flat.narrow(0, p.offset, n).copy_(whole.narrow(0, source_[l][i], n).to(flat.device()));
+      const auto source = whole.narrow(0, source_[l][i], c10::multiply_integers(p.full_shape));
+      flat.narrow(0, p.offset, n).copy_(shard_of(source, p).reshape({-1}).to(flat.device()));
     }
-  if (tied_role_ == TiedRole::copy)
-    copy_.copy_(whole.narrow(0, source_.back().front(), copy_.numel()).view(copy_.sizes()));
+  if (tied_role_ == TiedRole::copy) {
+    const auto& wte = all_params_.front();
+    const auto n = c10::multiply_integers(wte.full_shape);
+    Param shard = wte;
+    shard.shape[0] /= tensor_size_;
+    copy_.copy_(shard_of(whole.narrow(0, source_.back().front(), n), shard));
+  }
 }
 
 void RealModel::bind_params(const torch::Tensor& params) {
@@ -250,8 +288,22 @@ torch::Tensor RealModel::run_layer(int l, const torch::Tensor& x, const Batch& b
   }
   if (g == 0) {
     const auto seq = x.size(1);
-    return torch::embedding(p[0], x) + p[1].narrow(0, 0, seq);
+    if (tensor_size_ == 1)
+      return torch::embedding(p[0], x) + p[1].narrow(0, 0, seq);
+    // Vocabulary-parallel: a rank looks up the tokens of its rows, zeros for the others, and
+    // the TP group's sum is every token's embedding.
+    const auto rows = p[0].size(0);
+    const auto local = x - tensor_rank_ * rows;
+    const auto mine = (local >= 0).logical_and(local < rows).unsqueeze(-1).to(p[0].dtype());
+    return reduce_from_tensor_parallel(torch::embedding(p[0], local.clamp(0, rows - 1)) * mine) +
+           p[1].narrow(0, 0, seq);
   }
+  if (last && tensor_size_ > 1) {
+    const auto& wte = tied_role_ == TiedRole::copy ? copy_bound_ : bound_[0][0];
+    return vocab_parallel_loss(torch::layer_norm(x, {d_}, p[0], p[1]), wte, batch);
+  }
+  if (tensor_size_ > 1)
+    return tensor_parallel_block(p, x);
   if (last) {
     const auto& wte = tied_role_ == TiedRole::copy ? copy_bound_ : bound_[0][0];
     auto h = torch::layer_norm(x, {d_}, p[0], p[1]);
@@ -272,6 +324,67 @@ torch::Tensor RealModel::run_layer(int l, const torch::Tensor& x, const Batch& b
   auto out = x + F::linear(y, p[4], p[5]);
   auto h2 = torch::layer_norm(out, {d_}, p[6], p[7]);
   return out + F::linear(torch::gelu(F::linear(h2, p[8], p[9])), p[10], p[11]);
+}
+
+torch::Tensor RealModel::copy_to_tensor_parallel(const torch::Tensor& x) const {
+  if (!reduce_)
+    return x;
+  auto y = x.view_as(x); // a node of its own, whose gradient the hook sums
+  y.register_hook([reduce = reduce_](torch::Tensor grad) {
+    auto sum = grad.contiguous().clone();
+    reduce(sum, false);
+    return sum;
+  });
+  return y;
+}
+
+torch::Tensor RealModel::reduce_from_tensor_parallel(const torch::Tensor& x) const {
+  if (!reduce_)
+    return x;
+  auto sum = x.detach().contiguous().clone();
+  reduce_(sum, false);
+  // The sum's value, x's gradient unchanged (x - x.detach() is exactly 0).
+  return sum + (x - x.detach());
+}
+
+// A GPT-2 block on a tensor-parallel rank: its heads of the attention and its columns of the MLP
+// (Megatron-LM's ParallelAttention and ParallelMLP), two all-reduces forward and two backward.
+torch::Tensor RealModel::tensor_parallel_block(const std::vector<torch::Tensor>& p,
+                                               const torch::Tensor& x) const {
+  const auto B = x.size(0), S = x.size(1), hd = d_ / heads_, heads = heads_ / tensor_size_;
+  const auto part = d_ / tensor_size_;
+  auto h = copy_to_tensor_parallel(torch::layer_norm(x, {d_}, p[0], p[1]));
+  auto qkv = F::linear(h, p[2], p[3]).split(part, -1);
+  auto split = [&](const torch::Tensor& t) { return t.view({B, S, heads, hd}).transpose(1, 2); };
+  auto q = split(qkv[0]), k = split(qkv[1]), v = split(qkv[2]);
+  auto att = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
+  auto mask =
+      torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
+  att = torch::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
+  auto y = att.matmul(v).transpose(1, 2).contiguous().view({B, S, part});
+  auto out = x + reduce_from_tensor_parallel(F::linear(y, p[4])) + p[5];
+  auto h2 = copy_to_tensor_parallel(torch::layer_norm(out, {d_}, p[6], p[7]));
+  return out +
+         reduce_from_tensor_parallel(F::linear(torch::gelu(F::linear(h2, p[8], p[9])), p[10])) +
+         p[11];
+}
+
+// Megatron-LM's vocabulary-parallel cross entropy: each rank holds the logits of its rows of the
+// vocabulary; the maximum (for stability, no gradient), the sum of the exponentials and the
+// target's logit are all-reduced over the TP group, so no rank gathers the whole vocabulary.
+torch::Tensor RealModel::vocab_parallel_loss(const torch::Tensor& h, const torch::Tensor& wte,
+                                             const Batch& batch) const {
+  auto logits = F::linear(copy_to_tensor_parallel(h), wte); // [B, S, V / t]
+  auto top = std::get<0>(logits.detach().max(-1, true)).contiguous();
+  if (reduce_)
+    reduce_(top, true);
+  auto z = logits - top;
+  auto sum = reduce_from_tensor_parallel(z.exp().sum(-1));
+  const auto rows = wte.size(0);
+  const auto local = batch.target - tensor_rank_ * rows;
+  const auto mine = (local >= 0).logical_and(local < rows).to(z.dtype());
+  auto picked = z.gather(-1, local.clamp(0, rows - 1).unsqueeze(-1)).squeeze(-1) * mine;
+  return (sum.log() - reduce_from_tensor_parallel(picked)).mean();
 }
 
 } // namespace overlapsim::real

@@ -314,8 +314,23 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
       o.progress(parts_done, parts);
   };
   if (o.profile) {
-    RealModel model(s);
-    RealContext ctx{s,
+    // Under tensor parallelism each rank times its shard of every layer, without the TP
+    // collectives (the model has no reducer): the simulator prices those itself.
+    scenario::Scenario profiled = s;
+    std::unique_ptr<RealModel> shard;
+    if (s.parallelism.tensor > 1) {
+      auto whole = s;
+      whole.parallelism.pipeline = 1;
+      whole.parallelism.stages.clear();
+      const parallel::ParallelLayout layout = parallel::ParallelLayout::of(whole);
+      profiled = parallel::stage_views(whole, layout).front().scenario;
+      shard =
+          std::make_unique<RealModel>(s, profiled, 0, static_cast<int>(s.model.spec.layers.size()),
+                                      layout.coordinates(e.rank).tensor, layout.tensor());
+    }
+    const auto owned = shard ? std::move(shard) : std::make_unique<RealModel>(s);
+    RealModel& model = *owned;
+    RealContext ctx{profiled,
                     topology,
                     model,
                     data,
@@ -363,15 +378,18 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
                              .at(static_cast<std::size_t>(place->stage))
                              .scenario;
         data_view.emplace(topology.view(layout->data_group(e.rank)));
-        // Created before the run (creating a group is collective): each stage meets its
-        // neighbours in stage order, so no pair waits on another.
+        // Created before the run (creating a group is collective): every TP group, then each
+        // stage meets its neighbours in stage order, so no pair waits on another.
+        if (place->tensor_parallel())
+          job.group(*place->tensor, StreamKind::compute);
         for (const Group* pair : {place->to_previous, place->to_next})
           if (pair != nullptr)
             job.group(*pair, StreamKind::compute);
       }
-      RealModel model =
-          place ? RealModel(windowed, *stage_scenario, place->layers.first, place->layers.last)
-                : RealModel(windowed);
+      RealModel model = place
+                            ? RealModel(windowed, *stage_scenario, place->layers.first,
+                                        place->layers.last, place->tensor_rank, place->tensor_size)
+                            : RealModel(windowed);
       job.barrier("start/" + run_name);
       RealContext ctx{stage_scenario ? *stage_scenario : windowed,
                       topology,

@@ -78,6 +78,27 @@ RealWorker::RealWorker(RealContext& context, int rank)
   trace_.measured = true;
   if (!ctx_.device.is_cuda())
     p2p_issuer_ = std::make_unique<NormalThread>();
+  if (ctx_.place != nullptr && ctx_.place->tensor_parallel())
+    ctx_.model.set_tensor_reduce([this](torch::Tensor& t, bool max) { tensor_reduce(t, max); });
+}
+
+void RealWorker::tensor_reduce(torch::Tensor& t, bool max) {
+  const Group& g = *ctx_.place->tensor;
+  if (max) { // the loss's stabiliser: no data the simulator prices (one value per token)
+    std::vector<torch::Tensor> v{t};
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::MAX;
+    ctx_.group(g, current_stream)->allreduce(v, o)->wait(ctx_.timeout);
+    return;
+  }
+  // Traced as the simulator names the layer's TP collectives' kind (runtime/op_label.h).
+  CollectiveCall call;
+  call.op = CollectiveOp::all_reduce;
+  call.group = &g;
+  call.step = tensor_step_;
+  call.name = "tensor-parallel all-reduce";
+  auto h = start_on(call, t);
+  wait(h);
 }
 
 void RealWorker::issue_p2p(const std::function<void()>& start) {
@@ -291,6 +312,7 @@ void RealWorker::layers_forward(LayerRange layers, MicroBatch mb, BufferId param
                                 torch::Tensor input) {
   const StreamMark start = streams_.mark();
   bind(params, -1);
+  tensor_step_ = mb.step;
   auto& a = activations_[{mb.step, mb.index}];
   const int count = ctx_.model.layers();
   if (layers.first == 0) {
@@ -352,6 +374,7 @@ void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, Buf
   }
   const StreamMark start = streams_.mark();
   bind(params, grads);
+  tensor_step_ = mb.step;
   // A step's first micro-batch starts its gradients afresh (see runtime.h).
   if (mb.index == 0 && layers.last == count) {
     whole(grads).zero_();

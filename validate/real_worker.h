@@ -153,6 +153,9 @@ private:
   // owner's updated embedding sent to the copy (TiedRole).
   void sum_tied_gradient(const OptimizerStep& op);
   void optimizer_update(const OptimizerStep& op);
+  // Tensor parallelism: the model's all-reduces on the TP group (RealModel::TensorReduce).
+  void tensor_reduce(torch::Tensor& t, bool max);
+  int tensor_step_ = -1; // the step of the micro-batch the compute stream runs
   void share_tied_embedding(const OptimizerStep& op);
 
   // An op from `start` to `end` on its stream; on a GPU its times are resolved later.
