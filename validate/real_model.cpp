@@ -20,6 +20,21 @@ std::int64_t dim(const scenario::Scenario& s, const char* key) {
   return static_cast<std::int64_t>(std::llround(it->second));
 }
 
+// Causal self-attention of `heads` heads of `hd` dimensions from c_attn's output [B, S, 3 x
+// heads x hd] (q, k, v side by side): [B, S, heads x hd].
+torch::Tensor causal_attention(const torch::Tensor& qkv_out, std::int64_t heads, std::int64_t hd) {
+  const auto B = qkv_out.size(0), S = qkv_out.size(1), width = heads * hd;
+  auto qkv = qkv_out.split(width, -1);
+  auto split = [&](const torch::Tensor& t) { return t.view({B, S, heads, hd}).transpose(1, 2); };
+  auto q = split(qkv[0]), k = split(qkv[1]), v = split(qkv[2]);
+  auto att = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
+  // On the activations' device: a CPU mask against CUDA scores is an error.
+  auto mask =
+      torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+  att = torch::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
+  return att.matmul(v).transpose(1, 2).contiguous().view({B, S, width});
+}
+
 void require_real_preset(const scenario::Scenario& s) {
   if (s.model.preset != "mlp" && s.model.preset != "gpt-tiny")
     throw std::runtime_error(fmt::format(
@@ -310,17 +325,8 @@ torch::Tensor RealModel::run_layer(int l, const torch::Tensor& x, const Batch& b
     auto logits = F::linear(h, wte);
     return F::cross_entropy(logits.view({-1, vocab_}), batch.target.reshape({-1}));
   }
-  const auto B = x.size(0), S = x.size(1), hd = d_ / heads_;
   auto h = torch::layer_norm(x, {d_}, p[0], p[1]);
-  auto qkv = F::linear(h, p[2], p[3]).split(d_, -1);
-  auto heads = [&](const torch::Tensor& t) { return t.view({B, S, heads_, hd}).transpose(1, 2); };
-  auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
-  auto att = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
-  // On the activations' device: a CPU mask against CUDA scores is an error.
-  auto mask =
-      torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
-  att = torch::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
-  auto y = att.matmul(v).transpose(1, 2).contiguous().view({B, S, d_});
+  auto y = causal_attention(F::linear(h, p[2], p[3]), heads_, d_ / heads_);
   auto out = x + F::linear(y, p[4], p[5]);
   auto h2 = torch::layer_norm(out, {d_}, p[6], p[7]);
   return out + F::linear(torch::gelu(F::linear(h2, p[8], p[9])), p[10], p[11]);
@@ -351,17 +357,8 @@ torch::Tensor RealModel::reduce_from_tensor_parallel(const torch::Tensor& x) con
 // (Megatron-LM's ParallelAttention and ParallelMLP), two all-reduces forward and two backward.
 torch::Tensor RealModel::tensor_parallel_block(const std::vector<torch::Tensor>& p,
                                                const torch::Tensor& x) const {
-  const auto B = x.size(0), S = x.size(1), hd = d_ / heads_, heads = heads_ / tensor_size_;
-  const auto part = d_ / tensor_size_;
   auto h = copy_to_tensor_parallel(torch::layer_norm(x, {d_}, p[0], p[1]));
-  auto qkv = F::linear(h, p[2], p[3]).split(part, -1);
-  auto split = [&](const torch::Tensor& t) { return t.view({B, S, heads, hd}).transpose(1, 2); };
-  auto q = split(qkv[0]), k = split(qkv[1]), v = split(qkv[2]);
-  auto att = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
-  auto mask =
-      torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
-  att = torch::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
-  auto y = att.matmul(v).transpose(1, 2).contiguous().view({B, S, part});
+  auto y = causal_attention(F::linear(h, p[2], p[3]), heads_ / tensor_size_, d_ / heads_);
   auto out = x + reduce_from_tensor_parallel(F::linear(y, p[4])) + p[5];
   auto h2 = copy_to_tensor_parallel(torch::layer_norm(out, {d_}, p[6], p[7]));
   return out +
