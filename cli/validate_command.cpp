@@ -137,12 +137,27 @@ scenario::Scenario real_scenario(const std::string& path, std::vector<std::strin
         "{}: key 'model.activation_checkpointing': the real runtime does not implement activation "
         "checkpointing; set it to none (or remove it) to validate this scenario",
         s.model.checkpointing.where));
-  if (s.parallelism.tensor > 1 || s.parallelism.pipeline > 1)
+  // Pipeline (1F1B or GPipe) and tensor parallelism run for real with DDP on the data dimension
+  // (issue 65.9); the other schedules and algorithms are simulated only.
+  if (s.parallelism.tensor > 1 && s.model.preset != "gpt-tiny")
     throw std::runtime_error(fmt::format(
-        "{}: key 'parallelism.{}': the real runtime runs pure data parallelism; tensor and "
-        "pipeline parallelism are simulated only (real runs: issue 65.9)",
-        s.parallelism.tensor > 1 ? s.parallelism.tensor_where : s.parallelism.pipeline_where,
-        s.parallelism.tensor > 1 ? "tensor" : "pipeline"));
+        "{}: key 'parallelism.tensor': the real runtime splits gpt-tiny's layers; tensor "
+        "parallelism of '{}' is simulated only",
+        s.parallelism.tensor_where, s.model.preset));
+  if (s.parallelism.tensor > 1 || s.parallelism.pipeline > 1) {
+    if (s.parallelism.schedule != scenario::PipelineSchedule::one_f_one_b &&
+        s.parallelism.schedule != scenario::PipelineSchedule::gpipe)
+      throw std::runtime_error(
+          fmt::format("{}: key 'parallelism.schedule': {} is simulated only; the real runtime "
+                      "runs 1f1b and gpipe",
+                      s.parallelism.where, scenario::to_string(s.parallelism.schedule)));
+    for (const auto& a : s.algorithms)
+      if (a.name != "ddp")
+        throw std::runtime_error(fmt::format(
+            "{}: algorithm '{}': under parallelism.tensor or pipeline the real runtime runs ddp "
+            "on the data-parallel dimension (the others are simulated only)",
+            a.where, a.name));
+  }
   if (s.parallelism.recompute != scenario::Recompute::none)
     throw std::runtime_error(fmt::format(
         "{}: key 'parallelism.recompute': the real runtime does not recompute; set it to none "

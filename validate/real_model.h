@@ -8,6 +8,7 @@
 #include "scenario/scenario.h"
 
 #include <cstdint>
+#include <functional>
 #include <torch/torch.h>
 #include <vector>
 
@@ -39,14 +40,50 @@ private:
   torch::Tensor targets_;
 };
 
+// What a pipeline stage's model does with gpt-tiny's tied word embedding (the LM head's weights):
+// with more than one stage the first stage owns it (the embedding) and the last keeps a copy for
+// the head, outside the flat buffers the algorithm declares (the simulator's stage model has no
+// room for it either); RealWorker sums the copy's gradient into the owner's and sends the updated
+// embedding back every step (Megatron-LM's embedding group).
+enum class TiedRole : std::uint8_t { none, owner, copy };
+
 class RealModel {
 public:
   // Throws std::runtime_error for a model that has no real implementation (only mlp and gpt-tiny
   // run for real) or whose parameter counts would not match the simulator's.
   explicit RealModel(const scenario::Scenario& scenario);
+  // One pipeline stage of `full`'s model: its layers `stage` [first, last) of the whole model's,
+  // as parallel/stage_view.h cuts them, checked against `stage_scenario`'s model (the stage's
+  // layers). Its parameters start from the whole model's values (the same seed), so that a
+  // pipeline trains exactly what one worker would.
+  // With `tensor_size` > 1, tensor rank `tensor_rank`'s shard of it (gpt-tiny only; Megatron-LM,
+  // Shoeybi et al. 2019): the attention's heads and the MLP's hidden units split by column-parallel
+  // c_attn and c_fc and row-parallel projections, the word embedding split by vocabulary (the
+  // embedding and the tied LM head vocabulary-parallel, the loss a vocabulary-parallel cross
+  // entropy); norms, positions and the row-parallel biases replicated.
+  RealModel(const scenario::Scenario& full, const scenario::Scenario& stage_scenario,
+            int first_layer, int last_layer, int tensor_rank = 0, int tensor_size = 1);
+
+  // The tensor-parallel group's all-reduce of a contiguous tensor, in place, blocking (the sum,
+  // or with `max` the maximum), run by the worker. Unset (the profile), a rank computes its shard
+  // alone: its layers' times without the collectives, which the simulator prices itself.
+  using TensorReduce = std::function<void(torch::Tensor&, bool max)>;
+  void set_tensor_reduce(TensorReduce reduce) { reduce_ = std::move(reduce); }
 
   int layers() const { return static_cast<int>(layers_.size()); }
   std::int64_t param_count() const { return offsets_.back(); }
+  // Whether this model's first layer is the whole model's (it reads the micro-batch's inputs) and
+  // its last the whole model's (it returns the loss).
+  bool takes_input() const { return first_ == 0; }
+  bool computes_loss() const { return first_ + layers() == total_layers_; }
+  // The shape of the activation entering this stage for a micro-batch of `samples` (what the
+  // previous stage sends).
+  std::vector<std::int64_t> input_shape(std::int64_t samples) const;
+  TiedRole tied_role() const { return tied_role_; }
+  // The word embedding's elements: at offset 0 of the owner's flat buffers, and the copy's.
+  std::int64_t tied_elements() const { return gpt_ ? vocab_ / tensor_size_ * d_ : 0; }
+  torch::Tensor tied_copy() const { return copy_; }
+  torch::Tensor tied_copy_grad() const { return copy_grad_; }
 
   // Deterministic initial parameters from the seed (GPT-2's N(0, 0.02) for matrices, ones and
   // zeros for norms and biases; mlp: N(0, 1/width)), written into a flat buffer.
@@ -62,8 +99,14 @@ public:
   torch::Tensor run_layer(int l, const torch::Tensor& x, const Batch& batch) const;
 
 private:
+  // How a tensor-parallel rank holds a parameter: whole, a block of rows (column-parallel
+  // weights and biases, the vocabulary's rows), a block of each of q, k and v's rows (c_attn), a
+  // block of columns (row-parallel weights).
+  enum class Shard : std::uint8_t { whole, rows, qkv_rows, cols };
   struct Param {
     std::vector<std::int64_t> shape;
+    Shard shard = Shard::whole;
+    std::vector<std::int64_t> full_shape; // before tensor parallelism
     std::int64_t offset = 0;
     double init_std = 0; // 0: constant `init_value`
     double init_value = 0;
@@ -71,14 +114,39 @@ private:
   struct Layer {
     std::vector<Param> params;
   };
-  void add(Layer& layer, std::vector<std::int64_t> shape, double std, double value = 0);
+  void add(Layer& layer, std::vector<std::int64_t> shape, double std, double value = 0,
+           Shard shard = Shard::whole);
+  // Rank tensor_rank_'s part of a whole parameter's values.
+  torch::Tensor shard_of(const torch::Tensor& whole, const Param& p) const;
+  // Megatron's f (identity forward, all-reduce of the gradient backward: before a
+  // column-parallel linear) and g (all-reduce forward, identity backward: after a row-parallel
+  // one). Without a reducer both are the identity.
+  torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x) const;
+  torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x) const;
+  torch::Tensor tensor_parallel_block(const std::vector<torch::Tensor>& p,
+                                      const torch::Tensor& x) const;
+  torch::Tensor vocab_parallel_loss(const torch::Tensor& h, const torch::Tensor& wte,
+                                    const Batch& batch) const;
+
+  void build(const scenario::Scenario& s);
 
   bool gpt_ = false;
-  std::int64_t d_ = 0, heads_ = 0, vocab_ = 0, seq_ = 0;
+  std::int64_t d_ = 0, heads_ = 0, vocab_ = 0, seq_ = 0, width_ = 0;
   std::vector<Layer> layers_;
   std::vector<std::int64_t> offsets_; // per layer, plus one past the end
   std::vector<std::vector<torch::Tensor>> bound_;
   torch::Tensor grads_;
+  // A stage: its first layer in the whole model, the whole model's layers, and where each of its
+  // parameters starts in the whole model's flat buffer (init_params draws the whole model).
+  int first_ = 0;
+  int total_layers_ = 0;
+  std::int64_t total_params_ = 0;
+  std::vector<std::vector<std::int64_t>> source_;
+  std::vector<Param> all_params_; // the whole model's, in its order
+  TiedRole tied_role_ = TiedRole::none;
+  int tensor_rank_ = 0, tensor_size_ = 1;
+  TensorReduce reduce_;
+  torch::Tensor copy_, copy_grad_, copy_bound_; // TiedRole::copy: the head's word embedding
 };
 
 } // namespace overlapsim::real

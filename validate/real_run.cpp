@@ -2,6 +2,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/sync_period.h"
+#include "parallel/stage_view.h"
 #include "validate/clock_origin.h"
 #include "validate/heartbeat.h"
 #include "validate/host_allocator.h"
@@ -313,8 +314,23 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
       o.progress(parts_done, parts);
   };
   if (o.profile) {
-    RealModel model(s);
-    RealContext ctx{s,
+    // Under tensor parallelism each rank times its shard of every layer, without the TP
+    // collectives (the model has no reducer): the simulator prices those itself.
+    scenario::Scenario profiled = s;
+    std::unique_ptr<RealModel> shard;
+    if (s.parallelism.tensor > 1) {
+      auto whole = s;
+      whole.parallelism.pipeline = 1;
+      whole.parallelism.stages.clear();
+      const parallel::ParallelLayout layout = parallel::ParallelLayout::of(whole);
+      profiled = parallel::stage_views(whole, layout).front().scenario;
+      shard =
+          std::make_unique<RealModel>(s, profiled, 0, static_cast<int>(s.model.spec.layers.size()),
+                                      layout.coordinates(e.rank).tensor, layout.tensor());
+    }
+    const auto owned = shard ? std::move(shard) : std::make_unique<RealModel>(s);
+    RealModel& model = *owned;
+    RealContext ctx{profiled,
                     topology,
                     model,
                     data,
@@ -348,9 +364,34 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
       const auto algorithm = make_algorithm(a);
       // The window the simulator predicts for it: whole periods of local SGD's H (issue 27.3).
       const auto windowed = with_measured_steps(s, a);
-      RealModel model(windowed);
+      // Under pipeline parallelism each worker builds only its stage's layers and its algorithm
+      // sees the stage's model and its data-parallel group, as in the simulator.
+      std::optional<parallel::ParallelLayout> layout;
+      std::optional<ParallelPlace> place;
+      std::optional<Topology> data_view;
+      std::optional<scenario::Scenario> stage_scenario;
+      if (s.parallelism.tensor > 1 || s.parallelism.pipeline > 1) {
+        layout.emplace(parallel::ParallelLayout::of(windowed));
+        place = parallel_place(*layout, topology, e.rank, s.parallelism.schedule,
+                               windowed.training.grad_accum);
+        stage_scenario = parallel::stage_views(windowed, *layout)
+                             .at(static_cast<std::size_t>(place->stage))
+                             .scenario;
+        data_view.emplace(topology.view(layout->data_group(e.rank)));
+        // Created before the run (creating a group is collective): every TP group, then each
+        // stage meets its neighbours in stage order, so no pair waits on another.
+        if (place->tensor_parallel())
+          job.group(*place->tensor, StreamKind::compute);
+        for (const Group* pair : {place->to_previous, place->to_next})
+          if (pair != nullptr)
+            job.group(*pair, StreamKind::compute);
+      }
+      RealModel model = place
+                            ? RealModel(windowed, *stage_scenario, place->layers.first,
+                                        place->layers.last, place->tensor_rank, place->tensor_size)
+                            : RealModel(windowed);
       job.barrier("start/" + run_name);
-      RealContext ctx{windowed,
+      RealContext ctx{stage_scenario ? *stage_scenario : windowed,
                       topology,
                       model,
                       data,
@@ -360,7 +401,9 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
                       timeout,
                       &aborted,
                       device,
-                      piece_elements};
+                      piece_elements,
+                      place ? &*place : nullptr,
+                      data_view ? &*data_view : nullptr};
       RealWorker worker(ctx, e.rank);
       worker.start_ops_when_ready();
       auto program = algorithm->program(worker);

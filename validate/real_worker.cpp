@@ -78,6 +78,27 @@ RealWorker::RealWorker(RealContext& context, int rank)
   trace_.measured = true;
   if (!ctx_.device.is_cuda())
     p2p_issuer_ = std::make_unique<NormalThread>();
+  if (ctx_.place != nullptr && ctx_.place->tensor_parallel())
+    ctx_.model.set_tensor_reduce([this](torch::Tensor& t, bool max) { tensor_reduce(t, max); });
+}
+
+void RealWorker::tensor_reduce(torch::Tensor& t, bool max) {
+  const Group& g = *ctx_.place->tensor;
+  if (max) { // the loss's stabiliser: no data the simulator prices (one value per token)
+    std::vector<torch::Tensor> v{t};
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::MAX;
+    ctx_.group(g, current_stream)->allreduce(v, o)->wait(ctx_.timeout);
+    return;
+  }
+  // Traced as the simulator names the layer's TP collectives' kind (runtime/op_label.h).
+  CollectiveCall call;
+  call.op = CollectiveOp::all_reduce;
+  call.group = &g;
+  call.step = tensor_step_;
+  call.name = "tensor-parallel all-reduce";
+  auto h = start_on(call, t);
+  wait(h);
 }
 
 void RealWorker::issue_p2p(const std::function<void()>& start) {
@@ -255,16 +276,55 @@ void RealWorker::bind(BufferId params, BufferId grads) {
 }
 
 void RealWorker::forward(LayerRange layers, MicroBatch mb, BufferId params) {
+  if (!pipelined()) {
+    layers_forward(layers, mb, params, torch::Tensor());
+    return;
+  }
+  // A stage runs whole micro-batches: the schedule may have run this one's forward already, ahead
+  // of the algorithm's own order (stage_forward, from backward).
+  if (layers.first != 0 || layers.last != ctx_.model.layers())
+    throw std::invalid_argument(
+        "this algorithm runs the forward of part of its model at a time; a pipeline stage runs "
+        "whole micro-batches (parallelism.pipeline > 1 composes with algorithms whose forward "
+        "is the stage's, issue 65)");
+  if (mb.step == forwarded_step_ && mb.index < forwarded_)
+    return;
+  stage_forward(mb, params);
+}
+
+void RealWorker::stage_forward(MicroBatch mb, BufferId params) {
+  if (mb.step != forwarded_step_)
+    forwarded_step_ = mb.step, forwarded_ = 0;
+  finish_sends(false);
+  const int b = ctx_.scenario.training.micro_batch;
+  torch::Tensor input;
+  if (!ctx_.place->first())
+    input = receive(false, false, mb, ctx_.model.input_shape(b));
+  layers_forward({0, ctx_.model.layers()}, mb, params, input);
+  if (!ctx_.place->last()) {
+    const auto& a = activations_.at({mb.step, mb.index});
+    send(true, false, mb, a.outputs.back().detach());
+  }
+  ++forwarded_;
+}
+
+void RealWorker::layers_forward(LayerRange layers, MicroBatch mb, BufferId params,
+                                torch::Tensor input) {
   const StreamMark start = streams_.mark();
   bind(params, -1);
+  tensor_step_ = mb.step;
   auto& a = activations_[{mb.step, mb.index}];
   const int count = ctx_.model.layers();
   if (layers.first == 0) {
     // Disjoint samples on every rank: the k-th micro-batch of rank r takes global samples
-    // [(k W + r) B, (k W + r + 1) B), so one rank with W x B samples sees the same data.
+    // [(k W + r) B, (k W + r + 1) B), so one rank with W x B samples sees the same data. Under
+    // pipeline parallelism r and W are the data-parallel rank and size: every stage of a
+    // pipeline reads the same samples (the first its inputs, the last its targets).
     const int b = ctx_.scenario.training.micro_batch;
     const std::int64_t k = micro_batches_started_++;
-    a.batch = ctx_.data.batch((k * ctx_.topology.world_size() + rank_) * b, b);
+    const int r = ctx_.place != nullptr ? ctx_.place->data_rank : rank_;
+    const int w = ctx_.place != nullptr ? ctx_.place->data_size : ctx_.topology.world_size();
+    a.batch = ctx_.data.batch((k * w + r) * b, b);
     a.batch.input = a.batch.input.to(ctx_.device);
     a.batch.target = a.batch.target.to(ctx_.device);
     a.inputs.assign(static_cast<std::size_t>(count), torch::Tensor());
@@ -273,13 +333,16 @@ void RealWorker::forward(LayerRange layers, MicroBatch mb, BufferId params) {
   double kept = 0;
   for (int l = layers.first; l < layers.last; ++l) {
     const auto i = static_cast<std::size_t>(l);
-    a.inputs[i] = l == 0 ? a.batch.input : a.outputs[i - 1].detach().requires_grad_(true);
+    if (l == 0)
+      a.inputs[i] = input.defined() ? input.requires_grad_(true) : a.batch.input;
+    else
+      a.inputs[i] = a.outputs[i - 1].detach().requires_grad_(true);
     a.outputs[i] = ctx_.model.run_layer(l, a.inputs[i], a.batch);
     kept += static_cast<double>(a.outputs[i].numel()) * 4;
   }
   activation_bytes_ += kept;
   memory_changed();
-  if (layers.last == count) {
+  if (layers.last == count && ctx_.model.computes_loss()) {
     // On a GPU the loss stays on the device until the end: reading it now would wait for it.
     const auto loss = a.outputs.back().detach();
     std::lock_guard lock(mutex_);
@@ -294,12 +357,30 @@ void RealWorker::forward(LayerRange layers, MicroBatch mb, BufferId params) {
 }
 
 void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, BufferId grads) {
+  const int count = ctx_.model.layers();
+  torch::Tensor output_grad;
+  if (pipelined() && layers.last == count) {
+    // This micro-batch's backward begins: the schedule's forwards before it first (1F1B's
+    // warm-up and one-forward-one-backward), then the gradient from the next stage.
+    const int before = std::min(ctx_.scenario.training.grad_accum, mb.index + ctx_.place->ahead);
+    if (mb.step != forwarded_step_)
+      forwarded_step_ = mb.step, forwarded_ = 0;
+    while (forwarded_ < before)
+      stage_forward(MicroBatch{mb.step, forwarded_}, params);
+    finish_sends(false);
+    if (!ctx_.place->last())
+      output_grad =
+          receive(true, true, mb, ctx_.model.input_shape(ctx_.scenario.training.micro_batch));
+  }
   const StreamMark start = streams_.mark();
   bind(params, grads);
-  const int count = ctx_.model.layers();
+  tensor_step_ = mb.step;
   // A step's first micro-batch starts its gradients afresh (see runtime.h).
-  if (mb.index == 0 && layers.last == count)
+  if (mb.index == 0 && layers.last == count) {
     whole(grads).zero_();
+    if (ctx_.model.tied_role() == TiedRole::copy)
+      ctx_.model.tied_copy_grad().zero_();
+  }
   const auto it = activations_.find({mb.step, mb.index});
   if (it == activations_.end())
     throw std::logic_error(fmt::format("worker {}: backward of micro-batch ({}, {}) before its "
@@ -310,7 +391,10 @@ void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, Buf
   for (int l = layers.last - 1; l >= layers.first; --l) {
     const auto i = static_cast<std::size_t>(l);
     if (l + 1 == count) {
-      torch::autograd::backward({a.outputs[i]});
+      if (output_grad.defined())
+        torch::autograd::backward({a.outputs[i]}, {output_grad});
+      else
+        torch::autograd::backward({a.outputs[i]});
     } else {
       const auto& grad = a.inputs[i + 1].grad();
       if (!grad.defined())
@@ -322,7 +406,10 @@ void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, Buf
       a.outputs[i + 1] = torch::Tensor();
     }
   }
+  torch::Tensor input_grad;
   if (layers.first == 0) {
+    if (pipelined() && !ctx_.place->first())
+      input_grad = a.inputs[0].grad();
     freed += static_cast<double>(a.outputs[0].numel()) * 4;
     activations_.erase(it);
   }
@@ -330,9 +417,117 @@ void RealWorker::backward(LayerRange layers, MicroBatch mb, BufferId params, Buf
   memory_changed();
   record(current_stream, op_label(ctx_.scenario.model.spec, layers, LayerPass::backward), start,
          finish_op(start), mb);
+  if (input_grad.defined())
+    send(false, true, mb, input_grad);
+}
+
+torch::Tensor RealWorker::receive(bool from_next, bool gradient, MicroBatch mb,
+                                  const std::vector<std::int64_t>& shape) {
+  const auto& p = *ctx_.place;
+  CollectiveCall call;
+  call.op = CollectiveOp::recv;
+  call.group = from_next ? p.to_next : p.to_previous;
+  call.peer = from_next ? p.next : p.previous;
+  call.tag = gradient ? 2 : 1; // activations forward, their gradients back: FIFO each
+  call.step = mb.step;
+  // Named as the simulator names it: the analysis knows a pipeline receive by its prefix
+  // (runtime/op_label.h) and matches it with its send by name, step and end.
+  call.name =
+      fmt::format("{}{}>{} micro-batch {}", gradient ? kRecvGradientPrefix : kRecvActivationPrefix,
+                  call.peer, rank_, mb.index);
+  auto data = torch::empty(shape, options());
+  auto handle = start_on(call, data.view({-1}));
+  wait(handle);
+  return data;
+}
+
+void RealWorker::send(bool to_next, bool gradient, MicroBatch mb, torch::Tensor data) {
+  const auto& p = *ctx_.place;
+  CollectiveCall call;
+  call.op = CollectiveOp::send;
+  call.group = to_next ? p.to_next : p.to_previous;
+  call.peer = to_next ? p.next : p.previous;
+  call.tag = gradient ? 2 : 1;
+  call.step = mb.step;
+  call.name = fmt::format("send {} {}>{} micro-batch {}", gradient ? "gradient" : "activation",
+                          rank_, call.peer, mb.index);
+  sends_.push_back(start_on(call, data.contiguous().view({-1})));
+}
+
+void RealWorker::finish_sends(bool all) {
+  while (!sends_.empty()) {
+    if (all)
+      wait(sends_.front());
+    else if (!test(sends_.front()))
+      return;
+    sends_.pop_front();
+  }
 }
 
 void RealWorker::optimizer_step(const OptimizerStep& op) {
+  if (pipelined()) {
+    finish_sends(true); // every message of the step has arrived: its peer's backward is done
+    sum_tied_gradient(op);
+  }
+  optimizer_update(op);
+  if (pipelined())
+    share_tied_embedding(op);
+}
+
+void RealWorker::sum_tied_gradient(const OptimizerStep& op) {
+  const TiedRole role = ctx_.model.tied_role();
+  if (role == TiedRole::none || !op.commit)
+    return;
+  const std::int64_t n = ctx_.model.tied_elements();
+  if (role == TiedRole::owner && (op.grads.offset != 0 || op.grads.count < n))
+    throw std::invalid_argument(
+        "under pipeline parallelism the tied word embedding is summed between the first and the "
+        "last stage at the optimizer step: an algorithm must step its stage's whole model at once "
+        "(DDP does)");
+  torch::NoGradGuard no_grad;
+  CollectiveCall call;
+  call.op = CollectiveOp::all_reduce;
+  call.step = op.step;
+  torch::Tensor grad;
+  if (role == TiedRole::copy) {
+    // The algorithm summed the owner's gradient over its data-parallel group; the copy's, which
+    // it does not know of, is summed here the same way.
+    grad = ctx_.model.tied_copy_grad().view({-1});
+    if (ctx_.place->data_size > 1) {
+      call.group = ctx_.place->data;
+      call.name = "all-reduce tied embedding copy";
+      auto h = start_on(call, grad);
+      wait(h);
+    }
+  } else {
+    grad = tensor(Slice{op.grads.buffer, 0, n});
+  }
+  call.group = ctx_.place->embedding;
+  call.name = "all-reduce tied embedding";
+  auto h = start_on(call, grad);
+  wait(h);
+}
+
+void RealWorker::share_tied_embedding(const OptimizerStep& op) {
+  const TiedRole role = ctx_.model.tied_role();
+  if (role == TiedRole::none || !op.commit)
+    return;
+  torch::NoGradGuard no_grad;
+  CollectiveCall call;
+  call.op = CollectiveOp::broadcast;
+  call.group = ctx_.place->embedding;
+  call.peer = call.group->ranks.front(); // the first stage owns it
+  call.step = op.step;
+  call.name = "broadcast tied embedding";
+  auto data = role == TiedRole::copy
+                  ? ctx_.model.tied_copy().view({-1})
+                  : tensor(Slice{op.out.buffer >= 0 ? op.out.buffer : op.params.buffer, 0,
+                                 ctx_.model.tied_elements()});
+  auto h = start_on(call, data);
+  wait(h);
+}
+
+void RealWorker::optimizer_update(const OptimizerStep& op) {
   const StreamMark start = streams_.mark();
   torch::NoGradGuard no_grad;
   torch::Tensor grad = tensor(op.grads);
@@ -432,6 +627,10 @@ void RealWorker::start_nccl_all_gather(State& s, torch::Tensor data, torch::Tens
 }
 
 CommHandle RealWorker::start(const CollectiveCall& call) {
+  return start_on(call, call.data.buffer >= 0 ? tensor(call.data) : torch::zeros({0}, options()));
+}
+
+CommHandle RealWorker::start_on(const CollectiveCall& call, torch::Tensor data) {
   if (call.group == nullptr)
     throw std::logic_error(
         fmt::format("worker {}: collective '{}' without a group", rank_, call.name));
@@ -446,7 +645,6 @@ CommHandle RealWorker::start(const CollectiveCall& call) {
   s->group = ctx_.group(g, current_stream);
   s->issued = streams_.mark(); // on a GPU the collective starts after what the stream issued
   const int n = g.size();
-  torch::Tensor data = call.data.buffer >= 0 ? tensor(call.data) : torch::zeros({0}, options());
   s->bytes = static_cast<double>(data.numel()) * 4;
   auto peer_index = [&] {
     const int p = g.index_of(call.peer);
@@ -771,7 +969,9 @@ void RealWorker::step_done(int step, double samples) {
   std::lock_guard lock(mutex_);
   if (at.event >= 0)
     pending_steps_.emplace_back(trace_.steps.size(), at);
-  trace_.steps.push_back(StepMark{at.host_s, rank_, step, samples});
+  // A pipeline's ranks train the same samples: each reports its share (ParallelPlace).
+  trace_.steps.push_back(StepMark{
+      at.host_s, rank_, step, samples * (ctx_.place != nullptr ? ctx_.place->sample_share : 1)});
 }
 
 void RealWorker::record_accumulation(int step, int micro_batches) {

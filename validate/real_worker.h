@@ -16,6 +16,7 @@
 #include "validate/collective_pieces.h"
 #include "validate/device_streams.h"
 #include "validate/optimizer_store.h"
+#include "validate/parallel_place.h"
 #include "validate/thread_policy.h"
 #include <array>
 #include <atomic>
@@ -56,6 +57,11 @@ struct RealContext {
   // Gloo's reduce-scatter and all-gather run in pieces of this many elements per shard, the same
   // on every rank (validate/collective_pieces.h).
   std::int64_t gloo_piece_elements = kMinPieceBytes / 4;
+  // Under pipeline parallelism (issue 65.9): the worker's place, and the topology its algorithm
+  // sees (its data-parallel group's view, runtime/topology.h). `model` is then its stage's and
+  // `scenario` the stage's view (parallel/stage_view.h).
+  const ParallelPlace* place = nullptr;
+  const Topology* data_view = nullptr;
 };
 
 class RealWorker final : public Worker {
@@ -66,7 +72,9 @@ public:
   void enter(StreamKind stream);
 
   int rank() const override { return rank_; }
-  const Topology& topology() const override { return ctx_.topology; }
+  const Topology& topology() const override {
+    return ctx_.data_view != nullptr ? *ctx_.data_view : ctx_.topology;
+  }
   const scenario::Scenario& scenario() const override { return ctx_.scenario; }
   bool on_cpu() const { return !ctx_.device.is_cuda(); }
 
@@ -121,8 +129,34 @@ private:
     Batch batch;
     std::vector<torch::Tensor> inputs;  // per layer: the leaf fed to it
     std::vector<torch::Tensor> outputs; // per layer
+    torch::Tensor output_grad;          // a pipeline stage's output: its gradient, received
   };
   class State;
+
+  // A collective on `data` (the call's own slice, or a tensor of the worker's: a pipeline message).
+  CommHandle start_on(const CollectiveCall& call, torch::Tensor data);
+  bool pipelined() const { return ctx_.place != nullptr && ctx_.place->pipelined(); }
+  // Pipeline parallelism, as the simulator's worker runs it inside forward and backward (issue
+  // 65): a stage runs whole micro-batches, receiving its input from the previous stage and sending
+  // its output to the next, and before micro-batch i's backward the forwards the schedule runs
+  // before it (ParallelPlace::ahead); the gradients go back the same way.
+  void stage_forward(MicroBatch mb, BufferId params);
+  void layers_forward(LayerRange layers, MicroBatch mb, BufferId params, torch::Tensor input);
+  // A message to or from a neighbouring stage: `gradient` false an activation (forward), true
+  // its gradient (backward). A receive blocks; a send returns and is waited for later.
+  torch::Tensor receive(bool from_next, bool gradient, MicroBatch mb,
+                        const std::vector<std::int64_t>& shape);
+  void send(bool to_next, bool gradient, MicroBatch mb, torch::Tensor data);
+  void finish_sends(bool all);
+  // The tied word embedding between the first and the last stage, around a step's optimizer
+  // step: the copy's gradient summed over its data-parallel group and into the owner's; then the
+  // owner's updated embedding sent to the copy (TiedRole).
+  void sum_tied_gradient(const OptimizerStep& op);
+  void optimizer_update(const OptimizerStep& op);
+  // Tensor parallelism: the model's all-reduces on the TP group (RealModel::TensorReduce).
+  void tensor_reduce(torch::Tensor& t, bool max);
+  int tensor_step_ = -1; // the step of the micro-batch the compute stream runs
+  void share_tied_embedding(const OptimizerStep& op);
 
   // An op from `start` to `end` on its stream; on a GPU its times are resolved later.
   void record(StreamKind stream, const OpLabel& label, StreamMark start, StreamMark end,
@@ -147,6 +181,8 @@ private:
   BufferId bound_params_ = -1, bound_grads_ = -1;
   std::map<std::pair<int, int>, Activations> activations_; // by (step, index)
   std::int64_t micro_batches_started_ = 0;
+  int forwarded_step_ = -1, forwarded_ = 0; // pipeline: forwards run of that step
+  std::deque<CommHandle> sends_;            // pipeline messages sent, not yet waited for
   OptimizerStore optimizer_;
   std::map<int, std::int64_t> seq_; // per group: collectives started
   std::atomic<int> in_flight_{0};   // collectives started and not yet waited for
