@@ -203,14 +203,15 @@ TEST(Cdp, SpreadTransfersBeatDdpWhenCommunicationIsNearCompute) {
   // waits for the relay hops (docs/MODEL.md). CDP-v1 has a step of slack, but its barrier
   // releases every stage's sum at once, a burst the ring relays within a few milliseconds of it
   // (84 ms: a stream's sends to one peer queue behind each other, as on one NCCL stream). With
-  // one parameter copy CDP-v2 applies its older-version sums on the compute stream and comes
-  // within 1% of DDP (90.9 against 90.3 ms) instead of beating it.
+  // one parameter copy CDP-v2 applies its older-version sums on the compute stream; taking each
+  // boundary's sum as it arrives (docs/MODEL.md) it beats DDP again: 88.0 against 90.9 ms
+  // (before, only within 1% of DDP).
   const auto s = scenario_from(scenario(4, 1, 1, "{bandwidth: 300MB/s, latency: 10us}"));
   const auto ddp = simulate(s, "ddp", {{"bucket_cap", "2MB"}});
   const auto v2 = simulate(s, "cdp-v2");
   const auto v1 = simulate(s, "cdp-v1");
   EXPECT_NEAR(ddp.metrics.iteration_time_s, 0.090, 0.02 * 0.090);
-  EXPECT_LT(v2.metrics.iteration_time_s, 1.01 * ddp.metrics.iteration_time_s);
+  EXPECT_LT(v2.metrics.iteration_time_s, ddp.metrics.iteration_time_s);
   EXPECT_LT(v1.metrics.iteration_time_s, ddp.metrics.iteration_time_s);
   EXPECT_NEAR(v1.metrics.iteration_time_s, 0.084, 0.03 * 0.084);
 }
