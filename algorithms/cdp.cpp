@@ -146,58 +146,115 @@ public:
       return;
     // The second lap: the complete gradient of each stage comes round the ring, every worker
     // updates the stage with it and passes it on (the last worker started it).
-    const int world = w_.topology().world_size();
-    const bool last = w_.rank() == world - 1;
-    std::int64_t relays = 0;
-    for (int step = 0; step < total_steps(); ++step) {
-      for (int k = 0; k < n_; ++k) {
-        int stage = n_ - 1 - k;
-        // The complete sum: the last worker made it in a lap-one send slot, the others receive
-        // it into a relay slot.
-        Slice sum;
-        int slot = -1;
-        if (last) {
-          const auto v = w_.await(kReduced);
-          slot = step_of(v), stage = stage_of(v);
-          sum = Slice{send_, slot * slot_, stage_count(stage)};
-        } else {
-          slot = static_cast<int>(relays++ % kRelaySlots);
-          free_relay_slot(slot);
-          sum = Slice{relay_, slot * slot_, stage_count(stage)};
-        }
-        const auto [from, to] = lap_two_route(stage);
-        if (!last)
-          w_.run(p2p(CollectiveOp::recv, stage, kComplete, step, from, pair(from), sum));
-        // Passed on before the local update: the next worker's copy does not depend on it.
-        CommHandle sent;
-        if (to >= 0)
-          sent = w_.start(p2p(CollectiveOp::send, stage, kComplete, step, to, pair(to), sum));
-        if (applies_at_once(stage)) {
-          update(stage, step, sum);
-          w_.notify(kParams, encode(step, stage));
-        } else {
-          // CDP-v2, a stage this worker runs on the older version: its forward of the next step
-          // has begun or is about to, so the single copy is updated by the compute stream once
-          // that step's backward of the stage is done (autograd's saved weights stay intact).
-          relay_pending_[static_cast<std::size_t>(slot)] = true;
-          w_.notify(kPending, encode(step, (slot << 10) | stage));
-        }
-        if (last) {
-          // The compute stream reuses the slot: free it as soon as its one send is done.
-          if (sent.valid())
-            w_.wait(sent);
-          w_.notify(kFreed, slot);
-        } else {
-          relay_handles_[static_cast<std::size_t>(slot)] = sent;
-        }
-      }
-    }
-    if (!last)
-      for (int k = 0; k < kRelaySlots; ++k)
-        free_relay_slot(k);
+    if (w_.rank() == w_.topology().world_size() - 1)
+      last_worker_lap_two();
+    else
+      relay_lap_two();
   }
 
 private:
+  // The last worker: each complete sum, made in a lap-one send slot, goes to the route's first
+  // worker and updates this worker's copy. The compute stream reuses the slot once its one send
+  // is done, waited for only when the slot is needed again: a send whose receiver is not ready
+  // yet holds up neither the next sum's send nor this worker's update of it (waited for at once,
+  // the update of stage 0, which the next forward needs, waited behind stage 1's send).
+  void last_worker_lap_two() {
+    std::deque<std::pair<int, CommHandle>> sending; // (slot, its send)
+    for (int step = 0; step < total_steps(); ++step) {
+      for (int k = 0; k < n_; ++k) {
+        const auto v = w_.await(kReduced);
+        const int slot = step_of(v), stage = stage_of(v);
+        sending.emplace_back(
+            slot, pass_on_sum(step, stage, slot, Slice{send_, slot * slot_, stage_count(stage)}));
+        while (static_cast<int>(sending.size()) > kSendSlots - 2) {
+          w_.wait(sending.front().second);
+          w_.notify(kFreed, sending.front().first);
+          sending.pop_front();
+        }
+      }
+    }
+    for (auto& [slot, sent] : sending) {
+      w_.wait(sent);
+      w_.notify(kFreed, slot);
+    }
+  }
+
+  // The other workers receive each complete sum into a relay slot. CDP-v2's boundary stage
+  // (N-1-i) comes straight from the last worker, the others from the ring predecessor in stage
+  // order. The boundary's receive is posted at the start of the step and taken as soon as it is
+  // found done between the others: taken in stage order instead, behind sums that travel more
+  // hops, it held up the last worker's send (a message starts when both ends have posted it)
+  // and this worker's next forward of the stage, which needs it first and has no slack.
+  void relay_lap_two() {
+    std::int64_t relays = 0;
+    auto next_slot = [&] {
+      const int slot = static_cast<int>(relays++ % kRelaySlots);
+      free_relay_slot(slot);
+      return slot;
+    };
+    auto receive = [&](int step, int stage, int slot) {
+      const int from = lap_two_route(stage).first;
+      return w_.start(p2p(CollectiveOp::recv, stage, kComplete, step, from, pair(from),
+                          Slice{relay_, slot * slot_, stage_count(stage)}));
+    };
+    auto relay = [&](int step, int stage, int slot) {
+      relay_handles_[static_cast<std::size_t>(slot)] =
+          pass_on_sum(step, stage, slot, Slice{relay_, slot * slot_, stage_count(stage)});
+    };
+    for (int step = 0; step < total_steps(); ++step) {
+      const int direct = o_.rule == Rule::v2 ? n_ - 1 - w_.rank() : -1;
+      int direct_slot = -1;
+      CommHandle direct_recv;
+      if (direct >= 0) {
+        direct_slot = next_slot();
+        direct_recv = receive(step, direct, direct_slot);
+      }
+      bool direct_done = direct < 0;
+      auto take_direct = [&](bool wait) {
+        if (direct_done || (!wait && !w_.test(direct_recv)))
+          return;
+        w_.wait(direct_recv);
+        relay(step, direct, direct_slot);
+        direct_done = true;
+      };
+      for (int stage = n_ - 1; stage >= 0; --stage) {
+        if (stage == direct) {
+          take_direct(true);
+          continue;
+        }
+        const int slot = next_slot();
+        auto h = receive(step, stage, slot);
+        take_direct(false);
+        w_.wait(h);
+        take_direct(false);
+        relay(step, stage, slot);
+      }
+    }
+    for (int k = 0; k < kRelaySlots; ++k)
+      free_relay_slot(k);
+  }
+
+  // Lap two at one worker: passes the complete sum of `stage` in `slot` on along its route
+  // (before the local update: the next worker's copy does not depend on it) and applies it.
+  // Returns the send, if any.
+  CommHandle pass_on_sum(int step, int stage, int slot, Slice sum) {
+    const int to = lap_two_route(stage).second;
+    CommHandle sent;
+    if (to >= 0)
+      sent = w_.start(p2p(CollectiveOp::send, stage, kComplete, step, to, pair(to), sum));
+    if (applies_at_once(stage)) {
+      update(stage, step, sum);
+      w_.notify(kParams, encode(step, stage));
+    } else {
+      // CDP-v2, a stage this worker runs on the older version: its forward of the next step
+      // has begun or is about to, so the single copy is updated by the compute stream once
+      // that step's backward of the stage is done (autograd's saved weights stay intact).
+      relay_pending_[static_cast<std::size_t>(slot)] = true;
+      w_.notify(kPending, encode(step, (slot << 10) | stage));
+    }
+    return sent;
+  }
+
   // Lap two's route for `stage`: (the worker this one receives the complete sum from, the one it
   // passes it to), -1 where none. The last worker starts every route. Under CDP-v2 it sends
   // straight to the worker whose next forward of the stage has no slack, i = N-1-j (that forward
@@ -398,7 +455,7 @@ private:
       for (int j = n_ - 1; j >= 0; --j) {
         // At most kRecvSlots receives posted: the oldest is passed on before a slot is reused.
         while (static_cast<int>(partials.size()) >= kRecvSlots)
-          pass_on(partials, step, true, 1);
+          pass_on(partials, step, 1);
         Partial partial{j, {}, static_cast<int>(recvs_++ % kRecvSlots)};
         if (me > 0 && world > 1)
           partial.handle = w_.start(p2p(CollectiveOp::recv, j, kPartial, step, prev_, *to_prev_,
@@ -406,16 +463,18 @@ private:
         w_.backward(stages_[static_cast<std::size_t>(j)], MicroBatch{step, 0},
                     params_for(step, j, me), state_.grads);
         partials.push_back(partial);
-        // The last worker waits for the partial sum: the complete sum it makes is what every
-        // other worker's next forward of the stage waits for, so it goes out at once instead of
-        // after the next stage's backward when the partial is a little late. (Lap one stays on
-        // the compute streams: a real runtime matches a send and its receive on the same stream's
-        // communicator.)
-        pass_on(partials, step, false);
+        // Every worker waits for the partial sum: the complete sum the ring makes is what the
+        // boundary worker's next forward of the stage waits for, so each partial goes on at once
+        // instead of after the next stage's backward when it is a little late (tested, not
+        // waited for, one that arrived just after the test lost a whole backward at every hop;
+        // waiting shifts this worker later instead, towards the stagger that needs no wait).
+        // (Lap one stays on the compute streams: a real runtime matches a send and its receive
+        // on the same stream's communicator.)
+        pass_on(partials, step);
         if (o_.rule == Rule::v2 && world > 1 && !applies_at_once(j))
           apply_pending(j, step, std::nullopt);
       }
-      pass_on(partials, step, true);
+      pass_on(partials, step);
       // CDP-v1's barrier: the last worker releases every stage's complete sum together.
       for (auto v : std::exchange(reduced_after_barrier_, {}))
         w_.notify(kReduced, v);
@@ -437,14 +496,12 @@ private:
   // Lap one: once a stage's partial sum from the previous worker has arrived (and this worker's own
   // backward of it is done), send the new partial sum on; the last worker hands the complete sum to
   // its communication stream instead (CDP-v1: only after the N-th micro-batch's whole backward).
-  // `wait` waits for the receives instead of testing them (at most `limit` of them).
-  void pass_on(std::deque<Partial>& partials, int step, bool wait, int limit = 1 << 30) {
+  // Waits for the receives (at most `limit` of them).
+  void pass_on(std::deque<Partial>& partials, int step, int limit = 1 << 30) {
     const int world = w_.topology().world_size();
     const bool last = w_.rank() == world - 1;
     while (!partials.empty() && limit-- > 0) {
       auto& [stage, handle, recv_slot] = partials.front();
-      if (!wait && handle.valid() && !w_.test(handle))
-        return;
       if (handle.valid())
         w_.wait(handle);
       // This worker's partial sum: its own gradient plus what the previous worker sent.
