@@ -192,7 +192,12 @@ RealModel::RealModel(const scenario::Scenario& full, const scenario::Scenario& s
     }
   }
   const auto layout = param_layout(stage_scenario.model.spec);
-  if (layout.offset != offsets_)
+  // The simulator's last stage counts the tied embedding's copy in its last layer (it is a
+  // parameter its data-parallel gradient reduction carries, parallel/stage_view.h); here the copy
+  // lives apart (copy_), and the flat buffers' tail that stands for it stays zero.
+  auto expected = offsets_;
+  expected.back() = param_count();
+  if (layout.offset != expected)
     throw std::runtime_error(fmt::format(
         "internal: the real {}'s layers [{}, {}) have {} parameters, the simulator's stage {}",
         full.model.preset, first_layer, last_layer, offsets_.back(), layout.total()));
@@ -248,6 +253,8 @@ void RealModel::init_params(torch::Tensor flat, std::uint64_t seed) const {
   }
   for (const auto& p : all_params_)
     draw(p);
+  if (flat.numel() > offsets_.back()) // the tied copy's place in the last stage's buffers
+    flat.narrow(0, offsets_.back(), flat.numel() - offsets_.back()).zero_();
   for (std::size_t l = 0; l < layers_.size(); ++l)
     for (std::size_t i = 0; i < layers_[l].params.size(); ++i) {
       const auto& p = layers_[l].params[i];

@@ -71,7 +71,11 @@ public:
   void set_tensor_reduce(TensorReduce reduce) { reduce_ = std::move(reduce); }
 
   int layers() const { return static_cast<int>(layers_.size()); }
-  std::int64_t param_count() const { return offsets_.back(); }
+  // The elements of the stage's flat parameter buffer: its layers', and on the last stage of a
+  // pipeline the tied embedding copy's place (the simulator's stage model counts it; it stays 0).
+  std::int64_t param_count() const {
+    return offsets_.back() + (tied_role_ == TiedRole::copy ? tied_elements() : 0);
+  }
   // Whether this model's first layer is the whole model's (it reads the micro-batch's inputs) and
   // its last the whole model's (it returns the loss).
   bool takes_input() const { return first_ == 0; }
