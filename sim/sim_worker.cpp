@@ -297,10 +297,12 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
   // runs a chunk's forward in parts).
   check_micro_batch(mb);
   // A step of several passes of the schedule (ACCO's two rounds, each one pass: algorithms/
-  // acco.cpp): a forward whose op the schedule ran already begins the step's next pass.
-  for (std::size_t c = 0; c < stage_->chunks.size(); ++c)
+  // acco.cpp): a forward of the first micro-batch whose op the schedule ran already begins the
+  // step's next pass. (Later micro-batches' forwards may have run ahead of the algorithm's calls:
+  // interleaved 1F1B runs a chunk-1 forward after chunk 0's of later micro-batches.)
+  for (std::size_t c = 0; c < stage_->chunks.size() && mb.index == 0; ++c)
     if (layers.first >= stage_->chunks[c].first && layers.first < stage_->chunks[c].last &&
-        forward_at_[c][static_cast<std::size_t>(mb.index)] < cursor_) {
+        forward_at_[c].front() < cursor_) {
       begin_schedule(mb.step);
       break;
     }

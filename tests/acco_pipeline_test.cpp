@@ -219,6 +219,10 @@ TEST(AccoPipeline, SummarySamplesPerStep) {
   for (const auto& row : summary.at("results"))
     samples[row.at("algorithm").get<std::string>()] = row.at("samples_per_step").get<double>();
   EXPECT_EQ(samples, (std::map<std::string, double>{{"acco", 16}, {"ddp", 8}, {"dpu", 8}}));
+  // The report says how many micro-batches a delayed round takes here.
+  EXPECT_THAT(overlapsim::testing::slurp(dir / "out" / "report.md"),
+              HasSubstr("apply gradients one round late, from one pass of the "
+                        "pipeline's schedule a round;"));
 }
 
 } // namespace
