@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <stdexcept>
 
 namespace overlapsim {
 namespace {
@@ -62,6 +63,29 @@ public:
     min_micro_batches_ = accumulation.min > 0 ? accumulation.min : fallback;
     if (max_micro_batches_ > 0)
       min_micro_batches_ = std::min(min_micro_batches_, max_micro_batches_);
+    // On a pipeline (issue 65) a round is one pass of the stage's schedule: training.grad_accum
+    // micro-batches on every stage, whatever its communication takes. The paper lets each worker
+    // accumulate while its round runs (Algorithm 1, lines 6-9: N_i differs across workers); the
+    // stages of one pipeline cannot, since a stage's forward needs the previous stage's activation
+    // of the same micro-batch: a count each stage chose from its own round would leave the
+    // slowest stage's schedule waiting for messages nobody sends. One pass per round is the count
+    // they all know without communicating, and parameters change only at a flush, where a
+    // synchronous pipeline changes them too. The communication of round t still overlaps round
+    // t + 1's pass; a pass shorter than the round waits for it (exposed communication). ACCO's
+    // step is two passes (its estimate and correction rounds, Algorithm 1 with N~ = N).
+    pipeline_ = w.scenario().parallelism.pipeline > 1;
+    if (pipeline_) {
+      const bool min_other = accumulation.min > 0 && accumulation.min != accum;
+      const bool max_other = accumulation.max != kDefaultCap && accumulation.max != accum;
+      if (min_other || max_other)
+        throw std::invalid_argument(fmt::format(
+            "{}_micro_batches: {} on a pipeline (parallelism.pipeline: {}): every stage runs "
+            "one pass of the schedule a round, training.grad_accum = {} micro-batches; leave "
+            "the option out or set it to {}",
+            min_other ? "min" : "max", min_other ? accumulation.min : accumulation.max,
+            w.scenario().parallelism.pipeline, accum, accum));
+      min_micro_batches_ = max_micro_batches_ = accum;
+    }
     const auto layout = param_layout(w.scenario().model.spec);
     const int n = w.topology().world_size();
     const int me = w.topology().world().index_of(w.rank());
@@ -140,7 +164,18 @@ public:
       }
     }
     // Training goes on past the last measured step: keep computing (micro-batches no step
-    // counts) until the last round ends, so the measured window has no artificial drain.
+    // counts) until the last round ends, so the measured window has no artificial drain. On a
+    // pipeline, one pass (what overlaps a round in the steady state), then the round: every
+    // stage runs as many passes.
+    if (pipeline_) {
+      for (int i = 0; i < max_micro_batches_; ++i) {
+        const MicroBatch mb{total_steps, i};
+        w_.forward({0, layers}, mb, state_.params);
+        w_.backward({0, layers}, mb, state_.params, state_.grads);
+      }
+      w_.await(kRoundDone);
+      return;
+    }
     for (int i = 0; !w_.poll(kRoundDone).has_value(); ++i) {
       const MicroBatch mb{total_steps, i};
       w_.forward({0, layers}, mb, state_.params);
@@ -215,6 +250,7 @@ private:
   int warmup_rounds_;
   int max_micro_batches_ = 0; // 0: no cap
   int min_micro_batches_ = 1;
+  bool pipeline_ = false; // parallelism.pipeline > 1: a round is one pass of the schedule
   ModelState state_;
   BufferId handoff_ = -1;
   BufferId reduced_ = -1;

@@ -300,9 +300,11 @@ std::string ranking(const scenario::Scenario& s, std::vector<SummaryRow> ran) {
                          "gradient of all its samples;",
                          fmt::join(local, ", "), local.size() == 1 ? "s" : "");
     if (!delayed.empty())
-      out += fmt::format(" {} appl{} gradients one round late, from as many micro-batches as fit "
-                         "in the communication;",
-                         fmt::join(delayed, ", "), delayed.size() == 1 ? "ies" : "y");
+      out += fmt::format(" {} appl{} gradients one round late, from {};", fmt::join(delayed, ", "),
+                         delayed.size() == 1 ? "ies" : "y",
+                         s.parallelism.pipeline > 1
+                             ? "one pass of the pipeline's schedule a round"
+                             : "as many micro-batches as fit in the communication");
     out += " what a step is worth shows in time to a target loss (`training.target_loss` with "
            "`training.loss_curve`, or `overlapsim validate`'s measured curves).\n";
   }

@@ -142,6 +142,9 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
       per_round = std::max(per_round, std::ceil(all_reduce_lower_bound_s(s, param_bytes) / mb));
     if (most > 0)
       per_round = std::min(per_round, std::max(most, least));
+    // On a pipeline a round is one pass of the schedule (algorithms/acco.cpp).
+    if (par.pipeline > 1)
+      per_round = s.training.grad_accum;
     w.micro_batches = rounds * per_round;
   }
   const double per_micro_batch = 2 * layers * (par.tensor > 1 ? 2 : 1) + (par.pipeline > 1 ? 4 : 0);

@@ -70,7 +70,8 @@ void fold_into_classes(Trace& trace, const RankClasses& classes) {
 
 } // namespace
 
-// Algorithms that cannot run on the data-parallel dimension of a pipeline, and why.
+// Algorithms that cannot run on the data-parallel dimension of a pipeline, and why. (ACCO,
+// ACCO-WP and DPU can: a round is one pass of the schedule, algorithms/acco.cpp.)
 static void refuse_on_a_pipeline(const scenario::Scenario& scenario, const Algorithm& algorithm) {
   if (scenario.parallelism.pipeline < 2)
     return;
@@ -79,12 +80,6 @@ static void refuse_on_a_pipeline(const scenario::Scenario& scenario, const Algor
     throw std::runtime_error(fmt::format(
         "{} cannot run on a pipeline (parallelism.pipeline: {}): its cyclic schedule is itself a "
         "pipeline of stages over the GPUs",
-        name, scenario.parallelism.pipeline));
-  if (name == "acco" || name == "acco-wp" || name == "dpu")
-    throw std::runtime_error(fmt::format(
-        "{} on a pipeline (parallelism.pipeline: {}) is not simulated yet (issue 65): it "
-        "accumulates as many micro-batches as its communication round leaves time for, a count "
-        "every stage of a pipeline must agree on; tensor parallelism alone composes",
         name, scenario.parallelism.pipeline));
 }
 

@@ -296,6 +296,16 @@ void SimWorker::forward(LayerRange layers, MicroBatch mb, BufferId) {
   // that hold `layers` (an algorithm that forwards part of the model at a time, FSDP's units,
   // runs a chunk's forward in parts).
   check_micro_batch(mb);
+  // A step of several passes of the schedule (ACCO's two rounds, each one pass: algorithms/
+  // acco.cpp): a forward of the first micro-batch whose op the schedule ran already begins the
+  // step's next pass. (Later micro-batches' forwards may have run ahead of the algorithm's calls:
+  // interleaved 1F1B runs a chunk-1 forward after chunk 0's of later micro-batches.)
+  for (std::size_t c = 0; c < stage_->chunks.size() && mb.index == 0; ++c)
+    if (layers.first >= stage_->chunks[c].first && layers.first < stage_->chunks[c].last &&
+        forward_at_[c].front() < cursor_) {
+      begin_schedule(mb.step);
+      break;
+    }
   for (std::size_t c = 0; c < stage_->chunks.size(); ++c) {
     const LayerRange chunk = stage_->chunks[c];
     if (layers.first < chunk.last && layers.last > chunk.first)
@@ -350,6 +360,14 @@ void SimWorker::settle(bool latest) {
   for (const auto& point : latest ? latest_ : owed_)
     run_schedule_to(point);
   latest_.clear();
+}
+
+bool SimWorker::pass_issued() const {
+  for (const auto& point : owed_)
+    for (const auto& at : backward_at_)
+      if (!at.empty() && point.op == at.back())
+        return true;
+  return false;
 }
 
 void SimWorker::run_schedule_op(const parallel::PipelineOp& op, int bound) {
@@ -866,6 +884,11 @@ bool SimWorker::take_compute_handoff() {
 }
 
 std::int64_t SimWorker::await(int signal) {
+  // A pass issued to its last backward runs before the stream idles: ACCO's compute stream waits
+  // for its round after the pass's last backward call, and the pipeline's cool-down overlaps that
+  // round (the stage's backwards, run lazily, would otherwise wait for it).
+  if (pass_issued())
+    settle();
   auto& c = channel(signal);
   // A stream that had to wait for the other one's signal starts its next collective late
   // (hw::GpuSpec's collective_handoff_wait_s); one whose signal was there already does not.

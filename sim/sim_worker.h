@@ -172,10 +172,13 @@ private:
   void run_schedule_to(SchedulePoint point);
   // Runs the schedule to the backward calls' points the algorithm acts on: `latest`, those of its
   // last backward call (a notify, copy or collective after it concerns those layers' gradients);
-  // else all of them (an optimizer step, an element-wise op, the step's end). Waiting for a
-  // signal or a collective needs none: it consumes no gradient. Only on the compute stream, the
-  // one that runs the stage's ops.
+  // else all of them (an optimizer step, an element-wise op, the step's end, waiting for a
+  // signal once the pass is issued: pass_issued). Waiting for a collective needs none: it consumes
+  // no gradient. Only on the compute stream, the one that runs the stage's ops.
   void settle(bool latest = false);
+  // Whether the algorithm has called the backward that ends the pass (the last of a chunk's): the
+  // GPU runs the pass's cool-down before its stream waits for a signal.
+  bool pass_issued() const;
   // Runs (the next part of) the op at the cursor, a forward up to layer `bound` or a backward down
   // to it, and advances the cursor once the op is complete.
   void run_schedule_op(const parallel::PipelineOp& op, int bound);

@@ -170,7 +170,9 @@ TEST(PipelineParallel, DataParallelAlgorithmsRunOnEachStagesReplicas) {
       }
     }
   }
-  for (const char* name : {"acco", "cdp-v2"}) {
+  // ACCO, ACCO-WP and DPU run there (tests/acco_pipeline_test.cpp); CDP's cyclic schedule does
+  // not.
+  for (const char* name : {"cdp-v2"}) {
     try {
       sim::simulate(s, scenario::AlgorithmSpec{name, name, {}, ""});
       ADD_FAILURE() << name << " ran on a pipeline";
