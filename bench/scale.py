@@ -5,9 +5,10 @@
     bench/scale.py --compare --gpus 64,256,1024,4096    # rank classes against the full simulation
     bench/scale.py --three-d                            # Llama-2 70B TP8 x PP4 on 16,384 H100s
     bench/scale.py --three-d --compare --gpus 256 --straggler 9   # folded vs full, 3D (issue 65.6)
+    bench/scale.py --full-sweep          # the full (unfolded) simulation, 64..4,096 H100s (issue 64.1)
 
-One line per size: GPUs, nodes x GPUs per node, wall seconds, peak RSS of the child (os.wait4),
-and the summary's `simulation` field (`classes (8 of N GPUs simulated)` or `full (...)`).
+One line per size: GPUs, nodes x GPUs per node, wall seconds, CPU seconds (user + system: what
+the run cost on a machine other jobs share), peak RSS of the child (os.wait4), and the summary's `simulation` field (`classes (8 of N GPUs simulated)` or `full (...)`).
 Prints numbers only; no pass/fail. Extra --set pairs go to every run, e.g.
 --set cluster.rank_classes=off for the full simulation. --scenario picks another base (its cluster
 preset and fabric are kept; nodes, model and steps are set as above), e.g. the H100 one of issue 64:
@@ -18,6 +19,10 @@ preset and fabric are kept; nodes, model and steps are set as above), e.g. the H
 --three-d runs scenarios/large/llama2-70b-tp8-pp4-2048x8-h100.yaml as it is (its model, steps and
 parallelism; only the node count set from --gpus), each algorithm of --algorithms in turn;
 --straggler GPU adds a 1.5x straggler on that GPU to every run.
+
+--full-sweep runs the H100 frontier scenario with cluster.rank_classes=off (every GPU simulated:
+what jitter, per-GPU lengths or WAN sites fall back to) at 64, 128, ..., 4,096 GPUs unless --gpus
+says otherwise.
 
 With two sizes or more it fits wall = a x GPUs^b to the runs (least squares in log-log, on each
 size's fastest run) and prints b: the cost's growth in GPUs (1: linear). --compare runs each size both ways and
@@ -97,12 +102,14 @@ def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: boo
         if child.returncode != 0:
             return f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE}  FAILED ({child.returncode}): {err[-300:]}"
         rss_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
+        cpu = usage.ru_utime + usage.ru_stime
         sim = find_simulation_field(Path(out) / "summary.json")
         if measured is not None:
-            measured.append((wall, rss_mb))
+            measured.append((wall, rss_mb, cpu))
         if keep is not None:
             keep.update(json.loads((Path(out) / "summary.json").read_text())["results"][0])
-        return (f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE} {wall:>9.2f} s {rss_mb:>9.1f} MB  "
+        return (f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE} {wall:>9.2f} s {cpu:>9.2f} s "
+                f"{rss_mb:>9.1f} MB  "
                 f"{algorithm:<8} {sim}")
 
 
@@ -128,7 +135,15 @@ def main() -> int:
                         help="comma-separated algorithm labels of the scenario (default ddp)")
     parser.add_argument("--straggler", type=int, default=-1,
                         help="a 1.5x straggler on this GPU in every run")
+    parser.add_argument("--full-sweep", action="store_true",
+                        help="H100 frontier scenario, rank classes off, 64..4096 GPUs")
     args = parser.parse_args()
+    if args.full_sweep:
+        if args.scenario == SCENARIO:
+            args.scenario = ROOT / "scenarios" / "frontier-131072-h100-gpt-neo-2.7b.yaml"
+        if args.gpus == parser.get_default("gpus"):
+            args.gpus = "64,128,256,512,1024,2048,4096"
+        args.extra.append("cluster.rank_classes=off")
     if args.three_d:
         if args.scenario == SCENARIO:
             args.scenario = THREE_D
@@ -143,7 +158,7 @@ def main() -> int:
     what = "as the scenario says" if args.three_d else "x gpt-neo-2.7b x 10 steps"
     print(f"# overlapsim scale bench: {args.algorithms} {what}, {os.cpu_count()} cores, "
           f"{args.scenario.name}")
-    print("#    GPUs  nodes       wall      peak RSS  algorithm simulation")
+    print("#    GPUs  nodes       wall         CPU      peak RSS  algorithm simulation")
     algorithms = [a for a in args.algorithms.split(",") if a]
     fastest = {}  # GPUs -> (wall s, peak RSS MB) of the fastest run
     for gpus, algorithm in ((int(g), a) for g in args.gpus.split(",") if g for a in algorithms):
@@ -168,7 +183,7 @@ def main() -> int:
             print(f"{gpus:>7}  {algorithm:<8} classes vs full: worst relative difference "
                   f"{worst:.2e} ({field})", flush=True)
     if len(fastest) >= 2:
-        for label, index in (("wall", 0), ("peak RSS", 1)):
+        for label, index in (("wall", 0), ("CPU", 2), ("peak RSS", 1)):
             b = fit_exponent([(g, v[index]) for g, v in sorted(fastest.items())])
             print(f"# {label} ~ GPUs^{b:.2f} over {min(fastest)}..{max(fastest)} GPUs "
                   "(least squares in log-log, fastest run per size)")

@@ -162,6 +162,8 @@ public:
   // `direct`: a point-to-point message (Platform::lane).
   void start_flow(int src, int dst, double bytes, std::vector<simgrid::s4u::CommPtr>& comms,
                   bool direct = false);
+  // Starts `flows` (start_flow) at this instant and waits until they have all ended.
+  void run_flows(const std::vector<Flow>& flows);
   // A ring step of the `steps` fidelity: sends `send_bytes` to `dst`, receives from `src`.
   void exchange(const Scope& s, int self, int dst, double send_bytes, int src);
   // A transfer between `ends` (the members of a message) under the GPUs' interference: `move`
