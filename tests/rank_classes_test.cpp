@@ -378,19 +378,25 @@ INSTANTIATE_TEST_SUITE_P(
 
 // On a folded fat tree a pipeline's messages run NIC to NIC between the running nodes: each
 // rail's cable carries its two GPUs' messages at half its rate, as a star's pooled NICs carry the
-// node's four, so the step is the star's (within 1e-4: the tree's extra hop latencies). The full
-// fat tree is no reference here: a message that starts while one runs the other way between the
-// same NICs moves there in 2.3 us (its latency) where the star and the folded tree take 77 us.
+// node's four, so the step is the star's (within 1e-4: the tree's extra hop latencies), and the
+// full fat tree's (24.147 ms both; before the full tree's endpoint links were split-duplex, a
+// message starting with one the other way between the same NICs moved there in 2.3 us, its
+// latency, where the star and the folded tree take 77 us: sim/platform.cpp, build_fat_tree).
 TEST(RankClasses3D, AFoldedFatTreeCarriesMessagesAtTheNicsRate) {
   const std::string tree = ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 8, levels: 2}";
   const auto folded =
       testing::simulate(testing::scenario_from(three_d_yaml(tree)), "diloco", {{"H", "2"}});
+  const auto full = testing::simulate(
+      testing::scenario_from(three_d_yaml(tree + ", rank_classes: off")), "diloco", {{"H", "2"}});
   const auto star = testing::simulate(
       testing::scenario_from(three_d_yaml(", nics_per_node: 2, rank_classes: off")), "diloco",
       {{"H", "2"}});
   EXPECT_EQ(folded.trace.workers, 8);
   EXPECT_NEAR(folded.metrics.iteration_time_s, star.metrics.iteration_time_s,
               1e-4 * star.metrics.iteration_time_s);
+  EXPECT_NEAR(folded.metrics.iteration_time_s, full.metrics.iteration_time_s,
+              1e-9 * full.metrics.iteration_time_s);
+  expect_same_summary(folded.metrics, full.metrics);
 }
 
 // FSDP runs a stage's forward a unit at a time, so it composes with tensor parallelism alone
