@@ -351,10 +351,12 @@ TEST_P(ThreeDFoldedEqualsFull, Summaries) {
       testing::scenario_from(three_d_yaml(extra + ", rank_classes: off")), c.algorithm, c.options);
   EXPECT_EQ(folded.trace.workers, straggler ? 16 : 8);
   EXPECT_EQ(folded.trace.class_of.size(), 32u);
-  // Known gap: over TCP with a straggler the schedule-driven pipeline (interleaved/ZB-H1 merge)
-  // splits the same idle differently, folded against full: 0.15 ms of a 49.9 ms step moves between
-  // pipeline bubble and exposed communication (the iteration time still agrees within 0.1%).
-  // Cause not found yet (TCP's reverse-direction delay is the suspect); held to 1% until it is.
+  // Known gap: over TCP with a straggler, folded against full, the iteration time and every GPU's
+  // idle fraction agree to 1e-15, but 154 us of the 49.9 ms step (two 77.2 us messages) count as
+  // the last stage's pipeline bubble folded and as exposed communication in full (stage 1's
+  // bubble fraction 0.1206 against 0.1175; stage 0 agrees). Not SimGrid's lazy max-min update
+  // (network/optim:Full gives the same digits) nor TCP's reverse-direction delay (0 here: no
+  // profile). Held to 1% until the receive whose wait is classified differently is found.
   const double split = straggler && std::string(c.name) == "ddp_tcp" ? 1e-2 : 1e-3;
   expect_same_summary(folded.metrics, full.metrics, split);
   // Every stage's pipeline bubble, GPU by GPU.
