@@ -96,8 +96,9 @@ void add_commands(CLI::App& app) {
                    "Size (1GB) or doubling range (1KB:1GB); K, M, G are powers of 1024 as in "
                    "nccl-tests' -b/-e")
       ->capture_default_str();
-  collective->add_option("--algorithm", coll->algorithm, "ring | tree | hierarchical | auto")
-      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "auto"}));
+  collective
+      ->add_option("--algorithm", coll->algorithm, "ring | tree | hierarchical | collnet | auto")
+      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "collnet", "auto"}));
   collective->add_flag("--json", coll->json, "Print a JSON list (one object per size)");
   collective->add_option("--set", coll->overrides, "Override a scenario key: key.path=value");
   collective->add_option("--max-time", coll->max_time,

@@ -105,6 +105,8 @@ CollectivePrice price_collective(const PriceRule& rule, const NcclShape& shape, 
       only = NcclAlgorithm::ring;
     else if (rule.algorithm == CollectiveAlgorithm::tree)
       only = NcclAlgorithm::tree;
+    else if (rule.algorithm == CollectiveAlgorithm::collnet)
+      only = NcclAlgorithm::collnet_direct; // and Chain: nccl_same_family
     const NcclCost cost = nccl_best_collective(rule.generation, shape, op, bytes, only,
                                                nccl_protocol_of(rule.protocol));
     return {cost.time_s,

@@ -18,7 +18,9 @@ namespace overlapsim::comm {
 // speed, as fused flows (fused) or step by step (steps).
 enum class CollectiveFidelity { nccl, fused, steps };
 // Which all-reduce algorithm (cluster.collective_algorithm); auto picks the cheapest by this file.
-enum class CollectiveAlgorithm { ring, tree, hierarchical, automatic };
+// collnet: NCCL's CollNetDirect or CollNetChain (the fabric's SHARP; nccl view only; every op
+// CollNet runs: all-reduce, all-gather, reduce-scatter).
+enum class CollectiveAlgorithm { ring, tree, hierarchical, automatic, collnet };
 // The protocols NCCL may use (its NCCL_PROTO): auto lets the tuner pick; a cluster whose network
 // plugin forces one sets it (aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de: EFA's SRD does not
 // deliver in order, which LL and LL128 need). Only the nccl view has protocols.

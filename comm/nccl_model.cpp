@@ -1,5 +1,8 @@
 #include "comm/nccl_model.h"
 
+#include "comm/nccl_collnet.h"
+#include "comm/nccl_nvls.h"
+#include "comm/nccl_pat.h"
 #include "comm/ring_shape.h"
 
 #include <algorithm>
@@ -120,6 +123,12 @@ const char* to_string(NcclAlgorithm algorithm) {
     return "ring";
   case NcclAlgorithm::tree:
     return "tree";
+  case NcclAlgorithm::collnet_direct:
+    return "collnetdirect";
+  case NcclAlgorithm::collnet_chain:
+    return "collnetchain";
+  case NcclAlgorithm::pat:
+    return "pat";
   default:
     return "nvls";
   }
@@ -172,7 +181,18 @@ const char* nccl_label(NcclAlgorithm a, NcclProtocol p, bool multi_node) {
                                            {"nvls/LL", "nvls/LL128", "nvls/Simple"}};
   if (a == NcclAlgorithm::nvls && multi_node)
     return "nvlstree/Simple"; // NCCL's NVLSTree, Simple only
-  return labels[static_cast<int>(a)][static_cast<int>(p)];
+  switch (a) {                // Simple only
+  case NcclAlgorithm::collnet_direct:
+    return "collnetdirect/Simple";
+  case NcclAlgorithm::collnet_chain:
+    return "collnetchain/Simple";
+  case NcclAlgorithm::pat:
+    return "pat/Simple";
+  case NcclAlgorithm::nvls_collnet:
+    return "nvls/Simple";
+  default:
+    return labels[static_cast<int>(a)][static_cast<int>(p)];
+  }
 }
 
 int nccl_tree_parent(int i, int tree, int m) {
@@ -284,8 +304,24 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
   if (!nccl_prices(collective))
     return c;
   const bool all_reduce = collective == CollectiveOp::all_reduce;
+  // Algorithms of their own files (all-gather and reduce-scatter by NVLS on one node too).
+  switch (algorithm) {
+  case NcclAlgorithm::collnet_direct:
+  case NcclAlgorithm::collnet_chain:
+    return nccl_collnet_cost(gen, s, collective, algorithm, protocol, bytes);
+  case NcclAlgorithm::pat:
+    return nccl_pat_cost(gen, s, collective, protocol, bytes);
+  case NcclAlgorithm::nvls_collnet:
+    return nccl_nvls_cost(gen, s, collective, algorithm, protocol, bytes);
+  case NcclAlgorithm::nvls:
+    if (!all_reduce)
+      return nccl_nvls_cost(gen, s, collective, algorithm, protocol, bytes);
+    break;
+  default:
+    break;
+  }
   if (!all_reduce && algorithm != NcclAlgorithm::ring)
-    return c; // NCCL's tuner: the other collectives run rings
+    return c; // NCCL's tuner: broadcast runs rings, and so do the others here
   const bool multi = s.nodes > 1;
   const double hop_intra = std::max(gen.hop_intra_s[p], s.intra_latency_s);
   // A transport's per-message cost (EFA's rendezvous, TCPX's receive path) on every network step.
@@ -367,11 +403,20 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     c.algbw_Bps = bytes > 0 ? bytes / (first + next) : std::min(intra, nccl_tree_net_Bps(s));
     break;
   }
+  default: // priced above
+    return c;
   }
   if (!(c.algbw_Bps > 0))
     return c;
   c.time_s = c.latency_s + bytes / c.algbw_Bps;
   return c;
+}
+
+bool nccl_same_family(NcclAlgorithm a, NcclAlgorithm b) {
+  const auto family = [](NcclAlgorithm x) {
+    return x == NcclAlgorithm::collnet_chain ? NcclAlgorithm::collnet_direct : x;
+  };
+  return family(a) == family(b);
 }
 
 NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
@@ -382,11 +427,15 @@ NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
   // off.
   NcclGeneration enabled = gen;
   enabled.ll128 = gen.ll128 || only_protocol == NcclProtocol::ll128;
+  // A scenario's algorithm restricts all-reduce, and the ring or CollNet every op but broadcast
+  // (tree, NCCL's for all-reduce only, leaves the others to the tuner).
+  const bool restricted =
+      only && (collective == CollectiveOp::all_reduce ||
+               (*only != NcclAlgorithm::tree && collective != CollectiveOp::broadcast));
   NcclCost best;
   best.time_s = std::numeric_limits<double>::infinity();
   for (const auto algorithm : kNcclAlgorithms) {
-    // A scenario's ring or tree restricts all-reduce; the others have rings only.
-    if (only && *only != algorithm && collective == CollectiveOp::all_reduce)
+    if (restricted && !nccl_same_family(*only, algorithm))
       continue;
     for (const auto protocol : kNcclProtocols) {
       if (only_protocol && *only_protocol != protocol)
@@ -397,6 +446,11 @@ NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
         best = c;
     }
   }
+  // CollNet asked for where NCCL disables it (an all-gather or reduce-scatter with fewer NICs
+  // than GPUs a node): NCCL falls back to its tuner's pick.
+  if (!std::isfinite(best.time_s) && restricted && *only != NcclAlgorithm::ring &&
+      *only != NcclAlgorithm::tree && collective != CollectiveOp::all_reduce)
+    return nccl_best_collective(gen, shape, collective, bytes, std::nullopt, only_protocol);
   if (!std::isfinite(best.time_s))
     return best;
   return nccl_collective_cost(enabled, shape, collective, best.algorithm, best.protocol, bytes);

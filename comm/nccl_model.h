@@ -31,11 +31,14 @@
 namespace overlapsim::comm {
 
 enum class NcclProtocol { ll, ll128, simple };
-enum class NcclAlgorithm { ring, tree, nvls };
+// nvls: NVLS on one node, NVLSTree across nodes (all-reduce). The others have files of their own:
+// collnet_direct, collnet_chain (the fabric's SHARP: comm/nccl_collnet.h), pat (comm/nccl_pat.h),
+// nvls_collnet (NCCL's NVLS across nodes over CollNet: comm/nccl_nvls.h).
+enum class NcclAlgorithm { ring, tree, nvls, collnet_direct, collnet_chain, pat, nvls_collnet };
 // The model prices all-reduce, reduce-scatter, all-gather and broadcast (CollectiveOp). NCCL's
-// tuner gives reduce-scatter, all-gather and broadcast rings only (tuning.cc skips the other
-// algorithms for them; NVLS reduce-scatter/all-gather of NCCL >= 2.18 are not modelled: they stay
-// rings here); any other op is priced at infinity.
+// tuner (tuning.cc) runs broadcast on rings only; reduce-scatter and all-gather on rings, PAT
+// (one GPU a node), NVLS (one node; across nodes over CollNet) and CollNetDirect; all-reduce on
+// every algorithm but PAT. Any other op is priced at infinity.
 constexpr bool nccl_prices(CollectiveOp op) {
   return op == CollectiveOp::all_reduce || op == CollectiveOp::reduce_scatter ||
          op == CollectiveOp::all_gather || op == CollectiveOp::broadcast;
@@ -43,13 +46,17 @@ constexpr bool nccl_prices(CollectiveOp op) {
 
 inline constexpr std::array kNcclProtocols = {NcclProtocol::ll, NcclProtocol::ll128,
                                               NcclProtocol::simple};
-inline constexpr std::array kNcclAlgorithms = {NcclAlgorithm::ring, NcclAlgorithm::tree,
-                                               NcclAlgorithm::nvls};
+inline constexpr std::array kNcclAlgorithms = {
+    NcclAlgorithm::ring,           NcclAlgorithm::tree,          NcclAlgorithm::nvls,
+    NcclAlgorithm::collnet_direct, NcclAlgorithm::collnet_chain, NcclAlgorithm::pat,
+    NcclAlgorithm::nvls_collnet};
 
-const char* to_string(NcclProtocol protocol);   // "LL", "LL128", "Simple" (NCCL_PROTO's names)
-const char* to_string(NcclAlgorithm algorithm); // "ring", "tree", "nvls"
+const char* to_string(NcclProtocol protocol); // "LL", "LL128", "Simple" (NCCL_PROTO's names)
+// "ring", "tree", "nvls", "collnetdirect", "collnetchain", "pat", "nvls" (NCCL_ALGO's names).
+const char* to_string(NcclAlgorithm algorithm);
 // What ran, as traces and `overlapsim collective` name it: "ring/LL", "tree/Simple", "nvls/Simple"
-// inside a node, "nvlstree/Simple" (NCCL's NVLSTree) across nodes.
+// inside a node, "nvlstree/Simple" (NCCL's NVLSTree) across nodes, "collnetdirect/Simple",
+// "collnetchain/Simple", "pat/Simple", "nvls/Simple" across nodes over CollNet (nvls_collnet).
 const char* nccl_label(NcclAlgorithm algorithm, NcclProtocol protocol, bool multi_node);
 
 // Per-generation constants; index protocols with static_cast<int>(NcclProtocol).
@@ -81,6 +88,9 @@ struct NcclGeneration {
   // The transport between nodes (hw::LinkSpec::message_cost_s): what a network step pays for
   // each message beyond the wire and NCCL's hop.
   double net_message_s = 0;
+  // The fabric reduces (cluster.fabric's `sharp: true`: InfiniBand SHARP): NCCL's CollNet runs
+  // (NCCL_COLLNET_ENABLE=1 with the SHARP plugin), and NVLS across nodes with it.
+  bool collnet = false;
 };
 
 // The generation of a GPU, from its facts (hw::GpuSpec::compute_capability, the intra-node link's
@@ -127,9 +137,13 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& shape,
                               CollectiveOp collective, NcclAlgorithm algorithm,
                               NcclProtocol protocol, double bytes, NcclView view = NcclView::run);
 
+// Whether a scenario's choice of `a` admits `b`: the same algorithm, or both CollNet's (Direct
+// and Chain: `collective_algorithm: collnet`).
+bool nccl_same_family(NcclAlgorithm a, NcclAlgorithm b);
+
 // The pair NCCL's tuner picks (the cheapest in its view), priced as it runs; `only` restricts the
-// algorithm (a scenario's ring or tree), `only_protocol` the protocol (NCCL_PROTO); what is left is
-// still chosen.
+// algorithm (a scenario's ring, tree or collnet; see nccl_same_family), `only_protocol` the
+// protocol (NCCL_PROTO); what is left is still chosen.
 NcclCost nccl_best_collective(const NcclGeneration& gen, const NcclShape& shape,
                               CollectiveOp collective, double bytes,
                               std::optional<NcclAlgorithm> only = std::nullopt,
@@ -149,9 +163,9 @@ inline NcclCost nccl_best_all_reduce(const NcclGeneration& gen, const NcclShape&
 }
 
 // A reduce-scatter or all-gather of a `bytes` array (the whole array, as nccl-tests counts it):
-// NCCL runs these as rings only, n-1 steps (nodes-1 of them across nodes), each rank moving
-// (n-1)/n of the array at the ring's bus bandwidth; the cheapest protocol. (All-gather costs the
-// same as reduce-scatter in NCCL's tuner.)
+// the tuner's pick, a ring (n-1 steps, nodes-1 of them across nodes, each rank moving (n-1)/n of
+// the array at the ring's bus bandwidth) unless PAT, NVLS or CollNetDirect is cheaper where they
+// run; the cheapest protocol. (All-gather costs the same as reduce-scatter in NCCL's tuner.)
 inline NcclCost nccl_ring_half(const NcclGeneration& gen, const NcclShape& shape, double bytes) {
   return nccl_best_collective(gen, shape, CollectiveOp::reduce_scatter, bytes);
 }

@@ -29,6 +29,10 @@ struct FabricSpec {
   Placement placement = Placement::rail;
   // One switch traversal. Quantum-2's port-to-port latency is under 150 ns (NVIDIA's figure).
   double hop_latency_s = 150e-9;
+  // The switches reduce (InfiniBand SHARP: Quantum and Quantum-2 switches' Scalable Hierarchical
+  // Aggregation and Reduction Protocol), so NCCL's CollNet runs (comm/nccl_collnet.h); a star or
+  // a fat tree alike.
+  bool sharp = false;
 };
 
 // Named fabrics (cluster.fabric: NAME, or {preset: NAME, ...overrides}): `star`; `fat_tree` and

@@ -173,12 +173,15 @@ hw::FabricSpec read_fabric(const Entry& e, const ClusterSpec& c) {
   if (e.is_scalar()) {
     f = preset(e);
   } else {
-    e.expect_map(
-        {"preset", "topology", "radix", "levels", "oversubscription", "placement", "hop_latency"});
+    e.expect_map({"preset", "topology", "radix", "levels", "oversubscription", "placement",
+                  "hop_latency", "sharp"});
     if (e.has("preset"))
       f = preset(e.child("preset"));
-    if (e.has("topology") || !e.has("preset"))
+    // {sharp: true} alone: the default star, whose switch reduces.
+    if (e.has("topology") || (!e.has("preset") && !e.has("sharp")))
       f.topology = topology(e.child("topology"));
+    if (e.has("sharp"))
+      f.sharp = e.child("sharp").boolean();
     if (f.topology == hw::FabricSpec::Topology::star)
       for (const char* key : {"radix", "levels", "oversubscription", "placement", "hop_latency"})
         if (e.has(key))
@@ -346,6 +349,7 @@ ClusterSpec read_cluster(const Entry& e) {
             .choice<CollectiveAlgorithm>({{"ring", CollectiveAlgorithm::ring},
                                           {"tree", CollectiveAlgorithm::tree},
                                           {"hierarchical", CollectiveAlgorithm::hierarchical},
+                                          {"collnet", CollectiveAlgorithm::collnet},
                                           {"auto", CollectiveAlgorithm::automatic}});
   if (e.has("nccl_protocol"))
     c.nccl_protocol = e.child("nccl_protocol")
@@ -389,6 +393,14 @@ ClusterSpec read_cluster(const Entry& e) {
   }
   if (e.has("fabric"))
     c.fabric = read_fabric(e.child("fabric"), c);
+  // CollNet is NCCL's, and needs switches that reduce (comm/nccl_collnet.h).
+  if (c.collective_algorithm == CollectiveAlgorithm::collnet) {
+    const Entry& key = e.child("collective_algorithm");
+    if (c.collectives != CollectiveFidelity::nccl)
+      key.fail("collnet is NCCL's CollNet: it needs collectives: nccl");
+    if (!c.fabric.sharp)
+      key.fail("collnet needs switches that reduce: set cluster.fabric: {sharp: true}");
+  }
   return c;
 }
 

@@ -60,9 +60,15 @@ comm::SiteShape world_sites(const ClusterSpec& c) {
   return s;
 }
 
+comm::NcclGeneration nccl_generation_of(const ClusterSpec& c) {
+  comm::NcclGeneration gen =
+      comm::nccl_generation(c.gpu, c.intra_node, c.gpus_per_node, c.inter_node);
+  gen.collnet = c.fabric.sharp;
+  return gen;
+}
+
 comm::PriceRule price_rule(const ClusterSpec& c) {
-  return {c.collectives, c.collective_algorithm, c.nccl_protocol,
-          comm::nccl_generation(c.gpu, c.intra_node, c.gpus_per_node, c.inter_node)};
+  return {c.collectives, c.collective_algorithm, c.nccl_protocol, nccl_generation_of(c)};
 }
 
 comm::CollectivePrice price_world_collective(const ClusterSpec& c, CollectiveOp op, double bytes) {

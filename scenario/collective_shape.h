@@ -17,6 +17,9 @@ comm::NcclShape world_shape(const ClusterSpec& c);
 comm::NcclShape group_shape(const ClusterSpec& c, int nodes, int per_node);
 // The cluster's WAN sites as the world group meets them (one site: sites = 1).
 comm::SiteShape world_sites(const ClusterSpec& c);
+// The NCCL generation of the cluster's GPUs and links, CollNet on where its fabric reduces
+// (cluster.fabric's sharp).
+comm::NcclGeneration nccl_generation_of(const ClusterSpec& c);
 // The cluster's fidelity, algorithm, protocol and NCCL generation.
 comm::PriceRule price_rule(const ClusterSpec& c);
 // The price of `op` on an S-byte array (comm/ring_shape.h's convention) over every GPU.

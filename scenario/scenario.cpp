@@ -74,6 +74,8 @@ std::string to_string(CollectiveAlgorithm algorithm) {
     return "hierarchical";
   case CollectiveAlgorithm::automatic:
     return "auto";
+  case CollectiveAlgorithm::collnet:
+    return "collnet";
   }
   return "?";
 }

@@ -103,6 +103,15 @@ const Case kCases[] = {
     {"nccl 2x8 H100 NDR (NVLSTree)",
      "{nodes: 2, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, inter_node: ib-ndr}"},
     {"nccl 1x8 A6000 PCIe", "{nodes: 1, gpus_per_node: 8, gpu: a6000, intra_node: pcie4}"},
+    // The fabric's SHARP (CollNet, NVLS over CollNet) and PAT (one GPU a node): issue 66.2.
+    {"nccl 4x8 H100 NDR SHARP",
+     "{nodes: 4, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, inter_node: ib-ndr, "
+     "nics_per_node: 8, fabric: {sharp: true}}"},
+    {"nccl 4x8 H100 NDR collnet",
+     "{nodes: 4, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, inter_node: ib-ndr, "
+     "nics_per_node: 8, fabric: {sharp: true}, collective_algorithm: collnet}"},
+    {"nccl 16x1 H100 NDR (PAT)",
+     "{nodes: 16, gpus_per_node: 1, gpu: h100-sxm, inter_node: ib-ndr}"},
     {"fused 16x1 100GbE",
      "{nodes: 16, gpus_per_node: 1, gpu: a100-80gb, inter_node: ethernet-100g, collectives: "
      "fused}"},
@@ -141,7 +150,7 @@ TEST(CollectivePrice, PlannersAutoAndTheSimulatorAgree) {
         EXPECT_LE(simulated.time_s, planned.seconds * (1 + above))
             << c.name << " " << to_string(op) << " " << bytes << " " << ran << " vs "
             << planned.algorithm;
-        if (op == CollectiveOp::all_reduce) {
+        if (op == CollectiveOp::all_reduce || planned.algorithm.starts_with("nccl ")) {
           const std::string label = planned.algorithm.starts_with("nccl ")
                                         ? planned.algorithm.substr(5)
                                         : planned.algorithm + "/fused";

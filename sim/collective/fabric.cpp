@@ -1,6 +1,7 @@
 #include "sim/collective/fabric.h"
 
 #include "runtime/collective_size.h"
+#include "scenario/collective_shape.h"
 
 #include <algorithm>
 #include <limits>
@@ -15,8 +16,7 @@ Instance::Instance() : done(sg4::Semaphore::create(0)) {}
 Fabric::Fabric(const Platform& platform, const scenario::ClusterSpec& cluster,
                const Topology& topology)
     : platform_(platform), topology_(topology), fidelity_(cluster.collectives),
-      nccl_generation_(comm::nccl_generation(cluster.gpu, cluster.intra_node, cluster.gpus_per_node,
-                                             cluster.inter_node)),
+      nccl_generation_(scenario::nccl_generation_of(cluster)),
       nccl_protocol_(comm::nccl_protocol_of(cluster.nccl_protocol)),
       nic_Bps_(cluster.inter_node.bandwidth_Bps), gpu_(cluster.gpu),
       interference_(platform, cluster.gpu.any_comm_interference()),

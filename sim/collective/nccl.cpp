@@ -1,7 +1,9 @@
 #include "sim/collective/nccl.h"
 
 #include "comm/ring_shape.h"
+#include "sim/collective/collnet.h"
 #include "sim/collective/nvls_tree.h"
+#include "sim/collective/pat.h"
 #include "sim/collective/tree.h"
 
 #include <algorithm>
@@ -23,16 +25,23 @@ CollectiveOutcome NcclModel::run(int rank, const Scope& s, double data_bytes, in
   // Trees between nodes: NCCL's tree (chains inside the nodes) and NVLSTree (NVLS inside).
   const bool nvls_tree = cost.algorithm == NcclAlgorithm::nvls && shape.nodes > 1;
   const bool tree = cost.algorithm == NcclAlgorithm::tree || nvls_tree;
+  // The switches reduce between nodes: CollNet, and NVLS over CollNet (collnet.h).
+  const bool collnet = cost.algorithm == NcclAlgorithm::collnet_direct ||
+                       cost.algorithm == NcclAlgorithm::collnet_chain ||
+                       cost.algorithm == NcclAlgorithm::nvls_collnet;
+  const bool pat = cost.algorithm == NcclAlgorithm::pat;
   const bool broadcast = collective == CollectiveOp::broadcast;
-  // What this rank sends: a tree S; a broadcast chain S but its last rank; a ring 2(n-1)/n S
-  // (all-reduce) or (n-1)/n S (reduce-scatter, all-gather) to the next rank; NVLS S to the switch
-  // and back (the next rank's link).
+  // What this rank sends: a tree or CollNet S; a broadcast chain S but its last rank; a ring or
+  // PAT 2(n-1)/n S (all-reduce) or (n-1)/n S (reduce-scatter, all-gather); NVLS's all-reduce S to
+  // the switch and back (the next rank's link), its all-gather and reduce-scatter (n-1)/n S.
   const double ring_share =
-      cost.algorithm == NcclAlgorithm::nvls ? 1.0 : comm::bus_factor(collective, n);
+      cost.algorithm == NcclAlgorithm::nvls && collective == CollectiveOp::all_reduce
+          ? 1.0
+          : comm::bus_factor(collective, n);
   const int r = broadcast ? g.index_of(root) : 0;
-  const double sent = tree        ? bytes
-                      : broadcast ? ((g.index_of(rank) - r + n) % n == n - 1 ? 0.0 : bytes)
-                                  : ring_share * bytes;
+  const double sent = tree || collnet ? bytes
+                      : broadcast     ? ((g.index_of(rank) - r + n) % n == n - 1 ? 0.0 : bytes)
+                                      : ring_share * bytes;
   // The flows and their pacing, by the last rank to arrive only (Fabric::fused_plan).
   fabric_.fused_plan(s, [&] {
     // Flows that move what the algorithm moves, each paced to end `bytes / algbw` after the
@@ -51,6 +60,10 @@ CollectiveOutcome NcclModel::run(int rank, const Scope& s, double data_bytes, in
         double worst = 0;
         int depth = 0;
         flows = tree_flows(fabric_, g, 1.0, &worst, &depth, nvls_tree);
+      } else if (collnet) {
+        flows = collnet_flows(fabric_, g, 1.0);
+      } else if (pat) {
+        flows = pat_flows(g, 1.0);
       } else if (broadcast) {
         for (int d = 0; d + 1 < n; ++d) // a chain from the root along the ring
           flows.push_back({g.ranks[static_cast<std::size_t>((r + d) % n)], next((r + d) % n), 1.0});
@@ -86,6 +99,15 @@ CollectiveOutcome NcclModel::run(int rank, const Scope& s, double data_bytes, in
             aggregated ? fabric_.nic_Bps() * platform.nics_per_node : shape.net_Bps;
         if (shape.nodes > 1)
           u = std::max(u, comm::nccl_tree_nic_load(shape.nodes) / nic_link_Bps);
+      }
+      // CollNet's flows share their node's NIC link (S each way a node), PAT's their rank's
+      // ((n-1)/n S, every step's flow at once): what they take alone is the shared link's time.
+      if ((collnet || pat) && shape.nodes > 1) {
+        const double nic_link_Bps = platform.nics.empty() && !pat
+                                        ? fabric_.nic_Bps() * platform.nics_per_node
+                                        : shape.net_Bps;
+        auto& u = shape_of_flows.unpaced_s_per_byte;
+        u = std::max(u, (pat ? comm::bus_factor(collective, n) : 1.0) / nic_link_Bps);
       }
       // Only the flows that run: all, or the representative node's (sim/rank_classes.h).
       std::erase_if(flows, [&](const Flow& f) { return !platform.classes.simulated(f.src); });

@@ -164,15 +164,18 @@ collective::Algorithm& Network::choose(const CollectiveCall& call, double bytes)
       return nccl_ring_;
     if (algo == Algo::tree)
       return nccl_tree_;
+    if (algo == Algo::collnet)
+      return nccl_collnet_;
     return nccl_auto_;
   case CollectiveOp::reduce_scatter:
   case CollectiveOp::all_gather:
-    // Across WAN sites, site by site; NCCL runs the rest on rings (its tuner has no tree for
-    // them): the model under nccl, the network's ring otherwise.
+    // Across WAN sites, site by site; the rest by NCCL's tuner (rings, PAT, NVLS, CollNetDirect;
+    // no tree), a scenario's ring or collnet as asked: the model under nccl, the network's ring
+    // otherwise.
     if (by_site())
       return sites_;
     if (fabric_.nccl())
-      return nccl_auto_;
+      return algo == Algo::ring ? nccl_ring_ : algo == Algo::collnet ? nccl_collnet_ : nccl_auto_;
     return ring_;
   case CollectiveOp::broadcast:
     if (algo == Algo::tree)

@@ -79,6 +79,8 @@ private:
   collective::NcclModel nccl_auto_{fabric_, nccl_flow_shapes_, std::nullopt};
   collective::NcclModel nccl_ring_{fabric_, nccl_flow_shapes_, comm::NcclAlgorithm::ring};
   collective::NcclModel nccl_tree_{fabric_, nccl_flow_shapes_, comm::NcclAlgorithm::tree};
+  collective::NcclModel nccl_collnet_{fabric_, nccl_flow_shapes_,
+                                      comm::NcclAlgorithm::collnet_direct}; // and Chain
   collective::AllToAll all_to_all_{fabric_};
   collective::PointToPoint point_to_point_{fabric_};
 };
