@@ -1352,6 +1352,11 @@ void time_tensor_comm(RealWorker& w, RealContext& ctx, const ProfileOptions& o,
   const std::size_t from = repeat_timed(w, o, together, [&](int r) {
     ctx.model.set_tensor_reduce({});
     layer_by_layer(kTensorStep + 2 * r);
+    // Both halves start together: the ranks' ends of the first drift apart by milliseconds on a
+    // shared CPU, which the second's first all-reduce (the embedding's) would otherwise absorb
+    // (98 ms of it in one profile, 4 workers on 2 busy cores).
+    if (together.group != nullptr)
+      barrier(w, *together.group);
     ctx.model.set_tensor_reduce(reduce);
     layer_by_layer(kTensorStep + 2 * r + 1);
     ctx.model.set_tensor_reduce({});
