@@ -31,6 +31,11 @@ struct LayerSpec {
   // Seconds of an all-reduce of the layer's parameters, from a per-layer table (model.profile:
   // *.tsv); used only when ModelSpec::comm_times_from_table is set.
   double comm_time_s = 0;
+  // Measured (a calibration profile under tensor parallelism, ModelSpec::tp_comm_measured_tensor):
+  // the layer's TP collectives' cost to one micro-batch's forward and backward as a real run pays
+  // it, replacing their price on the TP group's links (parallel/stage_view.h).
+  double tp_comm_forward_s = 0;
+  double tp_comm_backward_s = 0;
 };
 
 struct ModelSpec {
@@ -51,6 +56,9 @@ struct ModelSpec {
   // each ran 1.3-1.5x slower than one alone (issue 30.2): such an op is priced alone and slowed
   // while another worker of its memory system runs one (sim/memory_contention.h).
   int memory_shared_by = 1;
+  // The tensor-parallel size the layers' tp_comm_forward_s / tp_comm_backward_s were measured at
+  // (0: none measured); a job of another TP size prices its TP collectives on the links.
+  int tp_comm_measured_tensor = 0;
   // Measured: ACCO's estimate (Algorithm 1 line 27: the step's result written to another buffer,
   // master and moments kept) over a committed step of the same shard; 1: the same price.
   double optimizer_estimate_ratio = 1;

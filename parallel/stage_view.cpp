@@ -154,6 +154,12 @@ std::vector<StageView> stage_views(const scenario::Scenario& s, const ParallelLa
         if (p.tp_comm_overlap && tp.sequence_parallel && block)
           overlap_ops = hw::block_ops(dims, b, seq, tp);
         c = price(ops, rule, tp_group, overlap_ops ? &*overlap_ops : nullptr, s.cluster.gpu, t);
+        // Measured in situ at this TP size (a calibration profile): what a real run's layer paid
+        // for its TP collectives, in place of their price on the links (docs/VALIDATE.md).
+        if (model.tp_comm_measured_tensor == t && !overlap_ops) {
+          c.forward_s = layer.tp_comm_forward_s;
+          c.backward_s = layer.tp_comm_backward_s;
+        }
         // Full recomputation re-runs the forward, its collectives with it, before the backward.
         if (v.recompute.back().linear_share > 0) {
           c.backward_s += c.forward_s;

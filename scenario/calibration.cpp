@@ -132,7 +132,12 @@ Calibration read_calibration(const std::string& path) {
       if (l.contains("activation_bytes_per_sample"))
         c.layers.back().activation_bytes_per_sample =
             positive(l, "activation_bytes_per_sample", lw, true);
+      if (l.contains("tp_forward_s"))
+        c.layers.back().tp_forward_s = positive(l, "tp_forward_s", lw, true, kMaxSeconds);
+      if (l.contains("tp_backward_s"))
+        c.layers.back().tp_backward_s = positive(l, "tp_backward_s", lw, true, kMaxSeconds);
     }
+    c.tensor_parallel = whole(m, "tensor_parallel", where, 0, 1 << 20, 0);
     if (m.contains("optimizer_time_per_param_s"))
       c.optimizer_time_per_param_s = positive(m, "optimizer_time_per_param_s", where, true);
     if (m.contains("outer_step_time_per_param_s"))
@@ -344,6 +349,10 @@ std::string calibration_json(const Calibration& c) {
                       {"bwd_time_per_sample_s", l.bwd_time_per_sample_s}});
     if (l.activation_bytes_per_sample > 0)
       layers.back()["activation_bytes_per_sample"] = l.activation_bytes_per_sample;
+    if (c.tensor_parallel > 1) {
+      layers.back()["tp_forward_s"] = l.tp_forward_s;
+      layers.back()["tp_backward_s"] = l.tp_backward_s;
+    }
   }
   json links = json::object();
   if (c.intra_node)
@@ -361,6 +370,8 @@ std::string calibration_json(const Calibration& c) {
   json out = {{"schema", kCalibrationSchema}, {"source", c.source}, {"device", c.device}};
   if (!c.layers.empty()) {
     json model = {{"name", c.model}, {"micro_batch", c.micro_batch}, {"layers", layers}};
+    if (c.tensor_parallel > 1)
+      model["tensor_parallel"] = c.tensor_parallel;
     if (c.optimizer_time_per_param_s > 0)
       model["optimizer_time_per_param_s"] = c.optimizer_time_per_param_s;
     if (c.outer_step_time_per_param_s > 0)

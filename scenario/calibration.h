@@ -26,6 +26,12 @@ struct LayerTiming {
   double fwd_time_per_sample_s = 0;
   double bwd_time_per_sample_s = 0;
   double activation_bytes_per_sample = 0; // kept for backward; 0: not measured
+  // Under tensor parallelism (Calibration::tensor_parallel), what the layer's TP collectives cost
+  // one micro-batch's forward and backward in situ: the layer timed layer by layer with its
+  // all-reduces inline, every TP rank in lockstep as a run executes it, less the same layer timed
+  // without them (validate/profiler.cpp). Measured, seconds per micro-batch; 0: not measured.
+  double tp_forward_s = 0;
+  double tp_backward_s = 0;
 };
 
 struct SizeTime {
@@ -70,6 +76,9 @@ struct Calibration {
   std::string model;  // the model it was measured on, with its micro-batch
   int micro_batch = 0;
   std::vector<LayerTiming> layers;
+  // The tensor-parallel size the layers' shards and their tp_forward_s / tp_backward_s were
+  // measured at (0: no tensor parallelism).
+  int tensor_parallel = 0;
   double optimizer_time_per_param_s = 0; // one optimizer step, per parameter updated
   // Optimizer steps over a flat slice of `params` parameters, measured in seconds, ascending (issue
   // 30.1): the shards ZeRO-1, FSDP and ACCO step. A step's cost is not linear in its size where the

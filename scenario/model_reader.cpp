@@ -71,7 +71,8 @@ hw::ModelSpec read_layers(const Entry& e) {
 
 // Measured per-layer times replace the FLOP-based estimate; the layers must match by count and
 // name, since a profile of another model would silently mean nothing.
-void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
+void apply_profile(ModelConfig& m, const Entry& e, const TrainingSpec& training,
+                   ClusterSpec& cluster) {
   const Calibration cal = e.calibration();
   m.profile = e.path_value();
   auto& layers = m.spec.layers;
@@ -86,6 +87,15 @@ void apply_profile(ModelConfig& m, const Entry& e, ClusterSpec& cluster) {
     layers[i].bwd_time_per_sample_s = cal.layers[i].bwd_time_per_sample_s;
     if (cal.layers[i].activation_bytes_per_sample > 0)
       layers[i].activation_bytes_per_sample = cal.layers[i].activation_bytes_per_sample;
+  }
+  // The TP collectives' in-situ cost is per micro-batch of the profiled size: another size moves
+  // other bytes, and its TP collectives keep their price on the links.
+  if (cal.tensor_parallel > 1 && cal.micro_batch == training.micro_batch) {
+    m.spec.tp_comm_measured_tensor = cal.tensor_parallel;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      layers[i].tp_comm_forward_s = cal.layers[i].tp_forward_s;
+      layers[i].tp_comm_backward_s = cal.layers[i].tp_backward_s;
+    }
   }
   m.spec.optimizer_time_per_param_s = cal.optimizer_time_per_param_s;
   m.spec.optimizer_points = cal.optimizer_points;
@@ -197,7 +207,7 @@ ModelConfig read_model(const Entry& e, const TrainingSpec& training, ClusterSpec
     e.fail(fmt::format("the model has {} parameters; at most {} are supported",
                        hw::format_count(m.spec.total_params()), hw::format_count(kMaxModelParams)));
   if (e.has("profile"))
-    apply_profile(m, e.child("profile"), cluster);
+    apply_profile(m, e.child("profile"), training, cluster);
   if (e.has("activation_checkpointing"))
     m.checkpointing = read_checkpointing(e.child("activation_checkpointing"), m);
   return m;

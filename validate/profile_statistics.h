@@ -30,6 +30,9 @@ struct ProfileOptions {
   // The replicator phases the algorithms run, with their piece sizes and calls
   // (runtime/replicator_use.h): each use timed at the smallest and largest piece.
   std::map<ReplicatorSize, std::int64_t> issued_replicator_phases;
+  // Under tensor parallelism: this rank's TP group (its ranks), whose process group exists; each
+  // layer's TP collectives are then timed in situ (scenario::LayerTiming's tp_forward_s).
+  std::vector<int> tensor_group;
 };
 
 // At most this many of the issued sizes per op and group size, the most called first: FSDP's units

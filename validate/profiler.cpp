@@ -1327,6 +1327,60 @@ measure_replicator_phases(RealWorker& w, const Topology& topo, const ProfileOpti
   return prices;
 }
 
+// Tensor parallelism in situ (issue 65.9): each layer's forward and backward layer by layer with
+// its TP all-reduces inline (Megatron's f and g, blocking on the compute thread as in a run, every
+// rank of the TP group in lockstep) and, interleaved repeat by repeat, the same layers without
+// them; a layer's TP collectives cost it the difference, per micro-batch. Priced on the links
+// instead, the collectives came to 4.7 ms a micro-batch on 4 CPU workers sharing 2 cores, where
+// the run's layers took 26 ms more than the profile's (a worker waits at each of the 21 blocking
+// all-reduces for a partner descheduled by the worker that shares its core).
+template <class LayerByLayer>
+void time_tensor_comm(RealWorker& w, RealContext& ctx, const ProfileOptions& o,
+                      const Lockstep& together, const LayerByLayer& layer_by_layer,
+                      scenario::Calibration& cal) {
+  const Group& tensor = ctx.topology.group(o.tensor_group);
+  const auto pg = ctx.group(tensor, StreamKind::compute);
+  const auto reduce = [&](torch::Tensor& t, bool max) {
+    std::vector<torch::Tensor> v{t};
+    c10d::AllreduceOptions a;
+    a.reduceOp = max ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
+    pg->allreduce(v, a)->wait(ctx.timeout);
+  };
+  // Even steps without the collectives, odd ones with them: the machine's drift over the loop
+  // moves both alike.
+  constexpr int kTensorStep = 70000;
+  const std::size_t from = repeat_timed(w, o, together, [&](int r) {
+    ctx.model.set_tensor_reduce({});
+    layer_by_layer(kTensorStep + 2 * r);
+    // Both halves start together: the ranks' ends of the first drift apart by milliseconds on a
+    // shared CPU, which the second's first all-reduce (the embedding's) would otherwise absorb
+    // (98 ms of it in one profile, 4 workers on 2 busy cores).
+    if (together.group != nullptr)
+      barrier(w, *together.group);
+    ctx.model.set_tensor_reduce(reduce);
+    layer_by_layer(kTensorStep + 2 * r + 1);
+    ctx.model.set_tensor_reduce({});
+  });
+  std::array<std::map<std::string, std::vector<double>>, 2> passes; // without, with
+  const Trace& t = w.trace();
+  for (std::size_t i = from; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if ((e.category == OpCategory::forward || e.category == OpCategory::backward) &&
+        e.step >= kTensorStep + 2) // past the untimed first repeat
+      passes[(e.step - kTensorStep) % 2][t.name_of(e.name)].push_back(e.end - e.start);
+  }
+  const auto& model = ctx.scenario.model.spec;
+  const auto extra = [&](int l, LayerPass pass) {
+    const std::string name = op_label(model, {l, l + 1}, pass).name;
+    return std::max(0.0, expected_time(passes[1][name]) - expected_time(passes[0][name]));
+  };
+  cal.tensor_parallel = tensor.size();
+  for (std::size_t l = 0; l < cal.layers.size(); ++l) {
+    cal.layers[l].tp_forward_s = extra(static_cast<int>(l), LayerPass::forward);
+    cal.layers[l].tp_backward_s = extra(static_cast<int>(l), LayerPass::backward);
+  }
+}
+
 } // namespace
 
 scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOptions& o) {
@@ -1679,6 +1733,8 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
   }
   cal.compute_jitter_sigma_1s =
       compute_jitter_sigma_1s(w, ctx.topology.world(), first_timed, back_to_back_from);
+  if (o.tensor_group.size() > 1)
+    time_tensor_comm(w, ctx, o, together, layer_by_layer, cal);
 
   // Links: across nodes on the world group, inside a node on node 0's group.
   const Topology& topo = ctx.topology;

@@ -315,9 +315,10 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
   };
   if (o.profile) {
     // Under tensor parallelism each rank times its shard of every layer, without the TP
-    // collectives (the model has no reducer): the simulator prices those itself.
+    // collectives (the model has no reducer) for the layers' compute,
     scenario::Scenario profiled = s;
     std::unique_ptr<RealModel> shard;
+    std::vector<int> tensor_group;
     if (s.parallelism.tensor > 1) {
       auto whole = s;
       whole.parallelism.pipeline = 1;
@@ -327,6 +328,10 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
       shard =
           std::make_unique<RealModel>(s, profiled, 0, static_cast<int>(s.model.spec.layers.size()),
                                       layout.coordinates(e.rank).tensor, layout.tensor());
+      // And then with them, in situ (validate/profiler.cpp's time_tensor_comm): the TP group's
+      // process group is created here, before anything runs, as for the runs below.
+      tensor_group = layout.tensor_group(e.rank);
+      job.group(topology.group(tensor_group), StreamKind::compute);
     }
     const auto owned = shard ? std::move(shard) : std::make_unique<RealModel>(s);
     RealModel& model = *owned;
@@ -346,6 +351,7 @@ WorkerResult run_worker(const scenario::Scenario& s, const JobEnv& e, const Work
       p.min_time_s = o.profile_time_s;
       p.issued = o.profile_sizes;
       p.issued_replicator_phases = o.profile_replicator_phases;
+      p.tensor_group = tensor_group;
       return p;
     }());
     part_done();
