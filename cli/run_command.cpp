@@ -196,6 +196,8 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
       warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
       rows.push_back(make_row(windowed, a.label, result.trace, warnings));
       rows.back().extra["simulation"] = result.simulation;
+      if (!result.approximation.empty())
+        rows.back().extra["approximation"] = result.approximation;
       if (results)
         results->push_back(std::move(result));
     } catch (const Interrupted&) {
