@@ -249,7 +249,9 @@ namespace {
 // zero1 (rings of 1,024 flows) took longer than the DDP run it advised on.
 SummaryRow probe(const scenario::Scenario& s, const scenario::AlgorithmSpec& spec) {
   auto windowed = with_measured_steps(s, spec);
-  windowed.cluster.rank_classes = scenario::RankClassesChoice::automatic;
+  // rank_classes: statistical stays: with jitter, auto would run each probe in full.
+  if (windowed.cluster.rank_classes == scenario::RankClassesChoice::off)
+    windowed.cluster.rank_classes = scenario::RankClassesChoice::automatic;
   return make_row(windowed, spec.label, sim::simulate(windowed, spec).trace);
 }
 
