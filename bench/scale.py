@@ -25,7 +25,8 @@ difference (lognormal jitter sigma 0.05 on every op; sequence lengths drawn per 
 median 1024 sigma 0.5 of 2048; a random slowdown of 1 to 1.05 on every GPU, seeded) twice: with
 cluster.rank_classes=statistical and =off (training.micro_batch=1, so that DDP fits and no
 fit-advice probe runs), and prints both iteration times, the error of the
-statistical fold and both wall times (--variations picks some of jitter,lengths,stragglers).
+statistical fold, both wall times and both CPU times (user + system, the child's included:
+what a loaded machine's wall time hides) (--variations picks some of jitter,lengths,stragglers).
 
 With two sizes or more it fits wall = a x GPUs^b to the runs (least squares in log-log, on each
 size's fastest run) and prints b: the cost's growth in GPUs (1: linear). --compare runs each size both ways and
@@ -108,7 +109,7 @@ def run_one(binary: str, gpus: int, extra: list[str], timeout: float, force: boo
         rss_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
         sim = find_simulation_field(Path(out) / "summary.json")
         if measured is not None:
-            measured.append((wall, rss_mb))
+            measured.append((wall, rss_mb, usage.ru_utime + usage.ru_stime))
         if keep is not None:
             keep.update(json.loads((Path(out) / "summary.json").read_text())["results"][0])
         return (f"{gpus:>7} {nodes:>6}x{GPUS_PER_NODE} {wall:>9.2f} s {rss_mb:>9.1f} MB  "
@@ -217,7 +218,7 @@ def statistical_table(args) -> int:
     print(f"# overlapsim statistical rank classes vs full: x gpt-neo-2.7b x 10 steps, "
           f"{os.cpu_count()} cores, {args.scenario.name}")
     print("#    GPUs algorithm variation   full iteration  statistical  error     full wall  "
-          "stat. wall  simulation")
+          "stat. wall  full CPU  stat. CPU  simulation")
     for gpus in (int(g) for g in args.gpus.split(",") if g):
         for algorithm in (a for a in args.algorithms.split(",") if a):
             for variation in (v for v in args.variations.split(",") if v):
@@ -232,14 +233,18 @@ def statistical_table(args) -> int:
                                    measured=measured, algorithm=algorithm)
                     if not keep:
                         print(f"# {line}", flush=True)
-                    runs[mode] = (keep.get("iteration_time_s"), measured[0][0] if measured else
-                                  float("nan"), keep.get("simulation", "-"))
-                (stat_t, stat_wall, sim), (full_t, full_wall, _) = runs["statistical"], runs["off"]
+                    runs[mode] = (keep.get("iteration_time_s"),
+                                  measured[0][0] if measured else float("nan"),
+                                  measured[0][2] if measured else float("nan"),
+                                  keep.get("simulation", "-"))
+                (stat_t, stat_wall, stat_cpu, sim), (full_t, full_wall, full_cpu, _) = (
+                    runs["statistical"], runs["off"])
                 error = (f"{100 * (stat_t - full_t) / full_t:+7.3f}%" if stat_t and full_t
                          else "      -")
                 print(f"{gpus:>8} {algorithm:<9} {variation:<11} {full_t or float('nan'):>12.4f} s "
                       f"{stat_t or float('nan'):>10.4f} s {error} {full_wall:>9.2f} s "
-                      f"{stat_wall:>9.2f} s  {sim[:60]}", flush=True)
+                      f"{stat_wall:>9.2f} s {full_cpu:>8.2f} s {stat_cpu:>8.2f} s  {sim[:60]}",
+                      flush=True)
     return 0
 
 
