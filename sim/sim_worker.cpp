@@ -466,20 +466,23 @@ double SimWorker::parallel_recompute(LayerRange layers, MicroBatch mb) {
   const double r = seq_ratio(mb), samples = s.training.micro_batch;
   const double speed = ctx_.platform.nominal_speed * micro_batch_speed(false);
   const bool fp32 = s.model.dtype == scenario::Dtype::fp32;
-  double linear = 0, quadratic = 0, bytes = 0;
-  for (int l = layers.first; l < layers.last; ++l) {
-    const auto& again = stage_->recompute[static_cast<std::size_t>(l)];
-    if (!again.any())
-      continue;
-    const auto& layer = s.model.spec.layers[static_cast<std::size_t>(l)];
-    const double forward = hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, false);
-    linear += forward * again.linear_share;
-    quadratic += forward * again.quadratic_share;
-    // One layer's rebuilt tensors at a time: each is freed by its own backward.
-    bytes = std::max(bytes, again.bytes);
-  }
+  double bytes = 0;
+  for (int l = layers.first; l < layers.last; ++l)
+    if (const auto& again = stage_->recompute[static_cast<std::size_t>(l)]; again.any())
+      bytes = std::max(bytes, again.bytes); // one layer's rebuilt tensors at a time
+  // What the recomputation costs at sequence ratio `ratio` (a statistical fold's other GPUs draw
+  // their own).
   const auto at = [&](double ratio) {
-    return (linear * ratio + quadratic * ratio * ratio) * samples * speed;
+    double amount = 0;
+    for (int l = layers.first; l < layers.last; ++l) {
+      const auto& again = stage_->recompute[static_cast<std::size_t>(l)];
+      if (!again.any())
+        continue;
+      const auto& layer = s.model.spec.layers[static_cast<std::size_t>(l)];
+      const double forward = hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, false);
+      amount += forward * (again.linear_share * ratio + again.quadratic_share * ratio * ratio);
+    }
+    return amount * samples * speed;
   };
   const double amount = at(r);
   if (amount <= 0)
