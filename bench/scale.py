@@ -6,6 +6,7 @@
     bench/scale.py --three-d                            # Llama-2 70B TP8 x PP4 on 16,384 H100s
     bench/scale.py --three-d --compare --gpus 256 --straggler 9   # folded vs full, 3D (issue 65.6)
     bench/scale.py --full-sweep          # the full (unfolded) simulation, 64..4,096 H100s (issue 64.1)
+    bench/scale.py --statistical --gpus 256,1024   # rank_classes: statistical vs full (issue 64.2)
 
 One line per size: GPUs, nodes x GPUs per node, wall seconds, CPU seconds (user + system: what
 the run cost on a machine other jobs share), peak RSS of the child (os.wait4), and the summary's `simulation` field (`classes (8 of N GPUs simulated)` or `full (...)`).
@@ -24,6 +25,14 @@ parallelism; only the node count set from --gpus), each algorithm of --algorithm
 what jitter, per-GPU lengths or WAN sites fall back to) at 64, 128, ..., 4,096 GPUs unless --gpus
 says otherwise.
 
+--statistical runs each size, algorithm (default ddp,acco,diloco,fsdp) and source of per-GPU
+difference (lognormal jitter sigma 0.05 on every op; sequence lengths drawn per GPU, lognormal
+median 1024 sigma 0.5 of 2048; a random slowdown of 1 to 1.05 on every GPU, seeded) twice: with
+cluster.rank_classes=statistical and =off (training.micro_batch=1, so that DDP fits and no
+fit-advice probe runs), and prints both iteration times, the error of the
+statistical fold, both wall times and both CPU times (user + system, the child's included:
+what a loaded machine's wall time hides) (--variations picks some of jitter,lengths,stragglers).
+
 With two sizes or more it fits wall = a x GPUs^b to the runs (least squares in log-log, on each
 size's fastest run) and prints b: the cost's growth in GPUs (1: linear). --compare runs each size both ways and
 prints the largest relative difference of the summary's main fields (issue 29.2: within 0.1%).
@@ -33,6 +42,7 @@ import argparse
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -137,7 +147,21 @@ def main() -> int:
                         help="a 1.5x straggler on this GPU in every run")
     parser.add_argument("--full-sweep", action="store_true",
                         help="H100 frontier scenario, rank classes off, 64..4096 GPUs")
+    parser.add_argument("--statistical", action="store_true",
+                        help="rank_classes: statistical against the full simulation (issue 64.2)")
+    parser.add_argument("--variations", default="jitter,lengths,stragglers",
+                        help="with --statistical: which per-GPU differences to run")
     args = parser.parse_args()
+    if args.statistical:
+        if args.algorithms == parser.get_default("algorithms"):
+            args.algorithms = "ddp,acco,diloco,fsdp"
+        if args.gpus == parser.get_default("gpus"):
+            args.gpus = "256"
+        if not os.access(args.bin, os.X_OK):
+            print(f"build first: cmake --build build -j2 --target overlapsim ({args.bin})",
+                  file=sys.stderr)
+            return 1
+        return statistical_table(args)
     if args.full_sweep:
         if args.scenario == SCENARIO:
             args.scenario = ROOT / "scenarios" / "frontier-131072-h100-gpt-neo-2.7b.yaml"
@@ -187,6 +211,55 @@ def main() -> int:
             b = fit_exponent([(g, v[index]) for g, v in sorted(fastest.items())])
             print(f"# {label} ~ GPUs^{b:.2f} over {min(fastest)}..{max(fastest)} GPUs "
                   "(least squares in log-log, fastest run per size)")
+    return 0
+
+
+def variation_settings(name: str, gpus: int) -> list[str]:
+    """The --set pairs that make every GPU draw or run differently (issue 64's rows)."""
+    if name == "jitter":
+        return ["cluster.jitter={distribution: lognormal, sigma: 0.05}"]
+    if name == "lengths":
+        return ["training.seq_len_distribution={lognormal: {median: 1024, sigma: 0.5}}"]
+    if name == "stragglers":
+        draw = random.Random(64)  # a fixed seed: the same slowdowns every run
+        listed = ", ".join(f"{{gpu: {g}, slowdown: {1 + 0.05 * draw.random():.4f}}}"
+                           for g in range(gpus))
+        return [f"cluster.stragglers=[{listed}]"]
+    raise ValueError(f"unknown variation {name!r} (jitter, lengths, stragglers)")
+
+
+def statistical_table(args) -> int:
+    """rank_classes: statistical against the full simulation, one line per case (issue 64.2)."""
+    print(f"# overlapsim statistical rank classes vs full: x gpt-neo-2.7b x 10 steps, "
+          f"{os.cpu_count()} cores, {args.scenario.name}")
+    print("#    GPUs algorithm variation   full iteration  statistical  error     full wall  "
+          "stat. wall  full CPU  stat. CPU  simulation")
+    for gpus in (int(g) for g in args.gpus.split(",") if g):
+        for algorithm in (a for a in args.algorithms.split(",") if a):
+            for variation in (v for v in args.variations.split(",") if v):
+                # One sample per micro-batch: DDP x 2.7B fits then, and no fit-advice probes run.
+                extra = (["training.micro_batch=1"] + args.extra +
+                         variation_settings(variation, gpus))
+                runs = {}
+                for mode in ("statistical", "off"):
+                    keep, measured = {}, []
+                    line = run_one(args.bin, gpus, extra + [f"cluster.rank_classes={mode}"],
+                                   args.timeout, args.force, keep, scenario=args.scenario,
+                                   measured=measured, algorithm=algorithm)
+                    if not keep:
+                        print(f"# {line}", flush=True)
+                    runs[mode] = (keep.get("iteration_time_s"),
+                                  measured[0][0] if measured else float("nan"),
+                                  measured[0][2] if measured else float("nan"),
+                                  keep.get("simulation", "-"))
+                (stat_t, stat_wall, stat_cpu, sim), (full_t, full_wall, full_cpu, _) = (
+                    runs["statistical"], runs["off"])
+                error = (f"{100 * (stat_t - full_t) / full_t:+7.3f}%" if stat_t and full_t
+                         else "      -")
+                print(f"{gpus:>8} {algorithm:<9} {variation:<11} {full_t or float('nan'):>12.4f} s "
+                      f"{stat_t or float('nan'):>10.4f} s {error} {full_wall:>9.2f} s "
+                      f"{stat_wall:>9.2f} s {full_cpu:>8.2f} s {stat_cpu:>8.2f} s  {sim[:60]}",
+                      flush=True)
     return 0
 
 

@@ -381,6 +381,10 @@ std::string report_markdown(const scenario::Scenario& s, const std::vector<Summa
   out += "Network: " + network_summary(s) + ".\n\n";
   for (const auto& w : s.warnings)
     out += fmt::format("Warning: {}\n\n", w);
+  // Statistical rank classes (sim/slowest_of.h): the numbers are an approximation; say so first.
+  for (const auto& r : rows)
+    if (const auto it = r.extra.find("approximation"); it != r.extra.end() && it->is_string())
+      out += fmt::format("Approximation ({}): {}.\n\n", r.algorithm, it->get<std::string>());
   std::vector<SummaryRow> ran; // the rows with metrics; failed algorithms are listed apart
   for (const auto& r : rows)
     if (r.error.empty())

@@ -196,6 +196,8 @@ std::vector<SummaryRow> simulate_rows(const scenario::Scenario& scenario, bool p
       warnings.insert(warnings.end(), result.warnings.begin(), result.warnings.end());
       rows.push_back(make_row(windowed, a.label, result.trace, warnings));
       rows.back().extra["simulation"] = result.simulation;
+      if (!result.approximation.empty())
+        rows.back().extra["approximation"] = result.approximation;
       if (results)
         results->push_back(std::move(result));
     } catch (const Interrupted&) {
@@ -247,7 +249,9 @@ namespace {
 // zero1 (rings of 1,024 flows) took longer than the DDP run it advised on.
 SummaryRow probe(const scenario::Scenario& s, const scenario::AlgorithmSpec& spec) {
   auto windowed = with_measured_steps(s, spec);
-  windowed.cluster.rank_classes = scenario::RankClassesChoice::automatic;
+  // rank_classes: statistical stays: with jitter, auto would run each probe in full.
+  if (windowed.cluster.rank_classes == scenario::RankClassesChoice::off)
+    windowed.cluster.rank_classes = scenario::RankClassesChoice::automatic;
   return make_row(windowed, spec.label, sim::simulate(windowed, spec).trace);
 }
 

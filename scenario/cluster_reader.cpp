@@ -363,9 +363,11 @@ ClusterSpec read_cluster(const Entry& e) {
   else if (system && system->simple_only)
     c.nccl_protocol = NcclProtocolChoice::simple; // the system's network plugin forces it
   if (e.has("rank_classes"))
-    c.rank_classes = e.child("rank_classes")
-                         .choice<RankClassesChoice>({{"auto", RankClassesChoice::automatic},
-                                                     {"off", RankClassesChoice::off}});
+    c.rank_classes =
+        e.child("rank_classes")
+            .choice<RankClassesChoice>({{"auto", RankClassesChoice::automatic},
+                                        {"off", RankClassesChoice::off},
+                                        {"statistical", RankClassesChoice::statistical}});
   if (e.has("sites")) {
     std::vector<int> site_of(static_cast<std::size_t>(c.nodes), -1);
     for (const auto& s : e.child("sites").items()) {

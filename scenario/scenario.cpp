@@ -92,7 +92,15 @@ std::string to_string(NcclProtocolChoice protocol) {
   }
 }
 std::string to_string(RankClassesChoice choice) {
-  return choice == RankClassesChoice::off ? "off" : "auto";
+  switch (choice) {
+  case RankClassesChoice::off:
+    return "off";
+  case RankClassesChoice::statistical:
+    return "statistical";
+  case RankClassesChoice::automatic:
+    break;
+  }
+  return "auto";
 }
 double Jitter::sigma_of(double seconds) const {
   if (sigma_1s <= 0)

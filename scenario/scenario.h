@@ -55,8 +55,10 @@ using CollectiveFidelity = comm::CollectiveFidelity;
 using CollectiveAlgorithm = comm::CollectiveAlgorithm;
 using NcclProtocolChoice = comm::NcclProtocolChoice; // comm/collective_price.h
 // Rank classes (issue 29; sim/rank_classes.h): auto simulates one node's ranks for every node's
-// where nothing tells the nodes apart, off always simulates every rank.
-enum class RankClassesChoice { automatic, off };
+// where nothing tells the nodes apart, off always simulates every rank, statistical also folds
+// nodes told apart only by their random draws and slowdowns (jitter, per-GPU sequence lengths,
+// stragglers): an approximation, labelled as one in every output (sim/slowest_of.h).
+enum class RankClassesChoice { automatic, off, statistical };
 
 // A WAN between groups of nodes: each site lists its nodes; traffic between sites crosses the WAN
 // link of the source site and of the destination site (each carries `wan.latency / 2`).
@@ -251,7 +253,7 @@ std::string to_string(NetworkModel model);
 std::string to_string(CollectiveFidelity fidelity);
 std::string to_string(CollectiveAlgorithm algorithm);
 std::string to_string(NcclProtocolChoice protocol); // auto, LL, LL128, Simple (NCCL_PROTO's)
-std::string to_string(RankClassesChoice choice);    // auto, off
+std::string to_string(RankClassesChoice choice);    // auto, off, statistical
 std::string to_string(JitterDistribution distribution);
 std::string to_string(PipelineSchedule schedule); // gpipe, 1f1b, interleaved, zero-bubble
 std::string to_string(Recompute recompute);       // none, selective, full

@@ -4,6 +4,7 @@
 #include "parallel/layout.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -23,6 +24,14 @@ std::vector<int> RankClasses::simulated_nodes() const {
   return nodes;
 }
 
+std::vector<int> RankClasses::slowest_of() const {
+  std::vector<int> ranks;
+  for (int r = 0; r < world; ++r)
+    if (r == extreme || !simulated(r))
+      ranks.push_back(r);
+  return ranks;
+}
+
 std::string RankClasses::describe() const {
   if (folded)
     return fmt::format("classes ({} of {} GPUs simulated{}{})", simulated_ranks(), world,
@@ -36,9 +45,11 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return "cluster.rank_classes: off";
   if (c.nodes < 2)
     return "one node";
-  if (c.jitter.active())
+  const bool statistical = c.rank_classes == scenario::RankClassesChoice::statistical;
+  if (c.jitter.active() && !statistical)
     return "jitter on every GPU";
-  if (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed)
+  if (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed &&
+      !statistical)
     return "sequence lengths drawn per GPU";
   if (c.sites.size() > 1)
     return "WAN sites";
@@ -54,6 +65,20 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
       return "an oversubscribed fat tree whose leaves hold several GPU positions' NICs";
   }
   return "";
+}
+
+std::string statistical_differences(const scenario::Scenario& s) {
+  std::vector<std::string> what;
+  if (s.cluster.jitter.active())
+    what.emplace_back("jitter");
+  if (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed)
+    what.emplace_back("sequence lengths");
+  for (const auto& st : s.cluster.stragglers)
+    if (st.slowdown != 1.0) {
+      what.emplace_back("stragglers");
+      break;
+    }
+  return fmt::format("{}", fmt::join(what, ", "));
 }
 
 std::vector<std::vector<int>> alike_node_groups(const scenario::Scenario& s, std::string& why) {
@@ -171,6 +196,22 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   const auto groups = alike_node_groups(s, rc.why_full);
   if (groups.empty())
     return rc;
+  // Statistical: what only draws and slowdowns tell apart folds too (sim/slowest_of.h).
+  const std::string differences = s.cluster.rank_classes == scenario::RankClassesChoice::statistical
+                                      ? statistical_differences(s)
+                                      : "";
+  if (!differences.empty()) {
+    if (groups.size() != static_cast<std::size_t>(s.cluster.nodes)) {
+      rc.why_full = "rank_classes: statistical folds node groups of one node only (no pipeline, "
+                    "tensor parallelism inside a node)";
+      return rc;
+    }
+    if (s.cluster.nodes < 3) {
+      rc.why_full = "rank_classes: statistical needs 3 nodes or more (one representative, one "
+                    "for the slowest, one left out)";
+      return rc;
+    }
+  }
   // Groups with a straggler run as themselves; one of the others stands for the rest.
   const auto nodes = static_cast<std::size_t>(s.cluster.nodes);
   const int m = static_cast<int>(groups.size());
@@ -182,7 +223,8 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
       index[n] = static_cast<int>(i);
     }
   std::vector<char> alike(static_cast<std::size_t>(m), 1);
-  for (const auto& st : s.cluster.stragglers)
+  for (const auto& st :
+       differences.empty() ? s.cluster.stragglers : std::vector<scenario::Straggler>{})
     if (st.slowdown != 1.0)
       alike[static_cast<std::size_t>(
           group_of[static_cast<std::size_t>(st.gpu / rc.gpus_per_node)])] = 0;
@@ -218,14 +260,33 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   rc.stand_in.assign(nodes, 0);
   if (s.parallelism.pipeline > 1)
     rc.group = group_of;
+  // Statistical: the last node other than the representative runs as itself (its shifted copy's
+  // traffic on its own links, as a straggler's node), its first GPU as the slowest of the GPUs
+  // left out.
+  const int extreme_node = differences.empty()              ? -1
+                           : rc.node == s.cluster.nodes - 1 ? s.cluster.nodes - 2
+                                                            : s.cluster.nodes - 1;
   for (std::size_t n = 0; n < nodes; ++n) {
     const int g = group_of[n];
-    rc.runs[n] = g == representative || !alike[static_cast<std::size_t>(g)] ? 1 : 0;
+    rc.runs[n] = g == representative || !alike[static_cast<std::size_t>(g)] ||
+                         static_cast<int>(n) == extreme_node
+                     ? 1
+                     : 0;
     rc.stand_in[n] = rc.runs[n] ? static_cast<int>(n) : chosen[static_cast<std::size_t>(index[n])];
+  }
+  if (extreme_node >= 0) {
+    rc.extreme = extreme_node * rc.gpus_per_node;
+    rc.approximation = fmt::format(
+        "{}statistical approximation: GPU {} runs as the slowest of the {} GPUs left out and "
+        "itself ({}); rank_classes: auto simulates every GPU",
+        rc.approximation.empty() ? "" : rc.approximation + "; ", rc.extreme,
+        rc.world - rc.simulated_ranks() + 1, differences);
   }
   // Folding hides GPUs from the trace; it is worth that only where it saves time (issue 62.7).
   if (const int left_out = rc.world - rc.simulated_ranks(); left_out < kFoldFromGpusLeftOut) {
     rc.folded = false;
+    rc.extreme = -1;
+    rc.approximation.clear();
     rc.runs.clear();
     rc.stand_in.clear();
     rc.group.clear();

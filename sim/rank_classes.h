@@ -55,6 +55,14 @@ struct RankClasses {
   std::string why_full; // full: what told the nodes apart
   // Folded where sharing is approximated, and how (a fat tree: "" elsewhere).
   std::string approximation;
+  // Statistical rank classes (cluster.rank_classes: statistical, issue 64.2): nodes told apart
+  // only by their draws (jitter, sequence lengths) and slowdowns fold all the same; one running
+  // GPU of a node of its own, `extreme`, runs as the slowest of the GPUs left out and itself
+  // (sim/slowest_of.h). -1: none. `approximation` then says so.
+  int extreme = -1;
+  bool statistical() const { return extreme >= 0; }
+  // The GPUs `extreme` stands for: every GPU that does not run, and itself.
+  std::vector<int> slowest_of() const;
 
   bool simulated(int rank) const {
     return !folded || runs[static_cast<std::size_t>(rank / gpus_per_node)];
@@ -86,8 +94,12 @@ struct RankClasses {
 // 3.6 s; below 4 GPUs left out the saving is a fraction of a second and the trace would lose GPUs.
 constexpr int kFoldFromGpusLeftOut = 4;
 
-// What in the scenario tells its nodes apart ("" when nothing does).
+// What in the scenario tells its nodes apart ("" when nothing does). With `cluster.rank_classes:
+// statistical`, the draws and slowdowns that statistical_differences() names do not.
 std::string rank_classes_obstacle(const scenario::Scenario& s);
+// What differs between GPUs only by a random draw or a slowdown: "jitter", "sequence lengths",
+// "stragglers" (", "-joined; "" when nothing does).
+std::string statistical_differences(const scenario::Scenario& s);
 
 // The node groups of a scenario (see above), each its nodes in ascending order, groups in order of
 // their first node: one node each without tensor or pipeline parallelism. Empty, with `why` set,

@@ -117,6 +117,8 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
   SimulationResult result;
   result.warnings = platform.warnings;
   result.simulation = classes.describe();
+  if (classes.statistical())
+    result.approximation = classes.approximation;
   Trace& trace = result.trace;
   trace.workers = topology.world_size();
   trace.gpus_per_node = topology.gpus_per_node();
@@ -143,7 +145,8 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
                      result.collective_calls,
                      result.replicator_calls,
                      memory,
-                     placement ? &*placement : nullptr};
+                     placement ? &*placement : nullptr,
+                     &classes};
 
   std::vector<int> ranks; // the simulated ones: all, or the representative node's
   for (int r = 0; r < topology.world_size(); ++r)
@@ -217,6 +220,7 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
     for (const auto& w : result.warnings)
       put_string(body, w);
     put_string(body, result.simulation);
+    put_string(body, result.approximation);
     put(body, static_cast<std::uint32_t>(result.collective_calls.size()));
     for (const auto& [size, calls] : result.collective_calls) {
       put_string(body, size.op);
@@ -263,6 +267,7 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
   for (auto n = take<std::uint32_t>(body); n > 0; --n)
     result.warnings.push_back(take_string(body));
   result.simulation = take_string(body);
+  result.approximation = take_string(body);
   for (auto n = take<std::uint32_t>(body); n > 0; --n) {
     CollectiveSize size;
     size.op = take_string(body);

@@ -21,6 +21,9 @@ struct SimulationResult {
   std::vector<std::string> warnings;
   // Which ranks ran (sim/rank_classes.h): "classes (8 of 16384 GPUs simulated)" or "full (...)".
   std::string simulation;
+  // Statistical rank classes (sim/rank_classes.h): what the numbers approximate, and how; "" when
+  // every simulated GPU ran as itself.
+  std::string approximation;
   // How many times the simulated ranks issued each collective size (runtime/collective_size.h).
   std::map<CollectiveSize, std::int64_t> collective_calls;
   // And each replicator phase with its piece size (runtime/replicator_use.h).

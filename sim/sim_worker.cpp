@@ -1,5 +1,7 @@
 #include "sim/sim_worker.h"
 
+#include "sim/gpu_draws.h"
+
 #include "hw/backward_split.h"
 #include "hw/compute_cost.h"
 #include "hw/transformer_ops.h"
@@ -72,11 +74,10 @@ ParallelPlacement::ParallelPlacement(const scenario::Scenario& s, const Topology
 SimWorker::SimWorker(SimContext& context, int rank)
     : ctx_(context), rank_(rank), stage_(stage_of(context, rank)),
       host_(context.platform.gpus[static_cast<std::size_t>(rank)]),
-      // One generator per GPU seeded from (seed, rank): reruns are bit-identical and one GPU's
-      // draws do not depend on how many ops another GPU ran.
-      rng_(context.scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1),
-      table_comm_(scenario().model.spec),
+      rng_(jitter_generator(context.scenario.seed, rank)), table_comm_(scenario().model.spec),
       checkpoints_(scenario().model.spec, scenario().model.checkpointing) {
+  if (ctx_.classes && ctx_.classes->extreme == rank)
+    slowest_.emplace(scenario(), ctx_.classes->slowest_of(), ctx_.platform.nominal_speed);
   if (!ctx_.parallel)
     return;
   // The pipeline's receive buffers (parallel/memory.h), allocated for the whole run.
@@ -137,58 +138,11 @@ const BufferDecl& SimWorker::buffer(BufferId id) const {
 }
 
 double SimWorker::jitter(double amount) {
-  const auto& j = scenario().cluster.jitter;
-  const double sigma = j.sigma_of(amount / ctx_.platform.nominal_speed);
-  switch (j.distribution) {
-  case scenario::JitterDistribution::none:
-    return 1.0;
-  case scenario::JitterDistribution::lognormal: {
-    // mu = -sigma^2 / 2 makes the mean 1, so jitter slows no GPU on average.
-    std::lognormal_distribution<double> d(-sigma * sigma / 2, sigma);
-    return d(rng_);
-  }
-  case scenario::JitterDistribution::normal: {
-    std::normal_distribution<double> d(1.0, sigma);
-    return std::max(0.05, d(rng_));
-  }
-  }
-  return 1.0;
+  return draw_jitter(scenario().cluster.jitter, amount / ctx_.platform.nominal_speed, rng_);
 }
 
 double SimWorker::seq_ratio(MicroBatch mb) const {
-  const auto& t = scenario().training;
-  const auto& d = t.seq_len_distribution;
-  if (d.kind == scenario::SeqLenDistribution::Kind::fixed || mb.step < 0)
-    return 1.0;
-  // Drawn from (seed, GPU, step, micro-batch) alone: the micro-batch's forward and backward see
-  // the same length, and reruns are bit-identical whatever else drew numbers in between.
-  std::uint64_t key = scenario().seed * 0x9E3779B97F4A7C15ULL;
-  for (const std::uint64_t part :
-       {static_cast<std::uint64_t>(rank_), static_cast<std::uint64_t>(mb.step),
-        static_cast<std::uint64_t>(mb.index)}) {
-    key ^= part + 0x9E3779B97F4A7C15ULL + (key << 6) + (key >> 2);
-  }
-  std::mt19937_64 gen(key);
-  int longest = 1;
-  for (int k = 0; k < d.max_of; ++k) {
-    int length = t.seq_len;
-    switch (d.kind) {
-    case scenario::SeqLenDistribution::Kind::lengths:
-      length = d.lengths[std::uniform_int_distribution<std::size_t>(0, d.lengths.size() - 1)(gen)];
-      break;
-    case scenario::SeqLenDistribution::Kind::lognormal:
-      length = static_cast<int>(
-          std::lround(std::lognormal_distribution<double>(std::log(d.median), d.sigma)(gen)));
-      break;
-    case scenario::SeqLenDistribution::Kind::uniform:
-      length = std::uniform_int_distribution<int>(d.min, d.max)(gen);
-      break;
-    case scenario::SeqLenDistribution::Kind::fixed:
-      break;
-    }
-    longest = std::max(longest, std::clamp(length, 1, t.seq_len));
-  }
-  return static_cast<double>(longest) / t.seq_len;
+  return seq_ratio_of(scenario(), rank_, mb);
 }
 
 double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) const {
@@ -211,11 +165,19 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
 }
 
 void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
-                        std::optional<double> alone) {
-  const double scale = jitter(amount);
-  const double flops = amount * scale;
+                        std::optional<double> alone,
+                        const std::function<double(double)>& at_ratio) {
   const double start = sg4::Engine::get_clock();
   const StreamKind stream = calling_stream();
+  double scale = 1;
+  if (!slowest_)
+    scale = jitter(amount);
+  else if (amount > 0)
+    // Statistical rank classes: as long as the slowest of the GPUs it stands for
+    // (sim/slowest_of.h), at this GPU's own speed.
+    scale = slowest_->op_seconds(stream == StreamKind::comm ? 1 : 0, start, amount, mb, at_ratio) *
+            ctx_.platform.nominal_speed / scenario().cluster.slowdown_of(rank_) / amount;
+  const double flops = amount * scale;
   // The first op after waiting for the other stream's signal takes longer (hw::GpuSpec's
   // compute_handoff_wait_s): the woken thread's, not the device's, so not slowed by sharing.
   if (take_compute_handoff() && scenario().cluster.gpu.compute_handoff_wait_s > 0)
@@ -250,6 +212,8 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
       execute(flops);
     }
     slows_comm.compute_end(rank_);
+    if (slowest_)
+      slowest_->op_ended(stream == StreamKind::comm ? 1 : 0, sg4::Engine::get_clock());
   }
   TraceEvent e;
   e.start = start;
@@ -423,8 +387,8 @@ void SimWorker::layers_forward(LayerRange layers, MicroBatch mb, bool starts) {
       act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
   change_activations(act);
   const double speed = micro_batch_speed(starts);
-  compute(op_label(model, layers, LayerPass::forward),
-          layer_cost(layers, false, seq_ratio(mb)) * samples * speed, mb);
+  const auto at = [&](double r) { return layer_cost(layers, false, r) * samples * speed; };
+  compute(op_label(model, layers, LayerPass::forward), at(seq_ratio(mb)), mb, std::nullopt, at);
   tensor_parallel_comm(layers, false, mb);
 }
 
@@ -477,7 +441,11 @@ void SimWorker::layers_backward(LayerRange layers, MicroBatch mb, BackwardPart p
     if (part != BackwardPart::whole)
       label.name = fmt::format("{} ({})", label.name,
                                part == BackwardPart::input ? "input grad" : "weight grad");
-    compute(label, layer_cost(range, true, seq_ratio(mb)) * share(range) * samples * speed, mb);
+    const double of_part = share(range);
+    const auto at = [&](double r) {
+      return layer_cost(range, true, r) * of_part * samples * speed;
+    };
+    compute(label, at(seq_ratio(mb)), mb, std::nullopt, at);
   };
   if (part == BackwardPart::weight) { // no recomputation, no activation freed, no TP collective
     pass(layers);
@@ -488,8 +456,11 @@ void SimWorker::layers_backward(LayerRange layers, MicroBatch mb, BackwardPart p
     for (const auto& p : checkpoints_.backward(layers, mb)) {
       if (p.recompute.last > p.recompute.first) {
         change_activations(p.recomputed_bytes * samples);
-        compute(op_label(model, p.recompute, LayerPass::recompute),
-                layer_cost(p.recompute, false, seq_ratio(mb)) * samples * speed, mb);
+        const auto at = [&](double r) {
+          return layer_cost(p.recompute, false, r) * samples * speed;
+        };
+        compute(op_label(model, p.recompute, LayerPass::recompute), at(seq_ratio(mb)), mb,
+                std::nullopt, at);
       }
       pass(p.backward);
       change_activations(-p.freed_bytes * samples);
@@ -513,21 +484,29 @@ double SimWorker::parallel_recompute(LayerRange layers, MicroBatch mb) {
   const double r = seq_ratio(mb), samples = s.training.micro_batch;
   const double speed = ctx_.platform.nominal_speed * micro_batch_speed(false);
   const bool fp32 = s.model.dtype == scenario::Dtype::fp32;
-  double amount = 0, bytes = 0;
-  for (int l = layers.first; l < layers.last; ++l) {
-    const auto& again = stage_->recompute[static_cast<std::size_t>(l)];
-    if (!again.any())
-      continue;
-    const auto& layer = s.model.spec.layers[static_cast<std::size_t>(l)];
-    const double forward = hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, false);
-    amount += forward * (again.linear_share * r + again.quadratic_share * r * r);
-    // One layer's rebuilt tensors at a time: each is freed by its own backward.
-    bytes = std::max(bytes, again.bytes);
-  }
+  double bytes = 0;
+  for (int l = layers.first; l < layers.last; ++l)
+    if (const auto& again = stage_->recompute[static_cast<std::size_t>(l)]; again.any())
+      bytes = std::max(bytes, again.bytes); // one layer's rebuilt tensors at a time
+  // What the recomputation costs at sequence ratio `ratio` (a statistical fold's other GPUs draw
+  // their own).
+  const auto at = [&](double ratio) {
+    double amount = 0;
+    for (int l = layers.first; l < layers.last; ++l) {
+      const auto& again = stage_->recompute[static_cast<std::size_t>(l)];
+      if (!again.any())
+        continue;
+      const auto& layer = s.model.spec.layers[static_cast<std::size_t>(l)];
+      const double forward = hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, false);
+      amount += forward * (again.linear_share * ratio + again.quadratic_share * ratio * ratio);
+    }
+    return amount * samples * speed;
+  };
+  const double amount = at(r);
   if (amount <= 0)
     return 0;
   change_activations(bytes);
-  compute(op_label(s.model.spec, layers, LayerPass::recompute), amount * samples * speed, mb);
+  compute(op_label(s.model.spec, layers, LayerPass::recompute), amount, mb, std::nullopt, at);
   return bytes;
 }
 

@@ -11,6 +11,7 @@
 #include "sim/collective/network.h"
 #include "sim/memory_contention.h"
 #include "sim/platform.h"
+#include "sim/slowest_of.h"
 #include "sim/table_comm_time.h"
 #include "trace/trace.h"
 
@@ -56,6 +57,7 @@ struct SimContext {
   std::map<ReplicatorSize, std::int64_t>& replicator_calls; // the same for replicator phases
   MemoryContention& memory; // memory-bound ops of workers sharing a memory system
   const ParallelPlacement* parallel = nullptr; // tensor or pipeline parallelism; null: neither
+  const RankClasses* classes = nullptr;        // which ranks run (null: all, as themselves)
 };
 
 class SimWorker final : public Worker {
@@ -116,8 +118,11 @@ private:
   // Runs `amount` FLOPs (or FLOP-equivalents of a time-based cost) on this GPU and records it.
   // `alone`, for a memory-bound op: its amount with no other worker of its memory system running
   // one, `amount` being all of them at once (sim/memory_contention.h).
+  // `at_ratio`, for an op whose cost follows the micro-batch's sequence length: its amount at
+  // another sequence ratio (what a statistical fold's left-out GPUs draw, sim/slowest_of.h).
   void compute(const OpLabel& label, double amount, MicroBatch mb,
-               std::optional<double> alone = std::nullopt);
+               std::optional<double> alone = std::nullopt,
+               const std::function<double(double)>& at_ratio = {});
   // FLOP-equivalents per sample of `layers` on sequences `ratio` x seq_len long.
   double layer_cost(LayerRange layers, bool backward, double ratio) const;
   // parallelism.recompute (parallel/stage_view.h's LayerRecompute): runs what `layers`' backward
@@ -207,6 +212,8 @@ private:
   double sample_share_ = 1; // of a pipeline's samples this rank reports: 1 / (tensor x pipeline)
   simgrid::s4u::Host* host_;
   std::mt19937_64 rng_;
+  // Statistical rank classes: this GPU runs as the slowest of the GPUs left out (sim/slowest_of.h).
+  std::optional<SlowestOf> slowest_;
   TableCommTime table_comm_; // the model's per-layer all-reduce times, when it has a table
   std::vector<BufferDecl> buffers_;
   MemoryByCategory static_memory_{};
