@@ -104,24 +104,22 @@ COLLECTIVE_TABLES = [
 # broadcast stays pinned by its busbw convention only (tests/collective_price_test.cpp).
 
 CAUSES = """Why the large misses miss (the simulator is not tuned to these tables):
-- sendrecv on one node, 32-128 MiB (4.4x-2.2x too fast on H100, 2.1x at 128 MiB on A100): NCCL
-  moves a send/recv pair on few p2p channels until the size is large, so the table's busbw ramps
-  from 80 GB/s at 32-64 MiB to 355 at 512 MiB; the simulator's message moves at the link rate
-  from the first byte (no NCCL p2p cost is modelled).
-- sendrecv on 8 x A100, 256 MiB-1 GiB (1.2x): the nvlink3 preset's bandwidth is NCCL's
-  collective rate (234 GB/s), which the simulator gives a p2p message too; NCCL's p2p reaches
-  195 GB/s.
-- sendrecv across 10 nodes (23.6x): the table is 15.2 GB/s flat, a third of one 400 Gb/s NIC:
-  a message between GPUs of two nodes crosses one NIC on NCCL's few p2p channels. The star
-  platform pools a node's 8 NICs into one link, so the one message crossing it gets all of them
-  and runs at the GPU's NVLink cap (360 GB/s); the NICs are also assumed (the file's header).
+- sendrecv across 10 nodes (1.8x): NCCL's p2p (comm/nccl_p2p.h) gives the message to the next
+  node 2 channels on its GPU's one NIC, 2 x 14 GB/s (NCCL_P2P_PER_CHANNEL_NET_BW, what NCCL sizes
+  its network channels by); the table is 15.2 GB/s flat, ~7.6 GB/s a channel. The network is also
+  assumed (the file's header).
+- sendrecv on 8 x A100: 128 MiB 1.4x (8 channels of one NVLink's 20 GB/s each against 111 GB/s
+  measured; the table's NCCL version is not stated); 256 MiB-1 GiB 1.2x: the nvlink3 preset's
+  bandwidth is NCCL's collective rate (234 GB/s), NCCL's p2p reaches 195 GB/s.
 - all-to-all (1.5x at 32 MiB down to 1.03x on one node; 1.6x-1.08x across 10 nodes): the
   simulator sends direct messages at link speed with no NCCL protocol or p2p channel cost;
   across nodes NCCL's all-to-all cannot aggregate a node's NICs (nccl-tests issue #267) while
   the pooled NIC link carries 8 NICs' worth.
-- all-gather and reduce-scatter across 10 nodes (1.06x-1.47x): 10% fast at 1-16 GiB, where the
-  table tops at 324 GB/s and the model at the NICs' 400 GB/s less NCCL's protocol cost (356);
-  the network is assumed, and the table's 256 MiB row dips below its 128 MiB one (1.47x)."""
+- all-gather and reduce-scatter across 10 nodes: 32-512 MiB 1.3x-2.3x too fast: their 80-rank
+  rings take ~7 us a step in the table (667 us at 32 MiB over 79 steps) where NCCL's tuner
+  latencies for a multi-node ring count 1.9 us an NVLink step (LL128); 1-16 GiB 1.1x, where the
+  table tops at 324 GB/s and the model at the NICs' 400 GB/s less NCCL's protocol cost (357); the
+  table's 256 MiB row dips below its 128 MiB one."""
 
 
 def published(path):

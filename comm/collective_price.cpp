@@ -78,10 +78,29 @@ CollectiveAlgorithm cheapest_network_all_reduce(const NcclShape& shape, double b
   return best;
 }
 
+CollectivePrice price_message(const PriceRule& rule, const NcclShape& shape, double bytes,
+                              bool across_nodes) {
+  if (rule.fidelity == CollectiveFidelity::nccl) {
+    const NcclP2pCost c = nccl_p2p_cost(rule.generation, shape, across_nodes, bytes);
+    return {c.time_s, "p2p"};
+  }
+  const bool net = across_nodes && shape.nodes > 1;
+  const double latency = net ? ring_latency(shape) : shape.intra_latency_s;
+  const double bandwidth = net ? ring_bandwidth(shape) : shape.intra_Bps;
+  return {latency + (bandwidth > 0 ? bytes / bandwidth : 0), "p2p"};
+}
+
 CollectivePrice price_collective(const PriceRule& rule, const NcclShape& shape, CollectiveOp op,
                                  double bytes, const SiteShape& sites) {
   if (shape.ranks < 2)
     return {0, "local"};
+  if (is_point_to_point(op)) {
+    // nccl-tests' sendrecv: the slowest neighbour pair; across nodes where the group spans them.
+    CollectivePrice p = price_message(rule, shape, bytes, false);
+    if (shape.nodes > 1)
+      p.seconds = std::max(p.seconds, price_message(rule, shape, bytes, true).seconds);
+    return p;
+  }
   const bool by_site = sites.sites > 1 && (rule.algorithm == CollectiveAlgorithm::automatic ||
                                            rule.algorithm == CollectiveAlgorithm::hierarchical);
   if (by_site && (op == CollectiveOp::all_reduce || op == CollectiveOp::reduce_scatter ||

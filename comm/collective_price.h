@@ -8,6 +8,7 @@
 
 #include "comm/collective_op.h"
 #include "comm/nccl_model.h"
+#include "comm/nccl_p2p.h"
 
 #include <string>
 
@@ -68,12 +69,21 @@ double network_all_reduce_seconds(CollectiveAlgorithm algorithm, const NcclShape
 // The cheapest of ring, tree and hierarchical in the network view (what `auto` runs there).
 CollectiveAlgorithm cheapest_network_all_reduce(const NcclShape& shape, double bytes);
 
+// One message of `bytes` between two ranks of a group of `shape`, on one node or across nodes:
+// under nccl NCCL's p2p (comm/nccl_p2p.h: its channels, protocol and the GPU's own NICs across
+// nodes); in the network views the route at link speed (the slowest hop's latency + bytes over
+// its bandwidth: the node's pooled NICs across nodes).
+CollectivePrice price_message(const PriceRule& rule, const NcclShape& shape, double bytes,
+                              bool across_nodes);
+
 // The price of `op` on an S-byte array (comm/ring_shape.h's convention) over a group of `shape`
 // spread over `sites`. Across sites, auto and hierarchical all-reduces, reduce-scatters and
 // all-gathers run site by site (inside each site, then across the WAN: what the simulator runs);
 // under nccl NCCL's choice prices the rest (its tuner's pick, priced as it runs); in the network
 // views the ring form, and for an all-reduce the algorithm asked for (auto: the cheapest of ring,
-// tree and hierarchical).
+// tree and hierarchical). A send or receive is nccl-tests' sendrecv over the group: every rank
+// sends `bytes` to the next one, the slowest pair (across nodes where the group spans several)
+// ends it.
 CollectivePrice price_collective(const PriceRule& rule, const NcclShape& shape, CollectiveOp op,
                                  double bytes, const SiteShape& sites = {});
 

@@ -155,6 +155,20 @@ NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra
                                     : std::array{0.0, 0.0};
   gen.compute_capability = cc;
   gen.net_message_s = inter_link.message_cost_s;
+  // ncclTopoNVLinkBw (src/graph/topo.h): SM60 18, SM70/SM80 20, SM86 12, SM90 20.6, SM100 40.1
+  // GB/s a link; a p2p channel on NVLink moves one link's worth (comm/nccl_p2p.h). Not NVIDIA's
+  // GPUs (cc 0: RCCL) or PCIe: no per-channel cap.
+  // tuning.cc's PCI ring row where the node's GPUs are not on NVLink, each at least the network's
+  // 1 us overhead (3 us for Simple).
+  if (intra_link.kind != hw::LinkKind::nvlink)
+    gen.ring_multi_hop_intra_s = {1.0e-6, 2.5e-6, 5.7e-6};
+  if (intra_link.kind == hw::LinkKind::nvlink && cc > 0)
+    gen.p2p_nvlink_channel_Bps = (cc >= 100  ? 40.1
+                                  : cc >= 90 ? 20.6
+                                  : cc == 86 ? 12.0
+                                  : cc >= 70 ? 20.0
+                                             : 18.0) *
+                                 1e9;
   return gen;
 }
 
@@ -334,8 +348,15 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     const RingShape ring = ring_shape(collective, n);
     const double steps = ring.steps;
     const double net_steps = multi ? ring_shape(collective, s.nodes).steps : 0;
+    // Across nodes NCCL's own ring latencies (NcclGeneration::ring_multi_hop_intra_s and
+    // ring_hop_net_s); on one node the fitted NVLink step.
+    const double ring_intra =
+        multi ? std::max(gen.ring_multi_hop_intra_s[p], s.intra_latency_s) : hop_intra;
+    const double ring_net =
+        s.per_node > 1 ? std::max(gen.ring_hop_net_s[p], s.net_latency_s) + gen.net_message_s
+                       : hop_net;
     c.latency_s =
-        gen.launch_s + gen.base_s[p] + (steps - net_steps) * hop_intra + net_steps * hop_net;
+        gen.launch_s + gen.base_s[p] + (steps - net_steps) * ring_intra + net_steps * ring_net;
     // NCCL's ring plateau: a multi-node Simple all-reduce from n/16 x 64 KiB on pays 1.9x its
     // latency (tuning.cc, "plateau effect of ring").
     if (all_reduce && multi && protocol == NcclProtocol::simple && bytes >= n / 16.0 * 65536)

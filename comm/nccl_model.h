@@ -91,6 +91,17 @@ struct NcclGeneration {
   // The fabric reduces (cluster.fabric's `sharp: true`: InfiniBand SHARP): NCCL's CollNet runs
   // (NCCL_COLLNET_ENABLE=1 with the SHARP plugin), and NVLS across nodes with it.
   bool collnet = false;
+  // One p2p channel's rate over NVLink (comm/nccl_p2p.h): ncclTopoNVLinkBw of the GPU
+  // (src/graph/topo.h) where a node's GPUs are joined by NVLink; 0 over PCIe (the link's rate).
+  double p2p_nvlink_channel_Bps = 0;
+  // A ring across nodes, as NCCL's tuner prices it (tuning.cc, NCCL 2.29): a step inside a node
+  // costs the intra-node link's ring latency (hwLat: NVLink {0.6, 1.9, 3.4} us, PCIe {1.0, 2.5,
+  // 5.7}), at least the network's per-step launch overhead (getNetOverhead: 1 us, x 3 for
+  // Simple); a step across nodes NCCL's ring network latency ({2.7, 4.0, 14} us), or the tree's
+  // (hop_net_s) where a node holds one rank ("with ppn=1 latencies are fully exposed"). A ring on
+  // one node keeps hop_intra_s (fitted to one node's tables).
+  std::array<double, 3> ring_multi_hop_intra_s{1.0e-6, 1.9e-6, 3.4e-6};
+  std::array<double, 3> ring_hop_net_s{2.7e-6, 4.0e-6, 14e-6};
 };
 
 // The generation of a GPU, from its facts (hw::GpuSpec::compute_capability, the intra-node link's
@@ -115,6 +126,10 @@ struct NcclShape {
   int net_heads = 1;          // NICs the node's ranks use (NVLSTree's heads), at most per_node
   int net_nics = 0;           // NICs the node's ranks use, all of them (0: net_heads)
   bool even = true;           // every node holds per_node ranks (tree and NVLS need it)
+  // One GPU's own NICs (its rail) and their bandwidth: a p2p message across nodes crosses these
+  // (comm/nccl_p2p.h), not the node's pooled NICs. 0: net_Bps shared evenly by the node's GPUs.
+  int gpu_nics = 1;
+  double gpu_net_Bps = 0;
 };
 
 struct NcclCost {

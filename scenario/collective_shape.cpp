@@ -1,5 +1,7 @@
 #include "scenario/collective_shape.h"
 
+#include "comm/nccl_p2p.h"
+
 #include <algorithm>
 
 namespace overlapsim::scenario {
@@ -36,6 +38,11 @@ comm::NcclShape shape_of(const ClusterSpec& c, int nodes, bool wan, int per_node
                      ? std::min(c.nics_per_node, c.gpus_per_node)
                      : c.nics_per_node;
   }
+  // A GPU's own NICs: where NCCL's p2p crosses nodes (comm/nccl_p2p.h).
+  const comm::GpuRail rail =
+      comm::gpu_rail(c.nics_per_node, c.gpus_per_node, c.inter_node.bandwidth_Bps);
+  s.gpu_nics = rail.nics;
+  s.gpu_net_Bps = rail.Bps;
   return s;
 }
 

@@ -83,10 +83,11 @@ TEST(RingShape, EveryOpsBusBandwidthIsNcclTestsConvention) {
     EXPECT_DOUBLE_EQ(t.busbw_Bps, t.algbw_Bps * factor) << to_string(op);
     EXPECT_EQ(t.workers, 8);
   }
-  // sendrecv by hand: each GPU's message to its neighbour crosses the NVLink4 route (1 us, 360 GB/s
-  // per direction) while its receive uses the other direction: 1 us + 256 MiB / 360 GB/s.
+  // sendrecv by hand: each GPU's message to its neighbour moves as NCCL's p2p (comm/nccl_p2p.h):
+  // 256 MiB on 8 ranks has 16 channels of 20.6 GB/s (329.6 GB/s, below NVLink4's 360), after
+  // 12 us launch + one 6.4 us NVLink step; its receive uses the other direction.
   const auto sendrecv = sim::time_collective(s, CollectiveOp::send, size);
-  EXPECT_NEAR(sendrecv.time_s, 1e-6 + size / 360e9, 1e-3 * sendrecv.time_s);
+  EXPECT_NEAR(sendrecv.time_s, 18.4e-6 + size / 329.6e9, 1e-3 * sendrecv.time_s);
   EXPECT_EQ(sendrecv.algorithm, "p2p");
 }
 

@@ -28,7 +28,7 @@ std::string free_comm_yaml(const std::string& parallelism, int grad_accum) {
   for (int l = 0; l < 8; ++l)
     layers += fmt::format("    - {{name: b{}, params: 1M, fwd_flops_per_sample: 100G}}\n", l);
   return fmt::format("name: bubble\ncluster: {{nodes: 1, gpus_per_node: 4, gpu: a100-80gb, "
-                     "intra_node: {{bandwidth: 1000GB/s, latency: 0us}}}}\n"
+                     "intra_node: {{bandwidth: 1000GB/s, latency: 0us}}, collectives: fused}}\n"
                      "model:\n  layers:\n{}"
                      "training: {{micro_batch: 1, seq_len: 128, grad_accum: {}, steps: 2, "
                      "warmup_steps: 1}}\nparallelism: {}\nalgorithms: [ddp]\n",

@@ -71,7 +71,7 @@ private:
 std::string scenario_text(const std::string& link_extra, const std::string& cluster_extra = "") {
   return "name: crossing\ncluster: {nodes: 2, gpus_per_node: 1, gpu: {name: g, peak_tflops: 100, "
          "memory: 80GB, hbm_bandwidth: 1GB/s}, inter_node: {bandwidth: 1GB/s, latency: 0us" +
-         link_extra + "}" + cluster_extra +
+         link_extra + "}, collectives: fused" + cluster_extra +
          "}\nmodel: {preset: mlp, width: 64, depth: 2}\ntraining: {micro_batch: 1, seq_len: 1}\n"
          "algorithms: [ddp]\n";
 }

@@ -1,5 +1,6 @@
 #include "sim/collective/fabric.h"
 
+#include "comm/nccl_p2p.h"
 #include "runtime/collective_size.h"
 #include "scenario/collective_shape.h"
 
@@ -203,6 +204,11 @@ const comm::NcclShape& Fabric::nccl_shape(const Group& g) {
     shape.net_Bps = ring_min_bandwidth(g);
     shape.net_latency_s = ring_max_latency(g);
   }
+  // A GPU's own NICs: where NCCL's p2p crosses nodes (comm/nccl_p2p.h).
+  const comm::GpuRail rail =
+      comm::gpu_rail(platform_.nics_per_node, platform_.gpus_per_node, nic_Bps_);
+  shape.gpu_nics = rail.nics;
+  shape.gpu_net_Bps = rail.Bps;
   return shape;
 }
 

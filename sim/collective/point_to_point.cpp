@@ -1,5 +1,9 @@
 #include "sim/collective/point_to_point.h"
 
+#include "comm/nccl_p2p.h"
+
+#include <algorithm>
+
 namespace overlapsim::sim::collective {
 
 namespace sg4 = simgrid::s4u;
@@ -35,6 +39,18 @@ void PointToPoint::message(const Scope& s, int self, int src, int dst, double by
   const double delay = fabric_.reverse_busy_s(fabric_.link_class(src, dst));
   if (delay > 0 && messages_moving_[{nodes.second, nodes.first}] > 0)
     sg4::this_actor::sleep_for(delay);
+  // Under the NCCL model the message moves as NCCL's p2p does (comm/nccl_p2p.h): on its few
+  // channels and, across nodes, on the GPU's own NICs. SimGrid 3.32 ignores a host-to-host comm's
+  // rate, so the pace is slept: the flow runs at link speed after the time NCCL's plan adds to it
+  // (alone it takes NCCL's time; sharing its links, longer).
+  if (fabric_.nccl()) {
+    const double b = instance->bytes;
+    const auto cost = comm::nccl_p2p_cost(fabric_.nccl_generation(), fabric_.nccl_shape(s.group),
+                                          nodes.first != nodes.second, b);
+    const double alone = fabric_.latency(src, dst) + b / fabric_.bandwidth(src, dst);
+    if (cost.time_s > alone)
+      sg4::this_actor::sleep_for(cost.time_s - alone);
+  }
   ++messages_moving_[nodes];
   fabric_.interfered(s, {src, dst}, [&] {
     std::vector<sg4::CommPtr> comms;

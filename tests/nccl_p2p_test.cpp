@@ -1,0 +1,130 @@
+// NCCL's send/recv (comm/nccl_p2p.h) against hand calculations from NCCL 2.29's source
+// (paths.cc, enqueue.cc, init.cc), and the simulator's sendrecv taking the price.
+#include "comm/collective_price.h"
+#include "comm/nccl_p2p.h"
+#include "scenario/collective_shape.h"
+#include "scenario/loader.h"
+#include "sim/collective_timing.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+namespace overlapsim {
+namespace {
+
+constexpr double MiB = 1048576.0;
+
+comm::NcclGeneration hopper() {
+  return comm::nccl_generation(*hw::find_gpu_preset("h100-sxm"), *hw::find_link_preset("nvlink4"),
+                               8);
+}
+
+comm::NcclShape h100_nodes(int nodes, int per_node) {
+  comm::NcclShape s;
+  s.nodes = nodes;
+  s.per_node = per_node;
+  s.ranks = nodes * per_node;
+  s.intra_Bps = 360e9; // nvlink4: 450 GB/s x 0.80
+  s.intra_latency_s = 1e-6;
+  if (nodes > 1) {
+    s.net_Bps = 8 * 50e9; // 8 x 400 Gb/s pooled
+    s.net_latency_s = 3e-6;
+    s.net_nics = s.net_heads = 8;
+    s.gpu_nics = 1;
+    s.gpu_net_Bps = 50e9;
+  }
+  return s;
+}
+
+TEST(NcclP2p, OneNodeChannelsGrowWithTheMessage) {
+  // 8 ranks: 32 channels a peer (NVLink), at least 32 / 8 = 4 a message; parts of 64 KiB to
+  // 16 MiB (512 KiB chunk / 8 and x 32): 32 MiB and 64 MiB keep 4 channels (8 and 16 MiB parts),
+  // 128 MiB takes 8, 256 MiB 16, 512 MiB 32; 64 KiB has one channel (a part is at least 64 KiB).
+  const auto gen = hopper();
+  const auto s = h100_nodes(1, 8);
+  EXPECT_DOUBLE_EQ(gen.p2p_nvlink_channel_Bps, 20.6e9);
+  EXPECT_EQ(comm::nccl_p2p_channels_per_peer(gen, s), 32);
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 65536), 1);
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 32 * MiB), 4);
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 64 * MiB), 4);
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 128 * MiB), 8);
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 256 * MiB), 16);
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 512 * MiB), 32);
+  // 32 MiB on 4 channels of 20.6 GB/s (Simple): 12 us launch + 6.4 us NVLink step + S / 82.4 GB/s.
+  const auto c = comm::nccl_p2p_cost(gen, s, false, 32 * MiB);
+  EXPECT_EQ(c.protocol, comm::NcclProtocol::simple);
+  EXPECT_DOUBLE_EQ(c.Bps, 82.4e9);
+  EXPECT_NEAR(c.time_s, 18.4e-6 + 32 * MiB / 82.4e9, 1e-12);
+  // 512 MiB: 32 x 20.6 = 659 GB/s, the link's 360 caps it.
+  EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, s, false, 512 * MiB).Bps, 360e9);
+  // 16 KiB on one channel: LL (at most 16 KiB a channel), 21% of 20.6 GB/s, LL's 0.6 us step
+  // (the link's 1 us latency is longer).
+  const auto ll = comm::nccl_p2p_cost(gen, s, false, 16384);
+  EXPECT_EQ(ll.protocol, comm::NcclProtocol::ll);
+  EXPECT_NEAR(ll.time_s, 12e-6 + 1e-6 + 16384 / (0.21 * 20.6e9), 1e-12);
+  // A pair's own communicator (a pipeline's two stages): 32 / 2 = 16 channels at least.
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, h100_nodes(1, 2), 32 * MiB), 16);
+}
+
+TEST(NcclP2pAcrossNodes, OneNicAndFewChannels) {
+  const auto gen = hopper();
+  // 10 x 8: a peer on another node asks max(1 NIC, ceil(50 / 14)) = 4 channels, fewer than
+  // NVLink's 32; halved while 4 x ceil(80 / 8) > 32: 2. A message: at least 1 (2 x 80 > 32),
+  // doubled once while its part is above the 128 KiB network chunk: 2 channels, 2 x 14 GB/s, on
+  // the GPU's one 50 GB/s NIC (not the node's 400 GB/s).
+  const auto s = h100_nodes(10, 8);
+  EXPECT_EQ(comm::nccl_p2p_channels_per_peer(gen, s), 2);
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 32 * MiB), 2);
+  const auto across = comm::nccl_p2p_cost(gen, s, true, 32 * MiB);
+  EXPECT_DOUBLE_EQ(across.Bps, 28e9);
+  // 12 us launch + NCCL's 14 us Simple network hop.
+  EXPECT_NEAR(across.time_s, 26e-6 + 32 * MiB / 28e9, 1e-12);
+  // Its NVLink pairs use the communicator's 2 channels a peer too: 41.2 GB/s.
+  EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, s, false, 32 * MiB).Bps, 41.2e9);
+  // A pipeline pair on two nodes: only a network peer, 4 channels (4 x 2 <= 32): 56 GB/s of
+  // channels, the NIC's 50 GB/s caps it.
+  const auto pair = h100_nodes(2, 1);
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, pair, 32 * MiB), 4);
+  EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, pair, true, 32 * MiB).Bps, 50e9);
+}
+
+TEST(NcclP2pAcrossNodes, GpuRail) {
+  // AWS p5: 32 EFA ports of 100 Gb/s for 8 GPUs: 4 a GPU, 50 GB/s; 4 NICs for 8 GPUs: one shared.
+  const auto p5 = comm::gpu_rail(32, 8, 12.5e9);
+  EXPECT_EQ(p5.nics, 4);
+  EXPECT_DOUBLE_EQ(p5.Bps, 50e9);
+  const auto shared = comm::gpu_rail(4, 8, 25e9);
+  EXPECT_EQ(shared.nics, 1);
+  EXPECT_DOUBLE_EQ(shared.Bps, 25e9);
+}
+
+TEST(NcclP2p, PcieHasNoChannelCap) {
+  // No NVLink: a channel takes the link (2 channels a peer).
+  const auto gen =
+      comm::nccl_generation(*hw::find_gpu_preset("a100-80gb"), *hw::find_link_preset("pcie4"), 8);
+  EXPECT_EQ(gen.p2p_nvlink_channel_Bps, 0);
+  comm::NcclShape s;
+  s.ranks = s.per_node = 8;
+  s.intra_Bps = 20e9;
+  EXPECT_EQ(comm::nccl_p2p_channels_per_peer(gen, s), 2);
+  EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, s, false, 64 * MiB).Bps, 20e9);
+}
+
+TEST(NcclP2p, SimulatedSendrecvTakesThePrice) {
+  // nccl-tests' sendrecv on 2 x 8 H100 (8 x 400 Gb/s a node): every rank sends to the next; the
+  // pair across nodes ends it, on its GPU's NIC: what price_collective says, within 1%.
+  const auto s = scenario::load_scenario_text(
+      "name: p2p\ncluster: {nodes: 2, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, "
+      "inter_node: {bandwidth: 400Gb/s, latency: 3us}, nics_per_node: 8}\n"
+      "model: {preset: gpt-neo-125m}\ntraining: {micro_batch: 1, seq_len: 128}\n"
+      "algorithms: [ddp]\n",
+      "p2p.yaml");
+  for (const double bytes : {1 * MiB, 64 * MiB}) {
+    const auto simulated = sim::time_collective(s, CollectiveOp::send, bytes);
+    const auto priced = scenario::price_world_collective(s.cluster, CollectiveOp::send, bytes);
+    EXPECT_NEAR(simulated.time_s, priced.seconds, 0.01 * priced.seconds) << bytes;
+  }
+}
+
+} // namespace
+} // namespace overlapsim
