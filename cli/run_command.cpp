@@ -114,6 +114,7 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   row.workers = s.cluster.world_size();
   row.seq_len = s.training.seq_len;
   row.micro_batch = s.training.micro_batch;
+  row.model_replicas = s.cluster.world_size() / (s.parallelism.tensor * s.parallelism.pipeline);
   row.measured = trace.measured;
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
   row.memory_available_bytes = s.cluster.gpu.memory_available();

@@ -237,3 +237,20 @@ TEST(CliTable, ColumnsStayAlignedPastLongLabels) {
 }
 
 } // namespace
+
+// A fixed schedule's micro-batches per step count per model replica: under TP2 x PP2 on 8 GPUs
+// the 2 replicas each run grad_accum 4 micro-batches of 2 samples, 16 samples a step; per GPU
+// (the old divisor) it read 1.
+TEST(SummaryRow, MicroBatchesPerStepCountPerModelReplica) {
+  overlapsim::SummaryRow row;
+  row.workers = 8;
+  row.model_replicas = 2;
+  row.micro_batch = 2;
+  row.metrics.steps = 2;
+  row.metrics.samples = 32;
+  const auto j = overlapsim::to_json(row);
+  EXPECT_DOUBLE_EQ(j["samples_per_step"].get<double>(), 16);
+  EXPECT_DOUBLE_EQ(j["micro_batches_per_step"]["mean"].get<double>(), 4);
+  row.model_replicas = 0; // pure data parallelism: every worker is a replica
+  EXPECT_DOUBLE_EQ(overlapsim::to_json(row)["micro_batches_per_step"]["mean"].get<double>(), 1);
+}

@@ -1,6 +1,7 @@
 // A lone collective's simulated time, pinned to what the flow-level simulation gave before the
-// full simulation was made fast (issue 64.1, main 743fbdd): NCCL's trees, NVLSTree and rings over
-// 2 to 32 DGX H100 nodes, every GPU simulated (cluster.rank_classes: off). Fewer flows, shapes
+// full simulation was made fast (issue 64.1, main 743fbdd; the rings re-pinned after NCCL's
+// multi-node ring latencies were merged, main d95acc3+transport): NCCL's trees, NVLSTree and rings
+// over 2 to 32 DGX H100 nodes, every GPU simulated (cluster.rank_classes: off). Fewer flows, shapes
 // computed once per communicator and SimGrid options must keep each within 1e-6 relative.
 #include "sim/collective_timing.h"
 #include "test_util.h"
@@ -21,7 +22,7 @@ struct Pinned {
   const char* algorithm; // cluster.collective_algorithm
   double bytes;
   const char* ran; // the algorithm label the run reports
-  double time_s;   // main 743fbdd (`overlapsim collective ... --json`)
+  double time_s;   // the flow-level simulation's time before run_flows
 };
 
 double lone_all_reduce(int nodes, const std::string& algorithm, double bytes, std::string* ran) {
@@ -38,32 +39,32 @@ double lone_all_reduce(int nodes, const std::string& algorithm, double bytes, st
 
 TEST(LoneCollectivePin, TreesNvlsTreeAndRingsKeepTheirFlowLevelTime) {
   const std::vector<Pinned> pinned = {
-      {2, "auto", 26214400.0, "nvlstree/Simple", 0.000208484722705314},
-      {2, "auto", 1000000000.0, "nvlstree/Simple", 0.003814656112077294},
-      {2, "tree", 26214400.0, "tree/LL128", 0.0003361830875866415},
-      {2, "tree", 1000000000.0, "tree/Simple", 0.006522869565217391},
-      {2, "ring", 26214400.0, "ring/LL128", 0.0003314057971014493},
-      {2, "ring", 1000000000.0, "ring/Simple", 0.005640773333333333},
-      {4, "auto", 26214400.0, "nvlstree/Simple", 0.0003471222956521739},
-      {4, "auto", 1000000000.0, "nvlstree/Simple", 0.006227470121739131},
+      {2, "auto", 26214400.0, "nvlstree/Simple", 0.00020848472270531399},
+      {2, "auto", 1000000000.0, "nvlstree/Simple", 0.0038146561120772941},
+      {2, "tree", 26214400.0, "tree/LL128", 0.00033618308758664149},
+      {2, "tree", 1000000000.0, "tree/Simple", 0.0065228695652173908},
+      {2, "ring", 26214400.0, "ring/LL128", 0.00023560579710144928},
+      {2, "ring", 1000000000.0, "ring/Simple", 0.0054811733333333329},
+      {4, "auto", 26214400.0, "nvlstree/Simple", 0.00034712229565217391},
+      {4, "auto", 1000000000.0, "ring/Simple", 0.0059420644444444443},
       {4, "tree", 26214400.0, "tree/LL128", 0.00039454743961352655},
-      {4, "tree", 1000000000.0, "tree/Simple", 0.007803888888888889},
-      {4, "ring", 26214400.0, "ring/LL128", 0.0005103526570048309},
-      {4, "ring", 1000000000.0, "ring/LL128", 0.00620693961352657},
+      {4, "tree", 1000000000.0, "tree/Simple", 0.0078038888888888889},
+      {4, "ring", 26214400.0, "ring/LL128", 0.00030975265700483091},
+      {4, "ring", 1000000000.0, "ring/Simple", 0.0059420644444444443},
       {8, "auto", 26214400.0, "nvlstree/Simple", 0.0004177781410628019},
-      {8, "auto", 1000000000.0, "nvlstree/Simple", 0.006298125967149759},
-      {8, "tree", 26214400.0, "tree/LL128", 0.0004115474396135266},
-      {8, "tree", 1000000000.0, "tree/Simple", 0.007831888888888888},
-      {8, "ring", 26214400.0, "ring/LL128", 0.0008608260869565217},
-      {8, "ring", 1000000000.0, "ring/LL128", 0.006649293478260869},
-      {16, "auto", 26214400.0, "nvlstree/Simple", 0.00048843398647343},
-      {16, "auto", 1000000000.0, "nvlstree/Simple", 0.006368781812560386},
-      {16, "tree", 26214400.0, "tree/LL128", 0.0004285474396135266},
-      {16, "tree", 1000000000.0, "tree/Simple", 0.007859888888888888},
-      {16, "ring", 26214400.0, "ring/LL", 0.0010806846560846564},
-      {16, "ring", 1000000000.0, "ring/LL128", 0.007392470410628019},
-      {32, "auto", 26214400.0, "nvlstree/Simple", 0.000559089831884058},
-      {32, "auto", 1000000000.0, "nvlstree/Simple", 0.006439437657971015},
+      {8, "auto", 1000000000.0, "nvlstree/Simple", 0.0062981259671497586},
+      {8, "tree", 26214400.0, "tree/LL128", 0.00041154743961352658},
+      {8, "tree", 1000000000.0, "tree/Simple", 0.0078318888888888882},
+      {8, "ring", 26214400.0, "ring/LL128", 0.00045062608695652171},
+      {8, "ring", 1000000000.0, "ring/LL128", 0.0062390934782608695},
+      {16, "auto", 26214400.0, "nvlstree/Simple", 0.00048843398647342999},
+      {16, "auto", 1000000000.0, "nvlstree/Simple", 0.0063687818125603857},
+      {16, "tree", 26214400.0, "tree/LL128", 0.00042854743961352661},
+      {16, "tree", 1000000000.0, "tree/Simple", 0.0078598888888888885},
+      {16, "ring", 26214400.0, "ring/LL128", 0.00072866280193236712},
+      {16, "ring", 1000000000.0, "ring/LL128", 0.0065630704106280201},
+      {32, "auto", 26214400.0, "nvlstree/Simple", 0.00055908983188405798},
+      {32, "auto", 1000000000.0, "nvlstree/Simple", 0.0064394376579710146},
   };
   for (const auto& p : pinned) {
     std::string ran;

@@ -77,8 +77,10 @@ nlohmann::ordered_json to_json(const SummaryRow& r) {
   j["samples_per_step"] = samples_per_step;
   j["tokens_per_step"] = samples_per_step * r.seq_len;
   if (m.accumulation_mean == 0 && r.micro_batch > 0 && r.workers > 0) {
-    // A fixed schedule: every GPU runs the same micro-batches each step.
-    const double per_gpu = samples_per_step / (r.micro_batch * r.workers);
+    // A fixed schedule: every model replica (a GPU, or a TP x PP block of them) runs the same
+    // micro-batches each step.
+    const int replicas = r.model_replicas > 0 ? r.model_replicas : r.workers;
+    const double per_gpu = samples_per_step / (r.micro_batch * replicas);
     j["micro_batches_per_step"] = {
         {"mean", per_gpu}, {"stddev", 0.0}, {"min", per_gpu}, {"max", per_gpu}};
   } else {

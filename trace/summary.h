@@ -16,6 +16,9 @@ struct SummaryRow {
   int seq_len = 1;
   int micro_batch = 0; // samples per micro-batch per GPU; fills micro_batches_per_step when the
                        // trace has no accumulation marks (every algorithm but ACCO's family)
+  // Copies of the model that take samples: GPUs / (tensor x pipeline) under 3D parallelism (a
+  // TP group and a pipeline share each micro-batch); 0: every worker is one.
+  int model_replicas = 0;
   bool measured = false;
   double gpu_memory_bytes = 0;
   // What the algorithm may hold per GPU: gpu_memory_bytes less the reserve
