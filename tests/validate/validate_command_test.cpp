@@ -701,7 +701,12 @@ TEST(Validate, CdpRunsForRealAndV2TracksDdp) {
   const auto predicted = nlohmann::json::parse(
       summary_in)["scenario"]["cluster"]["gpu"]["interference_by_op"]["send_recv"];
   for (const char* k : {"comm_interference", "compute_interference"}) {
-    ASSERT_TRUE(shares.contains(k)) << k;
+    // A share the loaded machine's noise left unmeasured is absent (keep_shares): the prediction
+    // must then run without it too (on an idle machine both are measured).
+    if (!shares.contains(k)) {
+      EXPECT_FALSE(predicted.contains(k)) << k;
+      continue;
+    }
     EXPECT_GE(shares[k].get<double>(), 0.0) << k;
     EXPECT_LE(shares[k].get<double>(), 0.9) << k;
     EXPECT_DOUBLE_EQ(predicted[k].get<double>(), shares[k].get<double>()) << k;
