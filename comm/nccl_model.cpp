@@ -3,6 +3,7 @@
 #include "comm/nccl_collnet.h"
 #include "comm/nccl_nvls.h"
 #include "comm/nccl_pat.h"
+#include "comm/rccl_tuning.h"
 #include "comm/ring_shape.h"
 
 #include <algorithm>
@@ -90,6 +91,33 @@ const NcclGeneration kGeneric{
     0,
 };
 
+// AMD MI300X under RCCL (ROCm/rccl src/graph/tuning.cc, tuning_model_5, which RCCL's topology
+// models of the 8-GPU xGMI mesh select; comm/rccl_tuning.h): baseLat {12, 12, 17} us (Tree and
+// Ring); hwLat over xGMI (RCCL counts it as NVLink) ring {0.8, -, 2.1} us a step, the tree's
+// {0.9, -, 2.3} taken as the ring's (one field; the tree on one node runs LL only, below); across
+// nodes a tree hop {10.5, -, 25} us and a ring network step {9.5, -, 320} us; a ring step inside a
+// node at least the network's post overhead (getNetOverhead: 1 us, x 3 for Simple); bwRatio of
+// the ring {0.08, -, 1.00} (LL, LL128, Simple). LL128 is off (RCCL enables it on gfx90a only). The
+// launch is the model's nccl-tests per-call cost, as for NCCL.
+NcclGeneration rccl_mi300() {
+  NcclGeneration gen{
+      "rccl-mi300",
+      12 * us,
+      {12 * us, 12 * us, 17 * us},
+      {0.8 * us, 0, 2.1 * us},
+      {10.5 * us, 0, 25 * us},
+      {0.08, 0, 1.0},
+      0.5,
+      0,
+      0,
+  };
+  gen.ll128 = false;
+  gen.ring_multi_hop_intra_s = {1.0 * us, 0, 3.0 * us};
+  gen.ring_hop_net_s = {9.5 * us, 0, 320 * us};
+  gen.rccl = &rccl_mi300_tuning();
+  return gen;
+}
+
 // What the double binary trees leave of a node's NICs for the array: 92% of them (NCCL's tree
 // factor) over the busiest node's load (tuning.cc halves the network bandwidth beyond 2 nodes).
 double nccl_tree_net_Bps(const NcclShape& s) {
@@ -139,10 +167,11 @@ NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra
   const int cc = gpu.compute_capability;
   // PCIe H100s have no NVSwitch: no NVLS, Ampere's latencies. Blackwell (sm_100, B200/GB200 on
   // NVSwitch with NVLink SHARP): Hopper's latencies and its own NVLS.
-  NcclGeneration gen = cc >= 100 && intra_link.nvlink_sharp  ? kBlackwell
-                       : cc == 90 && intra_link.nvlink_sharp ? kHopper
-                       : cc == 80 || cc == 86 || cc >= 90    ? kAmpere
-                                                             : kGeneric;
+  NcclGeneration gen = cc >= 100 && intra_link.nvlink_sharp               ? kBlackwell
+                       : cc == 90 && intra_link.nvlink_sharp              ? kHopper
+                       : cc == 80 || cc == 86 || cc >= 90                 ? kAmpere
+                       : cc == 0 && intra_link.kind == hw::LinkKind::xgmi ? rccl_mi300()
+                                                                          : kGeneric;
   const bool tested_arch = cc == 70 || cc == 80 || cc == 90 || cc == 100;
   gen.ll128 = tested_arch && (gpus_per_node == 1 || intra_link.kind == hw::LinkKind::nvlink);
   // perChMaxTreeBws (tuning.cc), columns N2 and N4, by NCCL's compCapIndex (minCompCap >= 100
@@ -160,7 +189,7 @@ NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra
   // GPUs (cc 0: RCCL) or PCIe: no per-channel cap.
   // tuning.cc's PCI ring row where the node's GPUs are not on NVLink, each at least the network's
   // 1 us overhead (3 us for Simple).
-  if (intra_link.kind != hw::LinkKind::nvlink)
+  if (intra_link.kind != hw::LinkKind::nvlink && !gen.rccl)
     gen.ring_multi_hop_intra_s = {1.0e-6, 2.5e-6, 5.7e-6};
   if (intra_link.kind == hw::LinkKind::nvlink && cc > 0)
     gen.p2p_nvlink_channel_Bps = (cc >= 100  ? 40.1
@@ -359,15 +388,23 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
         gen.launch_s + gen.base_s[p] + (steps - net_steps) * ring_intra + net_steps * ring_net;
     // NCCL's ring plateau: a multi-node Simple all-reduce from n/16 x 64 KiB on pays 1.9x its
     // latency (tuning.cc, "plateau effect of ring").
-    if (all_reduce && multi && protocol == NcclProtocol::simple && bytes >= n / 16.0 * 65536)
+    // (NCCL's only: RCCL's HIP build has no plateau.)
+    if (!gen.rccl && all_reduce && multi && protocol == NcclProtocol::simple &&
+        bytes >= n / 16.0 * 65536)
       c.latency_s *= 1.9;
     const double bus = (multi ? std::min(s.intra_Bps, s.net_Bps) : s.intra_Bps) * share;
     // Bus to algorithm bandwidth: a rank moves bus_factor x S over its ring link.
     c.algbw_Bps = bus / ring.bus_factor;
+    // RCCL's ring correction across nodes steers its choice (comm/rccl_tuning.h).
+    if (gen.rccl && multi && view == NcclView::tuner)
+      c.algbw_Bps *= rccl_correction(gen.rccl->ring_correction, protocol, bytes);
     break;
   }
   case NcclAlgorithm::tree: {
     if (!s.even)
+      return c;
+    // RCCL skips the tree's Simple on a single node of gfx94x GPUs (tuning.cc).
+    if (gen.rccl && !multi && protocol == NcclProtocol::simple)
       return c;
     const double depth = std::log2(static_cast<double>(s.nodes));
     c.latency_s =
@@ -376,7 +413,10 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     // factor); LL and LL128 their share; mid sizes NCCL's own tree correction.
     const double intra = s.intra_Bps * gen.tree_intra_share;
     // LL on a tree: NCCL's own 1/3.8 of the bus bandwidth (tuning.cc), not the ring's fitted share.
-    const double tree_share = protocol == NcclProtocol::ll ? 1 / 3.8 : share;
+    // RCCL: its bwRatio instead (<= 2 nodes, more).
+    const double tree_share = gen.rccl ? gen.rccl->tree_share[s.nodes <= 2 ? 0 : 1][p]
+                              : protocol == NcclProtocol::ll ? 1 / 3.8
+                                                             : share;
     double net = multi ? nccl_tree_net_Bps(s) : intra;
     // Across nodes a tree reaches at most its channels x NCCL's per-channel tree bandwidth
     // (tuning.cc: busBw = min(busBw x 0.92, nChannels x perChMaxTreeBw); algbw = busBw / 2).
@@ -386,7 +426,12 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     const double cap = multi ? gen.tree_channel_Bps[s.nodes <= 2 ? 0 : 1] : 0;
     if (cap > 0)
       net = std::min(net, nccl_tree_channels(gen, s) * cap / 2);
-    c.algbw_Bps = std::min(intra, net) * tree_share * nccl_tree_correction(protocol, bytes);
+    // NCCL's tree correction; RCCL's own table in its tuner's view only (comm/rccl_tuning.h).
+    const double correction = !gen.rccl ? nccl_tree_correction(protocol, bytes)
+                              : view == NcclView::tuner
+                                  ? rccl_correction(gen.rccl->tree_correction, protocol, bytes)
+                                  : 1.0;
+    c.algbw_Bps = std::min(intra, net) * tree_share * correction;
     break;
   }
   case NcclAlgorithm::nvls: {

@@ -31,6 +31,7 @@
 namespace overlapsim::comm {
 
 enum class NcclProtocol { ll, ll128, simple };
+struct RcclTuning; // comm/rccl_tuning.h
 // nvls: NVLS on one node, NVLSTree across nodes (all-reduce). The others have files of their own:
 // collnet_direct, collnet_chain (the fabric's SHARP: comm/nccl_collnet.h), pat (comm/nccl_pat.h),
 // nvls_collnet (NCCL's NVLS across nodes over CollNet: comm/nccl_nvls.h).
@@ -102,13 +103,18 @@ struct NcclGeneration {
   // one node keeps hop_intra_s (fitted to one node's tables).
   std::array<double, 3> ring_multi_hop_intra_s{1.0e-6, 1.9e-6, 3.4e-6};
   std::array<double, 3> ring_hop_net_s{2.7e-6, 4.0e-6, 14e-6};
+  // RCCL's own tuning model (AMD GPUs, comm/rccl_tuning.h); null under NCCL. With it: no ring
+  // plateau (NCCL's, not RCCL's), no tree Simple on one node (RCCL skips it on gfx94x), the
+  // tree's share from RCCL's bwRatio, and RCCL's correction tables in the tuner's view.
+  const RcclTuning* rccl = nullptr;
 };
 
 // The generation of a GPU, from its facts (hw::GpuSpec::compute_capability, the intra-node link's
 // kind), never its name: sm_80 and sm_86 take the Ampere table, sm_90 the Hopper one (with NVLS
 // where the intra-node link is an NVSwitch with NVLink SHARP, else Ampere's), others (sm_70,
-// sm_75, sm_89, AMD) a conservative default. LL128 where NCCL enables it by default: sm_70, sm_80
-// or sm_90 with NVLink between a node's GPUs, or one GPU a node.
+// sm_75, sm_89) a conservative default; an AMD GPU (no compute capability) on an xGMI mesh RCCL's
+// own MI300X model (comm/rccl_tuning.h), other AMD GPUs the default. LL128 where NCCL enables it by
+// default: sm_70, sm_80 or sm_90 with NVLink between a node's GPUs, or one GPU a node.
 // `inter_link`: the network between nodes, whose transport's per-message cost the network steps
 // pay (none: the default).
 NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra_link,

@@ -37,7 +37,12 @@ const std::array<SystemSpec, 10> kSystems = {
     SystemSpec{"aws-p4de", "a100-80gb", 8, "nvlink3", "efa-100g", 4, true},
     // GCP A3 Mega (a3-megagpu-8g): 8 x H100 SXM on NVLink 4, 8 x 200 Gb/s GPUDirect-TCPXO NICs.
     // GCP's TCPXO NCCL profile (nccl-env-profile.sh, as GCP's A3 Mega recipes export it):
-    // NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple, NCCL_NVLS_ENABLE=0.
+    // NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple, NCCL_NVLS_ENABLE=0 (google/nccl-plugin-gpudirect-
+    // tcpxo tcpxo_scripts/nccl-env-profile-simple.sh; GCP's default profile enables LL128 and
+    // NVLSTree since the plugin release of 2025-08-21, container-engine-accelerators
+    // gpudirect-tcpxo/best-practice.md). NCCL_MIN_NCHANNELS=4, NCCL_BUFFSIZE=8 MiB and
+    // NCCL_FASTRAK_NUM_FLOWS=2 (each NCCL message rides whole on one of 2 TCP flows, round robin:
+    // the plugin's nccl_shim.cc) are not modelled: no document gives what they cost.
     SystemSpec{"gcp-a3-mega", "h100-sxm", 8, "nvlink4", "tcpxo-200g", 8, true, false},
     // GCP A3 High (a3-highgpu-8g): 8 x H100 SXM on NVLink 4, 4 x 200 Gb/s GPUDirect-TCPX NICs;
     // NCCL configured as A3 Mega's (assumed).
