@@ -7,6 +7,8 @@
     bench/scale.py --three-d --compare --gpus 256 --straggler 9   # folded vs full, 3D (issue 65.6)
     bench/scale.py --full-sweep          # the full (unfolded) simulation, 64..4,096 H100s (issue 64.1)
     bench/scale.py --statistical --gpus 256,1024   # rank_classes: statistical vs full (issue 64.2)
+    bench/scale.py --issue-table [--gpus 1024] [--skip-full]   # issue 64's table, estimate beside
+    bench/scale.py --frontier [--gpus 16384,131072] [--variants sites,fat tree,fat tree rail]
 
 One line per size: GPUs, nodes x GPUs per node, wall seconds, CPU seconds (user + system: what
 the run cost on a machine other jobs share), peak RSS of the child (os.wait4), and the summary's `simulation` field (`classes (8 of N GPUs simulated)` or `full (...)`).
@@ -32,6 +34,25 @@ cluster.rank_classes=statistical and =off (training.micro_batch=1, so that DDP f
 fit-advice probe runs), and prints both iteration times, the error of the
 statistical fold, both wall times and both CPU times (user + system, the child's included:
 what a loaded machine's wall time hides) (--variations picks some of jitter,lengths,stragglers).
+
+--issue-table runs each row of issue 64's table (1,024 H100s unless --gpus: the idealised
+cluster, rank_classes: off, jitter lognormal 0.05 and sigma_1s 0.003, per-GPU sequence lengths,
+a small random slowdown on every GPU, two WAN sites of half the nodes each, half the nodes 3.17x
+slower, a 2:1 fat tree with node placement and the leaf-spine-2to1 preset) as `auto` runs it and,
+where the row draws or slows GPUs, with rank_classes: statistical; beside each: the simulation
+field, wall, CPU (user + system), peak RSS, the work estimate's prediction and its ratio to the
+CPU time, the row's target (CPU <= 10 s, RSS <= 700 MB; a fold's error <= 1% statistical, 0
+exact), whether it is met, and where the row folds its iteration time's error against the full
+simulation (rank_classes: off, or the row's own auto run where that fell to full; --skip-full
+leaves the reference runs out).
+
+--frontier runs scenarios/large/frontier-16384-h100-realistic.yaml (jitter, per-GPU sequence
+lengths, a 1.5x straggler per 64 nodes, rank_classes: statistical; nodes, sites and stragglers
+rewritten per size) with its three WAN sites, and with an oversubscribed fat tree instead (the
+loader refuses a fat tree with sites): ddp, acco, diloco and fsdp each, under the default
+--max-time (10 min) and work budget, so a combination that falls to the full simulation is
+refused in seconds with its estimate printed. Targets: <= 60 s and <= 2 GB at 16,384 GPUs,
+<= 5 min at 131,072 (issue 64.4).
 
 With two sizes or more it fits wall = a x GPUs^b to the runs (least squares in log-log, on each
 size's fastest run) and prints b: the cost's growth in GPUs (1: linear). --compare runs each size both ways and
@@ -435,15 +456,18 @@ def issue_table(args) -> int:
             run = measure(cmd, args.timeout)
             error, exact = "", True
             folded = "row" in run and run["simulation"].startswith("classes")
+            if "row" in run and not folded and full is None:
+                full = run  # auto fell to the full simulation: the reference of the row's folds
             if folded and not args.skip_full:
                 if full is None:
                     off = overlapsim_args(args.bin, args.scenario, "{out}", "ddp",
                                           common + args.extra + pairs +
                                           ["cluster.rank_classes=off"])
                     full = measure(off, args.timeout)
-                    print_measured(label, "off", full, estimate_s(
-                        [tempfile.gettempdir() + "/scale-probe" if a == "{out}" else a
-                         for a in off]), "(reference)", "", "")
+                    with tempfile.TemporaryDirectory() as probe_out:
+                        print_measured(label, "off", full, estimate_s(
+                            [probe_out if a == "{out}" else a for a in off]), "(reference)", "",
+                            "")
                 if "row" in full:
                     e = relative_error(run, full)
                     exact = e <= (STATISTICAL_ERROR if mode == "statistical" else EXACT_ERROR)
@@ -464,7 +488,8 @@ def realistic_scenario(gpus: int, variant: str) -> str:
     """The realistic frontier scenario (scenarios/large/frontier-16384-h100-realistic.yaml) at
     `gpus` H100s: its three WAN sites (`sites`) or, since the loader refuses a fat tree with
     sites, its oversubscribed fat tree instead (`fat tree`: leaf-spine-2to1, 2:1 with node
-    placement; `fat tree rail`: 2:1, rail placement), stragglers one per 64 nodes."""
+    placement, with levels enough for the NICs; `fat tree rail`: 2:1, rail placement),
+    stragglers one per 64 nodes."""
     import yaml  # python3-yaml; only the frontier bench needs it
     doc = yaml.safe_load(REALISTIC.read_text())
     nodes = gpus // GPUS_PER_NODE
@@ -480,7 +505,10 @@ def realistic_scenario(gpus: int, variant: str) -> str:
     else:
         cluster.pop("sites", None)
         cluster.pop("wan", None)
-        cluster["fabric"] = ("leaf-spine-2to1" if variant == "fat tree" else
+        # leaf-spine-2to1's two levels of 64-port switches hold 2,048 NICs; three hold 88,064
+        # at 2:1 (the loader's count), four the 131,072 of 16,384 DGX nodes.
+        cluster["fabric"] = ({"preset": "leaf-spine-2to1", "levels": 3 if gpus <= 88064 else 4}
+                             if variant == "fat tree" else
                              {"topology": "fat_tree", "oversubscription": 2, "placement": "rail"})
     return yaml.safe_dump(doc, default_flow_style=None, width=100, sort_keys=False)
 
