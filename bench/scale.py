@@ -183,6 +183,9 @@ def main() -> int:
                         help="issue 64's table at --gpus (default 1024) H100s, estimate beside")
     parser.add_argument("--skip-full", action="store_true",
                         help="with --issue-table: no rank_classes: off reference runs")
+    parser.add_argument("--run-max-time", default="",
+                        help="with --issue-table: --max-time of each row's run (e.g. 30s): rows "
+                             "predicted longer print their estimate instead of running")
     parser.add_argument("--frontier", action="store_true",
                         help="the realistic frontier bench at 16,384 and 131,072 GPUs")
     parser.add_argument("--variants", default=",".join(FRONTIER_VARIANTS),
@@ -453,7 +456,8 @@ def issue_table(args) -> int:
             cmd = overlapsim_args(args.bin, args.scenario, "{out}", "ddp", extra)
             with tempfile.TemporaryDirectory() as probe_out:
                 predicted = estimate_s([probe_out if a == "{out}" else a for a in cmd])
-            run = measure(cmd, args.timeout)
+            run = measure(cmd + (["--max-time", args.run_max_time] if args.run_max_time else []),
+                          args.timeout)
             error, exact = "", True
             folded = "row" in run and run["simulation"].startswith("classes")
             if "row" in run and not folded and full is None:
