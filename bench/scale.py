@@ -480,11 +480,11 @@ def issue_table(args) -> int:
                     error = "full run did not finish"
             met = ("yes" if "cpu" in run and "row" in run and run["cpu"] <= ROW_TARGET_S and
                    run["rss"] <= ROW_TARGET_MB and exact else "no")
-            if "cpu" in run and run["cpu"] > 0 and not 0.5 <= predicted / run["cpu"] <= 2:
+            if "row" in run and run["cpu"] > 0 and not 0.5 <= predicted / run["cpu"] <= 2:
                 outside += 1
             target = f"{ROW_TARGET_S:.0f} s {ROW_TARGET_MB:.0f} MB"
             print_measured(label, mode, run, predicted, target, met, error)
-    print(f"# {outside} run(s) whose estimate is outside 2x of the CPU time")
+    print(f"# {outside} finished run(s) whose estimate is outside 2x of the CPU time")
     return 0
 
 

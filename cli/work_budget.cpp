@@ -175,7 +175,12 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
   w.collective_ops = w.gpus * w.steps * w.collectives_per_step;
   w.messages = w.collective_ops * messages_per_collective(s.cluster, true);
   count_cdp_work(s, spec, w); // CDP's stages and messages, not buckets (cli/cdp_work.h)
-  w.statistical_draws = stood_for * w.compute_ops / std::max(1.0, w.gpus);
+  w.stood_for_ops = stood_for * w.compute_ops / std::max(1.0, w.gpus);
+  w.stood_for_op_seconds =
+      kSecondsPerStoodForOp + (s.cluster.jitter.active() ? kSecondsPerStoodForJitter : 0) +
+      (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed
+           ? kSecondsPerStoodForLength
+           : 0);
   w.message_seconds = message_seconds(s.cluster);
   // CDP's stage-sized messages stay on the small fit: one flow each.
   const double call_bytes = cdp_stage_per_gpu(spec) ? 0 : param_bytes / w.collectives_per_step;
@@ -228,7 +233,7 @@ WorkEstimate summarize(std::vector<SimulationWork> sims, std::string breakdown) 
 double predicted_seconds(const SimulationWork& w) {
   return kSecondsPerSimulation + kSecondsPerComputeOp * w.compute_ops +
          w.collective_seconds * w.collective_ops + kSecondsPerClusterGpu * w.world +
-         w.message_seconds * w.messages + kSecondsPerStatisticalDraw * w.statistical_draws;
+         w.message_seconds * w.messages + w.stood_for_op_seconds * w.stood_for_ops;
 }
 
 WorkEstimate estimate_work(const scenario::Scenario& s) {

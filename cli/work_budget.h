@@ -25,9 +25,11 @@ struct SimulationWork {
   double micro_batches = 0;      // per step and GPU
   double collectives_per_step = 0;
   double steps = 0; // simulated, warm-up included
-  // rank_classes: statistical: what the extreme GPU draws for the GPUs it stands for, one per
-  // GPU left out (and itself) and compute op (sim/slowest_of.h).
-  double statistical_draws = 0;
+  // rank_classes: statistical: the extreme GPU keeps a clock per GPU it stands for (the GPUs
+  // left out and itself) and draws for each at each compute op (sim/slowest_of.h): their count
+  // times a GPU's compute ops, and what each costs (kSecondsPerStoodForOp and the draws').
+  double stood_for_ops = 0;
+  double stood_for_op_seconds = 0;
   double ops() const { return compute_ops + collective_ops; }
 };
 
@@ -79,11 +81,16 @@ constexpr double kSecondsPerSweepLoad = 2e-3;
 // 13.3 us x (simulated nodes / 32)^0.48, and at least 10 us (folded on one or two nodes: 0.43 s
 // for 8 of 1,024 GPUs, 1.1-1.3 s statistical, 16 of 256; 0.47 s on one node in full). Smaller
 // calls and `collectives: steps` keep the fit above (25 us on one GPU, 1 KB to 160 KB calls).
-// rank_classes: statistical: 0.42 us per GPU stood for and compute op (a fit measured on this
-// machine: DDP x GPT-Neo 2.7B x 10 steps with jitter, 1.42 s CPU on 1,024 GPUs and 3.48 s on 4,096,
-// 16 simulated and a statistical zero1 advice probe each; 83% of a 16,384-GPU run in
-// std::normal_distribution, SlowestOf's jitter draws).
-constexpr double kSecondsPerStatisticalDraw = 0.42e-6;
+// rank_classes: statistical, per GPU stood for and compute op: 0.25 us for its clock and
+// slowdown, 0.2 us more for a jitter draw, 0.9 us more for a sequence-length draw (a fit
+// measured on this machine, DDP x GPT-Neo 2.7B x 10 steps, 16 GPUs simulated, ddp and its
+// statistical zero1 advice probe: jitter 1.42 s CPU on 1,024 GPUs and 3.48 s on 4,096 (0.42 us);
+// on 1,024 lengths 2.43 s (1.15 us), stragglers 0.97-1.08 s (0.23-0.30 us); 16,384 GPUs with
+// jitter, lengths, stragglers and a 2:1 rail fat tree 41.6 s (1.57 us), 83% of it in
+// std::normal_distribution, SlowestOf's draws).
+constexpr double kSecondsPerStoodForOp = 0.25e-6;
+constexpr double kSecondsPerStoodForJitter = 0.2e-6;
+constexpr double kSecondsPerStoodForLength = 0.9e-6;
 constexpr double kLargeCollectiveBytes = 1024.0 * 1024;
 constexpr double kSecondsPerLargeCollective = 13.3e-6;
 constexpr double kLargeCollectiveNodes = 32;
