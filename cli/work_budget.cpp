@@ -186,7 +186,7 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
   const double call_bytes = cdp_stage_per_gpu(spec) ? 0 : param_bytes / w.collectives_per_step;
   w.collective_seconds = collective_seconds(s.cluster, w.gpus, call_bytes);
   if (call_bytes >= kLargeCollectiveBytes && w.gpus >= w.world && s.cluster.nodes > 1 &&
-      told_apart(s))
+      s.cluster.collectives != scenario::CollectiveFidelity::steps && told_apart(s))
     w.collective_seconds *= kLargeCollectiveToldApart;
   return w;
 }
