@@ -654,6 +654,13 @@ class Cdp final : public Algorithm {
 public:
   Cdp(std::string name, Options o) : name_(std::move(name)), o_(o) {}
   std::string name() const override { return name_; }
+  // The single-GPU setting's GPUs are data-parallel replicas of one device's cycle (Sec. 4.2):
+  // each runs the same interleaved micro-batches and meets the others only in the step's
+  // all-reduce over the world, so rank classes fold them exactly (issue 64.2). The other settings
+  // cut the model into one stage per GPU and pass sums point to point: worker i's stage boundary
+  // (CDP-v2: N-1-i) and its place in the relay route are its own, so no two GPUs are alike
+  // (docs/ARCHITECTURE.md, "Rank classes").
+  bool node_symmetric() const override { return o_.setting == Setting::single_gpu; }
   std::unique_ptr<WorkerProgram> program(Worker& w) const override {
     if (o_.setting == Setting::zero)
       return make_cdp_zero_program(w, o_.cyclic);

@@ -1,5 +1,7 @@
 #include "cli/work_budget.h"
 
+#include "cli/advice_work.h"
+#include "cli/cdp_work.h"
 #include "comm/ring_shape.h"
 #include "hw/compute_cost.h"
 #include "hw/units.h"
@@ -90,8 +92,15 @@ double message_seconds(const scenario::ClusterSpec& c) {
          std::pow(std::max(1.0, static_cast<double>(c.world_size())), kMessageNodesExponent);
 }
 
-// What one collective call costs: more flows on a node's GPUs (the fit in work_budget.h).
-double collective_seconds(const scenario::ClusterSpec& c, double simulated_gpus) {
+// What one collective call costs: more flows on a node's GPUs (the fit in work_budget.h); a call
+// of `bytes` past kLargeCollectiveBytes grows with the simulated nodes instead (0: the small fit).
+double collective_seconds(const scenario::ClusterSpec& c, double simulated_gpus, double bytes = 0) {
+  if (bytes >= kLargeCollectiveBytes && c.collectives != scenario::CollectiveFidelity::steps) {
+    const double nodes = std::max(1.0, simulated_gpus / std::max(1, c.gpus_per_node));
+    return std::max(kSecondsPerLargeCollectiveAtLeast,
+                    kSecondsPerLargeCollective *
+                        std::pow(nodes / kLargeCollectiveNodes, kLargeCollectiveExponent));
+  }
   const double per_node = std::max(1.0, std::min<double>(simulated_gpus, c.gpus_per_node));
   return kSecondsPerCollective * (1 + std::log2(per_node) / 8);
 }
@@ -105,12 +114,26 @@ double messages_per_collective(const scenario::ClusterSpec& c, bool all_reduce) 
   return g > 1 && m > 1 ? factor * ((g - 1) + (m - 1)) : factor * (g * m - 1);
 }
 
+// Whether something but the key itself tells the nodes apart (kLargeCollectiveToldApart): draws,
+// slowdowns, WAN sites, a fat tree that does not fold.
+bool told_apart(const scenario::Scenario& s) {
+  if (!sim::statistical_differences(s).empty())
+    return true;
+  auto automatic = s;
+  automatic.cluster.rank_classes = scenario::RankClassesChoice::automatic;
+  return !sim::rank_classes_obstacle(automatic).empty();
+}
+
 SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::AlgorithmSpec& spec) {
   SimulationWork w;
   w.label = spec.label;
   w.world = s.cluster.world_size();
+  double stood_for = 0; // statistical: the GPUs the extreme draws for
   try {
-    w.gpus = sim::choose_rank_classes(s, *make_algorithm(spec)).simulated_ranks();
+    const auto classes = sim::choose_rank_classes(s, *make_algorithm(spec));
+    w.gpus = classes.simulated_ranks();
+    if (classes.statistical())
+      stood_for = static_cast<double>(classes.slowest_of().size());
   } catch (const std::exception&) {
     w.gpus = w.world; // the run reports its bad option itself
   }
@@ -151,8 +174,20 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
   w.compute_ops = w.gpus * w.steps * (per_micro_batch * w.micro_batches + 4);
   w.collective_ops = w.gpus * w.steps * w.collectives_per_step;
   w.messages = w.collective_ops * messages_per_collective(s.cluster, true);
+  count_cdp_work(s, spec, w); // CDP's stages and messages, not buckets (cli/cdp_work.h)
+  w.stood_for_ops = stood_for * w.compute_ops / std::max(1.0, w.gpus);
+  w.stood_for_op_seconds =
+      kSecondsPerStoodForOp + (s.cluster.jitter.active() ? kSecondsPerStoodForJitter : 0) +
+      (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed
+           ? kSecondsPerStoodForLength
+           : 0);
   w.message_seconds = message_seconds(s.cluster);
-  w.collective_seconds = collective_seconds(s.cluster, w.gpus);
+  // CDP's stage-sized messages stay on the small fit: one flow each.
+  const double call_bytes = cdp_stage_per_gpu(spec) ? 0 : param_bytes / w.collectives_per_step;
+  w.collective_seconds = collective_seconds(s.cluster, w.gpus, call_bytes);
+  if (call_bytes >= kLargeCollectiveBytes && w.gpus >= w.world && s.cluster.nodes > 1 &&
+      s.cluster.collectives != scenario::CollectiveFidelity::steps && told_apart(s))
+    w.collective_seconds *= kLargeCollectiveToldApart;
   return w;
 }
 
@@ -198,7 +233,7 @@ WorkEstimate summarize(std::vector<SimulationWork> sims, std::string breakdown) 
 double predicted_seconds(const SimulationWork& w) {
   return kSecondsPerSimulation + kSecondsPerComputeOp * w.compute_ops +
          w.collective_seconds * w.collective_ops + kSecondsPerClusterGpu * w.world +
-         w.message_seconds * w.messages;
+         w.message_seconds * w.messages + w.stood_for_op_seconds * w.stood_for_ops;
 }
 
 WorkEstimate estimate_work(const scenario::Scenario& s) {
@@ -218,8 +253,28 @@ WorkEstimate estimate_work(const scenario::Scenario& s) {
     ddp.name = ddp.label = "ddp";
     sims.push_back(algorithm_work(s, ddp));
   }
+  // Memory advice (cli/advice_work.h): the probe of zero1 runs folded where rank classes allow,
+  // whatever cluster.rank_classes says but statistical (cli/run_command.cpp, probe).
+  if (!s.algorithms.empty() && memory_advice_probe_runs(s)) {
+    auto probed = s;
+    if (probed.cluster.rank_classes == scenario::RankClassesChoice::off)
+      probed.cluster.rank_classes = scenario::RankClassesChoice::automatic;
+    scenario::AlgorithmSpec zero1;
+    zero1.name = zero1.label = "zero1";
+    sims.push_back(algorithm_work(probed, zero1));
+    sims.back().label = "zero1 (memory advice)";
+  }
   const auto largest = *std::max_element(
       sims.begin(), sims.end(), [](const auto& a, const auto& b) { return a.ops() < b.ops(); });
+  const bool stage_per_gpu = std::any_of(s.algorithms.begin(), s.algorithms.end(), [&](auto& a) {
+    return a.label == largest.label && cdp_stage_per_gpu(a);
+  });
+  if (stage_per_gpu)
+    return summarize(std::move(sims),
+                     fmt::format("{}: {} GPUs x {} steps x ({} stages x 2 + {} messages)",
+                                 largest.label, hw::format_count(largest.gpus),
+                                 hw::format_count(largest.steps), hw::format_count(largest.world),
+                                 hw::format_count(largest.collectives_per_step)));
   std::string breakdown = fmt::format(
       "{}: {} GPUs x {} steps x ({} layers x 2 x {} micro-batches + {} collectives)", largest.label,
       hw::format_count(largest.gpus), hw::format_count(largest.steps),
@@ -254,6 +309,32 @@ WorkEstimate estimate_collective_work(const scenario::Scenario& s, CollectiveOp 
   return summarize(std::move(sims), std::move(breakdown));
 }
 
+namespace {
+
+// Why a CDP simulation with a stage per GPU past the budget cannot fold, and what would fit
+// (issue 64.2); "" when none is past it.
+std::string cdp_fit_hint(const scenario::Scenario& s) {
+  for (const auto& a : s.algorithms) {
+    if (!cdp_stage_per_gpu(a) || algorithm_work(s, a).ops() <= kWorkBudgetOps)
+      continue;
+    const auto single = algorithm_work(s, cdp_single_gpu(a));
+    return fmt::format(
+        ". {} cuts the model into a stage per GPU ({} stages; the model has {} layers), and each "
+        "GPU has a stage boundary and a place on the sums' route of its own, so rank classes "
+        "cannot fold it (docs/ARCHITECTURE.md, \"Rank classes\"): it fits on at most {} GPUs "
+        "here. `setting: single-gpu` (each GPU a CDP cycle of training.grad_accum micro-batches, "
+        "the GPUs all-reducing as data-parallel replicas) folds: {} GPUs simulated, about {} ops, "
+        "{}",
+        a.label, hw::format_count(s.cluster.world_size()),
+        hw::format_count(static_cast<double>(s.model.spec.layers.size())),
+        hw::format_count(cdp_most_gpus(s, kWorkBudgetOps)), hw::format_count(single.gpus),
+        hw::format_count(single.ops()), duration(predicted_seconds(single)));
+  }
+  return "";
+}
+
+} // namespace
+
 void check_work_budget(const scenario::Scenario& s, bool force) {
   if (force)
     return;
@@ -262,8 +343,9 @@ void check_work_budget(const scenario::Scenario& s, bool force) {
     throw std::invalid_argument(fmt::format(
         "{}: the run would simulate about {} ops per algorithm ({}), past the budget of {} "
         "(tens of minutes and gigabytes of memory); use fewer GPUs, steps or micro-batches, a "
-        "larger bucket_cap, or pass --force",
-        s.source, hw::format_count(w.ops), w.breakdown, hw::format_count(kWorkBudgetOps)));
+        "larger bucket_cap, or pass --force{}",
+        s.source, hw::format_count(w.ops), w.breakdown, hw::format_count(kWorkBudgetOps),
+        cdp_fit_hint(s)));
 }
 
 void check_time_budget(const std::string& source, double seconds, const std::string& what,
