@@ -107,6 +107,26 @@ void add_pipeline_bubble(SummaryRow& row, const scenario::Scenario& s) {
         count[k] > 0 ? sum[k] / count[k] / m.iteration_time_s : 0.0);
 }
 
+// Mixed GPU types (cluster.node_types): each GPU's memory is its own, so the row shows the
+// capacity of the GPU with the least room left beside its peak.
+void add_node_type_memory(SummaryRow& row, const scenario::Scenario& s, const Trace& trace) {
+  if (s.cluster.node_types.empty())
+    return;
+  double least = std::numeric_limits<double>::infinity();
+  for (std::size_t w = 0; w < trace.peak_memory.size(); ++w) {
+    double peak = 0;
+    for (const double b : trace.peak_memory[w])
+      peak += b;
+    const auto& gpu =
+        s.cluster.gpu_of_node(trace.gpu_of(static_cast<int>(w)) / s.cluster.gpus_per_node);
+    if (const double room = gpu.memory_available() - peak; room < least) {
+      least = room;
+      row.gpu_memory_bytes = gpu.memory_bytes;
+      row.memory_available_bytes = gpu.memory_available();
+    }
+  }
+}
+
 SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, const Trace& trace,
                     const std::vector<std::string>& warnings) {
   SummaryRow row;
@@ -119,6 +139,7 @@ SummaryRow make_row(const scenario::Scenario& s, const std::string& algorithm, c
   row.gpu_memory_bytes = s.cluster.gpu.memory_bytes;
   row.memory_available_bytes = s.cluster.gpu.memory_available();
   row.metrics = compute_metrics(trace, s.training.warmup_steps, s.training.steps);
+  add_node_type_memory(row, s, trace);
   add_pipeline_bubble(row, s);
   add_model_flops(row, s);
   add_analysis(row, analyze(trace, row.metrics));

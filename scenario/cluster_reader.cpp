@@ -213,13 +213,35 @@ hw::FabricSpec read_fabric(const Entry& e, const ClusterSpec& c) {
   }
   return f;
 }
+// cluster.node_types: [{nodes: [..], gpu: PRESET or map}, ...]; a node in none keeps cluster.gpu.
+std::vector<NodeType> read_node_types(const Entry& e, int nodes) {
+  std::vector<NodeType> types;
+  std::vector<int> type_of(static_cast<std::size_t>(nodes), -1);
+  for (const auto& entry : e.items()) {
+    entry.expect_map({"nodes", "gpu"});
+    NodeType type;
+    type.gpu = read_gpu(entry.child("gpu"));
+    for (const auto& n : entry.child("nodes").items()) {
+      const int node = static_cast<int>(n.integer(0, nodes - 1));
+      if (const int other = type_of[static_cast<std::size_t>(node)]; other >= 0)
+        n.fail(fmt::format("node {} is already in node_types entry {}", node, other));
+      type_of[static_cast<std::size_t>(node)] = static_cast<int>(types.size());
+      type.nodes.push_back(node);
+    }
+    if (type.nodes.empty())
+      entry.child("nodes").fail("expected at least one node");
+    std::sort(type.nodes.begin(), type.nodes.end());
+    types.push_back(std::move(type));
+  }
+  return types;
+}
 } // namespace
 
 ClusterSpec read_cluster(const Entry& e) {
   e.expect_map({"preset", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
                 "nics_per_node", "stragglers", "jitter", "network_model", "collectives",
                 "collective_algorithm", "nccl_protocol", "rank_classes", "sites", "wan", "fabric",
-                "calibration"});
+                "calibration", "node_types"});
   ClusterSpec c;
   c.nodes = static_cast<int>(e.child("nodes").integer(1, 1 << 20));
   std::optional<hw::SystemSpec> system;
@@ -393,6 +415,8 @@ ClusterSpec read_cluster(const Entry& e) {
   } else if (e.has("wan")) {
     e.child("wan").fail("a WAN link needs 'sites' saying which nodes sit on each side");
   }
+  if (e.has("node_types"))
+    c.node_types = read_node_types(e.child("node_types"), c.nodes);
   if (e.has("fabric"))
     c.fabric = read_fabric(e.child("fabric"), c);
   // CollNet is NCCL's, and needs switches that reduce (comm/nccl_collnet.h).

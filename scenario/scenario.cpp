@@ -16,6 +16,18 @@ double ClusterSpec::slowdown_of(int rank) const {
   return s;
 }
 
+int ClusterSpec::node_type_of(int node) const {
+  for (std::size_t t = 0; t < node_types.size(); ++t)
+    if (std::binary_search(node_types[t].nodes.begin(), node_types[t].nodes.end(), node))
+      return static_cast<int>(t);
+  return -1;
+}
+
+const hw::GpuSpec& ClusterSpec::gpu_of_node(int node) const {
+  const int t = node_type_of(node);
+  return t < 0 ? gpu : node_types[static_cast<std::size_t>(t)].gpu;
+}
+
 ActivationCheckpointing checkpointing_of(const ModelConfig& m, int every) {
   ActivationCheckpointing c;
   const int layers = static_cast<int>(m.spec.layers.size());

@@ -67,6 +67,13 @@ struct Site {
   std::vector<int> nodes;
 };
 
+// Nodes whose GPUs are of another type than `cluster.gpu` (cluster.node_types, issue 64.2): each
+// of their GPUs computes at its own preset's roofline and holds its own memory.
+struct NodeType {
+  std::vector<int> nodes; // ascending
+  hw::GpuSpec gpu;
+};
+
 // How one collective's measured time differs from its link's (Gloo on CPU runs reduce-scatter
 // as an all-to-all, all-gather as list all-gathers: neither costs what the link's all-reduce fit
 // says): the simulator runs the op with the bytes that give its measured time (BytesMap).
@@ -86,7 +93,8 @@ struct ClusterSpec {
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::automatic;
   NcclProtocolChoice nccl_protocol = NcclProtocolChoice::automatic;
   RankClassesChoice rank_classes = RankClassesChoice::automatic;
-  std::vector<Site> sites; // empty: one site, no WAN
+  std::vector<Site> sites;          // empty: one site, no WAN
+  std::vector<NodeType> node_types; // empty: every node's GPUs are `gpu`
   hw::LinkSpec wan;
   hw::FabricSpec fabric;   // the switches between nodes (hw/fat_tree.h)
   std::string calibration; // calibration profile whose fitted links replaced the given ones
@@ -100,6 +108,9 @@ struct ClusterSpec {
 
   int world_size() const { return nodes * gpus_per_node; }
   double slowdown_of(int rank) const;
+  // The type of node `node`'s GPUs: its entry in node_types (index), -1 for `gpu`.
+  int node_type_of(int node) const;
+  const hw::GpuSpec& gpu_of_node(int node) const;
 };
 
 enum class Dtype { fp32, bf16, fp16 };

@@ -97,6 +97,14 @@ nlohmann::json to_json(const Scenario& s) {
         {"oversubscription", c.fabric.oversubscription},
         {"placement", c.fabric.placement == hw::FabricSpec::Placement::rail ? "rail" : "node"},
         {"hop_latency_s", c.fabric.hop_latency_s}};
+  for (const auto& type : c.node_types)
+    cluster["node_types"].push_back({{"nodes", type.nodes},
+                                     {"gpu",
+                                      {{"name", type.gpu.name},
+                                       {"peak_flops", type.gpu.peak_flops_bf16},
+                                       {"memory_bytes", type.gpu.memory_bytes},
+                                       {"hbm_bandwidth_Bps", type.gpu.hbm_bandwidth_Bps},
+                                       {"efficiency", type.gpu.efficiency}}}});
   if (!c.sites.empty()) {
     cluster["sites"] = sites;
     cluster["wan"] = link(c.wan);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace overlapsim::sim {
 
@@ -41,9 +42,17 @@ std::pair<sg4::Host*, sg4::Host*> Platform::route_ends(int src, int dst) const {
   if (src / per_node == dst / per_node)
     return {gpus[static_cast<std::size_t>(from)],
             gpus[static_cast<std::size_t>(classes.representative(dst))]};
+  if (classes.crosses_sites(src, dst))
+    return {gpus[static_cast<std::size_t>(from)],
+            remote_wan[static_cast<std::size_t>(from / per_node * per_node + dst % per_node)]};
   // The same-position GPU of another node, as seen from the sender's (running) node.
   return {gpus[static_cast<std::size_t>(from)],
           remote[static_cast<std::size_t>(from / per_node * per_node + dst % per_node)]};
+}
+
+double Platform::link_bandwidth(const sg4::Link* link) const {
+  const bool image = std::find(wan_images.begin(), wan_images.end(), link) != wan_images.end();
+  return image ? link->get_bandwidth() / classes.wan_share : link->get_bandwidth();
 }
 
 int Platform::lanes(int src, int dst) const {
@@ -154,6 +163,41 @@ void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::Net
     }
 }
 
+// Over WAN sites, running node `node`'s hosts for the GPUs of other sites and their routes: GPU
+// a's link, the NIC, the node's WAN image up and down, the NIC, GPU b's link (the full cluster's
+// links from site to site, folded; sim/site_classes.h). The way back too, for the tcp model.
+void add_wan_routes(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone, int node,
+                    sg4::Link* nic, const std::vector<sg4::Link*>& links,
+                    std::map<int, sg4::SplitDuplexLink*>& images) {
+  using Dir = sg4::LinkInRoute::Direction;
+  const int image = p.classes.wan_image[static_cast<std::size_t>(node)];
+  auto& wan = images[image];
+  if (!wan) {
+    wan = zone->create_split_duplex_link(fmt::format("wan-image{}", image),
+                                         c.wan.bandwidth_Bps * p.classes.wan_share);
+    wan->set_latency(c.wan.latency_s / 2);
+    p.wan_images.push_back(wan->get_link_up());
+    p.wan_images.push_back(wan->get_link_down());
+  }
+  const int per_node = c.gpus_per_node;
+  const auto at = [&](int g) { return static_cast<std::size_t>(node * per_node + g); };
+  for (int g = 0; g < per_node; ++g)
+    p.remote_wan[at(g)] = zone->create_host(fmt::format("node{}-remote-wan{}", node, g), 1.0);
+  for (int a = 0; a < per_node; ++a)
+    for (int b = 0; b < per_node; ++b) {
+      const std::vector<sg4::LinkInRoute> folded{{links[static_cast<std::size_t>(a)], Dir::UP},
+                                                 {nic, Dir::UP},
+                                                 {wan, Dir::UP},
+                                                 {wan, Dir::DOWN},
+                                                 {nic, Dir::DOWN},
+                                                 {links[static_cast<std::size_t>(b)], Dir::DOWN}};
+      zone->add_route(p.gpus[at(a)]->get_netpoint(), p.remote_wan[at(b)]->get_netpoint(), nullptr,
+                      nullptr, folded, false);
+      zone->add_route(p.remote_wan[at(a)]->get_netpoint(), p.gpus[at(b)]->get_netpoint(), nullptr,
+                      nullptr, folded, false);
+    }
+}
+
 // The running nodes alone (see platform.h): per node, hosts for its GPUs and for the same GPUs of
 // every other node, routes written out in one full zone (none between running nodes).
 void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_latency,
@@ -161,6 +205,9 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
   const int per_node = c.gpus_per_node;
   auto* zone = sg4::create_full_zone("folded");
   p.remote.resize(static_cast<std::size_t>(c.world_size()));
+  std::map<int, sg4::SplitDuplexLink*> wan_images; // by RankClasses::wan_image
+  if (!p.classes.site.empty())
+    p.remote_wan.resize(p.remote.size());
   using Dir = sg4::LinkInRoute::Direction;
   if (p.fat_tree)
     build_folded_fat_tree(p, c, zone);
@@ -204,6 +251,8 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
         zone->add_route(p.remote[at(a)]->get_netpoint(), p.gpus[at(b)]->get_netpoint(), nullptr,
                         nullptr, folded, false);
       }
+    if (!p.classes.site.empty())
+      add_wan_routes(p, c, zone, node, nic, links, wan_images);
     links_of[static_cast<std::size_t>(node)] = {nic, std::move(links)};
   }
   const auto running = p.classes.simulated_nodes();

@@ -40,8 +40,9 @@
 // onto the representative node's own links. With a pipeline (sim/rank_classes.h), the running
 // nodes of one node group also reach each other as in the full cluster: GPU a's link, the sending
 // node's NIC up, the receiving node's NIC down, GPU b's link; a message takes that way
-// (Platform::lane's `direct`). On a folded fat tree: NIC r's cable up, the climb to the level the
-// two nodes meet, the other NIC r's cable down.
+// (Platform::lane's `direct`). Over WAN sites, a route to a node of another site also crosses an
+// image of the WAN link, up and down (sim/site_classes.h). On a folded fat tree: NIC r's cable up,
+// the climb to the level the two nodes meet, the other NIC r's cable down.
 #pragma once
 
 #include "scenario/scenario.h"
@@ -61,6 +62,13 @@ struct Platform {
   RankClasses classes;                   // which ranks have hosts
   // Folded, by rank of a running node's GPU: that position's GPU of every other node.
   std::vector<simgrid::s4u::Host*> remote;
+  // Folded over WAN sites (sim/site_classes.h), by rank of a running node's GPU: that position's
+  // GPU of every node in another site (the route adds the node's WAN image, up and down).
+  std::vector<simgrid::s4u::Host*> remote_wan;
+  // The WAN images, each RankClasses::wan_share of the WAN link: a route's bandwidth reads them
+  // at the link's own (link_bandwidth), so group shapes are the full cluster's.
+  std::vector<const simgrid::s4u::Link*> wan_images;
+  double link_bandwidth(const simgrid::s4u::Link* link) const;
   // By rank, a host that runs one FLOP per second, (1 - compute_interference) of that while its
   // GPU computes: where a transfer makes up the progress compute took from it
   // (sim/compute_interference.h). Empty when compute_interference is 0; folded, null but the

@@ -2,6 +2,8 @@
 
 #include "comm/nccl_model.h"
 #include "parallel/layout.h"
+#include "sim/site_classes.h"
+#include "sim/type_classes.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -51,8 +53,8 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
   if (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed &&
       !statistical)
     return "sequence lengths drawn per GPU";
-  if (c.sites.size() > 1)
-    return "WAN sites";
+  if (std::string why = site_fold_obstacle(s); !why.empty())
+    return why;
   if (c.collectives == scenario::CollectiveFidelity::steps)
     return "collectives: steps";
   if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree) {
@@ -83,7 +85,9 @@ std::string statistical_differences(const scenario::Scenario& s) {
 
 std::vector<std::vector<int>> alike_node_groups(const scenario::Scenario& s, std::string& why) {
   const int nodes = s.cluster.nodes, per_node = s.cluster.gpus_per_node;
-  std::vector<std::vector<int>> groups;
+  std::vector<std::vector<int>> groups = site_node_groups(s); // a flat ring across sites
+  if (!groups.empty())
+    return groups;
   if (s.parallelism.tensor == 1 && s.parallelism.pipeline == 1) {
     for (int n = 0; n < nodes; ++n)
       groups.push_back({n});
@@ -164,9 +168,6 @@ std::vector<std::vector<int>> alike_node_groups(const scenario::Scenario& s, std
   return groups;
 }
 
-namespace {
-// The node NCCL's two trees over `m` nodes give the most edges (the lowest of equals), among the
-// nodes `usable`.
 int busiest_tree_node(int m, const std::vector<char>& usable) {
   std::vector<int> edges(static_cast<std::size_t>(m), 0);
   for (int tree : {0, 1})
@@ -182,7 +183,6 @@ int busiest_tree_node(int m, const std::vector<char>& usable) {
       best = i;
   return best;
 }
-} // namespace
 
 RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& algorithm) {
   RankClasses rc;
@@ -211,6 +211,14 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
                     "for the slowest, one left out)";
       return rc;
     }
+  }
+  if (!s.cluster.node_types.empty() &&
+      (!differences.empty() || groups.size() != static_cast<std::size_t>(s.cluster.nodes) ||
+       s.cluster.sites.size() > 1)) {
+    rc.why_full = !differences.empty()         ? "node_types under rank_classes: statistical"
+                  : s.cluster.sites.size() > 1 ? "node_types across WAN sites"
+                                               : "node_types with node groups of several nodes";
+    return rc;
   }
   // Groups with a straggler run as themselves; one of the others stands for the rest.
   const auto nodes = static_cast<std::size_t>(s.cluster.nodes);
@@ -249,8 +257,9 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   if (representative < 0)
     representative = busiest_tree_node(m, alike);
   if (representative < 0) {
-    rc.why_full = m == s.cluster.nodes ? "a straggler on every node"
-                                       : "a straggler in every pipeline's nodes";
+    rc.why_full = m == s.cluster.nodes         ? "a straggler on every node"
+                  : s.cluster.sites.size() > 1 ? "a straggler in every WAN site"
+                                               : "a straggler in every pipeline's nodes";
     return rc;
   }
   const auto& chosen = groups[static_cast<std::size_t>(representative)];
@@ -274,6 +283,8 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
                      : 0;
     rc.stand_in[n] = rc.runs[n] ? static_cast<int>(n) : chosen[static_cast<std::size_t>(index[n])];
   }
+  // One node per GPU type (cluster.node_types; groups are single nodes here).
+  fold_node_types(s, rc, alike);
   if (extreme_node >= 0) {
     rc.extreme = extreme_node * rc.gpus_per_node;
     rc.approximation = fmt::format(
@@ -282,6 +293,7 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
         rc.approximation.empty() ? "" : rc.approximation + "; ", rc.extreme,
         rc.world - rc.simulated_ranks() + 1, differences);
   }
+  fold_sites(s, rc, alike); // WAN sites: their images, and sites a straggler sets apart
   // Folding hides GPUs from the trace; it is worth that only where it saves time (issue 62.7).
   if (const int left_out = rc.world - rc.simulated_ranks(); left_out < kFoldFromGpusLeftOut) {
     rc.folded = false;
@@ -290,6 +302,8 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
     rc.runs.clear();
     rc.stand_in.clear();
     rc.group.clear();
+    rc.site.clear();
+    rc.wan_image.clear();
     rc.why_full = left_out == 0
                       ? "folding would simulate every GPU"
                       : fmt::format("folding would leave out only {} GPU{} (rank classes "

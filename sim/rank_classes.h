@@ -64,6 +64,17 @@ struct RankClasses {
   // The GPUs `extreme` stands for: every GPU that does not run, and itself.
   std::vector<int> slowest_of() const;
 
+  // Folded over WAN sites (sim/site_classes.h), per node: its site (empty without sites), and
+  // per running node the image of the WAN link its cross-site flows take (-1 elsewhere), each
+  // image `wan_share` of the WAN link's bandwidth.
+  std::vector<int> site;
+  std::vector<int> wan_image;
+  double wan_share = 1;
+  bool crosses_sites(int src, int dst) const {
+    return !site.empty() && site[static_cast<std::size_t>(src / gpus_per_node)] !=
+                                site[static_cast<std::size_t>(dst / gpus_per_node)];
+  }
+
   bool simulated(int rank) const {
     return !folded || runs[static_cast<std::size_t>(rank / gpus_per_node)];
   }
@@ -105,6 +116,9 @@ std::string statistical_differences(const scenario::Scenario& s);
 // their first node: one node each without tensor or pipeline parallelism. Empty, with `why` set,
 // where the groups are not alike.
 std::vector<std::vector<int>> alike_node_groups(const scenario::Scenario& s, std::string& why);
+// The node NCCL's two trees over `m` nodes give the most edges (the lowest of equals), among the
+// nodes `usable`; -1 where none is.
+int busiest_tree_node(int m, const std::vector<char>& usable);
 // The classes a simulation of `algorithm` on `s` uses.
 RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& algorithm);
 

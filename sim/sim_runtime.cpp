@@ -146,7 +146,8 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
                      result.replicator_calls,
                      memory,
                      placement ? &*placement : nullptr,
-                     &classes};
+                     &classes,
+                     node_type_layer_times(scenario)};
 
   std::vector<int> ranks; // the simulated ones: all, or the representative node's
   for (int r = 0; r < topology.world_size(); ++r)

@@ -76,6 +76,7 @@ SimWorker::SimWorker(SimContext& context, int rank)
       host_(context.platform.gpus[static_cast<std::size_t>(rank)]),
       rng_(jitter_generator(context.scenario.seed, rank)), table_comm_(scenario().model.spec),
       checkpoints_(scenario().model.spec, scenario().model.checkpointing) {
+  node_type_ = ctx_.scenario.cluster.node_type_of(rank / ctx_.scenario.cluster.gpus_per_node);
   if (ctx_.classes && ctx_.classes->extreme == rank)
     slowest_.emplace(scenario(), ctx_.classes->slowest_of(), ctx_.platform.nominal_speed);
   if (!ctx_.parallel)
@@ -137,6 +138,12 @@ const BufferDecl& SimWorker::buffer(BufferId id) const {
   return buffers_[static_cast<std::size_t>(id)];
 }
 
+const hw::GpuSpec& SimWorker::gpu() const {
+  return node_type_ < 0
+             ? scenario().cluster.gpu
+             : ctx_.scenario.cluster.node_types[static_cast<std::size_t>(node_type_)].gpu;
+}
+
 double SimWorker::jitter(double amount) {
   return draw_jitter(scenario().cluster.jitter, amount / ctx_.platform.nominal_speed, rng_);
 }
@@ -155,7 +162,13 @@ double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) con
     const auto& layer = model[static_cast<std::size_t>(l)];
     // The layer's time (hw/compute_cost.h, shared with the planners), turned into the FLOPs that
     // take that long on a nominal GPU, so stragglers and jitter scale it like any other op.
-    const double base = hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, backward) * speed;
+    const double base =
+        (node_type_ < 0
+             ? hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, backward)
+             : (backward ? ctx_.node_type_layers[static_cast<std::size_t>(node_type_)].backward
+                         : ctx_.node_type_layers[static_cast<std::size_t>(node_type_)]
+                               .forward)[static_cast<std::size_t>(l)]) *
+        speed;
     // A sequence of ratio r x seq_len: the attention part scales with r^2, the rest with r (the
     // backward, or a measured time, in the forward FLOPs' proportions).
     const double q = layer.seq_quadratic_share;
@@ -180,14 +193,14 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
   const double flops = amount * scale;
   // The first op after waiting for the other stream's signal takes longer (hw::GpuSpec's
   // compute_handoff_wait_s): the woken thread's, not the device's, so not slowed by sharing.
-  if (take_compute_handoff() && scenario().cluster.gpu.compute_handoff_wait_s > 0)
-    sg4::this_actor::sleep_for(scenario().cluster.gpu.compute_handoff_wait_s);
+  if (take_compute_handoff() && gpu().compute_handoff_wait_s > 0)
+    sg4::this_actor::sleep_for(gpu().compute_handoff_wait_s);
   if (flops > 0) {
     auto& slows_comm = ctx_.network.compute_interference();
     slows_comm.compute_begin(rank_);
     // Both streams computing share the GPU: the communication stream gets comm_stream_share of it
     // (SimGrid shares a host's speed by the executions' priorities, 1 for the compute stream).
-    const double share = scenario().cluster.gpu.comm_stream_share;
+    const double share = gpu().comm_stream_share;
     const auto execute = [&](double f) {
       if (stream == StreamKind::comm && share != 0.5)
         sg4::this_actor::execute(f, share / (1 - share));
@@ -520,8 +533,7 @@ void SimWorker::optimizer_step(const OptimizerStep& op) {
   const double measured = s.model.spec.measured_optimizer_seconds(params);
   // An estimate (ACCO's, uncommitted) at its own measured share of a step.
   const double ratio = op.commit ? 1.0 : s.model.spec.optimizer_estimate_ratio;
-  const double seconds =
-      (measured > 0 ? measured : bytes / s.cluster.gpu.hbm_bandwidth_Bps) * ratio;
+  const double seconds = (measured > 0 ? measured : bytes / gpu().hbm_bandwidth_Bps) * ratio;
   const double alone =
       measured > 0 ? s.model.spec.measured_optimizer_alone_seconds(params) * ratio : seconds;
   compute(op_label(op), seconds * ctx_.platform.nominal_speed, MicroBatch{op.step, -1},
@@ -545,9 +557,9 @@ void SimWorker::outer_step(const OuterStep& op) {
   const auto& spec = scenario().model.spec;
   const double measured = spec.outer_step_time_per_param_s;
   const double streams = (step_bytes + local_bytes) / step_bytes;
-  const double seconds = measured > 0 ? measured * count * streams
-                                      : count * 2 * (step_bytes + local_bytes) /
-                                            scenario().cluster.gpu.hbm_bandwidth_Bps;
+  const double seconds = measured > 0
+                             ? measured * count * streams
+                             : count * 2 * (step_bytes + local_bytes) / gpu().hbm_bandwidth_Bps;
   // Alone where measured: the price of the part that no other worker's memory-bound op overlaps
   // (sim/memory_contention.h).
   const double alone = measured > 0 && spec.outer_step_alone_time_per_param_s > 0
@@ -576,7 +588,7 @@ void SimWorker::memory_op(MemoryOp op, double bytes) {
   const auto& measured = scenario().model.spec.memory_ops;
   const auto it = measured.find(op_label(op).name);
   const double seconds = it != measured.end() ? it->second.fixed_s + it->second.per_byte_s * bytes
-                                              : bytes / scenario().cluster.gpu.hbm_bandwidth_Bps;
+                                              : bytes / gpu().hbm_bandwidth_Bps;
   // Alone, where measured (hw::ModelSpec::MemoryOpPrice): the fixed cost is the call's own.
   const double alone = it != measured.end() && it->second.alone_per_byte_s > 0
                            ? it->second.fixed_s + it->second.alone_per_byte_s * bytes
@@ -626,8 +638,7 @@ void SimWorker::replicator_phase(const ReplicatorPhase& op) {
                                                                          : OpCategory::compress;
   };
   for (const auto& k : replicator_kernels(op, p))
-    compute(OpLabel{category(k), k.name},
-            hw::kernel_time_s(scenario().cluster.gpu, k) * ctx_.platform.nominal_speed,
+    compute(OpLabel{category(k), k.name}, hw::kernel_time_s(gpu(), k) * ctx_.platform.nominal_speed,
             MicroBatch{op.step, -1});
 }
 
@@ -711,8 +722,8 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
   const double start = sg4::Engine::get_clock();
   // The first collective after waiting for the other stream's signal starts later (hw::GpuSpec's
   // collective_handoff_wait_s); its peers wait for it like for any late member.
-  if (after_handoff && scenario().cluster.gpu.collective_handoff_wait_s > 0)
-    sg4::this_actor::sleep_for(scenario().cluster.gpu.collective_handoff_wait_s);
+  if (after_handoff && gpu().collective_handoff_wait_s > 0)
+    sg4::this_actor::sleep_for(gpu().collective_handoff_wait_s);
   // The network slows this GPU's compute while the call moves its data (sim/comm_interference.h).
   const auto table = call.data.buffer < 0
                          ? std::nullopt
@@ -765,16 +776,16 @@ std::tuple<int, int, int> SimWorker::send_key(const CollectiveCall& call) {
 }
 
 sg4::ExecPtr SimWorker::begin_start_cost(const CollectiveCall& call, double bytes) {
-  const auto& gpu = scenario().cluster.gpu;
+  const auto& spec = gpu();
   const std::string op = calibration_op_name(call.op);
-  const double seconds = gpu.collective_start_seconds(op, bytes);
+  const double seconds = spec.collective_start_seconds(op, bytes);
   if (seconds <= 0)
     return nullptr;
   // It takes `share` of a compute stream's speed (priority 1 beside share / (1 - share)), so an
   // op shorter than the start's work loses that share of its speed, a longer one the whole cost.
   // Beside the transfer, which begins with the first piece: the call's time is the link's, and
   // the stream that issued it goes on (the issuing thread's own part is the least of it).
-  const double share = gpu.collective_start_share(op);
+  const double share = spec.collective_start_share(op);
   auto exec = sg4::this_actor::exec_init(seconds * ctx_.platform.nominal_speed);
   exec->set_priority(share / (1 - share));
   exec->start();

@@ -10,6 +10,7 @@
 #include "sim/activation_checkpoints.h"
 #include "sim/collective/network.h"
 #include "sim/memory_contention.h"
+#include "sim/node_type_compute.h"
 #include "sim/platform.h"
 #include "sim/slowest_of.h"
 #include "sim/table_comm_time.h"
@@ -58,6 +59,8 @@ struct SimContext {
   MemoryContention& memory; // memory-bound ops of workers sharing a memory system
   const ParallelPlacement* parallel = nullptr; // tensor or pipeline parallelism; null: neither
   const RankClasses* classes = nullptr;        // which ranks run (null: all, as themselves)
+  // cluster.node_types: each type's layer times (sim/node_type_compute.h); empty without types.
+  std::vector<NodeTypeLayerTimes> node_type_layers = {};
 };
 
 class SimWorker final : public Worker {
@@ -190,8 +193,12 @@ private:
   // A message to or from a neighbouring stage: sends leave at once (Megatron's isend), in order.
   void stage_message(bool send, bool to_next, bool gradient, MicroBatch mb);
 
+  // This GPU's own (cluster.node_types): its roofline, memory bandwidth and handoffs.
+  const hw::GpuSpec& gpu() const;
+
   SimContext& ctx_;
   int rank_;
+  int node_type_ = -1;                         // index into cluster.node_types; -1: cluster.gpu
   const parallel::StageView* stage_ = nullptr; // under 3D parallelism
   const Topology* view_ = nullptr;             // the data-parallel group's topology
   const Group* tensor_group_ = nullptr;        // more than one rank: tensor parallelism

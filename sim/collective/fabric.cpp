@@ -53,7 +53,7 @@ std::pair<double, double> Fabric::route(int src, int dst) {
       lane.from->route_to(lane.to, links, &lane_latency);
       double narrowest = std::numeric_limits<double>::infinity();
       for (auto* l : links)
-        narrowest = std::min(narrowest, l->get_bandwidth());
+        narrowest = std::min(narrowest, platform_.link_bandwidth(l));
       return std::pair{lane_latency, narrowest};
     };
     // Unfolded, routes_ keeps the rank pair's result: no second map per pair.
