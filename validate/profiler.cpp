@@ -936,7 +936,7 @@ HandoffWaits measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId 
 // of one build, ACCO's forward predicted 33% slow at 0.2, where the pairs found 0.0-0.03). The
 // compute of those pairs is the model's forward + backward (`model_pass`, lasting about
 // `model_pass_s`) beside a call of the kind that outlasts it: fills beside a moving transfer lost
-// 0.0 of their speed over 100 Mbit/s (gpt-wide), where ACCO's and DPU's forwards and backwards
+// 0.0-0.03 of their speed over 100 Mbit/s (gpt-wide), where ACCO's and DPU's forwards and backwards
 // beside their rounds ran 10-14% slower than priced and fitted that many fewer micro-batches
 // (issue 66.5): a fill streams memory, a layer's matmuls reuse caches that the transfer's threads
 // and the kernel's TCP stack evict each time they take the core. The fills' own loss beside a
