@@ -212,4 +212,29 @@ int start_probe_fills(double longest_pass_s, double fill_s) {
   return static_cast<int>(std::clamp(std::round(longest_pass_s / fill_s), 1.0, 20.0));
 }
 
+std::optional<double> paired_transfer_weight(const std::vector<double>& alone,
+                                             const std::vector<double>& beside) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < std::min(alone.size(), beside.size()); ++i)
+    if (alone[i] > 0 && beside[i] > 0)
+      ratios.push_back(beside[i] / alone[i] - 1);
+  if (ratios.empty())
+    return std::nullopt;
+  return std::max(0.0, median(std::move(ratios)));
+}
+
+std::optional<double> paired_transfer_share(const std::vector<double>& alone,
+                                            const std::vector<double>& beside) {
+  const auto weight = paired_transfer_weight(alone, beside);
+  return weight ? std::optional(*weight / (1 + *weight)) : std::nullopt;
+}
+
+std::int64_t outlasting_shard(std::int64_t shard, std::int64_t most, double at_least_s,
+                              const std::function<double(std::int64_t)>& lasts) {
+  shard = std::clamp<std::int64_t>(shard, 1, std::max<std::int64_t>(1, most));
+  while (shard < most && lasts(shard) < at_least_s)
+    shard = std::min(most, 2 * shard);
+  return shard;
+}
+
 } // namespace overlapsim::real

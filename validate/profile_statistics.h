@@ -6,6 +6,7 @@
 #include "runtime/replicator_use.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -157,5 +158,23 @@ std::optional<StartCostLine> start_cost_line(double small_bytes, double small_s,
 // of 0.9 MB over 100 Mbit/s: 0.3-0.5 ms lost by fills of 2 ms, 1.8-3.2 ms by fills of 20-32 ms,
 // 4-6 ms by the forwards of FSDP's units). At least 1, at most 20 (40 ms of 2 ms fills).
 int start_probe_fills(double longest_pass_s, double fill_s);
+
+// What a moving transfer takes of the compute beside it (hw::GpuSpec's comm_interference of a
+// collective kind), from compute timed alone and beside the transfer in interleaved pairs (alone[i]
+// just before beside[i]; the machine drifts by more than the share between loops): the median over
+// the pairs of beside / alone - 1 is the transfer's weight against the compute's 1 (the
+// simulator's sharing, sim/comm_interference.h), never below 0; a pair with a time that is not
+// positive is skipped. Nothing: none.
+std::optional<double> paired_transfer_weight(const std::vector<double>& alone,
+                                             const std::vector<double>& beside);
+// The weight as the share of the compute's speed it takes: weight / (1 + weight).
+std::optional<double> paired_transfer_share(const std::vector<double>& alone,
+                                            const std::vector<double>& beside);
+
+// The shard (elements per rank) of a transfer probe's collective: `shard`, doubled until its call
+// lasts `at_least_s` by `lasts` (seconds for a shard of so many elements), at most `most`. A
+// transfer that ends before the compute beside it does prices part of the compute alone.
+std::int64_t outlasting_shard(std::int64_t shard, std::int64_t most, double at_least_s,
+                              const std::function<double(std::int64_t)>& lasts);
 
 } // namespace overlapsim::real

@@ -930,10 +930,17 @@ HandoffWaits measure_handoff_wait(RealWorker& w, const Topology& topo, BufferId 
 // hold `capacity` elements each.
 //
 // The transfer's share measured here (`transfer_shares`) replaces the interference loop's where
-// both are: fill beside a moving transfer and fill alone in interleaved pairs, where the loop
+// both are: compute beside a moving transfer and alone in interleaved pairs, where the loop
 // times its compute alone first and beside later, so the machine's drift between the two lands
 // in the share (mlp over 100 Mbit/s: the loop's all-gather share 0 to 0.24 over seven profiles
-// of one build, ACCO's forward predicted 33% slow at 0.2, where the pairs found 0.0-0.03).
+// of one build, ACCO's forward predicted 33% slow at 0.2, where the pairs found 0.0-0.03). The
+// compute of those pairs is the model's forward + backward (`model_pass`, lasting about
+// `model_pass_s`) beside a call of the kind that outlasts it: fills beside a moving transfer lost
+// 0.0-0.03 of their speed over 100 Mbit/s (gpt-wide), where ACCO's and DPU's forwards and backwards
+// beside their rounds ran 10-14% slower than priced and fitted that many fewer micro-batches
+// (issue 66.5): a fill streams memory, a layer's matmuls reuse caches that the transfer's threads
+// and the kernel's TCP stack evict each time they take the core. The fills' own loss beside a
+// moving transfer still nets the fills' start costs below.
 struct StartCosts {
   std::map<std::string, hw::GpuSpec::StartCost> costs;
   std::map<std::string, double> transfer_shares; // by calibration op name
@@ -943,7 +950,8 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
                                std::int64_t capacity, std::int64_t piece,
                                std::vector<CollectiveOp> ops,
                                const std::function<double(CollectiveOp, double)>& lasts,
-                               double beside_s) {
+                               double beside_s, const std::function<void(int)>& model_pass,
+                               double model_pass_s) {
   StartCosts result;
   auto& costs = result.costs;
   const int world = topo.world_size();
@@ -958,6 +966,28 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
   });
   if (world < 2 || ops.empty())
     return result;
+  // The model probes' calls: each kind's shard that outlasts a pass, with room for the call's
+  // start (kBefore) and the pass running slower beside it; rank 0's on every rank (each timed its
+  // own layers and link, and a collective's calls must be of one size).
+  const std::int64_t most = std::max<std::int64_t>(1, capacity / world);
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    w.fill(Slice{scratch, static_cast<std::int64_t>(k), 1},
+           static_cast<double>(
+               outlasting_shard(large, most, 2 * model_pass_s + 10e-3, [&](std::int64_t elements) {
+                 return lasts(ops[k], static_cast<double>(elements) * world * 4);
+               })));
+  CollectiveCall agreement;
+  agreement.op = CollectiveOp::broadcast;
+  agreement.group = &topo.world();
+  agreement.peer = 0;
+  agreement.name = "start cost agreement";
+  agreement.data = Slice{scratch, 0, static_cast<std::int64_t>(ops.size())};
+  w.run(agreement);
+  std::vector<std::int64_t> model_shards;
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    model_shards.push_back(std::clamp<std::int64_t>(
+        std::llround(w.tensor(Slice{scratch, static_cast<std::int64_t>(k), 1}).item<double>()), 1,
+        most));
   // The fills' sizes from one timed fill of up to 1M elements (the second of two).
   const std::int64_t sizing = std::min<std::int64_t>(capacity, 1 << 20);
   w.fill(Slice{scratch, 0, sizing}, 0.0);
@@ -973,6 +1003,7 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
   const BufferId fills = w.declare({"start_cost_probe", MemoryCategory::buffers, long_fill, 4});
   constexpr int kPairs = 12;
   constexpr std::chrono::microseconds kUnderWay{50}, kBefore{3000};
+  constexpr int kModelStep = 60000; // the model probes' steps (apart from other loops')
   // Probe i: its fill's elements, and the collective started beside it (every odd i), under way
   // or before.
   struct Probe {
@@ -980,12 +1011,14 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
     int fills = 1; // back to back, timed as one
     std::optional<CollectiveCall> call;
     bool before = false;
+    bool model = false; // the model's forward + backward instead of fills
   };
-  enum Way : std::size_t { kSmall, kLarge, kShort, kMoving, kWays };
+  enum Way : std::size_t { kSmall, kLarge, kShort, kMoving, kModel, kWays };
   std::vector<Probe> probes;
-  for (const CollectiveOp op : ops)
+  for (std::size_t o = 0; o < ops.size(); ++o)
     for (std::size_t way = 0; way < kWays; ++way) {
-      const std::int64_t shard = shards[way == kSmall ? 0 : 1];
+      const CollectiveOp op = ops[o];
+      const std::int64_t shard = way == kModel ? model_shards[o] : shards[way == kSmall ? 0 : 1];
       CollectiveCall call;
       call.op = op;
       call.group = &topo.world();
@@ -997,9 +1030,10 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
         call.out = Slice{out, 0, shard};
       const std::int64_t elements = way == kShort ? short_fill : long_fill;
       const int repeats = way == kShort ? 1 : long_fills;
+      const bool model = way == kModel;
       for (int r = 0; r < kPairs; ++r) {
-        probes.push_back({elements, repeats, std::nullopt, false});
-        probes.push_back({elements, repeats, call, way == kMoving});
+        probes.push_back({elements, repeats, std::nullopt, false, model});
+        probes.push_back({elements, repeats, call, way == kMoving || model, model});
       }
     }
   // The fill of probe i has begun (`started`), has ended (`done`); `go`: probe i may begin.
@@ -1023,8 +1057,11 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
         }
         cv.notify_all();
         const Probe& probe = probes[static_cast<std::size_t>(i)];
-        for (int k = 0; k < probe.fills; ++k)
-          w.fill(Slice{fills, 0, probe.elements}, 0.0);
+        if (probe.model)
+          model_pass(kModelStep + i);
+        else
+          for (int k = 0; k < probe.fills; ++k)
+            w.fill(Slice{fills, 0, probe.elements}, 0.0);
         {
           std::lock_guard lock(m);
           done = i;
@@ -1089,19 +1126,26 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
   std::vector<double> took(n, 0.0), began(n, 0.0), lead(n, 0.0);
   const Trace& t = w.trace();
   const std::string fill = op_label(MemoryOp::fill).name;
-  std::vector<double> issued;
+  std::vector<double> issued, ended;
   for (std::size_t i = from, f = 0, k = 0; i < t.events.size(); ++i) {
     const auto& e = t.events[i];
-    if (e.stream == StreamKind::compute && t.name_of(e.name) == fill && f < n) {
+    const bool pass = e.category == OpCategory::forward || e.category == OpCategory::backward;
+    if (e.stream == StreamKind::compute && f < n &&
+        (probes[f].model ? pass : t.name_of(e.name) == fill)) {
       if (k == 0)
         began[f] = e.start;
       took[f] = e.end - began[f];
-      if (++k == static_cast<std::size_t>(probes[f].fills)) {
+      // A model probe ends with its backward, a fill probe with its last fill.
+      if (probes[f].model ? e.category == OpCategory::backward
+                          : ++k == static_cast<std::size_t>(probes[f].fills)) {
         k = 0;
         ++f;
+      } else if (probes[f].model) {
+        k = 1;
       }
     } else if (t.name_of(e.name) == "start cost probe") {
       issued.push_back(e.start);
+      ended.push_back(e.end);
     }
   }
   for (std::size_t i = 1, c = 0; i < n && c < issued.size(); i += 2, ++c)
@@ -1117,12 +1161,29 @@ StartCosts measure_start_costs(RealWorker& w, const Topology& topo, BufferId scr
         values.push_back(f(took[i] - lead[i], took[i + 1] - lead[i + 1]));
     return values.empty() ? 0.0 : median(values);
   };
+  // A way's pairs' times, alone and beside, where the beside one's call outlasted its compute.
+  const auto pairs = [&](std::size_t k, Way way) {
+    std::pair<std::vector<double>, std::vector<double>> times;
+    const std::size_t first = (k * kWays + way) * 2 * kPairs;
+    for (std::size_t i = first; i < first + 2 * kPairs; i += 2) {
+      const std::size_t call = i / 2; // the calls, one per pair, in the probes' order
+      if (call < ended.size() && ended[call] >= began[i + 1] + took[i + 1]) {
+        times.first.push_back(took[i]);
+        times.second.push_back(took[i + 1]);
+      }
+    }
+    return times;
+  };
   for (std::size_t k = 0; k < ops.size(); ++k) {
     // The transfer's weight against the compute's 1 (what a fill lost beside a moving one, per
     // second of it), and each start's cost net of it, what the fill lost beyond that.
-    const double transfer = std::max(
-        0.0, paired(k, kMoving, [](double alone, double beside) { return beside / alone - 1; }));
-    result.transfer_shares[calibration_op_name(ops[k])] = transfer / (1 + transfer);
+    const auto [fills_alone, fills_beside] = pairs(k, kMoving);
+    const double transfer = paired_transfer_weight(fills_alone, fills_beside).value_or(0.0);
+    // What the model's passes lost beside one: the kind's comm_interference (the fills' where no
+    // call outlasted a pass).
+    const auto [passes_alone, passes_beside] = pairs(k, kModel);
+    result.transfer_shares[calibration_op_name(ops[k])] =
+        paired_transfer_share(passes_alone, passes_beside).value_or(transfer / (1 + transfer));
     const auto lost = [&](double alone, double beside) { return beside - alone * (1 + transfer); };
     const auto bytes = [&](Way way) {
       return static_cast<double>(probes[(k * kWays + way) * 2 * kPairs + 1].call->data.count) * 4;
@@ -1852,8 +1913,17 @@ scenario::Calibration profile_costs(RealContext& ctx, int rank, const ProfileOpt
     double longest = 0;
     for (const auto& l : cal.layers)
       longest = std::max({longest, l.fwd_time_per_sample_s, l.bwd_time_per_sample_s});
-    auto measured = measure_start_costs(w, topo, scratch, scratch_out, n, ctx.gloo_piece_elements,
-                                        started, lasts, longest * s.training.micro_batch);
+    // The model's forward + backward, what ACCO's and DPU's rounds run beside their transfers.
+    double pass_s = 0;
+    for (const auto& l : cal.layers)
+      pass_s += (l.fwd_time_per_sample_s + l.bwd_time_per_sample_s) * s.training.micro_batch;
+    const auto model_pass = [&](int step) {
+      w.forward({0, layers}, {step, 0}, params);
+      w.backward({0, layers}, {step, 0}, params, grads);
+    };
+    auto measured =
+        measure_start_costs(w, topo, scratch, scratch_out, n, ctx.gloo_piece_elements, started,
+                            lasts, longest * s.training.micro_batch, model_pass, pass_s);
     cal.collective_start_costs = std::move(measured.costs);
     for (const auto& [name, share] : measured.transfer_shares)
       cal.interference_by_op[name].comm_interference = share;

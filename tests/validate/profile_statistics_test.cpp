@@ -225,5 +225,32 @@ TEST(ProfileStatistics, AStartProbeLastsAsLongAsTheLongestLayerPass) {
   EXPECT_EQ(start_probe_fills(10e-3, 0.0), 1);
 }
 
+TEST(ProfileStatistics, ATransfersShareIsThePairsMedianSlowdownAsAWeight) {
+  // Three pairs: 100 -> 110 ms, 100 -> 125 ms, 50 -> 56 ms: slowdowns 0.10, 0.25 and 0.12, their
+  // median 0.12 the transfer's weight against the compute's 1, its share 0.12 / 1.12.
+  const std::vector<double> alone{0.100, 0.100, 0.050}, beside{0.110, 0.125, 0.056};
+  EXPECT_NEAR(*paired_transfer_weight(alone, beside), 0.12, 1e-12);
+  EXPECT_NEAR(*paired_transfer_share(alone, beside), 0.12 / 1.12, 1e-12);
+  // A pair that ran faster beside counts (the median), but the weight is never below 0; a pair
+  // with a time of 0 is skipped, and beside times past the alone ones are unpaired.
+  EXPECT_NEAR(*paired_transfer_weight({0.1, 0.1, 0.0}, {0.09, 0.12, 0.2, 0.5}), 0.05, 1e-12);
+  EXPECT_EQ(*paired_transfer_share({0.1}, {0.08}), 0.0);
+  EXPECT_FALSE(paired_transfer_share({}, {}));
+  EXPECT_FALSE(paired_transfer_share({0.0}, {0.1}));
+}
+
+TEST(ProfileStatistics, ATransferProbesCallOutlastsThePassBesideIt) {
+  // A call of 1 MB shards lasting 85 ms + 80 ms per further MB: for a 60 ms pass, 2 x 60 + 10 =
+  // 130 ms: 1 MB (85 ms) is short, 2 MB (165 ms) outlasts it.
+  const auto lasts = [](std::int64_t elements) {
+    return 0.085 + 0.080 * (static_cast<double>(elements) / 262144 - 1);
+  };
+  EXPECT_EQ(outlasting_shard(262144, 1 << 22, 0.130, lasts), 524288);
+  // Long enough as it is; at most `most` (the gradients' share) even where that is short.
+  EXPECT_EQ(outlasting_shard(262144, 1 << 22, 0.050, lasts), 262144);
+  EXPECT_EQ(outlasting_shard(262144, 400000, 1.0, lasts), 400000);
+  EXPECT_EQ(outlasting_shard(262144, 100, 1.0, lasts), 100);
+}
+
 } // namespace
 } // namespace overlapsim::real
