@@ -74,7 +74,8 @@ public:
 TEST(WaitAny, SimulatorReturnsTheFirstReceiveToArrive) {
   const auto s = scenario_from(
       "name: wait-any\ncluster: {nodes: 3, gpus_per_node: 1, gpu: {name: g, peak_tflops: 100, "
-      "memory: 80GB, hbm_bandwidth: 1GB/s}, inter_node: {bandwidth: 1GB/s, latency: 0us}}\n"
+      "memory: 80GB, hbm_bandwidth: 1GB/s}, inter_node: {bandwidth: 1GB/s, latency: 0us}, "
+      "collectives: fused}\n"
       "model: {preset: mlp, width: 64, depth: 2}\ntraining: {micro_batch: 1, seq_len: 1}\n"
       "algorithms: [ddp]\n");
   const auto result = sim::simulate(s, TwoSenders());
