@@ -26,7 +26,7 @@ struct Seen {
 
 TEST(WaitAny, RealWorkerOnGlooReturnsTheFirstMessageToArrive) {
   const auto s = scenario::load_scenario_text(
-      "name: t\ncluster: {nodes: 3, gpus_per_node: 1, gpu: a100-80gb}\n"
+      "name: t\ncluster: {nodes: 3, gpus_per_node: 1, gpu: a100-80gb, inter_node: ethernet-10g}\n"
       "model: {preset: mlp, width: 8, depth: 2}\ntraining: {micro_batch: 1, seq_len: 1, "
       "steps: 1}\nalgorithms: [ddp]\n",
       "t.yaml");
