@@ -7,6 +7,7 @@
 #include "scenario/loader.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <fmt/format.h>
 #include <stdexcept>
@@ -179,55 +180,76 @@ private:
     }
   }
 
-  // The other workers receive each complete sum into a relay slot. CDP-v2's boundary stage
-  // (N-1-i) comes straight from the last worker, the others from the ring predecessor in stage
-  // order. The boundary's receive is posted at the start of the step and taken as soon as it is
-  // found done between the others: taken in stage order instead, behind sums that travel more
-  // hops, it held up the last worker's send (a message starts when both ends have posted it)
-  // and this worker's next forward of the stage, which needs it first and has no slack.
+  // The other workers receive each complete sum into a relay slot and pass it on as it arrives
+  // (Sec. 3.2: the last worker "directly transmits" each stage's update; Sec. 4.2 and Table 1: one
+  // point-to-point step between two time steps). CDP-v2's boundary stage (N-1-i) comes straight
+  // from the last worker, the others from the ring predecessor in stage order. Two receives are
+  // in flight: the boundary's, posted at the start of the step, and the predecessor's next, and
+  // the stream takes whichever arrives first (Worker::wait_any). Taken in stage order instead,
+  // behind sums that travel more hops, the boundary's held up the last worker's send (a message
+  // starts when both ends have posted it) and this worker's next forward of the stage, which
+  // needs it first and has no slack; found done only between two blocking receives from the
+  // predecessor, it waited for the one in progress (8 workers at 12 GB/s: 4.9% idle, 4.0% taken
+  // as it arrives; docs/MODEL.md).
   void relay_lap_two() {
     std::int64_t relays = 0;
+    // The next relay slot in turn, passing over one a receive still writes (the boundary's, which
+    // may arrive after later sums from the predecessor have come and gone).
+    std::vector<bool> receiving(kRelaySlots, false);
     auto next_slot = [&] {
-      const int slot = static_cast<int>(relays++ % kRelaySlots);
+      int slot = static_cast<int>(relays++ % kRelaySlots);
+      while (receiving[static_cast<std::size_t>(slot)])
+        slot = static_cast<int>(relays++ % kRelaySlots);
       free_relay_slot(slot);
       return slot;
     };
-    auto receive = [&](int step, int stage, int slot) {
-      const int from = lap_two_route(stage).first;
-      return w_.start(p2p(CollectiveOp::recv, stage, kComplete, step, from, pair(from),
-                          Slice{relay_, slot * slot_, stage_count(stage)}));
+    struct Incoming { // a receive of a stage's complete sum into relay slot `slot`
+      int stage = -1, slot = -1;
+      CommHandle handle;
     };
-    auto relay = [&](int step, int stage, int slot) {
-      relay_handles_[static_cast<std::size_t>(slot)] =
-          pass_on_sum(step, stage, slot, Slice{relay_, slot * slot_, stage_count(stage)});
+    auto receive = [&](int step, int stage) {
+      const int slot = next_slot();
+      const int from = lap_two_route(stage).first;
+      receiving[static_cast<std::size_t>(slot)] = true;
+      return Incoming{stage, slot,
+                      w_.start(p2p(CollectiveOp::recv, stage, kComplete, step, from, pair(from),
+                                   Slice{relay_, slot * slot_, stage_count(stage)}))};
+    };
+    auto relay = [&](int step, Incoming& in) {
+      receiving[static_cast<std::size_t>(in.slot)] = false;
+      relay_handles_[static_cast<std::size_t>(in.slot)] = pass_on_sum(
+          step, in.stage, in.slot, Slice{relay_, in.slot * slot_, stage_count(in.stage)});
+      in = {};
     };
     for (int step = 0; step < total_steps(); ++step) {
       const int direct = o_.rule == Rule::v2 ? n_ - 1 - w_.rank() : -1;
-      int direct_slot = -1;
-      CommHandle direct_recv;
-      if (direct >= 0) {
-        direct_slot = next_slot();
-        direct_recv = receive(step, direct, direct_slot);
-      }
-      bool direct_done = direct < 0;
-      auto take_direct = [&](bool wait) {
-        if (direct_done || (!wait && !w_.test(direct_recv)))
-          return;
-        w_.wait(direct_recv);
-        relay(step, direct, direct_slot);
-        direct_done = true;
+      Incoming boundary, ring;
+      if (direct >= 0)
+        boundary = receive(step, direct);
+      int stage = n_ - 1; // the predecessor's next sum, in stage order
+      auto post_ring = [&] {
+        if (stage == direct)
+          --stage;
+        if (stage >= 0)
+          ring = receive(step, stage--);
       };
-      for (int stage = n_ - 1; stage >= 0; --stage) {
-        if (stage == direct) {
-          take_direct(true);
-          continue;
-        }
-        const int slot = next_slot();
-        auto h = receive(step, stage, slot);
-        take_direct(false);
-        w_.wait(h);
-        take_direct(false);
-        relay(step, stage, slot);
+      post_ring();
+      for (;;) {
+        std::array<Incoming*, 2> live{};
+        std::array<CommHandle, 2> handles;
+        std::size_t count = 0;
+        for (Incoming* in : {&boundary, &ring}) // the boundary first: it wins a tie
+          if (in->stage >= 0) {
+            live[count] = in;
+            handles[count++] = in->handle;
+          }
+        if (count == 0)
+          break;
+        Incoming& arrived = *live[w_.wait_any(std::span(handles.data(), count))];
+        const bool from_ring = &arrived == &ring;
+        relay(step, arrived);
+        if (from_ring)
+          post_ring();
       }
     }
     for (int k = 0; k < kRelaySlots; ++k)

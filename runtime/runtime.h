@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace overlapsim {
@@ -204,6 +205,12 @@ public:
   virtual CommHandle start(const CollectiveCall& call) = 0;
   virtual void wait(CommHandle& handle) = 0;
   virtual bool test(CommHandle& handle) = 0;
+  // Blocks the calling stream until the first of `handles` is done, waits for it as wait() does
+  // and returns its index; when several are done already, the lowest index. An invalid handle,
+  // or one waited for already, counts as done (as test() answers). Lets a stream take messages
+  // from several peers in the order they arrive (MPI_Waitany): CDP-v2 relays each complete sum
+  // as it comes (algorithms/cdp.cpp). `handles` must not be empty.
+  virtual std::size_t wait_any(std::span<CommHandle> handles) = 0;
   // start + wait; a runtime may run it on the calling stream without a helper.
   virtual void run(const CollectiveCall& call) {
     auto h = start(call);

@@ -33,9 +33,14 @@ public:
   void finish() {
     done = true;
     done_sem->release();
+    for (const auto& w : watchers)
+      w->release();
   }
   bool done = false;
   sg4::SemaphorePtr done_sem;
+  // wait_any's semaphores, released by the first of its handles to finish: actors run one at a
+  // time in SimGrid, so the list needs no lock.
+  std::vector<sg4::SemaphorePtr> watchers;
 };
 
 namespace {
@@ -849,6 +854,30 @@ void SimWorker::wait(CommHandle& handle) {
 
 bool SimWorker::test(CommHandle& handle) {
   return !handle.valid() || static_cast<State&>(*handle.state).done;
+}
+
+std::size_t SimWorker::wait_any(std::span<CommHandle> handles) {
+  if (handles.empty())
+    throw std::logic_error(fmt::format("worker {}: wait_any without a handle", rank_));
+  const auto first_done = [&]() -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < handles.size(); ++i)
+      if (test(handles[i]))
+        return i;
+    return std::nullopt;
+  };
+  auto found = first_done();
+  if (!found) {
+    // One semaphore that every handle's finish releases: the stream wakes at the first.
+    const auto woken = sg4::Semaphore::create(0);
+    for (auto& h : handles)
+      static_cast<State&>(*h.state).watchers.push_back(woken);
+    woken->acquire();
+    for (auto& h : handles)
+      std::erase(static_cast<State&>(*h.state).watchers, woken);
+    found = first_done();
+  }
+  wait(handles[*found]);
+  return *found;
 }
 
 SimWorker::Channel& SimWorker::channel(int signal) {

@@ -221,6 +221,15 @@ bool RecordingWorker::test(CommHandle& handle) {
   return true;
 }
 
+std::size_t RecordingWorker::wait_any(std::span<CommHandle> handles) {
+  // Every collective is done at once: the first handle is.
+  std::string names;
+  for (const auto& h : handles)
+    names += fmt::format(" \"{}\"", h.valid() ? name_of(h) : std::string("none"));
+  record(fmt::format("wait any{} -> 0", names));
+  return 0;
+}
+
 void RecordingWorker::run(const CollectiveCall& call) {
   record(collective(call));
 }

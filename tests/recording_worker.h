@@ -35,7 +35,8 @@ struct RecordedOp {
 //   reload master params[0:50], state optimizer_state[0:50]
 //   copy A -> B; accumulate A += B; fill A = 1
 //   replicator encode piece 0 step 2 (", no exchange" when exchanged is false)
-//   all-reduce world grads[0:50] 100 B "name" (run); start ... / wait "name" / test "name"
+//   all-reduce world grads[0:50] 100 B "name" (run); start ... / wait "name" / test "name" /
+//       wait any "a" "b" -> 0 (every collective is done at once: the first handle)
 //       (the group: world, or its ranks as {0,2}; then data, " -> out" when out is set, the
 //       bytes: data's elements x element bytes; " avg" when averaging)
 //   notify 1 = 3; await 1 -> 3; poll 1 -> 3 (or "-> none")
@@ -70,6 +71,7 @@ public:
   CommHandle start(const CollectiveCall& call) override;
   void wait(CommHandle& handle) override;
   bool test(CommHandle& handle) override;
+  std::size_t wait_any(std::span<CommHandle> handles) override;
   void run(const CollectiveCall& call) override;
 
   void notify(int signal, std::int64_t value = 0) override;

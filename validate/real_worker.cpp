@@ -905,6 +905,38 @@ bool RealWorker::test(CommHandle& handle) {
   return s.done;
 }
 
+std::size_t RealWorker::wait_any(std::span<CommHandle> handles) {
+  if (handles.empty())
+    throw std::logic_error(fmt::format("worker {}: wait_any without a handle", rank_));
+  // c10d has no wait-any (a Work waits for itself; Gloo's send and receive have no future to
+  // chain): each handle is asked as test() asks it, and between rounds the thread sleeps on the
+  // completion signal that every collective's callback or waiter thread raises, or a slice
+  // (validate/thread_policy.h, kCommWaitSlice), as wait() does. The first found done is waited
+  // for, which records it.
+  const auto first_done = [&]() -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      if (!handles[i].valid())
+        return i;
+      const auto& s = static_cast<const State&>(*handles[i].state);
+      if (s.done || (s.waiter.joinable() ? s.waited.load() : s.works.back()->isCompleted()))
+        return i;
+    }
+    return std::nullopt;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + ctx_.timeout;
+  std::optional<std::size_t> found;
+  {
+    std::unique_lock lock(completions_->mutex);
+    while (!(found = first_done()) && std::chrono::steady_clock::now() < deadline &&
+           !(ctx_.aborted != nullptr && ctx_.aborted->load()))
+      completions_->cv.wait_for(lock, kCommWaitSlice);
+  }
+  // None done in time: the first one's wait reports its timeout (or its failure).
+  const std::size_t index = found.value_or(0);
+  wait(handles[index]);
+  return index;
+}
+
 void RealWorker::notify(int signal, std::int64_t value) {
   // What this stream issued before the signal happens before what the other stream issues after
   // hearing it. On a GPU that is an event on this stream, which the receiver's stream waits for

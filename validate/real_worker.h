@@ -94,6 +94,7 @@ public:
   CommHandle start(const CollectiveCall& call) override;
   void wait(CommHandle& handle) override;
   bool test(CommHandle& handle) override;
+  std::size_t wait_any(std::span<CommHandle> handles) override;
 
   void notify(int signal, std::int64_t value) override;
   std::int64_t await(int signal) override;
