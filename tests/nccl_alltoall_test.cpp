@@ -3,6 +3,7 @@
 // closed-form price agreeing on it.
 #include "comm/collective_price.h"
 #include "comm/nccl_alltoall.h"
+#include "nccl_shapes.h"
 #include "scenario/collective_shape.h"
 #include "scenario/loader.h"
 #include "sim/collective_timing.h"
@@ -15,27 +16,8 @@ namespace {
 
 constexpr double MiB = 1048576.0;
 
-comm::NcclGeneration hopper() {
-  return comm::nccl_generation(*hw::find_gpu_preset("h100-sxm"), *hw::find_link_preset("nvlink4"),
-                               8);
-}
-
-comm::NcclShape h100_nodes(int nodes, int per_node) {
-  comm::NcclShape s;
-  s.nodes = nodes;
-  s.per_node = per_node;
-  s.ranks = nodes * per_node;
-  s.intra_Bps = 360e9;
-  s.intra_latency_s = 1e-6;
-  if (nodes > 1) {
-    s.net_Bps = 8 * 50e9; // 8 x 400 Gb/s pooled
-    s.net_latency_s = 3e-6;
-    s.net_nics = s.net_heads = 8;
-    s.gpu_nics = 1;
-    s.gpu_net_Bps = 50e9;
-  }
-  return s;
-}
+using nccl_test::h100_nodes;
+using nccl_test::hopper;
 
 TEST(NcclAllToAll, OneNodeIsTheNvlinkOfSevenPeers) {
   // 8 ranks, 32 MiB: 4 MiB to each peer on 4 channels (32 a peer halved while x 8 ranks > 32),
@@ -65,15 +47,15 @@ TEST(NcclAllToAll, SmallMessagesRunLlOnOneChannelEach) {
 TEST(NcclAllToAll, AcrossNodesTheGpusOwnNic) {
   // 10 x 8 H100, nccl-tests' 33553920 B: 419424 B a peer on 2 channels (1 a message, 2 x 80 > 32,
   // doubled once while the part is above the 128 KiB network chunk), Simple; 72 peers on other
-  // nodes cross the GPU's one 50 GB/s NIC (72 x 2 x 14 GB/s is far above it), 7 the NVLink:
-  // 12 us + 14 us network hop + 72 x 419424 / 50 GB/s = 26 + 603.97 us; 80 x 2 parts fit one
-  // round of 32 channels x 8.
+  // nodes cross the GPU's one 50 GB/s NIC (72 x 2 x 14 GB/s is far above it), 7 the NVLink at
+  // 7 x 2 x 20.6 = 288.4 GB/s (their channels, below its 360): 12 us + 14 us network hop +
+  // 72 x 419424 / 50 GB/s = 26 + 603.97 us; 80 x 2 parts fit one round of 32 channels x 8.
   const auto c = comm::nccl_all_to_all_cost(hopper(), h100_nodes(10, 8), 33553920);
   EXPECT_EQ(c.channels, 2);
   EXPECT_EQ(c.protocol, comm::NcclProtocol::simple);
   EXPECT_EQ(c.rounds, 1);
   EXPECT_NEAR(c.net_s, 72 * 419424 / 50e9, 1e-12);
-  EXPECT_NEAR(c.intra_s, 7 * 419424 / 360e9, 1e-12);
+  EXPECT_NEAR(c.intra_s, 7 * 419424 / 288.4e9, 1e-12);
   EXPECT_NEAR(c.time_s, 26e-6 + 603.97e-6, 0.01e-6);
 }
 
