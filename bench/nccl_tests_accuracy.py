@@ -105,7 +105,10 @@ COLLECTIVE_TABLES = [
     ("h100-10x8-alltoall.log", "alltoall", "all-to-all", HGX_H100_IB.format(nodes=10)),
     ("h100-10x8-sendrecv.log", "sendrecv", "sendrecv", HGX_H100_IB.format(nodes=10)),
 ]
-# No broadcast_perf table of an H100/A100 system with a traceable source was found (issue 66.3):
+# No broadcast_perf table of an H100/A100 system with a traceable source was found (issue 66.3;
+# searched again 2026-11-29: xxrjun/nccl-tests-cluster, whose 1x8/10x8 tables are above, ran no
+# broadcast_perf; the ones found are a 12 x V100-SXM3 run on a private NCCL build whose
+# repository could not be traced and 2 x V100-PCIe over TCP sockets, nccl-tests issue #82):
 # broadcast stays pinned by its busbw convention only (tests/collective_price_test.cpp).
 
 CAUSES = """Why the large misses miss (the simulator is not tuned to these tables):
@@ -116,15 +119,16 @@ CAUSES = """Why the large misses miss (the simulator is not tuned to these table
 - sendrecv on 8 x A100: 128 MiB 1.4x (8 channels of one NVLink's 20 GB/s each against 111 GB/s
   measured; the table's NCCL version is not stated); 256 MiB-1 GiB 1.2x: the nvlink3 preset's
   bandwidth is NCCL's collective rate (234 GB/s), NCCL's p2p reaches 195 GB/s.
-- all-to-all (1.5x at 32 MiB down to 1.03x on one node; 1.6x-1.08x across 10 nodes): the
-  simulator sends direct messages at link speed with no NCCL protocol or p2p channel cost;
-  across nodes NCCL's all-to-all cannot aggregate a node's NICs (nccl-tests issue #267) while
-  the pooled NIC link carries 8 NICs' worth.
-- all-gather and reduce-scatter across 10 nodes: 32-512 MiB 1.3x-2.3x too fast: their 80-rank
-  rings take ~7 us a step in the table (667 us at 32 MiB over 79 steps) where NCCL's tuner
-  latencies for a multi-node ring count 1.9 us an NVLink step (LL128); 1-16 GiB 1.1x, where the
-  table tops at 324 GB/s and the model at the NICs' 400 GB/s less NCCL's protocol cost (357); the
-  table's 256 MiB row dips below its 128 MiB one."""
+- all-to-all (8 x H100 1.24x at 32 MiB down to 1.03x; 10 x 8 1.53x at 32 MiB, 1.08-1.13x from
+  128 MiB): NCCL's grouped sends (comm/nccl_alltoall.h) are link-bound at these sizes (one node:
+  7 peers x 4 channels of 20.6 GB/s above the NVLink's 360; across nodes: the GPU's one NIC), so
+  what the tables add at mid sizes (~40 us on one node, ~350 us across 10 nodes) is no cost of
+  NCCL's p2p model; across nodes the plateau is 46 GB/s a NIC (92% of 400 Gb/s).
+- all-gather and reduce-scatter across 10 nodes: 32 MiB 1.30-1.36x, 256 MiB 1.5x (the table's
+  256 MiB row dips below its 128 MiB one), 1-16 GiB 1.06-1.11x, where the table tops at 324 GB/s
+  and the model at the NVLink's 360 less NCCL's protocol cost. Their 80-rank rings take ~7 us a
+  step in the table (667 us at 32 MiB over 79 steps); the model's NVLink step is what a ring on
+  one node takes (5 us LL128), NCCL's tuner counts 1.9 us (with it: 2.3x at 32 MiB)."""
 
 
 def published(path):

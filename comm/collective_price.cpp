@@ -1,5 +1,6 @@
 #include "comm/collective_price.h"
 
+#include "comm/nccl_alltoall.h"
 #include "comm/ring_shape.h"
 
 #include <algorithm>
@@ -117,6 +118,11 @@ CollectivePrice price_collective(const PriceRule& rule, const NcclShape& shape, 
               : 0.0;
     const double across = ring_seconds(op, sites.sites, bytes, sites.wan_latency_s, sites.wan_Bps);
     return {(op == CollectiveOp::all_reduce ? 2 : 1) * in_site + across, "sites"};
+  }
+  if (rule.fidelity == CollectiveFidelity::nccl && op == CollectiveOp::all_to_all) {
+    // NCCL's all-to-all: a group of sends and receives, one pair per peer (comm/nccl_alltoall.h).
+    const NcclAllToAllCost c = nccl_all_to_all_cost(rule.generation, shape, bytes);
+    return {c.time_s, fmt::format("nccl {}", nccl_all_to_all_label(c.protocol))};
   }
   if (rule.fidelity == CollectiveFidelity::nccl && nccl_prices(op)) {
     std::optional<NcclAlgorithm> only;

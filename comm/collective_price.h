@@ -83,7 +83,8 @@ CollectivePrice price_message(const PriceRule& rule, const NcclShape& shape, dou
 // views the ring form, and for an all-reduce the algorithm asked for (auto: the cheapest of ring,
 // tree and hierarchical). A send or receive is nccl-tests' sendrecv over the group: every rank
 // sends `bytes` to the next one, the slowest pair (across nodes where the group spans several)
-// ends it.
+// ends it. An all-to-all under nccl is NCCL's grouped sends and receives (comm/nccl_alltoall.h),
+// in the network views the ring form (n-1 steps, (n-1)/n S).
 CollectivePrice price_collective(const PriceRule& rule, const NcclShape& shape, CollectiveOp op,
                                  double bytes, const SiteShape& sites = {});
 

@@ -14,15 +14,6 @@ int pow2_up(int v) {
   return p;
 }
 
-// The network bandwidth one GPU's own NICs give (0 in the shape: the node's pooled NICs shared
-// evenly by its GPUs, at least one NIC's worth).
-double gpu_net_Bps(const NcclShape& s) {
-  if (s.gpu_net_Bps > 0)
-    return s.gpu_net_Bps;
-  const int nics = std::max(1, s.net_nics > 0 ? s.net_nics : s.net_heads);
-  return s.net_Bps / nics * std::max(1, nics / std::max(1, s.per_node));
-}
-
 // NCCL_P2P_NVL_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE / NCCL_P2P_PCI_CHUNKSIZE (src/init.cc,
 // computeBuffSizes): several nodes take the network's, one all-NVLink node NVLink's.
 double p2p_chunk(const NcclGeneration& gen, const NcclShape& s) {
@@ -32,6 +23,13 @@ double p2p_chunk(const NcclGeneration& gen, const NcclShape& s) {
 }
 
 } // namespace
+
+double gpu_net_Bps(const NcclShape& s) {
+  if (s.gpu_net_Bps > 0)
+    return s.gpu_net_Bps;
+  const int nics = std::max(1, s.net_nics > 0 ? s.net_nics : s.net_heads);
+  return s.net_Bps / nics * std::max(1, nics / std::max(1, s.per_node));
+}
 
 GpuRail gpu_rail(int nics_per_node, int gpus_per_node, double nic_Bps) {
   const int nics = std::max(1, nics_per_node / std::max(1, gpus_per_node));

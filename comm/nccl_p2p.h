@@ -49,6 +49,9 @@ struct GpuRail {
   double Bps = 0;
 };
 GpuRail gpu_rail(int nics_per_node, int gpus_per_node, double nic_Bps);
+// The network bandwidth one GPU of `shape` reaches on its own NICs (NcclShape::gpu_net_Bps; 0
+// there: the node's pooled NICs shared evenly by its GPUs, at least one NIC's worth).
+double gpu_net_Bps(const NcclShape& shape);
 
 // A p2p message's plan and price.
 struct NcclP2pCost {

@@ -2,6 +2,7 @@
 // (paths.cc, enqueue.cc, init.cc), and the simulator's sendrecv taking the price.
 #include "comm/collective_price.h"
 #include "comm/nccl_p2p.h"
+#include "nccl_shapes.h"
 #include "scenario/collective_shape.h"
 #include "scenario/loader.h"
 #include "sim/collective_timing.h"
@@ -14,27 +15,8 @@ namespace {
 
 constexpr double MiB = 1048576.0;
 
-comm::NcclGeneration hopper() {
-  return comm::nccl_generation(*hw::find_gpu_preset("h100-sxm"), *hw::find_link_preset("nvlink4"),
-                               8);
-}
-
-comm::NcclShape h100_nodes(int nodes, int per_node) {
-  comm::NcclShape s;
-  s.nodes = nodes;
-  s.per_node = per_node;
-  s.ranks = nodes * per_node;
-  s.intra_Bps = 360e9; // nvlink4: 450 GB/s x 0.80
-  s.intra_latency_s = 1e-6;
-  if (nodes > 1) {
-    s.net_Bps = 8 * 50e9; // 8 x 400 Gb/s pooled
-    s.net_latency_s = 3e-6;
-    s.net_nics = s.net_heads = 8;
-    s.gpu_nics = 1;
-    s.gpu_net_Bps = 50e9;
-  }
-  return s;
-}
+using nccl_test::h100_nodes;
+using nccl_test::hopper;
 
 TEST(NcclP2p, OneNodeChannelsGrowWithTheMessage) {
   // 8 ranks: 32 channels a peer (NVLink), at least 32 / 8 = 4 a message; parts of 64 KiB to
