@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <new>
 #include <optional>
-#include <span>
 #include <simgrid/s4u.hpp>
+#include <span>
 #include <stdexcept>
 #include <sys/mman.h>
 #include <xbt/log.h>
