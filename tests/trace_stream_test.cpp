@@ -57,17 +57,19 @@ TEST(ChildProcess, APartNobodyCollectsIsAnError) {
 }
 
 TEST(TraceStream, TheStreamedTraceIsTheTraceKeptWhole) {
-  // 4 x 8 GPUs simulated in full, GPT-Neo 125M (12 blocks: 14 compute ops, 10 buckets copied and
-  // all-reduced per step and GPU, 34 events): 32 x 34 x 66 steps = 71,808 events, past one block.
+  // 4 x 8 GPUs simulated in full, GPT-Neo 125M: per GPU and step a forward, 7 backward ops, the
+  // optimizer step, 10 bucket all-reduces and 11 bucket copies (30 events), so 32 x 30 x 81 steps
+  // (one of warm-up) = 77,760 events, past one block of 65,536.
   const auto s = scenario::load_scenario_text(R"(name: stream
 cluster: {nodes: 4, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3,
           inter_node: omnipath-100, rank_classes: off}
 model: {preset: gpt-neo-125m, dtype: bf16}
-training: {micro_batch: 8, seq_len: 2048, steps: 65}
+training: {micro_batch: 8, seq_len: 2048, steps: 80}
 algorithms: [ddp]
 )",
                                               "stream.yaml");
   const Trace streamed = sim::simulate(s, s.algorithms[0]).trace;
+  ASSERT_EQ(streamed.events.size(), 77760u);
   ASSERT_GT(streamed.events.size(), sim::kEventBlock);
   sim::ChildProcess child([&s] {
     return sim::simulate_in_process(s, *make_algorithm(s.algorithms[0])).trace.serialize();
