@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
@@ -64,9 +65,38 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
+// The reply's first byte: a part of `bytes` bytes follows (a 64-bit length, then the bytes), the
+// body's reply, or its error message.
+constexpr char kPart = 'P';
+constexpr char kReply = '0';
+constexpr char kError = '1';
+
+// Reads exactly `n` bytes; false at the end of the pipe.
+bool read_exact(int fd, char* out, std::size_t n) {
+  while (n > 0) {
+    throw_if_interrupted();
+    const ssize_t got = ::read(fd, out, n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return false;
+    out += got;
+    n -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
 } // namespace
 
 ChildProcess::ChildProcess(const std::function<std::string()>& body) {
+  start([&body](const SendPart&) { return body(); });
+}
+
+ChildProcess::ChildProcess(const std::function<std::string(const SendPart&)>& body) {
+  start(body);
+}
+
+void ChildProcess::start(const std::function<std::string(const SendPart&)>& body) {
   int fds[2];
   if (::pipe(fds) != 0)
     throw std::runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
@@ -98,17 +128,24 @@ ChildProcess::ChildProcess(const std::function<std::string()>& body) {
     // or its error message.
     std::string reply;
     bool done = false;
+    const SendPart send_part = [fd = fds[1]](std::string_view part) {
+      const char tag = kPart;
+      const auto size = static_cast<std::uint64_t>(part.size());
+      write_all(fd, {&tag, 1});
+      write_all(fd, {reinterpret_cast<const char*>(&size), sizeof size});
+      write_all(fd, part);
+    };
     try {
-      reply = body();
+      reply = body(send_part);
       done = true;
     } catch (const std::bad_alloc&) {
       reply.assign(out_of_memory());
     } catch (const std::exception& e) {
-      reply.assign(1, '1');
+      reply.assign(1, kError);
       reply += e.what();
     }
     if (done)
-      write_all(fds[1], "0");
+      write_all(fds[1], {&kReply, 1});
     write_all(fds[1], reply);
     ::close(fds[1]);
     _exit(0); // no atexit handlers or static destructors: they belong to the parent
@@ -132,8 +169,26 @@ ChildProcess::~ChildProcess() {
   }
 }
 
-std::string ChildProcess::collect() {
+std::string ChildProcess::collect(const std::function<void(std::string_view)>& on_part) {
   std::string reply;
+  // Parts first, each read whole into one buffer and handed on.
+  std::string part;
+  char tag = 0;
+  while (read_exact(fd_, &tag, 1) && tag == kPart) {
+    std::uint64_t size = 0;
+    if (!read_exact(fd_, reinterpret_cast<char*>(&size), sizeof size))
+      break;
+    part.resize(size);
+    if (!read_exact(fd_, part.data(), part.size()))
+      break;
+    if (!on_part)
+      throw std::logic_error("ChildProcess: the child sent a part nobody collects");
+    on_part(part);
+    tag = 0;
+  }
+  if (tag != 0 && tag != kPart)
+    reply.assign(1, tag);
+  std::string{}.swap(part);
   char buf[1 << 16];
   for (;;) {
     // Interrupted (SIGINT, SIGTERM): the destructor kills and reaps the child. Checked after the
@@ -153,7 +208,7 @@ std::string ChildProcess::collect() {
   }
   pid_ = -1;
   fd_ = -1;
-  if (!reply.empty() && reply[0] == '1')
+  if (!reply.empty() && reply[0] == kError)
     throw std::runtime_error(reply.substr(1));
   if (reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error(
@@ -164,7 +219,8 @@ std::string ChildProcess::collect() {
                               ? "; the kernel kills a process so when memory runs out"
                               : "")
             : fmt::format("the process ended with exit status {}", WEXITSTATUS(status)));
-  return reply.substr(1);
+  reply.erase(0, 1); // in place: a large reply is not copied
+  return reply;
 }
 
 } // namespace overlapsim::sim

@@ -11,7 +11,9 @@
 #include <new>
 #include <optional>
 #include <simgrid/s4u.hpp>
+#include <span>
 #include <stdexcept>
+#include <sys/mman.h>
 #include <xbt/log.h>
 
 namespace overlapsim::sim {
@@ -68,6 +70,61 @@ void fold_into_classes(Trace& trace, const RankClasses& classes) {
     trace.class_of[static_cast<std::size_t>(r)] = worker(classes.representative(r));
 }
 
+// Trace events the child sent ahead of its reply, each block in memory of its own that is returned
+// to the system as soon as it is copied into the trace: the parent holds the events once (plus a
+// block), where an allocator would keep freed blocks resident for a while.
+class SpilledEvents {
+public:
+  SpilledEvents() = default;
+  SpilledEvents(const SpilledEvents&) = delete;
+  SpilledEvents& operator=(const SpilledEvents&) = delete;
+  ~SpilledEvents() {
+    for (auto& b : blocks_)
+      release(b);
+  }
+
+  void add(std::string_view bytes) {
+    if (bytes.size() % sizeof(TraceEvent) != 0)
+      throw std::runtime_error("simulation: a damaged block of trace events");
+    void* p =
+        ::mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::bad_alloc();
+    std::memcpy(p, bytes.data(), bytes.size());
+    blocks_.push_back({p, bytes.size()});
+    events_ += bytes.size() / sizeof(TraceEvent);
+  }
+
+  // The blocks, then `tail`, as the trace's events; each block freed once copied.
+  void prepend_to(std::vector<TraceEvent>& tail) {
+    if (blocks_.empty())
+      return;
+    std::vector<TraceEvent> all;
+    all.reserve(events_ + tail.size());
+    for (auto& b : blocks_) {
+      const auto* first = static_cast<const TraceEvent*>(b.data);
+      all.insert(all.end(), first, first + b.size / sizeof(TraceEvent));
+      release(b);
+    }
+    blocks_.clear();
+    all.insert(all.end(), tail.begin(), tail.end());
+    tail = std::move(all);
+  }
+
+private:
+  struct Block {
+    void* data = nullptr;
+    std::size_t size = 0;
+  };
+  static void release(Block& b) {
+    if (b.data != nullptr)
+      ::munmap(b.data, b.size);
+    b.data = nullptr;
+  }
+  std::vector<Block> blocks_;
+  std::size_t events_ = 0;
+};
+
 } // namespace
 
 // Algorithms that cannot run on the data-parallel dimension of a pipeline, and why. (ACCO,
@@ -83,8 +140,16 @@ static void refuse_on_a_pipeline(const scenario::Scenario& scenario, const Algor
         name, scenario.parallelism.pipeline));
 }
 
-SimulationResult simulate_in_process(const scenario::Scenario& scenario, const Algorithm& algorithm,
-                                     const ProgressFn& progress) {
+namespace {
+
+// Takes blocks of trace events as they are recorded; the result's trace then holds only the events
+// after the last block, in the same order (SimContext::spill).
+using EventSpill = std::function<void(std::span<const TraceEvent>)>;
+
+// simulate_in_process(), an unfolded run handing its events to `spill` in blocks instead of
+// keeping them.
+SimulationResult simulate_spilling(const scenario::Scenario& scenario, const Algorithm& algorithm,
+                                   const ProgressFn& progress, const EventSpill& spill) {
   static bool used = false;
   if (used)
     throw std::logic_error("simulate_in_process: SimGrid runs one simulation per process");
@@ -148,6 +213,9 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
                      placement ? &*placement : nullptr,
                      &classes,
                      node_type_layer_times(scenario)};
+  // A folded run renumbers its workers at the end (fold_into_classes), and has few events.
+  if (!classes.folded)
+    context.spill = spill;
 
   std::vector<int> ranks; // the simulated ones: all, or the representative node's
   for (int r = 0; r < topology.world_size(); ++r)
@@ -206,6 +274,13 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
   return result;
 }
 
+} // namespace
+
+SimulationResult simulate_in_process(const scenario::Scenario& scenario, const Algorithm& algorithm,
+                                     const ProgressFn& progress) {
+  return simulate_spilling(scenario, algorithm, progress, {});
+}
+
 SimulationResult simulate(const scenario::Scenario& scenario, const scenario::AlgorithmSpec& spec,
                           const ProgressFn& progress) {
   const auto algorithm = make_algorithm(spec); // bad options fail here, in the caller
@@ -214,8 +289,13 @@ SimulationResult simulate(const scenario::Scenario& scenario, const scenario::Al
 
 SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& algorithm,
                           const ProgressFn& progress) {
-  ChildProcess child([&] {
-    auto result = simulate_in_process(scenario, algorithm, progress);
+  // The trace's events stream to this process in blocks while the child simulates (issue 64.1: a
+  // 1,024-GPU run's 5.7 million events, 550 MB, were held by both processes, several times).
+  ChildProcess child([&](const ChildProcess::SendPart& send) {
+    const auto spill = [&send](std::span<const TraceEvent> events) {
+      send({reinterpret_cast<const char*>(events.data()), events.size_bytes()});
+    };
+    auto result = simulate_spilling(scenario, algorithm, progress, spill);
     std::string body;
     put(body, static_cast<std::uint32_t>(result.warnings.size()));
     for (const auto& w : result.warnings)
@@ -255,8 +335,9 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
     return body;
   });
   std::string reply;
+  SpilledEvents spilled;
   try {
-    reply = child.collect();
+    reply = child.collect([&spilled](std::string_view part) { spilled.add(part); });
   } catch (const Interrupted&) {
     throw;
   } catch (const std::runtime_error& e) {
@@ -294,6 +375,8 @@ SimulationResult simulate(const scenario::Scenario& scenario, const Algorithm& a
     result.replicator_calls[size] = take<std::int64_t>(body);
   }
   result.trace = Trace::deserialize(body);
+  std::string{}.swap(reply);
+  spilled.prepend_to(result.trace.events);
   return result;
 }
 

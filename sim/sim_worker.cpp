@@ -52,6 +52,14 @@ const parallel::StageView* stage_of(const SimContext& context, int rank) {
 }
 } // namespace
 
+void SimContext::record(const TraceEvent& event) {
+  trace.events.push_back(event);
+  if (spill && trace.events.size() >= kEventBlock) {
+    spill(trace.events);
+    trace.events.clear(); // its capacity stays for the next block
+  }
+}
+
 ParallelPlacement::ParallelPlacement(const scenario::Scenario& s, const Topology& topology)
     : layout(parallel::ParallelLayout::of(s)), stages(parallel::stage_views(s, layout)) {
   for (int r = 0; r < topology.world_size(); ++r)
@@ -243,7 +251,7 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
   e.step = mb.step;
   e.micro_batch = mb.index;
   e.flops = flops;
-  ctx_.trace.events.push_back(e);
+  ctx_.record(e);
   last_compute_[static_cast<std::size_t>(stream)] = label.category;
 }
 
@@ -687,7 +695,7 @@ void SimWorker::tensor_parallel_comm(LayerRange layers, bool backward, MicroBatc
   e.bytes = outcome.bytes_sent;
   e.group = tensor_group_->id;
   e.group_size = tensor_group_->size();
-  ctx_.trace.events.push_back(e);
+  ctx_.record(e);
 }
 
 void SimWorker::stage_message(bool send, bool to_next, bool gradient, MicroBatch mb) {
@@ -754,7 +762,7 @@ void SimWorker::run_collective(const CollectiveCall& call, double bytes, std::in
   e.group = call.group->id;
   e.group_size = call.group->size();
   e.peer = call.peer;
-  ctx_.trace.events.push_back(e);
+  ctx_.record(e);
   if (const auto size = profiled_size(call, bytes))
     ++ctx_.collective_calls[*size];
 }

@@ -24,6 +24,7 @@
 #include <optional>
 #include <random>
 #include <simgrid/s4u.hpp>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -45,6 +46,9 @@ struct ParallelPlacement {
 
 // What every worker of one simulation shares (everything runs in one thread: SimGrid actors are
 // cooperative, so no locks).
+// Events a block of SimContext::spill holds: 65,536 (6 MiB), few writes and little held back.
+inline constexpr std::size_t kEventBlock = std::size_t{1} << 16;
+
 struct SimContext {
   const scenario::Scenario& scenario;
   const Topology& topology;
@@ -61,6 +65,12 @@ struct SimContext {
   const RankClasses* classes = nullptr;        // which ranks run (null: all, as themselves)
   // cluster.node_types: each type's layer times (sim/node_type_compute.h); empty without types.
   std::vector<NodeTypeLayerTimes> node_type_layers = {};
+  // Given: full blocks of events go to it as they are recorded and leave the trace (a child
+  // streams them to its parent, sim_runtime.h). Empty: the trace keeps every event.
+  std::function<void(std::span<const TraceEvent>)> spill = {};
+
+  // Adds an event to the trace (through `spill` once a block is full).
+  void record(const TraceEvent& event);
 };
 
 class SimWorker final : public Worker {

@@ -1,6 +1,7 @@
 #include "trace/analysis.h"
 
 #include "runtime/op_label.h"
+#include "trace/events_by_worker.h"
 
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
@@ -34,18 +35,29 @@ struct InstanceKey {
 };
 
 std::vector<InstanceKey> instance_keys(const Trace& t) {
-  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t, std::int32_t>, std::int32_t>
-      seen; // per worker
+  // Each GPU's collectives numbered per (name, step, group) in the order they started, ties in
+  // trace order. Worker by worker: the numbers one pass over the whole trace in start order gives,
+  // with a count per collective of one worker at a time instead of the whole trace's (issue 64.1:
+  // 2.6 million map entries, ~170 MB, at 1,024 GPUs).
   std::vector<InstanceKey> keys(t.events.size(), InstanceKey{-1, -1, -1, -1});
-  std::vector<std::size_t> order(t.events.size());
-  for (std::size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](auto a, auto b) { return t.events[a].start < t.events[b].start; });
-  for (std::size_t i : order) {
-    const auto& e = t.events[i];
-    if (e.category == OpCategory::comm && !is_p2p(t, e))
-      keys[i] = {e.name, e.step, e.group, seen[{e.worker, e.name, e.step, e.group}]++};
+  std::int32_t workers = 0;
+  for (const auto& e : t.events)
+    workers = std::max(workers, e.worker + 1);
+  auto grouped = events_by_worker(t, static_cast<std::size_t>(workers), [&t](const auto& e) {
+    return e.category == OpCategory::comm && !is_p2p(t, e);
+  });
+  auto& order = grouped.index; // each worker's part sorted by start in place
+  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int32_t> seen;
+  for (std::size_t w = 0; w < static_cast<std::size_t>(workers); ++w) {
+    const auto begin = order.begin() + static_cast<std::ptrdiff_t>(grouped.first[w]);
+    const auto end = order.begin() + static_cast<std::ptrdiff_t>(grouped.first[w + 1]);
+    std::stable_sort(begin, end,
+                     [&](auto a, auto b) { return t.events[a].start < t.events[b].start; });
+    seen.clear();
+    for (auto it = begin; it != end; ++it) {
+      const auto& e = t.events[*it];
+      keys[*it] = {e.name, e.step, e.group, seen[{e.name, e.step, e.group}]++};
+    }
   }
   return keys;
 }
@@ -250,32 +262,37 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
 
 Analysis analyze(const Trace& t, const Metrics& m) {
   Analysis a;
-  const auto keys = instance_keys(t);
-  const auto sends = matched_sends(t);
-  const auto arrival = arrivals(t, keys, sends);
-  a.critical_path = critical_path(t, m, keys, sends);
+  std::vector<double> arrival;
+  {
+    const auto keys = instance_keys(t);
+    const auto sends = matched_sends(t);
+    arrival = arrivals(t, keys, sends);
+    a.critical_path = critical_path(t, m, keys, sends);
+  } // freed before the per-GPU pass: the keys are 16 bytes an event (issue 64.1)
 
+  // One GPU's events at a time (trace/events_by_worker.h).
   const auto workers = static_cast<std::size_t>(t.workers);
-  std::vector<std::vector<Interval>> busy(workers), comm(workers);
-  std::vector<std::vector<CommSpan>> spans(workers);
-  for (std::size_t i = 0; i < t.events.size(); ++i) {
-    const auto& e = t.events[i];
-    const auto w = static_cast<std::size_t>(e.worker);
-    if (e.category == OpCategory::comm) {
-      comm[w].push_back({e.start, e.end});
-      // A receive waits for its peer's send to its end.
-      const double arrived = is_p2p(t, e) && e.bytes == 0 ? e.end
-                             : arrival[i] < 0             ? e.start
-                                                          : arrival[i];
-      spans[w].push_back({e.start, std::clamp(arrived, e.start, e.end), e.end,
-                          is_pipeline_receive(t.name_of(e.name))});
-    } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
-      busy[w].push_back({e.start, e.end});
-    }
-  }
+  const auto grouped = events_by_worker(t, workers, [](const TraceEvent&) { return true; });
   a.idle.resize(workers);
   const std::vector<double> size = t.class_sizes();
+  std::vector<Interval> busy, comm;
+  std::vector<CommSpan> spans;
   for (std::size_t w = 0; w < workers; ++w) {
+    busy.clear(), comm.clear(), spans.clear();
+    for (const std::size_t i : grouped.of(w)) {
+      const auto& e = t.events[i];
+      if (e.category == OpCategory::comm) {
+        comm.push_back({e.start, e.end});
+        // A receive waits for its peer's send to its end.
+        const double arrived = is_p2p(t, e) && e.bytes == 0 ? e.end
+                               : arrival[i] < 0             ? e.start
+                                                            : arrival[i];
+        spans.push_back({e.start, std::clamp(arrived, e.start, e.end), e.end,
+                         is_pipeline_receive(t.name_of(e.name))});
+      } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
+        busy.push_back({e.start, e.end});
+      }
+    }
     // Metrics' per-GPU windows: worker w is GPU gpu_of(w) (rank classes) or GPU w.
     const auto gpu = static_cast<std::size_t>(t.gpu_of(static_cast<int>(w)));
     const Interval window = gpu < m.worker_window.size()
@@ -285,13 +302,13 @@ Analysis analyze(const Trace& t, const Metrics& m) {
     if (length <= 0)
       continue;
     std::vector<Interval> b;
-    for (const auto& i : busy[w])
+    for (const auto& i : busy)
       b.push_back({std::clamp(i.start, window.start, window.end),
                    std::clamp(i.end, window.start, window.end)});
     const double computing = union_length(b);
     // Idle time a faster network would remove, then waits for peers, then the rest (split_idle).
     const auto split =
-        split_idle(b, spans[w], window, length - m.steps * m.slowest_compute_s_per_step);
+        split_idle(b, spans, window, length - m.steps * m.slowest_compute_s_per_step);
     IdleBreakdown& d = a.idle[w];
     d.compute = computing / length;
     d.exposed_comm = split.exposed / length;
@@ -315,8 +332,8 @@ Analysis analyze(const Trace& t, const Metrics& m) {
       return union_length(std::move(out));
     };
     a.lower_bound_s =
-        std::max(a.lower_bound_s, std::max(in_cluster_window(busy[w]), in_cluster_window(comm[w])) /
-                                      std::max(1, m.steps));
+        std::max(a.lower_bound_s,
+                 std::max(in_cluster_window(busy), in_cluster_window(comm)) / std::max(1, m.steps));
   }
   return a;
 }

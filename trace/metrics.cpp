@@ -1,4 +1,5 @@
 #include "trace/metrics.h"
+#include "trace/events_by_worker.h"
 
 #include "runtime/op_label.h"
 #include "trace/analysis.h"
@@ -202,31 +203,36 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
   // Per worker, over its own steady-state steps (staggered schedules like CDP's end their steps at
   // different times): compute-stream busy time and communication not hidden behind it.
   // A comm op waits for its peers until the last one arrived, then moves data.
-  std::vector<std::vector<Interval>> compute(workers), comm(workers);
-  std::vector<std::vector<CommSpan>> spans(workers);
-  std::vector<double> bytes(workers, 0.0), inter_bytes(workers, 0.0), wan_bytes(workers, 0.0);
-  auto own_open = [&](std::size_t w) { return warmup_steps == 0 ? 0.0 : open[w]; };
   const auto arrival = peer_arrivals(trace);
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const auto& e = trace.events[i];
-    const auto w = static_cast<std::size_t>(e.worker);
+  // One GPU's intervals at a time (trace/events_by_worker.h), gathered again by each pass.
+  const auto grouped = events_by_worker(trace, workers, [](const TraceEvent&) { return true; });
+  std::vector<Interval> compute, comm;
+  std::vector<CommSpan> spans;
+  double bytes = 0, inter_bytes = 0, wan_bytes = 0;
+  auto own_open = [&](std::size_t w) { return warmup_steps == 0 ? 0.0 : open[w]; };
+  const auto gather = [&](std::size_t w) {
+    compute.clear(), comm.clear(), spans.clear();
+    bytes = inter_bytes = wan_bytes = 0;
     const double lo = own_open(w), hi = close[w];
-    if (e.end <= lo || e.start >= hi)
-      continue;
-    const Interval clipped{std::max(e.start, lo), std::min(e.end, hi)};
-    if (e.category == OpCategory::comm) {
-      comm[w].push_back(clipped);
-      spans[w].push_back({e.start, std::clamp(arrival[i], e.start, e.end), e.end,
-                          is_pipeline_receive(trace.name_of(e.name))});
-      if (e.start >= lo) {
-        bytes[w] += e.bytes;
-        inter_bytes[w] += e.inter_node_bytes;
-        wan_bytes[w] += e.wan_bytes;
+    for (const std::size_t i : grouped.of(w)) {
+      const auto& e = trace.events[i];
+      if (e.end <= lo || e.start >= hi)
+        continue;
+      const Interval clipped{std::max(e.start, lo), std::min(e.end, hi)};
+      if (e.category == OpCategory::comm) {
+        comm.push_back(clipped);
+        spans.push_back({e.start, std::clamp(arrival[i], e.start, e.end), e.end,
+                         is_pipeline_receive(trace.name_of(e.name))});
+        if (e.start >= lo) {
+          bytes += e.bytes;
+          inter_bytes += e.inter_node_bytes;
+          wan_bytes += e.wan_bytes;
+        }
+      } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
+        compute.push_back(clipped);
       }
-    } else if (e.stream == StreamKind::compute && e.category != OpCategory::idle) {
-      compute[w].push_back(clipped);
     }
-  }
+  };
   m.idle_fraction.resize(workers);
   m.exposed_comm_per_worker_s.resize(workers);
   m.waiting_per_worker_s.resize(workers);
@@ -235,18 +241,21 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
          compute_sum = 0, comm_sum = 0, inter_sum = 0, wan_sum = 0;
   // The slowest worker's compute per step: no network makes a step of synchronising workers
   // shorter (issue 62.4), so no worker's exposed communication exceeds its step beyond it.
-  for (std::size_t w = 0; w < workers; ++w)
-    m.slowest_compute_s_per_step =
-        std::max(m.slowest_compute_s_per_step, union_length(compute[w]) / steps);
   for (std::size_t w = 0; w < workers; ++w) {
-    const double busy = union_length(compute[w]);
+    gather(w);
+    m.slowest_compute_s_per_step =
+        std::max(m.slowest_compute_s_per_step, union_length(compute) / steps);
+  }
+  for (std::size_t w = 0; w < workers; ++w) {
+    gather(w);
+    const double busy = union_length(compute);
     compute_sum += size[w] * busy / steps;
-    comm_sum += size[w] * union_length(comm[w]) / steps;
+    comm_sum += size[w] * union_length(comm) / steps;
     const double own_window = close[w] - own_open(w);
     m.worker_window.push_back({own_open(w), close[w]});
     m.idle_fraction[w] = own_window > 0 ? std::clamp(1.0 - busy / own_window, 0.0, 1.0) : 0.0;
     // The three add up to the comm time not covered by compute (split_idle).
-    const auto split = split_idle(compute[w], spans[w], {own_open(w), close[w]},
+    const auto split = split_idle(compute, spans, {own_open(w), close[w]},
                                   own_window - steps * m.slowest_compute_s_per_step);
     m.exposed_comm_per_worker_s[w] = split.exposed / steps;
     m.waiting_per_worker_s[w] = split.waiting / steps;
@@ -255,9 +264,9 @@ Metrics compute_metrics(const Trace& trace, int warmup_steps, int steps) {
     exposed_sum += size[w] * m.exposed_comm_per_worker_s[w];
     waiting_sum += size[w] * m.waiting_per_worker_s[w];
     bubble_sum += size[w] * m.pipeline_bubble_per_worker_s[w];
-    bytes_sum += size[w] * bytes[w] / steps;
-    inter_sum += size[w] * inter_bytes[w] / steps;
-    wan_sum += size[w] * wan_bytes[w] / steps;
+    bytes_sum += size[w] * bytes / steps;
+    inter_sum += size[w] * inter_bytes / steps;
+    wan_sum += size[w] * wan_bytes / steps;
     m.idle_fraction_max = std::max(m.idle_fraction_max, m.idle_fraction[w]);
   }
   m.idle_fraction_mean = idle_sum / gpus;
