@@ -147,6 +147,9 @@ SimulationResult simulate_in_process(const scenario::Scenario& scenario, const A
                      memory,
                      placement ? &*placement : nullptr,
                      &classes};
+  std::optional<StatisticalFold> statistical;
+  if (classes.statistical())
+    context.statistical = &statistical.emplace(scenario, classes, platform.nominal_speed);
 
   std::vector<int> ranks; // the simulated ones: all, or the representative node's
   for (int r = 0; r < topology.world_size(); ++r)
