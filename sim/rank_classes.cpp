@@ -243,11 +243,15 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   const std::string differences = s.cluster.rank_classes == scenario::RankClassesChoice::statistical
                                       ? statistical_differences(s)
                                       : "";
-  // With tensor or pipeline parallelism a replica (its TP groups and stages, which wait for each
-  // other every op) is the unit that runs as the slowest of those left out (issue 64.5).
+  // With a pipeline (or TP groups over several nodes) a replica, whose TP groups and stages wait
+  // for each other every op, is the unit that runs as the slowest of those left out (issue
+  // 64.5). Not for TP inside a node without a pipeline: ACCO's compute stream there accumulates
+  // as many micro-batches as fit in a round, so replicas drift apart and the slowest hand-off is
+  // not the slowest replica's (8 x 4 A100 TP2, jitter 0.05: -3.4% per replica, -0.35% with one
+  // GPU standing for all; ddp +0.000% against +1.06%). docs/ARCHITECTURE.md.
   const bool per_replica =
-      !differences.empty() && (s.parallelism.tensor > 1 || s.parallelism.pipeline > 1 ||
-                               groups.size() != static_cast<std::size_t>(s.cluster.nodes));
+      !differences.empty() &&
+      (s.parallelism.pipeline > 1 || groups.size() != static_cast<std::size_t>(s.cluster.nodes));
   if (!differences.empty()) {
     if (per_replica && groups.size() < 3) {
       rc.why_full = "rank_classes: statistical needs 3 node groups or more (one representative, "
