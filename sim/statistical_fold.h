@@ -2,8 +2,9 @@
 // sim/slowest_of.h): which simulated GPUs run as the slowest of those left out, and, for a
 // 3D-parallel job, how the GPUs they stand for wait for each other.
 //
-// Without tensor or pipeline parallelism across nodes, one GPU stands for every GPU left out:
-// they meet only in collectives of all, so each wait of the extreme is every GPU's.
+// Without a pipeline or a TP group over several nodes, one GPU stands for every GPU left out:
+// each wait of the extreme is taken as every GPU's (exact for collectives of all; TP inside a node
+// overshoots, sim/rank_classes.cpp says why it stays so).
 //
 // A pipeline (or a TP group over several nodes) is the unit that is alike (a *replica*: the
 // T x P GPUs of one data-parallel index). Its GPUs wait for each other every op (a TP group's
