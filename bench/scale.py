@@ -9,6 +9,7 @@
     bench/scale.py --statistical --gpus 256,1024   # rank_classes: statistical vs full (issue 64.2)
     bench/scale.py --issue-table [--gpus 1024] [--skip-full]   # issue 64's table, estimate beside
     bench/scale.py --frontier [--gpus 16384,131072] [--variants sites,fat tree,fat tree rail]
+    bench/scale.py --statistical --three-d --gpus 256   # the same for Llama-2 70B TP8 x PP4 (64.5)
 
 One line per size: GPUs, nodes x GPUs per node, wall seconds, CPU seconds (user + system: what
 the run cost on a machine other jobs share), peak RSS of the child (os.wait4), and the summary's `simulation` field (`classes (8 of N GPUs simulated)` or `full (...)`).
@@ -210,8 +211,10 @@ def main() -> int:
             args.timeout = 600.0
         return frontier_table(args)
     if args.statistical:
+        if args.three_d and args.scenario == SCENARIO:
+            args.scenario = THREE_D
         if args.algorithms == parser.get_default("algorithms"):
-            args.algorithms = "ddp,acco,diloco,fsdp"
+            args.algorithms = "ddp,zero1,diloco" if args.three_d else "ddp,acco,diloco,fsdp"
         if args.gpus == parser.get_default("gpus"):
             args.gpus = "256"
         if not os.access(args.bin, os.X_OK):
@@ -287,7 +290,8 @@ def variation_settings(name: str, gpus: int) -> list[str]:
 
 def statistical_table(args) -> int:
     """rank_classes: statistical against the full simulation, one line per case (issue 64.2)."""
-    print(f"# overlapsim statistical rank classes vs full: x gpt-neo-2.7b x 10 steps, "
+    what = "as the scenario says" if args.three_d else "x gpt-neo-2.7b x 10 steps"
+    print(f"# overlapsim statistical rank classes vs full: {what}, "
           f"{os.cpu_count()} cores, {args.scenario.name}")
     print("#    GPUs algorithm variation   full iteration  statistical  error     full wall  "
           "stat. wall  full CPU  stat. CPU  simulation")
@@ -295,14 +299,16 @@ def statistical_table(args) -> int:
         for algorithm in (a for a in args.algorithms.split(",") if a):
             for variation in (v for v in args.variations.split(",") if v):
                 # One sample per micro-batch: DDP x 2.7B fits then, and no fit-advice probes run.
-                extra = (["training.micro_batch=1"] + args.extra +
-                         variation_settings(variation, gpus))
+                # --three-d: the scenario's own micro-batch (one sequence).
+                extra = ([] if args.three_d else ["training.micro_batch=1"]) + args.extra + \
+                    variation_settings(variation, gpus)
                 runs = {}
                 for mode in ("statistical", "off"):
                     keep, measured = {}, []
                     line = run_one(args.bin, gpus, extra + [f"cluster.rank_classes={mode}"],
                                    args.timeout, args.force, keep, scenario=args.scenario,
-                                   measured=measured, algorithm=algorithm)
+                                   measured=measured, algorithm=algorithm,
+                                   as_is=args.three_d)
                     if not keep:
                         print(f"# {line}", flush=True)
                     runs[mode] = (keep.get("iteration_time_s"),

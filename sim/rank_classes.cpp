@@ -184,6 +184,50 @@ int busiest_tree_node(int m, const std::vector<char>& usable) {
   return best;
 }
 
+namespace {
+
+// Statistical per replica: the data-parallel indices of the replicas left out (ascending), then
+// the extreme's, the lowest of the extreme node group's (the last running group other than the
+// representative's); returns the extreme replica's first GPU.
+int statistical_replicas(const scenario::Scenario& s, RankClasses& rc,
+                         const std::vector<int>& group_of, int representative) {
+  const auto layout = parallel::ParallelLayout::of(s);
+  std::vector<char> left_out(static_cast<std::size_t>(layout.data()), 1);
+  int mine = -1;
+  for (int r = 0; r < rc.world; ++r) {
+    const auto n = static_cast<std::size_t>(r / rc.gpus_per_node);
+    const int d = layout.coordinates(r).data;
+    if (!rc.runs[n])
+      continue;
+    left_out[static_cast<std::size_t>(d)] = 0;
+    if (group_of[n] != representative && (mine < 0 || d < mine))
+      mine = d;
+  }
+  rc.replicas.clear();
+  for (int d = 0; d < layout.data(); ++d)
+    if (left_out[static_cast<std::size_t>(d)])
+      rc.replicas.push_back(d);
+  rc.replicas.push_back(mine);
+  return layout.rank_of({0, mine, 0});
+}
+
+// Under `auto`, where only draws tell the nodes apart: what the statistical fold would simulate
+// instead (users learn of the key where it would help); "" where it would not fold.
+std::string statistical_hint(const scenario::Scenario& s, const Algorithm& algorithm) {
+  if (s.cluster.rank_classes != scenario::RankClassesChoice::automatic ||
+      statistical_differences(s).empty())
+    return "";
+  scenario::Scenario asked = s;
+  asked.cluster.rank_classes = scenario::RankClassesChoice::statistical;
+  const RankClasses would = choose_rank_classes(asked, algorithm);
+  if (!would.statistical())
+    return "";
+  return fmt::format("; cluster.rank_classes: statistical would simulate {} of {} GPUs, an "
+                     "approximation",
+                     would.simulated_ranks(), would.world);
+}
+} // namespace
+
 RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& algorithm) {
   RankClasses rc;
   rc.world = s.cluster.world_size();
@@ -191,8 +235,10 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   rc.why_full = rank_classes_obstacle(s);
   if (rc.why_full.empty() && !algorithm.node_symmetric())
     rc.why_full = algorithm.name() + " sends point to point";
-  if (!rc.why_full.empty())
+  if (!rc.why_full.empty()) {
+    rc.why_full += statistical_hint(s, algorithm);
     return rc;
+  }
   const auto groups = alike_node_groups(s, rc.why_full);
   if (groups.empty())
     return rc;
@@ -200,10 +246,19 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   const std::string differences = s.cluster.rank_classes == scenario::RankClassesChoice::statistical
                                       ? statistical_differences(s)
                                       : "";
+  // With a pipeline (or TP groups over several nodes) a replica, whose TP groups and stages wait
+  // for each other every op, is the unit that runs as the slowest of those left out (issue
+  // 64.5). Not for TP inside a node without a pipeline: ACCO's compute stream there accumulates
+  // as many micro-batches as fit in a round, so replicas drift apart and the slowest hand-off is
+  // not the slowest replica's (8 x 4 A100 TP2, jitter 0.05: -3.4% per replica, -0.35% with one
+  // GPU standing for all; ddp +0.000% against +1.06%). docs/ARCHITECTURE.md.
+  const bool per_replica =
+      !differences.empty() &&
+      (s.parallelism.pipeline > 1 || groups.size() != static_cast<std::size_t>(s.cluster.nodes));
   if (!differences.empty()) {
-    if (groups.size() != static_cast<std::size_t>(s.cluster.nodes)) {
-      rc.why_full = "rank_classes: statistical folds node groups of one node only (no pipeline, "
-                    "tensor parallelism inside a node)";
+    if (per_replica && groups.size() < 3) {
+      rc.why_full = "rank_classes: statistical needs 3 node groups or more (one representative, "
+                    "one for the slowest, one left out)";
       return rc;
     }
     if (s.cluster.nodes < 3) {
@@ -269,23 +324,28 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   rc.stand_in.assign(nodes, 0);
   if (s.parallelism.pipeline > 1)
     rc.group = group_of;
-  // Statistical: the last node other than the representative runs as itself (its shifted copy's
-  // traffic on its own links, as a straggler's node), its first GPU as the slowest of the GPUs
-  // left out.
-  const int extreme_node = differences.empty()              ? -1
-                           : rc.node == s.cluster.nodes - 1 ? s.cluster.nodes - 2
-                                                            : s.cluster.nodes - 1;
+  // Statistical: the last node (group) other than the representative runs as itself (its
+  // shifted copy's traffic on its own links, as a straggler's node), its first GPU (pipeline
+  // replica) as the slowest of the GPUs (replicas) left out.
+  const int extreme_group = differences.empty() ? -1 : representative == m - 1 ? m - 2 : m - 1;
+  const int extreme_node =
+      extreme_group < 0 ? -1 : groups[static_cast<std::size_t>(extreme_group)].front();
   for (std::size_t n = 0; n < nodes; ++n) {
     const int g = group_of[n];
-    rc.runs[n] = g == representative || !alike[static_cast<std::size_t>(g)] ||
-                         static_cast<int>(n) == extreme_node
-                     ? 1
-                     : 0;
+    rc.runs[n] =
+        g == representative || !alike[static_cast<std::size_t>(g)] || g == extreme_group ? 1 : 0;
     rc.stand_in[n] = rc.runs[n] ? static_cast<int>(n) : chosen[static_cast<std::size_t>(index[n])];
   }
   // One node per GPU type (cluster.node_types; groups are single nodes here).
   fold_node_types(s, rc, alike);
-  if (extreme_node >= 0) {
+  if (per_replica) {
+    rc.extreme = statistical_replicas(s, rc, group_of, representative);
+    rc.approximation = fmt::format(
+        "{}statistical approximation: replica {} (GPU {} on) runs op by op as the slowest of the "
+        "{} replicas left out and itself ({}); rank_classes: auto simulates every GPU",
+        rc.approximation.empty() ? "" : rc.approximation + "; ", rc.replicas.back(), rc.extreme,
+        rc.replicas.size() - 1, differences);
+  } else if (extreme_node >= 0) {
     rc.extreme = extreme_node * rc.gpus_per_node;
     rc.approximation = fmt::format(
         "{}statistical approximation: GPU {} runs as the slowest of the {} GPUs left out and "
@@ -298,6 +358,7 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   if (const int left_out = rc.world - rc.simulated_ranks(); left_out < kFoldFromGpusLeftOut) {
     rc.folded = false;
     rc.extreme = -1;
+    rc.replicas.clear();
     rc.approximation.clear();
     rc.runs.clear();
     rc.stand_in.clear();

@@ -61,6 +61,10 @@ struct RankClasses {
   // (sim/slowest_of.h). -1: none. `approximation` then says so.
   int extreme = -1;
   bool statistical() const { return extreme >= 0; }
+  // Statistical with pipelines (or TP groups over several nodes, issue 64.5): `extreme` is the
+  // first GPU of a whole pipeline replica that runs as the slowest of the replicas left out, stage
+  // by stage (sim/statistical_fold.h): their data-parallel indices, its own last. Empty otherwise.
+  std::vector<int> replicas;
   // The GPUs `extreme` stands for: every GPU that does not run, and itself.
   std::vector<int> slowest_of() const;
 

@@ -216,6 +216,9 @@ SimulationResult simulate_spilling(const scenario::Scenario& scenario, const Alg
   // A folded run renumbers its workers at the end (fold_into_classes), and has few events.
   if (!classes.folded)
     context.spill = spill;
+  std::optional<StatisticalFold> statistical;
+  if (classes.statistical())
+    context.statistical = &statistical.emplace(scenario, classes, platform.nominal_speed);
 
   std::vector<int> ranks; // the simulated ones: all, or the representative node's
   for (int r = 0; r < topology.world_size(); ++r)

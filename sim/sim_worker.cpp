@@ -90,8 +90,8 @@ SimWorker::SimWorker(SimContext& context, int rank)
       rng_(jitter_generator(context.scenario.seed, rank)), table_comm_(scenario().model.spec),
       checkpoints_(scenario().model.spec, scenario().model.checkpointing) {
   node_type_ = ctx_.scenario.cluster.node_type_of(rank / ctx_.scenario.cluster.gpus_per_node);
-  if (ctx_.classes && ctx_.classes->extreme == rank)
-    slowest_.emplace(scenario(), ctx_.classes->slowest_of(), ctx_.platform.nominal_speed);
+  if (ctx_.statistical)
+    slowest_ = ctx_.statistical->of(rank);
   if (!ctx_.parallel)
     return;
   // The pipeline's receive buffers (parallel/memory.h), allocated for the whole run.
@@ -680,9 +680,12 @@ void SimWorker::tensor_parallel_comm(LayerRange layers, bool backward, MicroBatc
                           sum.overlapped ? " overlapped" : "",
                           op_label(scenario().model.spec, layers, LayerPass::forward).name);
   const double start = sg4::Engine::get_clock();
-  const auto outcome = ctx_.network.run_fixed(rank_, call, seconds,
-                                              backward ? sum.backward_bytes : sum.forward_bytes,
-                                              seq_[tensor_group_->id]++);
+  const std::int64_t seq = seq_[tensor_group_->id]++;
+  const auto outcome = ctx_.network.run_fixed(
+      rank_, call, seconds, backward ? sum.backward_bytes : sum.forward_bytes, seq);
+  if (slowest_) // each replica's TP ranks waited for each other (sim/statistical_fold.h)
+    ctx_.statistical->tensor_synced(rank_, seq, static_cast<int>(calling_stream()),
+                                    sg4::Engine::get_clock());
   TraceEvent e;
   e.start = start;
   e.end = sg4::Engine::get_clock();
@@ -716,10 +719,17 @@ void SimWorker::stage_message(bool send, bool to_next, bool gradient, MicroBatch
         fmt::format("{}{}>{} micro-batch {}",
                     gradient ? kRecvGradientPrefix : kRecvActivationPrefix, from, to, mb.index);
   const double bytes = stage_->message_bytes;
+  const int stream = static_cast<int>(calling_stream());
   if (!send) {
+    const double posted = sg4::Engine::get_clock();
     run_collective(call, bytes, -1, false);
+    if (slowest_) // each replica's stage waited for its own neighbour (sim/statistical_fold.h)
+      ctx_.statistical->received(call.peer, rank_, call.tag, stream, posted,
+                                 sg4::Engine::get_clock());
     return;
   }
+  if (slowest_)
+    ctx_.statistical->sent(rank_, call.peer, call.tag, stream, sg4::Engine::get_clock());
   auto state = std::make_shared<State>();
   auto previous = std::exchange(last_send_[send_key(call)], state);
   sg4::Actor::create(fmt::format("x{}", rank_), host_, [this, call, bytes, previous, state] {

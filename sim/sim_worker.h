@@ -13,6 +13,7 @@
 #include "sim/node_type_compute.h"
 #include "sim/platform.h"
 #include "sim/slowest_of.h"
+#include "sim/statistical_fold.h"
 #include "sim/table_comm_time.h"
 #include "trace/trace.h"
 
@@ -71,6 +72,7 @@ struct SimContext {
 
   // Adds an event to the trace (through `spill` once a block is full).
   void record(const TraceEvent& event);
+  StatisticalFold* statistical = nullptr;      // classes statistical: the stand-ins
 };
 
 class SimWorker final : public Worker {
@@ -230,8 +232,9 @@ private:
   double sample_share_ = 1; // of a pipeline's samples this rank reports: 1 / (tensor x pipeline)
   simgrid::s4u::Host* host_;
   std::mt19937_64 rng_;
-  // Statistical rank classes: this GPU runs as the slowest of the GPUs left out (sim/slowest_of.h).
-  std::optional<SlowestOf> slowest_;
+  // Statistical rank classes: this GPU runs as the slowest of the GPUs left out (sim/slowest_of.h,
+  // owned by SimContext::statistical); null otherwise.
+  SlowestOf* slowest_ = nullptr;
   TableCommTime table_comm_; // the model's per-layer all-reduce times, when it has a table
   std::vector<BufferDecl> buffers_;
   MemoryByCategory static_memory_{};

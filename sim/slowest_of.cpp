@@ -40,11 +40,7 @@ double SlowestOf::op_seconds(int stream, double now, double amount, MicroBatch m
                              const std::function<double(double)>& at_ratio) {
   auto& clock = clock_[static_cast<std::size_t>(stream)];
   double& latest = latest_[static_cast<std::size_t>(stream)];
-  // The stream starts later than its last op ended: it waited (for a collective, for the other
-  // stream), and so did every GPU it stands for, until the same moment.
-  if (now > ended_[static_cast<std::size_t>(stream)] * (1 + 1e-12) + 1e-15)
-    for (double& c : clock)
-      c = std::max(c, now);
+  waited(stream, now);
   const bool by_length = at_ratio && scenario_.training.seq_len_distribution.kind !=
                                          scenario::SeqLenDistribution::Kind::fixed;
   double slowest = now;
@@ -58,6 +54,14 @@ double SlowestOf::op_seconds(int stream, double now, double amount, MicroBatch m
   latest = slowest;
   ended_[static_cast<std::size_t>(stream)] = slowest;
   return slowest - now;
+}
+
+void SlowestOf::waited(int stream, double now) {
+  // The stream starts later than its last op ended: it waited (for a collective, for the other
+  // stream), and so did every GPU it stands for, until the same moment.
+  if (now > ended_[static_cast<std::size_t>(stream)] * (1 + 1e-12) + 1e-15)
+    for (double& c : clock_[static_cast<std::size_t>(stream)])
+      c = std::max(c, now);
 }
 
 void SlowestOf::op_ended(int stream, double end) {

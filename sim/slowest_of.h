@@ -48,6 +48,17 @@ public:
 
   int size() const { return static_cast<int>(gpus_.size()); }
 
+  // For a fold per pipeline replica (sim/statistical_fold.h), which moves the GPUs' clocks where
+  // each waited for its own replica (a TP group, a stage's message) rather than for all:
+  // each GPU's clock on `stream`, in the order of `ranks`; when the extreme's last op ended.
+  std::vector<double>& clocks(int stream) { return clock_[static_cast<std::size_t>(stream)]; }
+  double ended(int stream) const { return ended_[static_cast<std::size_t>(stream)]; }
+  // The stream waited from its last op's end until `now`: for all the GPUs (a collective of all,
+  // the other stream), so every clock restarts there (what op_seconds does first).
+  void waited(int stream, double now);
+  // The stream waited until `now` for what each GPU's clock now says (the caller moved them).
+  void explained(int stream, double now) { ended_[static_cast<std::size_t>(stream)] = now; }
+
 private:
   struct Gpu {
     int rank;

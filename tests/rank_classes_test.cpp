@@ -52,10 +52,13 @@ TEST(RankClasses, OneNodeStandsForAllWhereNothingTellsThemApart) {
 
 TEST(RankClasses, EveryRankRunsWhereSomethingTellsThemApart) {
   EXPECT_EQ(classes_of(", rank_classes: off").describe(), "full (cluster.rank_classes: off)");
+  // `auto` names what cluster.rank_classes: statistical would simulate instead.
+  const std::string hint =
+      "; cluster.rank_classes: statistical would simulate 4 of 8 GPUs, an approximation";
   EXPECT_EQ(classes_of(", jitter: {distribution: lognormal, sigma: 0.1}").why_full,
-            "jitter on every GPU");
+            "jitter on every GPU" + hint);
   EXPECT_EQ(classes_of(", jitter: {distribution: lognormal, sigma_1s: 0.01}").why_full,
-            "jitter on every GPU");
+            "jitter on every GPU" + hint);
   EXPECT_EQ(classes_of(", collectives: steps").why_full, "collectives: steps");
   const auto one_node = testing::scenario_from(cluster_yaml(), {"cluster.nodes=1"});
   EXPECT_EQ(sim::rank_classes_obstacle(one_node), "one node");
