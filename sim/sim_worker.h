@@ -72,7 +72,7 @@ struct SimContext {
 
   // Adds an event to the trace (through `spill` once a block is full).
   void record(const TraceEvent& event);
-  StatisticalFold* statistical = nullptr;      // classes statistical: the stand-ins
+  StatisticalFold* statistical = nullptr; // classes statistical: the stand-ins
 };
 
 class SimWorker final : public Worker {
