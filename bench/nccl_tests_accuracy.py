@@ -124,11 +124,12 @@ CAUSES = """Why the large misses miss (the simulator is not tuned to these table
   7 peers x 4 channels of 20.6 GB/s above the NVLink's 360; across nodes: the GPU's one NIC), so
   what the tables add at mid sizes (~40 us on one node, ~350 us across 10 nodes) is no cost of
   NCCL's p2p model; across nodes the plateau is 46 GB/s a NIC (92% of 400 Gb/s).
-- all-gather and reduce-scatter across 10 nodes: 32 MiB 1.30-1.36x, 256 MiB 1.5x (the table's
-  256 MiB row dips below its 128 MiB one), 1-16 GiB 1.06-1.11x, where the table tops at 324 GB/s
-  and the model at the NVLink's 360 less NCCL's protocol cost. Their 80-rank rings take ~7 us a
-  step in the table (667 us at 32 MiB over 79 steps); the model's NVLink step is what a ring on
-  one node takes (5 us LL128), NCCL's tuner counts 1.9 us (with it: 2.3x at 32 MiB)."""
+- all-gather and reduce-scatter across 10 nodes: 32-512 MiB 1.3x-2.3x too fast: their 80-rank
+  rings take ~7 us a step in the table (667 us at 32 MiB over 79 steps) where NCCL's tuner
+  latencies for a multi-node ring count 1.9 us an NVLink step (LL128); the one-node fit (5 us)
+  would bring them to 1.30x but the unseen 3 x 8 A100 all-reduce to 0.67x (docs/MODEL.md);
+  1-16 GiB 1.1x, where the table tops at 324 GB/s and the model at the NVLink's 360 less
+  NCCL's protocol cost."""
 
 
 def published(path):

@@ -184,20 +184,13 @@ NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra
                                     : std::array{0.0, 0.0};
   gen.compute_capability = cc;
   gen.net_message_s = inter_link.message_cost_s;
-  // A multi-node ring's steps inside a node (NcclGeneration::ring_multi_hop_intra_s): on NVLink
-  // the step a ring on one node takes (hop_intra_s), at least NCCL's per-step network overhead
-  // (getNetOverhead: 1 us, x 3 for Simple). The kernel runs the same step whether or not the ring
-  // leaves the node; NCCL's tuner counts NVLink's hwLat (0.6/1.9/3.4 us), 2.6-3.1 us below what
-  // one node's all-reduce, all-gather and reduce-scatter tables take a step (issue 66.3: the
-  // 10 x 8 H100 all-gather's 79 steps took ~7 us each). Not NVLink: tuning.cc's PCI ring row
-  // (the default), each at least that overhead too; RCCL's generation (rccl_mi300) keeps its own.
-  if (intra_link.kind == hw::LinkKind::nvlink)
-    gen.ring_multi_hop_intra_s = {std::max(gen.hop_intra_s[0], 1.0e-6),
-                                  std::max(gen.hop_intra_s[1], 1.0e-6),
-                                  std::max(gen.hop_intra_s[2], 3.0e-6)};
   // ncclTopoNVLinkBw (src/graph/topo.h): SM60 18, SM70/SM80 20, SM86 12, SM90 20.6, SM100 40.1
   // GB/s a link; a p2p channel on NVLink moves one link's worth (comm/nccl_p2p.h). Not NVIDIA's
   // GPUs (cc 0: RCCL) or PCIe: no per-channel cap.
+  // tuning.cc's PCI ring row where the node's GPUs are not on NVLink, each at least the network's
+  // 1 us overhead (3 us for Simple).
+  if (intra_link.kind != hw::LinkKind::nvlink && !gen.rccl)
+    gen.ring_multi_hop_intra_s = {1.0e-6, 2.5e-6, 5.7e-6};
   if (intra_link.kind == hw::LinkKind::nvlink && cc > 0)
     gen.p2p_nvlink_channel_Bps = (cc >= 100  ? 40.1
                                   : cc >= 90 ? 20.6

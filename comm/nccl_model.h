@@ -95,14 +95,13 @@ struct NcclGeneration {
   // One p2p channel's rate over NVLink (comm/nccl_p2p.h): ncclTopoNVLinkBw of the GPU
   // (src/graph/topo.h) where a node's GPUs are joined by NVLink; 0 over PCIe (the link's rate).
   double p2p_nvlink_channel_Bps = 0;
-  // A ring across nodes (tuning.cc, NCCL 2.29, counts its steps: nodes-1 of an all-gather's n-1
-  // cross the network, 2(nodes-1) of an all-reduce's 2(n-1)): a step inside a node costs what the
-  // same step costs in a ring on one node (hop_intra_s: the NVLink step the one-node tables
-  // measure, a fit, where NCCL's tuner counts hwLat's {0.6, 1.9, 3.4} us; PCIe: NCCL's
-  // {1.0, 2.5, 5.7}), at least the network's per-step launch overhead (getNetOverhead: 1 us, x 3
-  // for Simple); a step across nodes NCCL's ring network latency ({2.7, 4.0, 14} us), or the
-  // tree's (hop_net_s) where a node holds one rank ("with ppn=1 latencies are fully exposed").
-  std::array<double, 3> ring_multi_hop_intra_s{1.0e-6, 2.5e-6, 5.7e-6};
+  // A ring across nodes, as NCCL's tuner prices it (tuning.cc, NCCL 2.29): a step inside a node
+  // costs the intra-node link's ring latency (hwLat: NVLink {0.6, 1.9, 3.4} us, PCIe {1.0, 2.5,
+  // 5.7}), at least the network's per-step launch overhead (getNetOverhead: 1 us, x 3 for
+  // Simple); a step across nodes NCCL's ring network latency ({2.7, 4.0, 14} us), or the tree's
+  // (hop_net_s) where a node holds one rank ("with ppn=1 latencies are fully exposed"). A ring on
+  // one node keeps hop_intra_s (fitted to one node's tables).
+  std::array<double, 3> ring_multi_hop_intra_s{1.0e-6, 1.9e-6, 3.4e-6};
   std::array<double, 3> ring_hop_net_s{2.7e-6, 4.0e-6, 14e-6};
   // RCCL's own tuning model (AMD GPUs, comm/rccl_tuning.h); null under NCCL. With it: no ring
   // plateau (NCCL's, not RCCL's), no tree Simple on one node (RCCL skips it on gfx94x), the

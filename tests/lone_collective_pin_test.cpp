@@ -1,7 +1,6 @@
 // A lone collective's simulated time, pinned to what the flow-level simulation gave before the
 // full simulation was made fast (issue 64.1, main 743fbdd; the rings re-pinned after NCCL's
-// multi-node ring latencies were merged, main d95acc3+transport, and again when a multi-node
-// ring's NVLink step became the one-node step, issue 66.3): NCCL's trees, NVLSTree and rings
+// multi-node ring latencies were merged, main d95acc3+transport): NCCL's trees, NVLSTree and rings
 // over 2 to 32 DGX H100 nodes, every GPU simulated (cluster.rank_classes: off). Fewer flows, shapes
 // computed once per communicator and SimGrid options must keep each within 1e-6 relative.
 #include "sim/collective_timing.h"
@@ -44,26 +43,26 @@ TEST(LoneCollectivePin, TreesNvlsTreeAndRingsKeepTheirFlowLevelTime) {
       {2, "auto", 1000000000.0, "nvlstree/Simple", 0.0038146561120772941},
       {2, "tree", 26214400.0, "tree/LL128", 0.00033618308758664149},
       {2, "tree", 1000000000.0, "tree/Simple", 0.0065228695652173908},
-      {2, "ring", 26214400.0, "ring/LL128", 0.0003224057971014493},
-      {2, "ring", 1000000000.0, "ring/Simple", 0.005640773333333333},
+      {2, "ring", 26214400.0, "ring/LL128", 0.00023560579710144928},
+      {2, "ring", 1000000000.0, "ring/Simple", 0.0054811733333333329},
       {4, "auto", 26214400.0, "nvlstree/Simple", 0.00034712229565217391},
-      {4, "auto", 1000000000.0, "nvlstree/Simple", 0.006227470121739131},
+      {4, "auto", 1000000000.0, "ring/Simple", 0.0059420644444444443},
       {4, "tree", 26214400.0, "tree/LL128", 0.00039454743961352655},
       {4, "tree", 1000000000.0, "tree/Simple", 0.0078038888888888889},
-      {4, "ring", 26214400.0, "ring/LL128", 0.00048335265700483085},
-      {4, "ring", 1000000000.0, "ring/LL128", 0.0061799396135265704},
+      {4, "ring", 26214400.0, "ring/LL128", 0.00030975265700483091},
+      {4, "ring", 1000000000.0, "ring/Simple", 0.0059420644444444443},
       {8, "auto", 26214400.0, "nvlstree/Simple", 0.0004177781410628019},
       {8, "auto", 1000000000.0, "nvlstree/Simple", 0.0062981259671497586},
       {8, "tree", 26214400.0, "tree/LL128", 0.00041154743961352658},
       {8, "tree", 1000000000.0, "tree/Simple", 0.0078318888888888882},
-      {8, "ring", 26214400.0, "ring/LL128", 0.0007978260869565217},
-      {8, "ring", 1000000000.0, "ring/LL128", 0.006586293478260869},
+      {8, "ring", 26214400.0, "ring/LL128", 0.00045062608695652171},
+      {8, "ring", 1000000000.0, "ring/LL128", 0.0062390934782608695},
       {16, "auto", 26214400.0, "nvlstree/Simple", 0.00048843398647342999},
       {16, "auto", 1000000000.0, "nvlstree/Simple", 0.0063687818125603857},
       {16, "tree", 26214400.0, "tree/LL128", 0.00042854743961352661},
       {16, "tree", 1000000000.0, "tree/Simple", 0.0078598888888888885},
-      {16, "ring", 26214400.0, "ring/LL", 0.0010116846560846563},
-      {16, "ring", 1000000000.0, "ring/LL128", 0.00725747041062802},
+      {16, "ring", 26214400.0, "ring/LL128", 0.00072866280193236712},
+      {16, "ring", 1000000000.0, "ring/LL128", 0.0065630704106280201},
       {32, "auto", 26214400.0, "nvlstree/Simple", 0.00055908983188405798},
       {32, "auto", 1000000000.0, "nvlstree/Simple", 0.0064394376579710146},
   };

@@ -346,15 +346,14 @@ TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
   const auto tree_ll =
       comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::ll, mib16);
   EXPECT_NEAR(tree_ll.time_s, 42.6e-6 + mib16 / (117e9 / 3.8 * 0.9), 1e-9);
-  // The ring across 2 nodes, Simple, from 16/16 x 64 KiB on (a step inside a node what it takes
-  // on one node, 6.4 us; NCCL's 14 us across): 1.9 x (12 + 8.4 + 28 x 6.4 + 2 x 14) us =
-  // 1.9 x 227.6 us = 432.44 us.
+  // The ring across 2 nodes, Simple, from 16/16 x 64 KiB on (NCCL's multi-node ring steps, 3.4
+  // us inside a node): 1.9 x (12 + 8.4 + 28 x 3.4 + 2 x 14) us = 1.9 x 143.6 us = 272.84 us.
   const auto ring =
       comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
-  EXPECT_NEAR(ring.latency_s, 432.44e-6, 1e-9);
+  EXPECT_NEAR(ring.latency_s, 272.84e-6, 1e-9);
   const auto small =
       comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, 32768);
-  EXPECT_NEAR(small.latency_s, 227.6e-6, 1e-9);
+  EXPECT_NEAR(small.latency_s, 143.6e-6, 1e-9);
 }
 
 TEST(NcclModel, ReduceScatterAllGatherBroadcastRingHandNumbers) {
@@ -374,8 +373,8 @@ TEST(NcclModel, ReduceScatterAllGatherBroadcastRingHandNumbers) {
   const auto b = comm::nccl_collective_cost(ampere, s, CollectiveOp::broadcast, NcclAlgorithm::ring,
                                             NcclProtocol::simple, GiB);
   EXPECT_NEAR(b.time_s, 65.2e-6 + GiB / 234e9, 1e-9);
-  // Across 2 nodes a reduce-scatter ring crosses the network once: 12 + 8.4 + 14 x 6.4 (the
-  // one-node NVLink step) + 14 = 124 us; bus bandwidth min(234, 200): algbw 200 x 16/15.
+  // Across 2 nodes a reduce-scatter ring crosses the network once: 12 + 8.4 + 14 x 3.4 (NCCL's
+  // multi-node NVLink step) + 14 = 82 us; bus bandwidth min(234, 200): algbw 200 x 16/15.
   comm::NcclShape two = s;
   two.ranks = 16;
   two.nodes = 2;
@@ -383,7 +382,7 @@ TEST(NcclModel, ReduceScatterAllGatherBroadcastRingHandNumbers) {
   two.net_latency_s = 2e-6;
   const auto rs2 = comm::nccl_collective_cost(ampere, two, CollectiveOp::reduce_scatter,
                                               NcclAlgorithm::ring, NcclProtocol::simple, GiB);
-  EXPECT_NEAR(rs2.latency_s, 124e-6, 1e-9);
+  EXPECT_NEAR(rs2.latency_s, 82e-6, 1e-9);
   EXPECT_NEAR(rs2.algbw_Bps, 200e9 * 16 / 15, 1);
 }
 
