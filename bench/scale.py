@@ -12,7 +12,10 @@
     bench/scale.py --statistical --three-d --gpus 256   # the same for Llama-2 70B TP8 x PP4 (64.5)
 
 One line per size: GPUs, nodes x GPUs per node, wall seconds, CPU seconds (user + system: what
-the run cost on a machine other jobs share), peak RSS of the child (os.wait4), and the summary's `simulation` field (`classes (8 of N GPUs simulated)` or `full (...)`).
+the run cost on a machine other jobs share), peak RSS of `overlapsim` (os.wait4: the largest of
+its own process and the simulations it forks; in a full run its own, which measures the trace
+while the simulating child holds one block of it), and the summary's `simulation` field
+(`classes (8 of N GPUs simulated)` or `full (...)`).
 Prints numbers only; no pass/fail. Extra --set pairs go to every run, e.g.
 --set cluster.rank_classes=off for the full simulation. --scenario picks another base (its cluster
 preset and fabric are kept; nodes, model and steps are set as above), e.g. the H100 one of issue 64:

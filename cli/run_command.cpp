@@ -494,9 +494,12 @@ int run_command(const RunOptions& options) {
                         options.max_memory.empty() ? 0 : parse_max_memory(options.max_memory));
     // Checked before simulating: the directory must be new, empty or a previous run's outputs.
     OutputStage stage(scenario.output.dir);
+    // The traces are kept only to be written: each is hundreds of MB on a large cluster (issue
+    // 64.1: 550 MB at 1,024 GPUs, one per algorithm), freed once its row is made otherwise.
     std::vector<sim::SimulationResult> results;
     SummaryRow ddp_reference;
-    const auto rows = simulate_rows(scenario, options.progress, &results, &ddp_reference);
+    const auto rows = simulate_rows(scenario, options.progress,
+                                    scenario.output.traces ? &results : nullptr, &ddp_reference);
     ReportContext context;
     if (!ddp_reference.algorithm.empty())
       context.ddp_reference = ddp_reference;

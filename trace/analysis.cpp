@@ -1,16 +1,16 @@
 #include "trace/analysis.h"
 
 #include "runtime/op_label.h"
+#include "trace/dependency_graph.h"
 #include "trace/events_by_worker.h"
+#include "trace/peer_arrivals.h"
 
 #include <algorithm>
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/topological_sort.hpp>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <map>
-#include <tuple>
-#include <unordered_map>
 
 namespace overlapsim {
 
@@ -22,105 +22,12 @@ bool is_p2p(const Trace& t, const TraceEvent& e) {
   return e.detail >= 0 && t.name_of(e.detail) == "p2p";
 }
 
-// A collective instance: the k-th op with this name and step on each participating GPU of its group
-// (an algorithm may run the same-named collective twice in a step, like ZeRO's all-gathers before
-// the forward and the backward; under 3D parallelism each stage's data-parallel group runs its own
-// "all-reduce bucket 3").
-struct InstanceKey {
-  std::int32_t name;
-  std::int32_t step;
-  std::int32_t group;
-  std::int32_t occurrence;
-  auto operator<=>(const InstanceKey&) const = default;
-};
-
-std::vector<InstanceKey> instance_keys(const Trace& t) {
-  // Each GPU's collectives numbered per (name, step, group) in the order they started, ties in
-  // trace order. Worker by worker: the numbers one pass over the whole trace in start order gives,
-  // with a count per collective of one worker at a time instead of the whole trace's (issue 64.1:
-  // 2.6 million map entries, ~170 MB, at 1,024 GPUs).
-  std::vector<InstanceKey> keys(t.events.size(), InstanceKey{-1, -1, -1, -1});
-  std::int32_t workers = 0;
-  for (const auto& e : t.events)
-    workers = std::max(workers, e.worker + 1);
-  auto grouped = events_by_worker(t, static_cast<std::size_t>(workers), [&t](const auto& e) {
-    return e.category == OpCategory::comm && !is_p2p(t, e);
-  });
-  auto& order = grouped.index; // each worker's part sorted by start in place
-  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int32_t> seen;
-  for (std::size_t w = 0; w < static_cast<std::size_t>(workers); ++w) {
-    const auto begin = order.begin() + static_cast<std::ptrdiff_t>(grouped.first[w]);
-    const auto end = order.begin() + static_cast<std::ptrdiff_t>(grouped.first[w + 1]);
-    std::stable_sort(begin, end,
-                     [&](auto a, auto b) { return t.events[a].start < t.events[b].start; });
-    seen.clear();
-    for (auto it = begin; it != end; ++it) {
-      const auto& e = t.events[*it];
-      keys[*it] = {e.name, e.step, e.group, seen[{e.name, e.step, e.group}]++};
-    }
-  }
-  return keys;
-}
-
-constexpr std::ptrdiff_t kNoSend = -1;
-
-// Per event, the send a point-to-point receive completes with (same exchange name, step and end):
-// the receive waited for it. kNoSend for any other event and for a receive without one.
-std::vector<std::ptrdiff_t> matched_sends(const Trace& t) {
-  std::map<std::tuple<std::string, int, double>, std::size_t> sends;
-  for (std::size_t i = 0; i < t.events.size(); ++i) {
-    const auto& e = t.events[i];
-    if (is_p2p(t, e) && t.name_of(e.name).starts_with("send "))
-      sends[{t.name_of(e.name).substr(5), e.step, e.end}] = i;
-  }
-  std::vector<std::ptrdiff_t> out(t.events.size(), kNoSend);
-  for (std::size_t i = 0; i < t.events.size(); ++i) {
-    const auto& e = t.events[i];
-    if (!is_p2p(t, e) || !t.name_of(e.name).starts_with("recv "))
-      continue;
-    const std::string exchange = t.name_of(e.name).substr(5);
-    auto it = sends.lower_bound({exchange, e.step, e.end - kEps});
-    if (it != sends.end() && std::get<0>(it->first) == exchange &&
-        std::get<1>(it->first) == e.step && std::get<2>(it->first) <= e.end + kEps)
-      out[i] = static_cast<std::ptrdiff_t>(it->second);
-  }
-  return out;
-}
-
-// peer_arrivals() from the collective instances and the matched sends, which the critical path
-// needs too.
-std::vector<double> arrivals(const Trace& t, const std::vector<InstanceKey>& keys,
-                             const std::vector<std::ptrdiff_t>& sends) {
-  std::map<InstanceKey, double> latest;
-  for (std::size_t i = 0; i < t.events.size(); ++i)
-    if (keys[i].name >= 0) {
-      auto [it, fresh] = latest.try_emplace(keys[i], t.events[i].start);
-      if (!fresh)
-        it->second = std::max(it->second, t.events[i].start);
-    }
-  std::vector<double> out(t.events.size(), -1);
-  for (std::size_t i = 0; i < t.events.size(); ++i)
-    if (keys[i].name >= 0)
-      out[i] = latest.at(keys[i]);
-    else if (sends[i] != kNoSend) {
-      // A message moves once both ends are posted: the receive waits for its send, and the send
-      // for its receive (a rendezvous, as NCCL's send/recv and SimGrid's mailboxes).
-      const auto send = static_cast<std::size_t>(sends[i]);
-      out[i] = t.events[send].start;
-      out[send] = t.events[i].start;
-    }
-  return out;
-}
-
 enum class EdgeKind : std::uint8_t { stream, cross_stream, collective };
-struct EdgeProps {
-  EdgeKind kind;
-};
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
-                                    boost::no_property, EdgeProps>;
+void add_edge(DependencyGraph& g, std::size_t from, std::size_t to, EdgeKind kind) {
+  g.add_edge(from, to, static_cast<std::uint8_t>(kind));
+}
 
-CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<InstanceKey>& keys,
-                           const std::vector<std::ptrdiff_t>& sends) {
+CriticalPath critical_path(const Trace& t, const Metrics& m, const PeerArrivals& arrival) {
   CriticalPath cp;
   // The last steady-state step: enough to show what paces a step, and bounded in size.
   const double hi = m.window_end_s, lo = hi - m.iteration_time_s;
@@ -130,16 +37,18 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
       ops.push_back(i);
   if (ops.empty())
     return cp;
-  Graph g(ops.size());
+  DependencyGraph g(ops.size());
   const auto ev = [&](std::size_t v) -> const TraceEvent& { return t.events[ops[v]]; };
 
   // Stream order, and the cross-stream dependency that released an op: the other stream's op of
   // the same GPU that ended when this one started.
-  std::map<std::pair<int, int>, std::vector<std::size_t>> by_stream;
-  std::map<int, std::vector<std::size_t>> by_worker_end;
+  // Vertices as 4-byte numbers (DependencyGraph's limit): a step's ops, 521,000 at 1,024 GPUs.
+  std::map<std::pair<int, int>, std::vector<std::uint32_t>> by_stream;
+  std::map<int, std::vector<std::uint32_t>> by_worker_end;
   for (std::size_t v = 0; v < ops.size(); ++v) {
-    by_stream[{ev(v).worker, static_cast<int>(ev(v).stream)}].push_back(v);
-    by_worker_end[ev(v).worker].push_back(v);
+    by_stream[{ev(v).worker, static_cast<int>(ev(v).stream)}].push_back(
+        static_cast<std::uint32_t>(v));
+    by_worker_end[ev(v).worker].push_back(static_cast<std::uint32_t>(v));
   }
   // Stream order: each op follows the op of its stream that ended last before it started (a stream
   // may hold concurrent ops, like CDP's send and receive of one exchange).
@@ -147,63 +56,68 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
     std::sort(list.begin(), list.end(), [&](auto a, auto b) { return ev(a).end < ev(b).end; });
     for (const std::size_t v : list) {
       auto it = std::upper_bound(list.begin(), list.end(), ev(v).start + kEps,
-                                 [&](double x, std::size_t a) { return x < ev(a).end; });
+                                 [&](double x, std::uint32_t a) { return x < ev(a).end; });
       while (it != list.begin()) {
         --it;
         if (*it == v || ev(*it).start > ev(v).start || (ev(*it).start == ev(v).start && *it > v))
           continue; // not before v: ties between instantaneous ops are broken by trace order
-        boost::add_edge(*it, v, EdgeProps{EdgeKind::stream}, g);
+        add_edge(g, *it, v, EdgeKind::stream);
         break;
       }
     }
   }
   for (auto& [worker, list] : by_worker_end) {
-    const std::vector<std::size_t> own = list; // this GPU's ops, in trace order
+    const std::vector<std::uint32_t> own = list; // this GPU's ops, in trace order
     std::sort(list.begin(), list.end(), [&](auto a, auto b) { return ev(a).end < ev(b).end; });
     for (const std::size_t v : own) {
       auto it = std::lower_bound(list.begin(), list.end(), ev(v).start - kEps,
-                                 [&](std::size_t a, double x) { return ev(a).end < x; });
+                                 [&](std::uint32_t a, double x) { return ev(a).end < x; });
       for (; it != list.end() && ev(*it).end <= ev(v).start + kEps; ++it) {
         // Ties between instantaneous ops are broken by trace order, so no edge pair makes a cycle.
         const bool before =
             ev(*it).start < ev(v).start || (ev(*it).start == ev(v).start && *it < v);
         if (ev(*it).stream != ev(v).stream && before)
-          boost::add_edge(*it, v, EdgeProps{EdgeKind::cross_stream}, g);
+          add_edge(g, *it, v, EdgeKind::cross_stream);
       }
     }
   }
-  // Collective participation: every rank's op completes after the last rank arrived.
-  std::map<InstanceKey, std::size_t> last_in;
+  // Collective participation: every rank's op completes after the last rank arrived (the first
+  // vertex of an instance with its latest start).
+  constexpr auto kNone = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> last_in(arrival.instances(), kNone);
   for (std::size_t v = 0; v < ops.size(); ++v)
-    if (keys[ops[v]].name >= 0) {
-      auto [it, fresh] = last_in.try_emplace(keys[ops[v]], v);
-      if (!fresh && ev(v).start > ev(it->second).start)
-        it->second = v;
+    if (const auto k = arrival.instance(ops[v]); k >= 0) {
+      auto& last = last_in[static_cast<std::size_t>(k)];
+      if (last == kNone || ev(v).start > ev(last).start)
+        last = v;
     }
   for (std::size_t v = 0; v < ops.size(); ++v)
-    if (keys[ops[v]].name >= 0) {
-      const std::size_t last = last_in.at(keys[ops[v]]);
+    if (const auto k = arrival.instance(ops[v]); k >= 0) {
+      const std::size_t last = last_in[static_cast<std::size_t>(k)];
       if (last != v && ev(last).start > ev(v).start)
-        boost::add_edge(last, v, EdgeProps{EdgeKind::collective}, g);
+        add_edge(g, last, v, EdgeKind::collective);
     }
+  std::vector<std::size_t>{}.swap(last_in);
   // Point-to-point: a receive completes with its matched send, which it waited for; like a
-  // collective, the data moved from when the send started.
-  std::unordered_map<std::size_t, std::size_t> vertex_of; // trace index -> vertex
-  for (std::size_t v = 0; v < ops.size(); ++v)
-    vertex_of.emplace(ops[v], v);
+  // collective, the data moved from when the send started. `ops` is in trace order: the send's
+  // vertex is found by bisection.
   for (std::size_t v = 0; v < ops.size(); ++v) {
-    if (sends[ops[v]] == kNoSend)
+    const auto send_index = arrival.matched_send(ops[v]);
+    if (send_index < 0)
       continue;
-    const auto send = vertex_of.find(static_cast<std::size_t>(sends[ops[v]]));
-    if (send != vertex_of.end() && ev(send->second).start > ev(v).start)
-      boost::add_edge(send->second, v, EdgeProps{EdgeKind::collective}, g);
+    const auto send =
+        std::lower_bound(ops.begin(), ops.end(), static_cast<std::size_t>(send_index));
+    if (send == ops.end() || *send != static_cast<std::size_t>(send_index))
+      continue;
+    const auto u = static_cast<std::size_t>(send - ops.begin());
+    if (ev(u).start > ev(v).start)
+      add_edge(g, u, v, EdgeKind::collective);
   }
-  try {
-    std::vector<std::size_t> order;
-    boost::topological_sort(g, std::back_inserter(order));
-  } catch (const boost::not_a_dag&) {
+  by_stream.clear();
+  by_worker_end.clear();
+  g.finish();
+  if (g.has_cycle())
     return cp; // dependencies inferred from an unusual trace loop: report no path rather than fail
-  }
 
   // Walk back from the op that ends last, each time to the dependency that released it.
   std::size_t v = 0;
@@ -218,9 +132,9 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
     double gate = -1;
     std::size_t next = v;
     EdgeKind next_kind = EdgeKind::stream;
-    for (auto [it, end] = boost::in_edges(v, g); it != end; ++it) {
-      const std::size_t u = boost::source(*it, g);
-      const EdgeKind kind = g[*it].kind;
+    for (const auto& edge : g.in_edges(v)) {
+      const std::size_t u = edge.from;
+      const auto kind = static_cast<EdgeKind>(edge.kind);
       const double when = kind == EdgeKind::collective ? ev(u).start : ev(u).end;
       if (when > gate)
         gate = when, next = u, next_kind = kind;
@@ -262,13 +176,8 @@ CriticalPath critical_path(const Trace& t, const Metrics& m, const std::vector<I
 
 Analysis analyze(const Trace& t, const Metrics& m) {
   Analysis a;
-  std::vector<double> arrival;
-  {
-    const auto keys = instance_keys(t);
-    const auto sends = matched_sends(t);
-    arrival = arrivals(t, keys, sends);
-    a.critical_path = critical_path(t, m, keys, sends);
-  } // freed before the per-GPU pass: the keys are 16 bytes an event (issue 64.1)
+  const PeerArrivals arrival(t);
+  a.critical_path = critical_path(t, m, arrival);
 
   // One GPU's events at a time (trace/events_by_worker.h).
   const auto workers = static_cast<std::size_t>(t.workers);
@@ -339,7 +248,7 @@ Analysis analyze(const Trace& t, const Metrics& m) {
 }
 
 std::vector<double> peer_arrivals(const Trace& t) {
-  return arrivals(t, instance_keys(t), matched_sends(t));
+  return PeerArrivals(t).per_event();
 }
 
 } // namespace overlapsim

@@ -1,6 +1,6 @@
 // Where time goes, from any trace (simulated or measured): the dependency graph of the ops
-// (Boost.Graph), the critical path of the steady state, the attribution of each GPU's idle time to
-// its cause, and the lower bound max(compute, communication) per step.
+// (trace/dependency_graph.h), the critical path of the steady state, the attribution of each GPU's
+// idle time to its cause, and the lower bound max(compute, communication) per step.
 #pragma once
 
 #include "trace/metrics.h"
