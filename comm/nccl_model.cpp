@@ -2,6 +2,7 @@
 
 #include "comm/nccl_collnet.h"
 #include "comm/nccl_nvls.h"
+#include "comm/nccl_nvls_pipeline.h"
 #include "comm/nccl_pat.h"
 #include "comm/rccl_tuning.h"
 #include "comm/ring_shape.h"
@@ -444,6 +445,11 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
     if (!multi) {
       c.latency_s = gen.launch_s + gen.nvls_latency_s;
       c.algbw_Bps = intra;
+      // The run's chunk pipeline: its first loop crosses scatter, reduce and gather alone
+      // (comm/nccl_nvls_pipeline.h); NCCL's tuner sees no fill.
+      if (view == NcclView::run && bytes > 0)
+        c.algbw_Bps = bytes / (bytes / intra +
+                               nccl_nvls_one_node_fill_s(gen, s.per_node, s.intra_Bps, bytes));
       break;
     }
     // NVLSTree: NVLS reduces inside the node, the trees reduce up and broadcast down between
