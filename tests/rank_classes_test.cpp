@@ -69,15 +69,16 @@ TEST(RankClasses, EveryRankRunsWhereSomethingTellsThemApart) {
   EXPECT_EQ(classes_of("", "cdp-v2").why_full, "cdp-v2 sends point to point");
   // ZeroRedundancyOptimizer broadcasts from every rank in turn.
   EXPECT_FALSE(classes_of("", "ddp", {{"zero_redundancy", "true"}}).folded);
-  // A fat tree folds, saying how; not where concurrent groups would meet on a leaf's uplinks.
+  // A fat tree folds, saying how; also where several GPU positions' NICs share a leaf's
+  // uplinks (issue 64.2: the other positions' groups are counted there).
   EXPECT_EQ(classes_of(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, "
                        "oversubscription: 3}")
                 .describe(),
             "classes (2 of 8 GPUs simulated; fat tree: leaf uplinks loaded evenly)");
   EXPECT_EQ(classes_of(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, "
                        "oversubscription: 3, placement: node}")
-                .why_full,
-            "an oversubscribed fat tree whose leaves hold several GPU positions' NICs");
+                .describe(),
+            "classes (2 of 8 GPUs simulated; fat tree: leaf uplinks loaded evenly)");
 }
 
 // Issue 62.7: a 2-GPU run was folded into one trace process, and a straggler on one of two
@@ -191,7 +192,30 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"hsdp_oversubscribed_fat_tree",
              "fsdp",
              {{"sharding", "hybrid"}},
-             ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, oversubscription: 3}"}),
+             ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, oversubscription: 3}"},
+        // Leaves holding several GPU positions' NICs (issue 64.2): a node's 2 NICs side by side
+        // on 3:1 leaves of 3 ports (node 1's NICs straddle leaves 0 and 1), or one NIC for both
+        // GPUs; each collective is held to its busiest leaf's uplinks over its own flows and the
+        // other positions' groups' (sim/collective/position_siblings.h).
+        Case{"ddp_node_placed_fat_tree",
+             "ddp",
+             {},
+             ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, oversubscription: 3, "
+             "placement: node}"},
+        Case{"hsdp_node_placed_fat_tree",
+             "fsdp",
+             {{"sharding", "hybrid"}},
+             ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, oversubscription: 3, "
+             "placement: node}"},
+        Case{"zero1_hierarchical_node_placed_fat_tree",
+             "zero1",
+             {},
+             ", nics_per_node: 2, collective_algorithm: hierarchical, fabric: {topology: "
+             "fat_tree, radix: 4, oversubscription: 3, placement: node}"},
+        Case{"ddp_one_nic_oversubscribed_fat_tree",
+             "ddp",
+             {},
+             ", fabric: {topology: fat_tree, radix: 4, oversubscription: 3}"}),
     [](const auto& case_info) { return std::string(case_info.param.name); });
 
 // Compute slowing communication (sim/compute_interference.h) folds too: the progress hosts of the
