@@ -57,15 +57,6 @@ std::string rank_classes_obstacle(const scenario::Scenario& s) {
     return why;
   if (c.collectives == scenario::CollectiveFidelity::steps)
     return "collectives: steps";
-  if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree) {
-    // Folded, a collective's flows are held to the uplink time of its own bytes
-    // (collective::Fabric::uplink_time); concurrent collectives over other groups meet there unseen
-    // unless each GPU position has a rail, and so leaf switches, of its own.
-    const hw::FatTree tree = hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node);
-    if (tree.levels > 1 && tree.oversubscription() > 1 &&
-        (tree.placement == hw::FabricSpec::Placement::node || c.nics_per_node != c.gpus_per_node))
-      return "an oversubscribed fat tree whose leaves hold several GPU positions' NICs";
-  }
   return "";
 }
 

@@ -69,15 +69,16 @@ TEST(RankClasses, EveryRankRunsWhereSomethingTellsThemApart) {
   EXPECT_EQ(classes_of("", "cdp-v2").why_full, "cdp-v2 sends point to point");
   // ZeroRedundancyOptimizer broadcasts from every rank in turn.
   EXPECT_FALSE(classes_of("", "ddp", {{"zero_redundancy", "true"}}).folded);
-  // A fat tree folds, saying how; not where concurrent groups would meet on a leaf's uplinks.
+  // A fat tree folds, saying how; also where several GPU positions' NICs share a leaf's
+  // uplinks (issue 64.2: the other positions' groups are counted there).
   EXPECT_EQ(classes_of(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, "
                        "oversubscription: 3}")
                 .describe(),
             "classes (2 of 8 GPUs simulated; fat tree: leaf uplinks loaded evenly)");
   EXPECT_EQ(classes_of(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, "
                        "oversubscription: 3, placement: node}")
-                .why_full,
-            "an oversubscribed fat tree whose leaves hold several GPU positions' NICs");
+                .describe(),
+            "classes (2 of 8 GPUs simulated; fat tree: leaf uplinks loaded evenly)");
 }
 
 // Issue 62.7: a 2-GPU run was folded into one trace process, and a straggler on one of two
@@ -191,8 +192,54 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"hsdp_oversubscribed_fat_tree",
              "fsdp",
              {{"sharding", "hybrid"}},
-             ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, oversubscription: 3}"}),
+             ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, oversubscription: 3}"},
+        // Leaves holding several GPU positions' NICs (issue 64.2): a node's 2 NICs side by side
+        // on 3:1 leaves of 3 ports (node 1's NICs straddle leaves 0 and 1), or one NIC for both
+        // GPUs; each collective is held to its busiest leaf's uplinks over its own flows and the
+        // other positions' groups' (sim/collective/position_siblings.h). ddp and hsdp there:
+        // NodePlacedFatTreeFoldsNearFull.
+        Case{"zero1_hierarchical_node_placed_fat_tree",
+             "zero1",
+             {},
+             ", nics_per_node: 2, collective_algorithm: hierarchical, fabric: {topology: "
+             "fat_tree, radix: 4, oversubscription: 3, placement: node}"},
+        Case{"ddp_one_nic_oversubscribed_fat_tree",
+             "ddp",
+             {},
+             ", fabric: {topology: fat_tree, radix: 4, oversubscription: 3}"}),
     [](const auto& case_info) { return std::string(case_info.param.name); });
+
+// On the same node-placed 3:1 tree, whose leaves have one uplink each (the most contended tree
+// this small cluster builds), DDP's and HSDP's world and same-position all-reduces fold within
+// 1% and 2% of the full simulation's iteration time (measured -0.89% and -1.81%, the fold the
+// faster; the cause is not isolated). At 64 H100s on leaf-spine-2to1 the same fold is
+// within 0.09% (ddp) and 1e-5 (hsdp): docs/ARCHITECTURE.md, "Rank classes".
+TEST(RankClasses, NodePlacedFatTreeFoldsNearFull) {
+  const std::string tree = ", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, "
+                           "oversubscription: 3, placement: node}";
+  const struct {
+    const char* algorithm;
+    std::map<std::string, std::string> options;
+    double within;
+  } cases[] = {{"ddp", {}, 0.01}, {"fsdp", {{"sharding", "hybrid"}}, 0.02}};
+  for (const auto& c : cases) {
+    const auto folded =
+        testing::simulate(testing::scenario_from(cluster_yaml(tree)), c.algorithm, c.options);
+    const auto full = testing::simulate(
+        testing::scenario_from(cluster_yaml(tree + ", rank_classes: off")), c.algorithm, c.options);
+    EXPECT_EQ(folded.trace.workers, 2) << c.algorithm;
+    EXPECT_NEAR(folded.metrics.iteration_time_s, full.metrics.iteration_time_s,
+                c.within * full.metrics.iteration_time_s)
+        << c.algorithm;
+    EXPECT_NEAR(folded.metrics.exposed_comm_s, full.metrics.exposed_comm_s,
+                c.within * full.metrics.iteration_time_s)
+        << c.algorithm;
+    EXPECT_NEAR(folded.metrics.comm_bytes_per_step, full.metrics.comm_bytes_per_step,
+                1e-9 * full.metrics.comm_bytes_per_step)
+        << c.algorithm;
+    EXPECT_EQ(folded.metrics.peak_memory_bytes, full.metrics.peak_memory_bytes) << c.algorithm;
+  }
+}
 
 // Compute slowing communication (sim/compute_interference.h) folds too: the progress hosts of the
 // representative node's GPUs stand for every node's, and the summary is the full simulation's.

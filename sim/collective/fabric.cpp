@@ -3,6 +3,7 @@
 #include "comm/nccl_p2p.h"
 #include "runtime/collective_size.h"
 #include "scenario/collective_shape.h"
+#include "sim/collective/position_siblings.h"
 
 #include <algorithm>
 #include <limits>
@@ -235,8 +236,15 @@ double Fabric::uplink_time(const std::vector<Flow>& flows) const {
   if (!platform_.classes.folded || !tree || tree->oversubscription() <= 1)
     return 0;
   const int per_node = platform_.gpus_per_node;
+  // Leaves that hold several GPU positions' NICs carry the other positions' groups too
+  // (position_siblings.h); with a rail per GPU those reach leaves of their own.
+  const bool shared =
+      tree->placement == hw::FabricSpec::Placement::node || platform_.nics_per_node != per_node;
+  std::vector<Flow> siblings;
+  if (shared)
+    siblings = with_position_siblings(flows, per_node);
   std::unordered_map<long long, double> up, down; // bytes per leaf switch
-  for (const auto& f : flows) {
+  for (const auto& f : shared ? siblings : flows) {
     const int lanes = platform_.lanes(f.src, f.dst);
     if (f.src / per_node == f.dst / per_node)
       continue;
