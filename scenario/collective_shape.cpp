@@ -68,8 +68,17 @@ comm::SiteShape world_sites(const ClusterSpec& c) {
 }
 
 comm::NcclGeneration nccl_generation_of(const ClusterSpec& c) {
+  // Mixed GPU types (cluster.node_types): NCCL tunes a communicator by the lowest compute
+  // capability among its ranks (init.cc's minCompCap, tuning.cc's compCapIndex, NVLS only where
+  // every GPU has it): the world's, the lowest of the cluster's GPUs. A GPU of unknown capability
+  // (0: a map without compute_capability) leaves the scenario's GPU's.
+  const hw::GpuSpec* gpu = &c.gpu;
+  for (const auto& type : c.node_types)
+    if (c.gpu.compute_capability > 0 && type.gpu.compute_capability > 0 &&
+        type.gpu.compute_capability < gpu->compute_capability)
+      gpu = &type.gpu;
   comm::NcclGeneration gen =
-      comm::nccl_generation(c.gpu, c.intra_node, c.gpus_per_node, c.inter_node);
+      comm::nccl_generation(*gpu, c.intra_node, c.gpus_per_node, c.inter_node);
   gen.collnet = c.fabric.sharp;
   return gen;
 }

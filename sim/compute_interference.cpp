@@ -47,21 +47,21 @@ std::vector<double> ComputeInterference::snapshot(const std::vector<int>& member
 }
 
 void ComputeInterference::make_up(const std::vector<int>& members, const std::vector<double>& since,
-                                  double share) const {
-  if (!enabled() || share <= 0 || since.size() != members.size())
+                                  const std::vector<double>& shares) const {
+  if (!enabled() || since.size() != members.size() || shares.size() != members.size())
     return;
   double most = 0;
   int pacer = -1;
   for (std::size_t i = 0; i < members.size(); ++i) {
-    const double overlap = computed(members[i]) - since[i];
-    if (overlap > most) {
-      most = overlap;
+    const double lost = shares[i] * (computed(members[i]) - since[i]);
+    if (shares[i] > 0 && lost > most) {
+      most = lost;
       pacer = members[i];
     }
   }
   // The progress host runs one "FLOP" per second when its GPU is idle.
   if (pacer >= 0)
-    sg4::this_actor::exec_init(share * most)
+    sg4::this_actor::exec_init(most)
         ->set_host(platform_.progress[static_cast<std::size_t>(pacer)])
         ->wait();
 }

@@ -43,11 +43,12 @@ public:
 
   // What `members` had computed when a transfer's data started to move (empty when disabled).
   std::vector<double> snapshot(const std::vector<int>& members) const;
-  // Blocks the calling actor while the transfer, which loses `share` of its speed beside compute
-  // (its kind's: hw::GpuSpec::compute_interference_of), makes up the progress it lost to its
-  // members' compute since `since` (their snapshot).
+  // Blocks the calling actor while the transfer, which loses `shares[i]` of its speed beside
+  // member i's compute (its kind's on that member's GPU: hw::GpuSpec::compute_interference_of),
+  // makes up the progress it lost to its members' compute since `since` (their snapshot): the
+  // most any one member cost it.
   void make_up(const std::vector<int>& members, const std::vector<double>& since,
-               double share) const;
+               const std::vector<double>& shares) const;
 
 private:
   const Platform& platform_;

@@ -26,10 +26,15 @@ std::vector<int> RankClasses::simulated_nodes() const {
   return nodes;
 }
 
-std::vector<int> RankClasses::slowest_of() const {
+std::vector<int> RankClasses::slowest_of(int of) const {
+  if (of < 0)
+    of = extreme;
+  const auto type = [&](int r) {
+    return node_type.empty() ? 0 : node_type[static_cast<std::size_t>(r / gpus_per_node)];
+  };
   std::vector<int> ranks;
   for (int r = 0; r < world; ++r)
-    if (r == extreme || !simulated(r))
+    if (r == of || (!simulated(r) && type(r) == type(of)))
       ranks.push_back(r);
   return ranks;
 }
@@ -258,12 +263,9 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
       return rc;
     }
   }
-  if (!s.cluster.node_types.empty() &&
-      (!differences.empty() || groups.size() != static_cast<std::size_t>(s.cluster.nodes) ||
-       s.cluster.sites.size() > 1)) {
-    rc.why_full = !differences.empty()         ? "node_types under rank_classes: statistical"
-                  : s.cluster.sites.size() > 1 ? "node_types across WAN sites"
-                                               : "node_types with node groups of several nodes";
+  const bool typed = !s.cluster.node_types.empty();
+  if (std::string why = typed_fold_obstacle(s, per_replica); !why.empty()) {
+    rc.why_full = why;
     return rc;
   }
   // Groups with a straggler run as themselves; one of the others stands for the rest.
@@ -318,7 +320,11 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   // Statistical: the last node (group) other than the representative runs as itself (its
   // shifted copy's traffic on its own links, as a straggler's node), its first GPU (pipeline
   // replica) as the slowest of the GPUs (replicas) left out.
-  const int extreme_group = differences.empty() ? -1 : representative == m - 1 ? m - 2 : m - 1;
+  // With GPU types (groups are single nodes): the last node of the representative's type.
+  const int extreme_group = differences.empty() ? -1
+                            : typed             ? last_node_of_type(s.cluster, rc.node, {rc.node})
+                            : representative == m - 1 ? m - 2
+                                                      : m - 1;
   const int extreme_node =
       extreme_group < 0 ? -1 : groups[static_cast<std::size_t>(extreme_group)].front();
   for (std::size_t n = 0; n < nodes; ++n) {
@@ -327,9 +333,15 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
         g == representative || !alike[static_cast<std::size_t>(g)] || g == extreme_group ? 1 : 0;
     rc.stand_in[n] = rc.runs[n] ? static_cast<int>(n) : chosen[static_cast<std::size_t>(index[n])];
   }
-  // One node per GPU type (cluster.node_types; groups are single nodes here).
-  fold_node_types(s, rc, alike);
-  if (per_replica) {
+  // One node group per pattern of GPU types (cluster.node_types), and statistically one extreme
+  // per type.
+  std::vector<char> usable = alike;
+  if (extreme_group >= 0)
+    usable[static_cast<std::size_t>(extreme_group)] = 0;
+  fold_node_types(s, rc, groups, usable);
+  if (typed && !differences.empty()) {
+    add_type_extremes(s, rc, extreme_node, differences);
+  } else if (per_replica) {
     rc.extreme = statistical_replicas(s, rc, group_of, representative);
     rc.approximation = fmt::format(
         "{}statistical approximation: replica {} (GPU {} on) runs op by op as the slowest of the "
@@ -349,6 +361,8 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   if (const int left_out = rc.world - rc.simulated_ranks(); left_out < kFoldFromGpusLeftOut) {
     rc.folded = false;
     rc.extreme = -1;
+    rc.extremes.clear();
+    rc.node_type.clear();
     rc.replicas.clear();
     rc.approximation.clear();
     rc.runs.clear();

@@ -65,8 +65,13 @@ struct RankClasses {
   // first GPU of a whole pipeline replica that runs as the slowest of the replicas left out, stage
   // by stage (sim/statistical_fold.h): their data-parallel indices, its own last. Empty otherwise.
   std::vector<int> replicas;
-  // The GPUs `extreme` stands for: every GPU that does not run, and itself.
-  std::vector<int> slowest_of() const;
+  // With GPU types (cluster.node_types, not per replica): one extreme per type, `extreme` first,
+  // each standing for the GPUs of its type; and per node its type (node_type_of). Empty otherwise.
+  std::vector<int> extremes;
+  std::vector<int> node_type;
+  // The GPUs extreme `of` (-1: `extreme`) stands for: every GPU that does not run (of its type),
+  // and itself.
+  std::vector<int> slowest_of(int of = -1) const;
 
   // Folded over WAN sites (sim/site_classes.h), per node: its site (empty without sites), and
   // per running node the image of the WAN link its cross-site flows take (-1 elsewhere), each

@@ -70,18 +70,28 @@ ParallelPlacement::ParallelPlacement(const scenario::Scenario& s, const Topology
   const int t = layout.tensor();
   const hw::TensorParallel tp{t, s.parallelism.sequence_parallel && t > 1};
   const double b = s.training.micro_batch, seq = s.training.seq_len;
-  const auto& gpu = s.cluster.gpu;
-  const double block = dims ? hw::weight_gradient_share(hw::block_ops(*dims, b, seq, tp), gpu) : 0;
-  for (const auto& view : stages) {
-    auto& shares = weight_share.emplace_back();
-    for (const auto& layer : view.scenario.model.spec.layers)
-      shares.push_back(!dims ? hw::kDefaultWeightGradientShare
-                       : layer.name == "embedding"
-                           ? hw::weight_gradient_share(hw::embedding_ops(*dims, b, seq, tp), gpu)
-                       : layer.name == "head"
-                           ? hw::weight_gradient_share(hw::head_ops(*dims, b, seq, tp), gpu)
-                           : block);
-  }
+  const auto shares_on = [&](const hw::GpuSpec& gpu) {
+    std::vector<std::vector<double>> out;
+    const double block =
+        dims ? hw::weight_gradient_share(hw::block_ops(*dims, b, seq, tp), gpu) : 0;
+    for (const auto& view : stages) {
+      auto& shares = out.emplace_back();
+      for (const auto& layer : view.scenario.model.spec.layers)
+        shares.push_back(!dims ? hw::kDefaultWeightGradientShare
+                         : layer.name == "embedding"
+                             ? hw::weight_gradient_share(hw::embedding_ops(*dims, b, seq, tp), gpu)
+                         : layer.name == "head"
+                             ? hw::weight_gradient_share(hw::head_ops(*dims, b, seq, tp), gpu)
+                             : block);
+    }
+    return out;
+  };
+  weight_share = shares_on(s.cluster.gpu);
+  if (s.cluster.node_types.empty())
+    return;
+  type_stages = node_type_stages(s, layout);
+  for (const auto& type : s.cluster.node_types)
+    type_weight_share.push_back(shares_on(type.gpu));
 }
 
 SimWorker::SimWorker(SimContext& context, int rank)
@@ -94,6 +104,9 @@ SimWorker::SimWorker(SimContext& context, int rank)
     slowest_ = ctx_.statistical->of(rank);
   if (!ctx_.parallel)
     return;
+  if (node_type_ >= 0)
+    type_stage_ = &ctx_.parallel->type_stages[static_cast<std::size_t>(node_type_)]
+                                             [static_cast<std::size_t>(stage_->stage)];
   // The pipeline's receive buffers (parallel/memory.h), allocated for the whole run.
   static_memory_[static_cast<std::size_t>(MemoryCategory::buffers)] += stage_->p2p_buffer_bytes;
   const auto& layout = ctx_.parallel->layout;
@@ -165,23 +178,29 @@ double SimWorker::seq_ratio(MicroBatch mb) const {
   return seq_ratio_of(scenario(), rank_, mb);
 }
 
-double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) const {
+double SimWorker::layer_seconds(int l, bool backward) const {
+  const auto own = [&](const NodeTypeLayerTimes& times) {
+    return (backward ? times.backward : times.forward)[static_cast<std::size_t>(l)];
+  };
+  if (type_stage_)
+    return own(type_stage_->times);
+  if (node_type_ >= 0)
+    return own(ctx_.node_type_layers[static_cast<std::size_t>(node_type_)]);
   const auto& s = scenario();
-  const auto& model = s.model.spec.layers;
+  return hw::layer_seconds_per_sample(s.model.spec.layers[static_cast<std::size_t>(l)],
+                                      s.cluster.gpu, s.model.dtype == scenario::Dtype::fp32,
+                                      backward);
+}
+
+double SimWorker::layer_cost(LayerRange layers, bool backward, double ratio) const {
+  const auto& model = (stage_ ? own_stage().scenario : scenario()).model.spec.layers;
   const double speed = ctx_.platform.nominal_speed;
-  const bool fp32 = s.model.dtype == scenario::Dtype::fp32;
   double amount = 0;
   for (int l = layers.first; l < layers.last; ++l) {
     const auto& layer = model[static_cast<std::size_t>(l)];
     // The layer's time (hw/compute_cost.h, shared with the planners), turned into the FLOPs that
     // take that long on a nominal GPU, so stragglers and jitter scale it like any other op.
-    const double base =
-        (node_type_ < 0
-             ? hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, backward)
-             : (backward ? ctx_.node_type_layers[static_cast<std::size_t>(node_type_)].backward
-                         : ctx_.node_type_layers[static_cast<std::size_t>(node_type_)]
-                               .forward)[static_cast<std::size_t>(l)]) *
-        speed;
+    const double base = layer_seconds(l, backward) * speed;
     // A sequence of ratio r x seq_len: the attention part scales with r^2, the rest with r (the
     // backward, or a measured time, in the forward FLOPs' proportions).
     const double q = layer.seq_quadratic_share;
@@ -451,7 +470,10 @@ void SimWorker::layers_backward(LayerRange layers, MicroBatch mb, BackwardPart p
   const auto share = [&](LayerRange range) {
     if (part == BackwardPart::whole)
       return 1.0;
-    const auto& shares = ctx_.parallel->weight_share[static_cast<std::size_t>(stage_->stage)];
+    const auto& shares =
+        (node_type_ < 0 ? ctx_.parallel->weight_share
+                        : ctx_.parallel->type_weight_share[static_cast<std::size_t>(
+                              node_type_)])[static_cast<std::size_t>(stage_->stage)];
     double all = 0, weight = 0;
     for (int l = range.first; l < range.last; ++l) {
       const double t = layer_cost({l, l + 1}, true, seq_ratio(mb));
@@ -509,21 +531,19 @@ double SimWorker::parallel_recompute(LayerRange layers, MicroBatch mb) {
   const auto& s = scenario();
   const double r = seq_ratio(mb), samples = s.training.micro_batch;
   const double speed = ctx_.platform.nominal_speed * micro_batch_speed(false);
-  const bool fp32 = s.model.dtype == scenario::Dtype::fp32;
   double bytes = 0;
   for (int l = layers.first; l < layers.last; ++l)
-    if (const auto& again = stage_->recompute[static_cast<std::size_t>(l)]; again.any())
+    if (const auto& again = own_stage().recompute[static_cast<std::size_t>(l)]; again.any())
       bytes = std::max(bytes, again.bytes); // one layer's rebuilt tensors at a time
   // What the recomputation costs at sequence ratio `ratio` (a statistical fold's other GPUs draw
   // their own).
   const auto at = [&](double ratio) {
     double amount = 0;
     for (int l = layers.first; l < layers.last; ++l) {
-      const auto& again = stage_->recompute[static_cast<std::size_t>(l)];
+      const auto& again = own_stage().recompute[static_cast<std::size_t>(l)];
       if (!again.any())
         continue;
-      const auto& layer = s.model.spec.layers[static_cast<std::size_t>(l)];
-      const double forward = hw::layer_seconds_per_sample(layer, s.cluster.gpu, fp32, false);
+      const double forward = layer_seconds(l, false); // on this GPU (cluster.node_types)
       amount += forward * (again.linear_share * ratio + again.quadratic_share * ratio * ratio);
     }
     return amount * samples * speed;
@@ -660,7 +680,7 @@ void SimWorker::tensor_parallel_comm(LayerRange layers, bool backward, MicroBatc
     return;
   parallel::LayerTensorComm sum;
   for (int l = layers.first; l < layers.last; ++l) {
-    const auto& c = stage_->tensor_comm[static_cast<std::size_t>(l)];
+    const auto& c = own_stage().tensor_comm[static_cast<std::size_t>(l)];
     sum.forward_s += c.forward_s, sum.backward_s += c.backward_s;
     sum.forward_bytes += c.forward_bytes, sum.backward_bytes += c.backward_bytes;
     sum.forward_calls += c.forward_calls, sum.backward_calls += c.backward_calls;

@@ -41,6 +41,10 @@ struct ParallelPlacement {
   // [stage][layer of its view]: the weight-gradient share of the layer's backward, what ZB-H1's
   // W runs (hw/backward_split.h; the rest is B).
   std::vector<std::vector<double>> weight_share;
+  // cluster.node_types: what a GPU of each type runs on each stage, [type][stage], and its
+  // weight-gradient shares, [type][stage][layer] (its GEMMs' and memory-bound kernels' balance).
+  std::vector<std::vector<NodeTypeStage>> type_stages;
+  std::vector<std::vector<std::vector<double>>> type_weight_share;
 
   ParallelPlacement(const scenario::Scenario& s, const Topology& topology);
 };
@@ -208,14 +212,21 @@ private:
 
   // This GPU's own (cluster.node_types): its roofline, memory bandwidth and handoffs.
   const hw::GpuSpec& gpu() const;
+  // The stage as this GPU runs it (its TP collectives, recomputation shares): its type's view.
+  const parallel::StageView& own_stage() const { return type_stage_ ? type_stage_->view : *stage_; }
+  // Layer `l` (of scenario()'s model) per sample on this GPU, forward or backward (seconds).
+  double layer_seconds(int l, bool backward) const;
 
   SimContext& ctx_;
   int rank_;
   int node_type_ = -1;                         // index into cluster.node_types; -1: cluster.gpu
   const parallel::StageView* stage_ = nullptr; // under 3D parallelism
-  const Topology* view_ = nullptr;             // the data-parallel group's topology
-  const Group* tensor_group_ = nullptr;        // more than one rank: tensor parallelism
-  const Group* to_previous_ = nullptr;         // this rank and the previous stage's
+  // Under 3D parallelism on a node of another GPU type: its stage as that type runs it (times, TP
+  // collectives, recomputation); stage_ stays the job's (what the algorithm sees is every GPU's).
+  const NodeTypeStage* type_stage_ = nullptr;
+  const Topology* view_ = nullptr;      // the data-parallel group's topology
+  const Group* tensor_group_ = nullptr; // more than one rank: tensor parallelism
+  const Group* to_previous_ = nullptr;  // this rank and the previous stage's
   const Group* to_next_ = nullptr;
   int previous_ = -1, next_ = -1;
   std::vector<parallel::PipelineOp> schedule_; // this stage's ops for one step, in order

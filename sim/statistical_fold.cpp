@@ -8,6 +8,8 @@ StatisticalFold::StatisticalFold(const scenario::Scenario& s, const RankClasses&
                                  double nominal_speed) {
   if (classes.replicas.empty()) {
     of_.try_emplace(classes.extreme, s, classes.slowest_of(), nominal_speed);
+    for (const int e : classes.extremes) // GPU types: one per type (sim/type_classes.h)
+      of_.try_emplace(e, s, classes.slowest_of(e), nominal_speed);
     return;
   }
   const parallel::ParallelLayout& layout = layout_.emplace(parallel::ParallelLayout::of(s));

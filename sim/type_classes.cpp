@@ -1,34 +1,117 @@
 #include "sim/type_classes.h"
 
+#include "sim/site_classes.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 
 namespace overlapsim::sim {
 
-void fold_node_types(const scenario::Scenario& s, RankClasses& rc, const std::vector<char>& alike) {
+void fold_node_types(const scenario::Scenario& s, RankClasses& rc,
+                     const std::vector<std::vector<int>>& groups, const std::vector<char>& alike) {
   const auto& c = s.cluster;
   if (c.node_types.empty() || !rc.folded)
     return;
-  const auto nodes = static_cast<std::size_t>(c.nodes);
-  std::vector<int> type(nodes);
-  for (std::size_t n = 0; n < nodes; ++n)
-    type[n] = c.node_type_of(static_cast<int>(n));
-  std::map<int, int> representative{{type[static_cast<std::size_t>(rc.node)], rc.node}};
-  for (int t = -1; t < static_cast<int>(c.node_types.size()); ++t) {
-    if (representative.contains(t))
+  const int m = static_cast<int>(groups.size());
+  std::vector<std::vector<int>> pattern(groups.size()); // the types of a group's nodes, in order
+  std::vector<int> group_of(static_cast<std::size_t>(c.nodes)), index(group_of.size());
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t i = 0; i < groups[g].size(); ++i) {
+      const int n = groups[g][i];
+      pattern[g].push_back(c.node_type_of(n));
+      group_of[static_cast<std::size_t>(n)] = static_cast<int>(g);
+      index[static_cast<std::size_t>(n)] = static_cast<int>(i);
+    }
+  const int mine = group_of[static_cast<std::size_t>(rc.node)];
+  std::map<std::vector<int>, int> representative{{pattern[static_cast<std::size_t>(mine)], mine}};
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (representative.contains(pattern[g]))
       continue;
-    std::vector<char> usable(nodes, 0);
-    for (std::size_t n = 0; n < nodes; ++n)
-      usable[n] = alike[n] && type[n] == t ? 1 : 0;
-    if (const int r = busiest_tree_node(c.nodes, usable); r >= 0)
-      representative[t] = r;
+    std::vector<char> usable(groups.size(), 0);
+    for (std::size_t h = 0; h < groups.size(); ++h)
+      usable[h] = alike[h] && pattern[h] == pattern[g] ? 1 : 0;
+    if (const int r = busiest_tree_node(m, usable); r >= 0)
+      representative[pattern[g]] = r;
   }
-  for (std::size_t n = 0; n < nodes; ++n) {
+  for (std::size_t n = 0; n < rc.runs.size(); ++n) {
     if (rc.runs[n])
       continue;
-    const int r = representative.at(type[n]); // n has no straggler: its type has a representative
-    rc.runs[n] = static_cast<int>(n) == r ? 1 : 0;
-    rc.stand_in[n] = r;
+    const auto g = static_cast<std::size_t>(group_of[n]);
+    // n's group has no straggler: its pattern has a representative.
+    const int r = representative.at(pattern[g]);
+    rc.runs[n] = static_cast<int>(g) == r ? 1 : 0;
+    rc.stand_in[n] = groups[static_cast<std::size_t>(r)][static_cast<std::size_t>(index[n])];
   }
+}
+
+int last_node_of_type(const scenario::ClusterSpec& c, int node, const std::vector<int>& besides,
+                      const RankClasses* rc) {
+  const int type = c.node_type_of(node);
+  for (int n = c.nodes - 1; n >= 0; --n)
+    if (c.node_type_of(n) == type &&
+        std::find(besides.begin(), besides.end(), n) == besides.end() &&
+        !(rc && rc->runs[static_cast<std::size_t>(n)]))
+      return n;
+  return -1;
+}
+
+void add_type_extremes(const scenario::Scenario& s, RankClasses& rc, int extreme_node,
+                       const std::string& differences) {
+  const auto& c = s.cluster;
+  rc.node_type.clear();
+  for (int n = 0; n < c.nodes; ++n)
+    rc.node_type.push_back(c.node_type_of(n));
+  std::vector<int> extreme_nodes;
+  if (extreme_node >= 0)
+    extreme_nodes.push_back(extreme_node);
+  const int mine = c.node_type_of(rc.node);
+  for (int t = -1; t < static_cast<int>(c.node_types.size()); ++t) {
+    if (t == mine)
+      continue;
+    const auto first = std::find(rc.node_type.begin(), rc.node_type.end(), t);
+    if (first == rc.node_type.end())
+      continue;
+    const int n = last_node_of_type(c, static_cast<int>(first - rc.node_type.begin()), {}, &rc);
+    if (n < 0)
+      continue; // every node of the type runs: nothing left out to draw for
+    rc.runs[static_cast<std::size_t>(n)] = 1;
+    rc.stand_in[static_cast<std::size_t>(n)] = n;
+    extreme_nodes.push_back(n);
+  }
+  rc.extremes.clear();
+  std::vector<std::string> each;
+  for (const int n : extreme_nodes)
+    rc.extremes.push_back(n * rc.gpus_per_node);
+  for (const int e : rc.extremes)
+    each.push_back(fmt::format("GPU {} for {} GPUs of {}", e, rc.slowest_of(e).size(),
+                               c.gpu_of_node(e / rc.gpus_per_node).name));
+  rc.extreme = rc.extremes.empty() ? -1 : rc.extremes.front();
+  if (rc.extreme < 0)
+    return;
+  rc.approximation = fmt::format(
+      "{}statistical approximation: per GPU type, one GPU runs as the slowest of its type's GPUs "
+      "left out and itself ({}; {}); rank_classes: auto simulates every GPU",
+      rc.approximation.empty() ? "" : rc.approximation + "; ", fmt::join(each, ", "), differences);
+}
+
+std::string typed_fold_obstacle(const scenario::Scenario& s, bool per_replica) {
+  const auto& c = s.cluster;
+  if (c.node_types.empty())
+    return "";
+  if (per_replica)
+    return "node_types under a statistical fold of pipeline replicas";
+  if (c.sites.size() < 2)
+    return "";
+  for (const auto& site : c.sites)
+    for (const int n : site.nodes)
+      if (c.node_type_of(n) != c.node_type_of(site.nodes.front()))
+        return "node_types across WAN sites: a site of several GPU types";
+  if (site_node_groups(s).empty())
+    return "node_types across WAN sites site by site (waiting and exposed communication differ "
+           "folded)";
+  return "";
 }
 
 } // namespace overlapsim::sim

@@ -1,21 +1,47 @@
-// Mixed GPU types under rank classes (cluster.node_types, issue 64.2): nodes whose GPUs are of one
-// type are alike, so one node per type runs and stands for every node of its type (as the
-// representative stands for the scenario's own GPU's nodes). Exact for the same reason a
-// straggler's node folds exactly (sim/rank_classes.h): a fused collective's flows start together
-// on every node however late its members arrive, so each running node's links carry its shifted
-// copies' traffic; only its GPUs' timelines differ, and those it runs. A type's representative is
-// its straggler-free node that NCCL's two trees load most, as for the scenario's own GPU.
+// Mixed GPU types under rank classes (cluster.node_types, issue 64.2 and 64.5): node groups whose
+// nodes' GPUs are of the same types, node by node (one node each without tensor or pipeline
+// parallelism; a pipeline's nodes with it, sim/rank_classes.h), are alike, so one group per
+// *type pattern* runs and stands for every group of its pattern (as the representative stands for
+// the groups of the scenario's own GPU): with a pipeline, a replica whose stage 1 is on A100s and
+// the rest on H100s stands for every replica placed so. Exact for the same reason a straggler's
+// node folds exactly (sim/rank_classes.h): a fused collective's flows start together on every
+// node however late its members arrive, so each running node's links carry its shifted copies'
+// traffic; only its GPUs' timelines differ, and those it runs. A pattern's representative is its
+// straggler-free group that NCCL's two trees (over the groups) load most, as for the scenario's
+// own GPU.
 #pragma once
 
 #include "scenario/scenario.h"
 #include "sim/rank_classes.h"
 
+#include <string>
 #include <vector>
 
 namespace overlapsim::sim {
 
-// A folded `rc` (one node per group, no pipeline): makes one node of every other type run and
-// stand for the nodes of its type. `alike[n]`: node n has no straggler.
-void fold_node_types(const scenario::Scenario& s, RankClasses& rc, const std::vector<char>& alike);
+// A folded `rc` (the representative group's nodes and the stragglers' groups run): makes one
+// group of every other type pattern run and stand for the groups of its pattern. `groups`: the
+// node groups (alike_node_groups), `alike[g]`: group g has no straggler.
+void fold_node_types(const scenario::Scenario& s, RankClasses& rc,
+                     const std::vector<std::vector<int>>& groups, const std::vector<char>& alike);
+
+// Statistical rank classes with GPU types (groups single nodes): the highest node of `node`'s
+// type that is not in `besides` and does not run (`rc.runs`, where assigned); -1 where none is.
+int last_node_of_type(const scenario::ClusterSpec& c, int node, const std::vector<int>& besides,
+                      const RankClasses* rc = nullptr);
+// Statistical with GPU types: each type's extreme, the slowest of its own GPUs left out (their
+// compute is their type's, so one extreme cannot draw for two). The representative's type's is
+// `extreme_node` (-1: none, a type of one node); every other type's is its last node that does
+// not run, made to run. Sets rc.extreme, rc.extremes, rc.node_type and the approximation text.
+void add_type_extremes(const scenario::Scenario& s, RankClasses& rc, int extreme_node,
+                       const std::string& differences);
+
+// What keeps GPU types from folding ("" where they fold, or there are none): a statistical fold of
+// pipeline replicas (`per_replica`: one replica cannot draw for two types' stages); WAN sites
+// unless every site's nodes are of one type and the sites are node groups (a flat ring across
+// them, sim/site_classes.h). Site by site, sites typed alike come out with the full run's
+// iteration time but not its split of waiting and exposed communication (2 sites of 4 x 4 A100,
+// the second 40 GB: waiting 0.203 s folded against 0.0012 s in full), so they run in full.
+std::string typed_fold_obstacle(const scenario::Scenario& s, bool per_replica);
 
 } // namespace overlapsim::sim

@@ -47,7 +47,7 @@ double transfer_end(double compute_s, double kind_share = 0.5) {
       const std::vector<int> members{0, 1};
       const auto since = interference.snapshot(members);
       sg4::this_actor::sleep_for(0.010); // the network's part
-      interference.make_up(members, since, kind_share);
+      interference.make_up(members, since, {kind_share, kind_share});
       done = sg4::Engine::get_clock();
     });
     engine.run();

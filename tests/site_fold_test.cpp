@@ -66,10 +66,11 @@ TEST(SiteFold, SitesThatDifferRunInFull) {
       "5]}}]}}\nmodel: {{preset: gpt-neo-125m}}\ntraining: {{micro_batch: 2, seq_len: 128}}\n"
       "algorithms: [ddp]\n");
   EXPECT_EQ(classes_of(uneven).why_full, "WAN sites of unequal size");
-  // GPU types across sites: a site's nodes would pair, across the WAN, with nodes of several
-  // types (measured: waiting and exposed communication 0.2 s apart folded); not folded.
+  // GPU types inside a site: a site's nodes would pair, across the WAN, with nodes of several
+  // types (measured: waiting and exposed communication 0.2 s apart folded); not folded (sites
+  // typed alike fold, tests/node_types_parallel_test.cpp).
   EXPECT_EQ(classes_of(sites_yaml(2, ", node_types: [{nodes: [6, 7], gpu: a100-40gb}]")).why_full,
-            "node_types across WAN sites");
+            "node_types across WAN sites: a site of several GPU types");
   // Interleaved sites fold site by site, not under a flat ring.
   const auto interleaved = [](const std::string& extra) {
     return testing::scenario_from(

@@ -21,8 +21,20 @@ Fabric::Fabric(const Platform& platform, const scenario::ClusterSpec& cluster,
       nccl_generation_(scenario::nccl_generation_of(cluster)),
       nccl_protocol_(comm::nccl_protocol_of(cluster.nccl_protocol)),
       nic_Bps_(cluster.inter_node.bandwidth_Bps), gpu_(cluster.gpu),
-      interference_(platform, cluster.gpu.any_comm_interference()),
-      compute_interference_(platform, cluster.gpu.any_compute_interference()) {
+      interference_(platform,
+                    std::any_of(cluster.node_types.begin(), cluster.node_types.end(),
+                                [](const auto& t) { return t.gpu.any_comm_interference(); }) ||
+                        cluster.gpu.any_comm_interference()),
+      compute_interference_(
+          platform, std::any_of(cluster.node_types.begin(), cluster.node_types.end(),
+                                [](const auto& t) { return t.gpu.any_compute_interference(); }) ||
+                        cluster.gpu.any_compute_interference()) {
+  for (const auto& type : cluster.node_types)
+    type_gpus_.push_back(type.gpu);
+  if (!type_gpus_.empty())
+    for (int n = 0; n < cluster.nodes; ++n)
+      node_type_.push_back(cluster.node_type_of(n));
+  gpus_per_node_ = cluster.gpus_per_node;
   reverse_busy_s_ = {cluster.intra_node.reverse_busy_s, cluster.inter_node.reverse_busy_s,
                      cluster.wan.reverse_busy_s};
   if (cluster.sites.size() > 1) {
@@ -35,11 +47,17 @@ Fabric::Fabric(const Platform& platform, const scenario::ClusterSpec& cluster,
 
 Fabric::~Fabric() = default;
 
-double Fabric::comm_share(const Scope& s) const {
-  return gpu_.comm_interference_of(calibration_op_name(s.op));
+const hw::GpuSpec& Fabric::gpu_of(int rank) const {
+  if (node_type_.empty())
+    return gpu_;
+  const int t = node_type_[static_cast<std::size_t>(rank / gpus_per_node_)];
+  return t < 0 ? gpu_ : type_gpus_[static_cast<std::size_t>(t)];
 }
-double Fabric::compute_share(const Scope& s) const {
-  return gpu_.compute_interference_of(calibration_op_name(s.op));
+double Fabric::comm_share(const Scope& s, int rank) const {
+  return gpu_of(rank).comm_interference_of(calibration_op_name(s.op));
+}
+double Fabric::compute_share(const Scope& s, int rank) const {
+  return gpu_of(rank).compute_interference_of(calibration_op_name(s.op));
 }
 
 std::pair<double, double> Fabric::route(int src, int dst) {

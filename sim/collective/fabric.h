@@ -180,8 +180,10 @@ public:
 private:
   std::pair<double, double> route(int src, int dst); // latency, bandwidth over the lanes
   const Split* make_split(const Group& group, bool by_site, std::unique_ptr<Split>& slot);
-  double comm_share(const Scope& s) const;
-  double compute_share(const Scope& s) const;
+  // The interference shares of `s`'s kind on `rank`'s GPU (cluster.node_types: its own GPU's).
+  double comm_share(const Scope& s, int rank) const;
+  double compute_share(const Scope& s, int rank) const;
+  const hw::GpuSpec& gpu_of(int rank) const;
 
   const Platform& platform_;
   const Topology& topology_;
@@ -208,6 +210,10 @@ private:
   std::map<InstanceKey, std::shared_ptr<Instance>> instances_;
   std::map<InstanceKey, LateEnd> late_ends_;
   hw::GpuSpec gpu_; // the interference shares by collective kind
+  // cluster.node_types: each type's GPU, and each node's type (-1: gpu_); empty without types.
+  std::vector<hw::GpuSpec> type_gpus_;
+  std::vector<int> node_type_;
+  int gpus_per_node_ = 1;
   CommInterference interference_;
   ComputeInterference compute_interference_;
 };

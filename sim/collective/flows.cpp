@@ -37,14 +37,18 @@ void Fabric::interfered(const Scope& s, const std::vector<int>& ends,
                         const std::function<void()>& move) {
   // Data moves on every end's GPU from now on: the comm stream takes its share of the GPU, and
   // compute on it meanwhile slows the transfer (made up once the flows end).
-  const double comm_share_of_op = comm_share(s);
-  for (const int r : ends)
-    interference_.begin(r, comm_share_of_op);
+  std::vector<double> comm_shares, compute_shares;
+  for (const int r : ends) {
+    comm_shares.push_back(comm_share(s, r));
+    compute_shares.push_back(compute_share(s, r));
+  }
+  for (std::size_t i = 0; i < ends.size(); ++i)
+    interference_.begin(ends[i], comm_shares[i]);
   const auto computed = compute_interference_.snapshot(ends);
   move();
-  compute_interference_.make_up(ends, computed, compute_share(s));
-  for (const int r : ends)
-    interference_.end(r, comm_share_of_op);
+  compute_interference_.make_up(ends, computed, compute_shares);
+  for (std::size_t i = 0; i < ends.size(); ++i)
+    interference_.end(ends[i], comm_shares[i]);
 }
 
 void Fabric::fused(const Scope& s, double wait,
