@@ -4,6 +4,7 @@
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
+#include <limits>
 
 namespace overlapsim::sim {
 
@@ -14,30 +15,32 @@ namespace {
 constexpr double kEndless = 1e30;
 // SimGrid wants a priority above 0 (kinds at 0 never open a load; this guards the empty set).
 constexpr double kLightest = 1e-12;
+// The priority that turns the load off: SimGrid's sharing penalty is 1 / priority, and a variable
+// of penalty 0 takes no share of its host.
+constexpr double kOff = std::numeric_limits<double>::infinity();
 } // namespace
 
 CommInterference::CommInterference(const Platform& platform, bool enabled)
-    : open_(platform.gpus.size()), opened_(platform.gpus.size()), closed_(platform.gpus.size()),
-      load_(platform.gpus.size()) {
+    : open_(platform.gpus.size()), enabled_(platform.gpus.size(), 0), load_(platform.gpus.size()) {
   if (!enabled)
     return;
   for (std::size_t r = 0; r < platform.gpus.size(); ++r) {
     if (platform.gpus[r] == nullptr)
       continue; // folded: a rank that is not simulated
-    opened_[r] = sg4::Semaphore::create(0);
-    closed_[r] = sg4::Semaphore::create(0);
-    // Ended by SimGrid, blocked in acquire(), once the streams have finished.
+    enabled_[r] = 1;
+    // Starts the GPU's load, off unless a transfer opened before it ran, and blocks until SimGrid
+    // ends it with the streams.
     sg4::Actor::create(fmt::format("i{}", r), platform.gpus[r], [this, r] {
       sg4::Actor::self()->daemonize();
-      for (;;) {
-        opened_[r]->acquire();
-        load_[r] = sg4::this_actor::exec_init(kEndless)->set_priority(load_weight(r));
-        load_[r]->start();
-        closed_[r]->acquire();
-        std::exchange(load_[r], nullptr)->cancel();
-      }
+      load_[r] = sg4::this_actor::exec_init(kEndless)->set_priority(priority(r));
+      load_[r]->start();
+      sg4::Semaphore::create(0)->acquire(); // never released
     });
   }
+}
+
+double CommInterference::priority(std::size_t r) const {
+  return open_[r].empty() ? kOff : load_weight(r);
 }
 
 double CommInterference::load_weight(std::size_t r) const {
@@ -46,26 +49,22 @@ double CommInterference::load_weight(std::size_t r) const {
 
 void CommInterference::begin(int rank, double share) {
   const auto r = static_cast<std::size_t>(rank);
-  if (!opened_[r] || share <= 0) // a kind that takes nothing does not load the GPU
+  if (!enabled_[r] || share <= 0) // a kind that takes nothing does not load the GPU
     return;
-  const double before = load_weight(r);
+  const double before = priority(r);
   open_[r].insert(share);
-  if (open_[r].size() == 1)
-    opened_[r]->release();
-  else if (load_[r] && load_weight(r) != before)
-    load_[r]->update_priority(load_weight(r));
+  if (load_[r] && priority(r) != before) // without a load yet, its daemon reads open_
+    load_[r]->update_priority(priority(r));
 }
 
 void CommInterference::end(int rank, double share) {
   const auto r = static_cast<std::size_t>(rank);
-  if (!opened_[r] || share <= 0)
+  if (!enabled_[r] || share <= 0)
     return;
-  const double before = load_weight(r);
+  const double before = priority(r);
   open_[r].erase(open_[r].find(share));
-  if (open_[r].empty())
-    closed_[r]->release();
-  else if (load_[r] && load_weight(r) != before)
-    load_[r]->update_priority(load_weight(r));
+  if (load_[r] && priority(r) != before)
+    load_[r]->update_priority(priority(r));
 }
 
 } // namespace overlapsim::sim

@@ -26,20 +26,22 @@
 // data). Bounded per GPU: however many transfers of a GPU are open at once, they weigh once, so
 // concurrent ops (CDP's sends and receives, ACCO's two streams) do not add up.
 //
-// Mechanism: while a GPU has transfers open, an execution at the transfer's weight that would
-// never end runs on its host, and SimGrid shares the host among it and the streams' executions. A
-// daemon actor per GPU starts it when the first transfer opens and cancels it when the last one
-// closes (at the same simulated time: the semaphore wakes it in the same round), because SimGrid
-// cancels an actor's activities when the actor exits and transfers open and close in short-lived
-// helper actors. (Suspending one execution instead does not work on SimGrid 3.32, whose resume()
-// leaves the activity marked suspended, so the next suspend() is ignored. Before this: a second
-// power state at (1 - share) of the speed, which slowed both streams alike.)
+// Mechanism: an execution at the transfer's weight that never ends runs on each GPU's host for the
+// whole run, started by a daemon actor per GPU that then blocks for good (SimGrid cancels an
+// actor's activities when the actor exits, and transfers open and close in short-lived helper
+// actors). While the GPU has no transfer open its priority is +inf, a sharing penalty of 0, which
+// SimGrid's max-min solver leaves out (a disabled variable: no share of the host); the first
+// transfer to open sets its weight, the last to close turns it off again, SimGrid sharing the
+// host among it and the streams' executions meanwhile. (Suspending the execution instead does not
+// work on SimGrid 3.32, whose resume() leaves the activity marked suspended, so the next suspend()
+// is ignored. Before issue 64.1 the daemon started and cancelled an execution per transfer, woken
+// by a semaphore twice each: 40% of a 256-GPU DDP run's CPU, for the same simulated times. Before
+// issue 30, a second power state at (1 - share) of the speed, which slowed both streams alike.)
 #pragma once
 
 #include "sim/platform.h"
 
 #include <simgrid/s4u/Exec.hpp>
-#include <simgrid/s4u/Semaphore.hpp>
 
 #include <set>
 #include <vector>
@@ -63,11 +65,12 @@ public:
 private:
   // The weight the open transfers of `r` put on its GPU: the heaviest's.
   double load_weight(std::size_t r) const;
+  // Its load's priority: that weight, or +inf (off) while no transfer is open.
+  double priority(std::size_t r) const;
 
   std::vector<std::multiset<double>> open_; // per rank, the open transfers' shares
-  // Per rank, released when its first transfer opens and when its last one closes.
-  std::vector<simgrid::s4u::SemaphorePtr> opened_, closed_;
-  std::vector<simgrid::s4u::ExecPtr> load_; // per rank, the running load (null: none)
+  std::vector<char> enabled_;               // per rank: simulated, and some kind's share above 0
+  std::vector<simgrid::s4u::ExecPtr> load_; // per rank, the load (null until its daemon ran)
 };
 
 } // namespace overlapsim::sim

@@ -1,6 +1,7 @@
 #include "sim/sim_worker.h"
 
 #include "sim/gpu_draws.h"
+#include "sim/simcall_batch.h"
 
 #include "hw/backward_split.h"
 #include "hw/compute_cost.h"
@@ -235,9 +236,9 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
     const double share = gpu().comm_stream_share;
     const auto execute = [&](double f) {
       if (stream == StreamKind::comm && share != 0.5)
-        sg4::this_actor::execute(f, share / (1 - share));
+        execute_on(host_, f, share / (1 - share));
       else
-        sg4::this_actor::execute(f);
+        execute_on(host_, f);
     };
     auto& memory = ctx_.memory;
     if (alone && memory.enabled()) {
@@ -929,7 +930,11 @@ void SimWorker::notify(int signal, std::int64_t value) {
   settle(true);
   auto& c = channel(signal);
   c.values.push_back(value);
-  c.ready->release();
+  if (c.blocked > 0) { // a stream waits for it: wake it (Channel)
+    --c.blocked;
+    ++c.granted;
+    c.ready->release();
+  }
 }
 
 bool SimWorker::take_handoff() {
@@ -957,7 +962,11 @@ std::int64_t SimWorker::await(int signal) {
     handed_off_[stream] = true;
     compute_handed_off_[stream] = true;
   }
-  c.ready->acquire();
+  if (c.values.size() <= static_cast<std::size_t>(c.granted)) { // none for this stream yet
+    ++c.blocked;
+    c.ready->acquire();
+    --c.granted;
+  }
   const auto v = c.values.front();
   c.values.pop_front();
   return v;
@@ -965,9 +974,8 @@ std::int64_t SimWorker::await(int signal) {
 
 std::optional<std::int64_t> SimWorker::poll(int signal) {
   auto& c = channel(signal);
-  if (c.values.empty())
+  if (c.values.size() <= static_cast<std::size_t>(c.granted))
     return std::nullopt;
-  c.ready->acquire(); // does not block: a value is there
   const auto v = c.values.front();
   c.values.pop_front();
   return v;

@@ -121,9 +121,15 @@ public:
   MemoryByCategory peak_memory() const;
 
 private:
+  // A stream's signals (notify, await, poll). A value already there is taken without SimGrid: a
+  // semaphore's release and acquire are a simcall each, a switch to SimGrid's maestro and back
+  // (sim/simcall_batch.h), twice per bucket and GPU in DDP. Only a stream that has to wait blocks
+  // on the semaphore, released once per waiter.
   struct Channel {
     simgrid::s4u::SemaphorePtr ready;
     std::deque<std::int64_t> values;
+    int blocked = 0; // streams waiting in acquire() for a value not yet released to them
+    int granted = 0; // values released to a woken stream that has not taken them yet
   };
   class State;
 

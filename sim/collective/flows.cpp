@@ -1,5 +1,7 @@
 #include "sim/collective/fabric.h"
 
+#include "sim/simcall_batch.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@ std::uint64_t mixed(const InstanceKey& key) {
   x *= 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
 }
+
 } // namespace
 
 sg4::Mailbox* Fabric::mailbox(const Scope& s, int src, int dst) {
@@ -42,13 +45,17 @@ void Fabric::interfered(const Scope& s, const std::vector<int>& ends,
     comm_shares.push_back(comm_share(s, r));
     compute_shares.push_back(compute_share(s, r));
   }
-  for (std::size_t i = 0; i < ends.size(); ++i)
-    interference_.begin(ends[i], comm_shares[i]);
+  in_one_simcall([&] {
+    for (std::size_t i = 0; i < ends.size(); ++i)
+      interference_.begin(ends[i], comm_shares[i]);
+  });
   const auto computed = compute_interference_.snapshot(ends);
   move();
   compute_interference_.make_up(ends, computed, compute_shares);
-  for (std::size_t i = 0; i < ends.size(); ++i)
-    interference_.end(ends[i], comm_shares[i]);
+  in_one_simcall([&] {
+    for (std::size_t i = 0; i < ends.size(); ++i)
+      interference_.end(ends[i], comm_shares[i]);
+  });
 }
 
 void Fabric::fused(const Scope& s, double wait,
@@ -108,8 +115,10 @@ void Fabric::fused_plan(const Scope& s, const std::function<Plan()>& plan) {
     instance->late_arrival =
         late->second.last_caller ? n - 1 : static_cast<int>(mixed(key) % static_cast<unsigned>(n));
   }
-  for (int i = 1; i < n; ++i)
-    instance->done->release();
+  in_one_simcall([&] {
+    for (int i = 1; i < n; ++i)
+      instance->done->release();
+  });
   if (instance->late_arrival == n - 1)
     sg4::this_actor::sleep_for(instance->late_by);
 }
@@ -124,8 +133,10 @@ void Fabric::run_flows(const std::vector<Flow>& flows) {
   const auto run = [this](std::span<const Flow> slice) {
     std::vector<sg4::CommPtr> comms;
     comms.reserve(slice.size());
-    for (const auto& [src, dst, bytes] : slice)
-      start_flow(src, dst, bytes, comms);
+    in_one_simcall([&] {
+      for (const auto& [src, dst, bytes] : slice)
+        start_flow(src, dst, bytes, comms);
+    });
     sg4::Comm::wait_all(comms);
   };
   if (flows.size() <= kFlowsPerActor) {

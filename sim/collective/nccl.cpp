@@ -12,15 +12,23 @@ namespace overlapsim::sim::collective {
 
 using comm::NcclAlgorithm;
 
+const comm::NcclCost& NcclModel::cost_of(const Group& g, CollectiveOp op, double bytes) {
+  const std::tuple<int, CollectiveOp, double> key{g.id, op, bytes};
+  if (last_key_ != key) {
+    last_cost_ = comm::nccl_best_collective(fabric_.nccl_generation(), fabric_.nccl_shape(g), op,
+                                            bytes, only_, fabric_.nccl_protocol());
+    last_key_ = key;
+  }
+  return last_cost_;
+}
+
 CollectiveOutcome NcclModel::run(int rank, const Scope& s, double data_bytes, int root) {
   const Group& g = s.group;
   const int n = g.size();
   const CollectiveOp collective = s.op;
   // The whole array S (all-gather's: n shards), as NCCL's model takes it.
   const double bytes = comm::array_bytes(collective, n, data_bytes);
-  const comm::NcclCost cost =
-      comm::nccl_best_collective(fabric_.nccl_generation(), fabric_.nccl_shape(g), collective,
-                                 bytes, only_, fabric_.nccl_protocol());
+  const comm::NcclCost cost = cost_of(g, collective, bytes);
   const comm::NcclShape& shape = fabric_.nccl_shape(g);
   // Trees between nodes: NCCL's tree (chains inside the nodes) and NVLSTree (NVLS inside).
   const bool nvls_tree = cost.algorithm == NcclAlgorithm::nvls && shape.nodes > 1;

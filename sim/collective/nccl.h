@@ -35,9 +35,15 @@ public:
   CollectiveOutcome run(int rank, const Scope& s, double bytes, int root) override;
 
 private:
+  // The price every member of one collective asks for in turn: the last one's, kept with its key
+  // (group, op, array bytes), so that an N-rank collective prices once instead of N times.
+  const comm::NcclCost& cost_of(const Group& g, CollectiveOp op, double bytes);
+
   Fabric& fabric_;
   NcclFlowShapes& shapes_;
   std::optional<comm::NcclAlgorithm> only_;
+  std::optional<std::tuple<int, CollectiveOp, double>> last_key_;
+  comm::NcclCost last_cost_{};
 };
 
 } // namespace overlapsim::sim::collective
