@@ -52,15 +52,19 @@ TABLES = {
     "h100-4x8-ib-vms.log": (TARGET, HGX_H100_IB.format(nodes=4)),
     "h100-4x8-ib.log": (TARGET, HGX_H100_IB.format(nodes=4)),
     "h100-8x8-ib.log": (TARGET, HGX_H100_IB.format(nodes=8)),
+    # Both with the latency aws-ofi-nccl reports to NCCL on p4d/p4de/p5 (src/platform-aws.cpp:
+    # 75 us, which NCCL's tuner adds to each network hop, twice under Simple; docs/MODEL.md,
+    # "Plugin latency"), as the efa-100g preset carries it.
     "aws-p5-h100-2x8-efa.log": (
         REFERENCE, "{nodes: 2, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, "
-        "inter_node: {bandwidth: 12.5GB/s, latency: 30us}, nics_per_node: 32}"),
+        "inter_node: {bandwidth: 12.5GB/s, latency: 30us, plugin_latency: 75us}, "
+        "nics_per_node: 32}"),
     # aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de (src/platform-aws.c, force_proto_simple):
     # EFA's SRD delivers out of order, which LL and LL128 cannot take.
     "aws-p4de-a100-2x8-efa.log": (
         REFERENCE, "{nodes: 2, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3, "
-        "inter_node: {bandwidth: 12.5GB/s, latency: 74us}, nics_per_node: 4, "
-        "nccl_protocol: Simple}"),
+        "inter_node: {bandwidth: 12.5GB/s, latency: 74us, plugin_latency: 75us}, "
+        "nics_per_node: 4, nccl_protocol: Simple}"),
     # Presets only (hw/system_presets.cpp): what a user picks, nothing taken from the table
     # (gcp-a3-mega carries GCP's TCPXO NCCL profile: Ring,Tree, Simple, no NVLS), plus what the
     # run itself was configured with: the pull request that published the table (#376) runs it
