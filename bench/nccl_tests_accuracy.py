@@ -86,9 +86,12 @@ NCCL through the aws-ofi-nccl plugin over libfabric's SRD (out-of-order delivery
 rendezvous and copy per message), whose per-message costs NCCL's tuning model does not describe;
 the latencies above are fits, each a whole network hop (NCCL's InfiniBand hop replaced): p5's
 30 us is read off its 8 B row; p4de's 74 us straddles its small and mid sizes (its 8 B row alone
-gives 27 us under Simple, which leaves 1 MiB-16 MiB up to 1.7x too fast). The bandwidths are the instances' line rates. With a hardware model only, p4de's
-mid sizes stay 1.2-1.4x too fast and p5's 16-64 MiB 1.2-1.4x: SRD's per-message cost, not NCCL's,
-sets them."""
+gives 27 us under Simple, which leaves 1 MiB-16 MiB up to 1.7x too fast). The bandwidths are the instances' line rates. Both carry
+the 75 us aws-ofi-nccl reports to NCCL, which NCCL's tuner adds to each network hop (twice under
+Simple) and picks by: on p5 the ring and tree under LL/LL128 rather than NVLSTree from 128 KiB to
+32 MiB. p4de's mid sizes stay 1.2-1.4x too fast and p5's 16-256 MiB 1.2-1.33x; the plugin's
+source shows no per-message cost in series with the data (its RDMA rendezvous overlaps NCCL's
+posted receives: docs/MODEL.md)."""
 
 MIB = 1 << 20
 
