@@ -16,8 +16,8 @@ namespace {
 using comm::NcclAlgorithm;
 using comm::NcclProtocol;
 using comm::NcclView;
-using ::testing::HasSubstr;
 using scenario::load_scenario_text;
+using ::testing::HasSubstr;
 
 comm::NcclGeneration hopper_on(const hw::LinkSpec& net) {
   return comm::nccl_generation(*hw::find_gpu_preset("h100-sxm"), *hw::find_link_preset("nvlink4"),
