@@ -52,15 +52,19 @@ TABLES = {
     "h100-4x8-ib-vms.log": (TARGET, HGX_H100_IB.format(nodes=4)),
     "h100-4x8-ib.log": (TARGET, HGX_H100_IB.format(nodes=4)),
     "h100-8x8-ib.log": (TARGET, HGX_H100_IB.format(nodes=8)),
+    # Both with the latency aws-ofi-nccl reports to NCCL on p4d/p4de/p5 (src/platform-aws.cpp:
+    # 75 us, which NCCL's tuner adds to each network hop, twice under Simple; docs/MODEL.md,
+    # "Plugin latency"), as the efa-100g preset carries it.
     "aws-p5-h100-2x8-efa.log": (
         REFERENCE, "{nodes: 2, gpus_per_node: 8, gpu: h100-sxm, intra_node: nvlink4, "
-        "inter_node: {bandwidth: 12.5GB/s, latency: 30us}, nics_per_node: 32}"),
+        "inter_node: {bandwidth: 12.5GB/s, latency: 30us, plugin_latency: 75us}, "
+        "nics_per_node: 32}"),
     # aws-ofi-nccl sets NCCL_PROTO=simple on p4d/p4de (src/platform-aws.c, force_proto_simple):
     # EFA's SRD delivers out of order, which LL and LL128 cannot take.
     "aws-p4de-a100-2x8-efa.log": (
         REFERENCE, "{nodes: 2, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3, "
-        "inter_node: {bandwidth: 12.5GB/s, latency: 74us}, nics_per_node: 4, "
-        "nccl_protocol: Simple}"),
+        "inter_node: {bandwidth: 12.5GB/s, latency: 74us, plugin_latency: 75us}, "
+        "nics_per_node: 4, nccl_protocol: Simple}"),
     # Presets only (hw/system_presets.cpp): what a user picks, nothing taken from the table
     # (gcp-a3-mega carries GCP's TCPXO NCCL profile: Ring,Tree, Simple, no NVLS), plus what the
     # run itself was configured with: the pull request that published the table (#376) runs it
@@ -82,9 +86,12 @@ NCCL through the aws-ofi-nccl plugin over libfabric's SRD (out-of-order delivery
 rendezvous and copy per message), whose per-message costs NCCL's tuning model does not describe;
 the latencies above are fits, each a whole network hop (NCCL's InfiniBand hop replaced): p5's
 30 us is read off its 8 B row; p4de's 74 us straddles its small and mid sizes (its 8 B row alone
-gives 27 us under Simple, which leaves 1 MiB-16 MiB up to 1.7x too fast). The bandwidths are the instances' line rates. With a hardware model only, p4de's
-mid sizes stay 1.2-1.4x too fast and p5's 16-64 MiB 1.2-1.4x: SRD's per-message cost, not NCCL's,
-sets them."""
+gives 27 us under Simple, which leaves 1 MiB-16 MiB up to 1.7x too fast). The bandwidths are the instances' line rates. Both carry
+the 75 us aws-ofi-nccl reports to NCCL, which NCCL's tuner adds to each network hop (twice under
+Simple) and picks by: on p5 the ring and tree under LL/LL128 rather than NVLSTree from 128 KiB to
+32 MiB. p4de's mid sizes stay 1.2-1.4x too fast and p5's 16-256 MiB 1.2-1.33x; the plugin's
+source shows no per-message cost in series with the data (its RDMA rendezvous overlaps NCCL's
+posted receives: docs/MODEL.md)."""
 
 MIB = 1 << 20
 

@@ -185,6 +185,7 @@ NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra
                                     : std::array{0.0, 0.0};
   gen.compute_capability = cc;
   gen.net_message_s = inter_link.message_cost_s;
+  gen.net_plugin_latency_s = inter_link.plugin_latency_s;
   // ncclTopoNVLinkBw (src/graph/topo.h): SM60 18, SM70/SM80 20, SM86 12, SM90 20.6, SM100 40.1
   // GB/s a link; a p2p channel on NVLink moves one link's worth (comm/nccl_p2p.h). Not NVIDIA's
   // GPUs (cc 0: RCCL) or PCIe: no per-channel cap.
@@ -335,9 +336,22 @@ double nccl_tree_correction(NcclProtocol protocol, double bytes) {
   return kFactor[static_cast<std::size_t>(protocol)][static_cast<std::size_t>(column)];
 }
 
+double nccl_plugin_hop_s(const NcclGeneration& gen, NcclProtocol protocol) {
+  return gen.net_plugin_latency_s * (protocol == NcclProtocol::simple ? 2 : 1);
+}
+
 NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
                               CollectiveOp collective, NcclAlgorithm algorithm,
                               NcclProtocol protocol, double bytes, NcclView view) {
+  // The plugin's reported latency is what NCCL's tuner sees on every network hop, whichever
+  // algorithm prices it (ring, tree, NVLSTree, CollNet, PAT): the tuner's view carries it as a
+  // per-message cost; the run's does not.
+  if (view == NcclView::tuner && gen.net_plugin_latency_s > 0 && s.nodes > 1) {
+    NcclGeneration seen = gen;
+    seen.net_message_s += nccl_plugin_hop_s(gen, protocol);
+    seen.net_plugin_latency_s = 0;
+    return nccl_collective_cost(seen, s, collective, algorithm, protocol, bytes, view);
+  }
   const auto p = static_cast<std::size_t>(protocol);
   NcclCost c{algorithm, protocol, 0, 0, std::numeric_limits<double>::infinity()};
   const int n = s.ranks;

@@ -89,6 +89,9 @@ struct NcclGeneration {
   // The transport between nodes (hw::LinkSpec::message_cost_s): what a network step pays for
   // each message beyond the wire and NCCL's hop.
   double net_message_s = 0;
+  // The latency the network's NCCL plugin reports (hw::LinkSpec::plugin_latency_s): NCCL's tuner
+  // adds it to every network hop, twice under Simple (nccl_plugin_hop_s); the run does not pay it.
+  double net_plugin_latency_s = 0;
   // The fabric reduces (cluster.fabric's `sharp: true`: InfiniBand SHARP): NCCL's CollNet runs
   // (NCCL_COLLNET_ENABLE=1 with the SHARP plugin), and NVLS across nodes with it.
   bool collnet = false;
@@ -119,6 +122,12 @@ struct NcclGeneration {
 // pay (none: the default).
 NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra_link,
                                int gpus_per_node, const hw::LinkSpec& inter_link = {});
+
+// What NCCL's tuner adds to a network hop for the latency the net plugin reports (tuning.cc,
+// NCCL 2.18-2.29: interLat = hwLat[NET] + graph->latencyInter, "also add the flush extra latency"
+// under Simple: the graph's latencyInter is the NIC's ncclNetProperties_t::latency, search.cc).
+// aws-ofi-nccl's 75 us on EFA: 75 us a hop under LL and LL128, 150 us under Simple.
+double nccl_plugin_hop_s(const NcclGeneration& gen, NcclProtocol protocol);
 
 // What one all-reduce runs on.
 struct NcclShape {

@@ -98,6 +98,11 @@ LinkSpec of_kind(LinkSpec link, LinkKind kind, bool nvlink_sharp = false) {
   link.nvlink_sharp = nvlink_sharp;
   return link;
 }
+// A network whose NCCL plugin reports `latency_s` to NCCL (LinkSpec::plugin_latency_s).
+LinkSpec reporting(LinkSpec link, double latency_s) {
+  link.plugin_latency_s = latency_s;
+  return link;
+}
 
 // Compute capabilities: NVIDIA's CUDA GPUs table (developer.nvidia.com/cuda-gpus).
 const std::array kGpus = {
@@ -193,12 +198,18 @@ const std::array kLinks = {
     // through aws-ofi-nccl (its RDMA protocol stripes a GPU's messages over up to 4 rails,
     // MAX_NUM_RAILS). 0.92 of the line: as InfiniBand (assumed). Latency 30 us: a fit, read off
     // the 8 B row of tests/data/nccl-tests/aws-p5-h100-2x8-efa.log (a whole network hop; no
-    // published SRD latency was found).
-    of_kind(link_at("efa-100g", 100e9 / 8, 30e-6, 0.92), LinkKind::ethernet),
+    // published SRD latency was found). aws-ofi-nccl reports 75 us to NCCL on p4d, p4de and p5
+    // (src/platform-aws.cpp, platform_data_map's latency; since v1.7.0, commit d87d61e0: chosen
+    // so that NCCL's tuner picks the right algorithm on 2 nodes), which NCCL's tuner adds to
+    // every network hop (LinkSpec::plugin_latency_s).
+    reporting(of_kind(link_at("efa-100g", 100e9 / 8, 30e-6, 0.92), LinkKind::ethernet), 75e-6),
     // GCP GPUDirect-TCPX (A3 High, a3-highgpu-8g: 4 x 200 Gb/s GPU NICs) and -TCPXO (A3 Mega,
     // a3-megagpu-8g: 8 x 200 Gb/s; GCP's GPU machine types page). Data lands in GPU memory
     // over TCP flows, headers through the host: TCP's goodput share, 0.90 as the Ethernet
-    // presets (assumed); 20 us latency as a kernel TCP path (ethernet-10g's; assumed).
+    // presets (assumed); 20 us latency as a kernel TCP path (ethernet-10g's; assumed). TCPXO's
+    // plugin reports no latency to NCCL (nccl-plugin-gpudirect-tcpxo nccl_shim.cc,
+    // GetProperties: props.latency = 0), nor does NCCL's own IB transport ("Not set"); TCPX's is
+    // taken as TCPXO's (assumed).
     of_kind(link_at("tcpx-200g", 200e9 / 8, 20e-6, 0.90), LinkKind::ethernet),
     of_kind(link_at("tcpxo-200g", 200e9 / 8, 20e-6, 0.90), LinkKind::ethernet),
     // RoCE v2 at 400 GbE (ConnectX-7, Broadcom Thor2: MI300X and H100 Ethernet clusters). 0.92 of

@@ -130,6 +130,13 @@ struct LinkSpec {
   // receiver send a control message before the sender writes (a rendezvous per message). 0 on
   // InfiniBand and RoCE verbs, whose cost NCCL's own hop figures hold.
   double message_cost_s = 0;
+  // The latency the network's NCCL plugin reports (ncclNetProperties_t::latency;
+  // cluster.<link>.plugin_latency). NCCL's tuner adds it to every network hop it prices, twice
+  // under Simple (tuning.cc, "Also add the flush extra latency"), so it steers which algorithm and
+  // protocol run; it is a selection input, not a cost the run pays (aws-ofi-nccl reports 75 us on
+  // p4d/p4de/p5 because NCCL then chooses better, commit d87d61e0). 0: NCCL's own InfiniBand/RoCE
+  // transport, GPUDirect-TCPX/TCPXO (their plugins report 0).
+  double plugin_latency_s = 0;
 
   double line_rate_Bps() const { return bandwidth_Bps / efficiency; }
 };

@@ -42,7 +42,11 @@ const std::array<SystemSpec, 10> kSystems = {
     // NVLSTree since the plugin release of 2025-08-21, container-engine-accelerators
     // gpudirect-tcpxo/best-practice.md). NCCL_MIN_NCHANNELS=4, NCCL_BUFFSIZE=8 MiB and
     // NCCL_FASTRAK_NUM_FLOWS=2 (each NCCL message rides whole on one of 2 TCP flows, round robin:
-    // the plugin's nccl_shim.cc) are not modelled: no document gives what they cost.
+    // the plugin's nccl_shim.cc) are not modelled: no document gives what they cost. NCCL's ring
+    // search (search.cc, 2.18.5) gives one channel at 24 GB/s to each of the 8 NICs the plugin
+    // reports at 200 Gb/s, doubled to 16 (connect.cc), above NCCL_MIN_NCHANNELS=4: the ring uses
+    // every NIC, as the preset's 8 pooled NICs do (docs/MODEL.md, "GPUDirect-TCPXO from its
+    // sources").
     SystemSpec{"gcp-a3-mega", "h100-sxm", 8, "nvlink4", "tcpxo-200g", 8, true, false},
     // GCP A3 High (a3-highgpu-8g): 8 x H100 SXM on NVLink 4, 4 x 200 Gb/s GPUDirect-TCPX NICs;
     // NCCL configured as A3 Mega's (assumed).

@@ -99,7 +99,7 @@ hw::LinkSpec read_link(const Entry& e) {
                        e.text(), names));
   }
   e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency", "reverse_busy_delay",
-                "kind", "nvlink_sharp", "message_cost"});
+                "kind", "nvlink_sharp", "message_cost", "plugin_latency"});
   hw::LinkSpec link;
   if (e.has("preset"))
     link = read_link(e.child("preset"));
@@ -136,6 +136,12 @@ hw::LinkSpec read_link(const Entry& e) {
     link.message_cost_s = cost.quantity(hw::parse_time_s, /*allow_zero=*/true);
     if (link.message_cost_s > 0.1)
       cost.fail("expected at most 100 ms (a transport's cost per message)");
+  }
+  if (e.has("plugin_latency")) {
+    const Entry reported = e.child("plugin_latency");
+    link.plugin_latency_s = reported.quantity(hw::parse_time_s, /*allow_zero=*/true);
+    if (link.plugin_latency_s > 0.1)
+      reported.fail("expected at most 100 ms (the latency a network plugin reports to NCCL)");
   }
   if (e.has("reverse_busy_delay")) {
     const Entry delay = e.child("reverse_busy_delay");

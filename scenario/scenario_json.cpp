@@ -41,6 +41,8 @@ nlohmann::json to_json(const Scenario& s) {
              {"latency_s", l.latency_s}};
     if (l.reverse_busy_s > 0) // where set or measured (most links have none)
       out["reverse_busy_s"] = l.reverse_busy_s;
+    if (l.plugin_latency_s > 0) // EFA's aws-ofi-nccl (most transports report none)
+      out["plugin_latency_s"] = l.plugin_latency_s;
     return out;
   };
   json sites = json::array();
