@@ -125,8 +125,9 @@ TEST(OrderStatistic, LengthsStayExact) {
     for (int op = 0; op < 3; ++op) {
       t_exact += exact.op_seconds(0, t_exact, at(1), MicroBatch{0, mb}, at);
       t_drawn += drawn.op_seconds(0, t_drawn, at(1), MicroBatch{0, mb}, at);
-      if (op == 2) // a micro-batch's end: inside it the leader is the projected end's
+      if (op == 2) { // a micro-batch's end: inside it the leader is the projected end's
         EXPECT_NEAR(t_drawn, t_exact, 1e-9 * t_exact) << "micro-batch " << mb;
+      }
       EXPECT_LE(t_drawn, t_exact * (1 + 1e-9));
     }
   EXPECT_GT(t_exact, 6 * 0.9); // the longest of 4,096 lengths, near seq_len twice
