@@ -201,6 +201,9 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
     w.drawn_clock_ops =
         std::min<double>(sim::statistical_clocks(), stood_for - slowed) * extreme_ops;
     w.length_draws = lengths ? (stood_for - slowed) * w.steps * w.micro_batches : 0;
+    if (lengths && spec.name == "fsdp") // a solve per unit's wait, in length draws' seconds
+      w.length_draws += (stood_for - slowed) * w.steps * w.micro_batches * 2 * layers *
+                        kSecondsPerRestartGpu / kSecondsPerLengthDraw;
   } else {
     w.stood_for_ops = stood_for * extreme_ops;
   }
