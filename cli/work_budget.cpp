@@ -8,6 +8,7 @@
 #include "scenario/loader.h"
 #include "sim/collective_timing.h"
 #include "sim/rank_classes.h"
+#include "sim/slowest_of.h"
 
 #include <algorithm>
 #include <cmath>
@@ -129,11 +130,24 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
   w.label = spec.label;
   w.world = s.cluster.world_size();
   double stood_for = 0; // statistical: the GPUs the extreme draws for
+  double slowed = 0;    // of them, those with a slowdown (their own clocks past the clocks)
   try {
     const auto classes = sim::choose_rank_classes(s, *make_algorithm(spec));
     w.gpus = classes.simulated_ranks();
-    if (classes.statistical())
-      stood_for = static_cast<double>(classes.slowest_of().size());
+    if (classes.statistical()) {
+      const auto ranks = classes.slowest_of();
+      stood_for = static_cast<double>(ranks.size());
+      if (stood_for > sim::statistical_clocks()) {
+        std::vector<int> stragglers;
+        for (const auto& st : s.cluster.stragglers)
+          stragglers.push_back(st.gpu);
+        std::sort(stragglers.begin(), stragglers.end());
+        for (const int r : ranks)
+          if (std::binary_search(stragglers.begin(), stragglers.end(), r) &&
+              s.cluster.slowdown_of(r) != 1.0)
+            ++slowed;
+      }
+    }
   } catch (const std::exception&) {
     w.gpus = w.world; // the run reports its bad option itself
   }
@@ -175,7 +189,24 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
   w.collective_ops = w.gpus * w.steps * w.collectives_per_step;
   w.messages = w.collective_ops * messages_per_collective(s.cluster, true);
   count_cdp_work(s, spec, w); // CDP's stages and messages, not buckets (cli/cdp_work.h)
-  w.stood_for_ops = stood_for * w.compute_ops / std::max(1.0, w.gpus);
+  // The extreme's own compute ops: whole passes where no gradient hook splits them (above).
+  const bool whole_passes = delayed_update(spec.name) || spec.name == "diloco";
+  const double extreme_ops = whole_passes && par.pipeline == 1 && par.tensor == 1
+                                 ? w.steps * (2 * w.micro_batches + 4)
+                                 : w.compute_ops / std::max(1.0, w.gpus);
+  const bool lengths =
+      s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed;
+  if (stood_for > sim::statistical_clocks()) { // order statistics (sim/slowest_of.h)
+    w.stood_for_ops = slowed * extreme_ops;
+    w.drawn_clock_ops =
+        std::min<double>(sim::statistical_clocks(), stood_for - slowed) * extreme_ops;
+    w.length_draws = lengths ? (stood_for - slowed) * w.steps * w.micro_batches : 0;
+    if (lengths && spec.name == "fsdp") // a solve per unit's wait, in length draws' seconds
+      w.length_draws += (stood_for - slowed) * w.steps * w.micro_batches * 2 * layers *
+                        kSecondsPerRestartGpu / kSecondsPerLengthDraw;
+  } else {
+    w.stood_for_ops = stood_for * extreme_ops;
+  }
   w.stood_for_op_seconds =
       kSecondsPerStoodForOp + (s.cluster.jitter.active() ? kSecondsPerStoodForJitter : 0) +
       (s.training.seq_len_distribution.kind != scenario::SeqLenDistribution::Kind::fixed
@@ -233,7 +264,8 @@ WorkEstimate summarize(std::vector<SimulationWork> sims, std::string breakdown) 
 double predicted_seconds(const SimulationWork& w) {
   return kSecondsPerSimulation + kSecondsPerComputeOp * w.compute_ops +
          w.collective_seconds * w.collective_ops + kSecondsPerClusterGpu * w.world +
-         w.message_seconds * w.messages + w.stood_for_op_seconds * w.stood_for_ops;
+         w.message_seconds * w.messages + w.stood_for_op_seconds * w.stood_for_ops +
+         kSecondsPerDrawnClockOp * w.drawn_clock_ops + kSecondsPerLengthDraw * w.length_draws;
 }
 
 WorkEstimate estimate_work(const scenario::Scenario& s) {

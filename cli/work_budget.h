@@ -28,8 +28,14 @@ struct SimulationWork {
   // rank_classes: statistical: the extreme GPU keeps a clock per GPU it stands for (the GPUs
   // left out and itself) and draws for each at each compute op (sim/slowest_of.h): their count
   // times a GPU's compute ops, and what each costs (kSecondsPerStoodForOp and the draws').
+  // Past sim::statistical_clocks() GPUs stood for (sim/slowest_of.h, order statistics): only the
+  // slowed GPUs keep a clock and draws (stood_for_ops); the others' groups cost
+  // kSecondsPerDrawnClockOp a clock and op (drawn_clock_ops), and each GPU's sequence length is
+  // drawn once per micro-batch (length_draws, kSecondsPerLengthDraw).
   double stood_for_ops = 0;
   double stood_for_op_seconds = 0;
+  double drawn_clock_ops = 0;
+  double length_draws = 0;
   double ops() const { return compute_ops + collective_ops; }
 };
 
@@ -88,6 +94,21 @@ constexpr double kSecondsPerSweepLoad = 2e-3;
 // on 1,024 lengths 2.43 s (1.15 us), stragglers 0.97-1.08 s (0.23-0.30 us); 16,384 GPUs with
 // jitter, lengths, stragglers and a 2:1 rail fat tree 41.6 s (1.57 us), 83% of it in
 // std::normal_distribution, SlowestOf's draws).
+// Past 1,024 GPUs stood for (order statistics): 0.1 us per group clock and compute op (its sum's
+// mean, variance and quantile), and 1.9 us per GPU stood for and micro-batch with per-GPU lengths
+// (its length drawn, its sum folded, its group's slowest solved for; a fit to the realistic
+// frontier bench, bench/scale.py --frontier: ddp and its zero1 probe 2.7 s CPU on 16,384 GPUs,
+// 8.7 s on 131,072, 26 us more per GPU and simulation, 3 of them the per-GPU term above and
+// 2 the stragglers' clocks). The extreme's compute ops are whole forward and backward passes
+// for acco, acco-wp, dpu and diloco (no per-layer gradient hooks): 2 per micro-batch and 4 a
+// step (measured: acco 8.8 a step at 3.65 micro-batches, diloco 3.3, on 1,024 GPUs).
+// FSDP's compute stream waits for a unit's all-gather at each forward and backward, and each
+// wait re-solves every group's slowest over its GPUs: 0.08 us per GPU stood for and wait, 2 a
+// layer and micro-batch (a fit: fsdp and its ddp reference 17.1 s CPU on 131,072 GPUs, 3.5 s on
+// 16,384, against ddp's 4.4 s and 1.4 s a simulation).
+constexpr double kSecondsPerRestartGpu = 0.08e-6;
+constexpr double kSecondsPerDrawnClockOp = 0.1e-6;
+constexpr double kSecondsPerLengthDraw = 1.9e-6;
 constexpr double kSecondsPerStoodForOp = 0.25e-6;
 constexpr double kSecondsPerStoodForJitter = 0.2e-6;
 constexpr double kSecondsPerStoodForLength = 0.9e-6;

@@ -3,6 +3,7 @@
 #include "comm/nccl_model.h"
 #include "parallel/layout.h"
 #include "sim/site_classes.h"
+#include "sim/slowest_of.h"
 #include "sim/type_classes.h"
 
 #include <fmt/format.h>
@@ -350,11 +351,20 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
         rc.replicas.size() - 1, differences);
   } else if (extreme_node >= 0) {
     rc.extreme = extreme_node * rc.gpus_per_node;
+    const int stood_for = rc.world - rc.simulated_ranks() + 1;
+    // Past statistical_clocks() GPUs the clocks are groups' order statistics (sim/slowest_of.h).
+    const std::string drawn =
+        stood_for > statistical_clocks()
+            ? fmt::format(", drawn as order statistics of {} clocks of ~{} GPUs each (slowed GPUs "
+                          "their own)",
+                          statistical_clocks(),
+                          (stood_for + statistical_clocks() - 1) / statistical_clocks())
+            : "";
     rc.approximation = fmt::format(
         "{}statistical approximation: GPU {} runs as the slowest of the {} GPUs left out and "
-        "itself ({}); rank_classes: auto simulates every GPU",
-        rc.approximation.empty() ? "" : rc.approximation + "; ", rc.extreme,
-        rc.world - rc.simulated_ranks() + 1, differences);
+        "itself ({}){}; rank_classes: auto simulates every GPU",
+        rc.approximation.empty() ? "" : rc.approximation + "; ", rc.extreme, stood_for, differences,
+        drawn);
   }
   fold_sites(s, rc, alike); // WAN sites: their images, and sites a straggler sets apart
   // Folding hides GPUs from the trace; it is worth that only where it saves time (issue 62.7).

@@ -7,9 +7,9 @@ namespace overlapsim::sim {
 StatisticalFold::StatisticalFold(const scenario::Scenario& s, const RankClasses& classes,
                                  double nominal_speed) {
   if (classes.replicas.empty()) {
-    of_.try_emplace(classes.extreme, s, classes.slowest_of(), nominal_speed);
+    of_.try_emplace(classes.extreme, s, classes.slowest_of(), nominal_speed, statistical_clocks());
     for (const int e : classes.extremes) // GPU types: one per type (sim/type_classes.h)
-      of_.try_emplace(e, s, classes.slowest_of(e), nominal_speed);
+      of_.try_emplace(e, s, classes.slowest_of(e), nominal_speed, statistical_clocks());
     return;
   }
   const parallel::ParallelLayout& layout = layout_.emplace(parallel::ParallelLayout::of(s));
