@@ -73,6 +73,11 @@ TABLES = {
     # values.yaml ran NCCL_ALGO=Ring and NCCL_PROTO=Simple (the preset's), so the ring.
     "gcp-a3-high-h100-2x8-tcpx.log": (
         UNSEEN, "{preset: gcp-a3-high, nodes: 2, collective_algorithm: ring}"),
+    # GCP A3 Mega (a3-megagpu-8g, 8 x 200 Gb/s GPUDirect-TCPXO NICs) run with GCP's NCCL profile
+    # and tuner plugin, whose config (a3plus_tuner_config.textproto) pins a 2-node all-reduce of 8
+    # ranks a node to the tree under Simple at every size (the file's header): the tree.
+    "gcp-a3-mega-h100-2x8-tcpxo.log": (
+        UNSEEN, "{preset: gcp-a3-mega, nodes: 2, collective_algorithm: tree}"),
     "coreweave-gb200-nvl72-1x72.log": (UNSEEN, "{preset: gb200-nvl72, nodes: 1}"),
     "hpe-mi300x-1x8.log": (UNSEEN, "{preset: mi300x-8, nodes: 1}"),
     # 3 x 8 A100 40GB with 4 x 200 Gb/s HDR: the 2-node tree fix's kind of node (issue 66).
