@@ -65,14 +65,19 @@ TABLES = {
         REFERENCE, "{nodes: 2, gpus_per_node: 8, gpu: a100-80gb, intra_node: nvlink3, "
         "inter_node: {bandwidth: 12.5GB/s, latency: 74us, plugin_latency: 75us}, "
         "nics_per_node: 4, nccl_protocol: Simple}"),
-    # Presets only (hw/system_presets.cpp): what a user picks, nothing taken from the table
-    # (gcp-a3-mega carries GCP's TCPXO NCCL profile: Ring,Tree, Simple, no NVLS), plus what the
-    # run itself was configured with: the pull request that published the table (#376) runs it
-    # with sample_workloads/nccltest/a3-mega/gke/values.yaml's NCCL environment, NCCL_ALGO=Ring
-    # (and NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=4, NCCL_BUFFSIZE=8388608,
-    # NCCL_FASTRAK_NUM_FLOWS=2), so the ring.
+    # Presets only (hw/system_presets.cpp): what a user picks, nothing taken from the table, plus
+    # what the run itself was configured with. The table is GCP's A3 High (a3-highgpu-8g, 4 x
+    # 200 Gb/s GPUDirect-TCPX NICs), not A3 Mega: GoogleCloudPlatform/ai-infra-cluster-provisioning
+    # published it on 2023-12-11 (461d3cb) in its TCPX README for "an A3 nodepool"; the A3 Mega
+    # README of pull request #376 carried a copy until a129af9 removed it (the file's header). Its
+    # values.yaml ran NCCL_ALGO=Ring and NCCL_PROTO=Simple (the preset's), so the ring.
+    "gcp-a3-high-h100-2x8-tcpx.log": (
+        UNSEEN, "{preset: gcp-a3-high, nodes: 2, collective_algorithm: ring}"),
+    # GCP A3 Mega (a3-megagpu-8g, 8 x 200 Gb/s GPUDirect-TCPXO NICs) run with GCP's NCCL profile
+    # and tuner plugin, whose config (a3plus_tuner_config.textproto) pins a 2-node all-reduce of 8
+    # ranks a node to the tree under Simple at every size (the file's header): the tree.
     "gcp-a3-mega-h100-2x8-tcpxo.log": (
-        UNSEEN, "{preset: gcp-a3-mega, nodes: 2, collective_algorithm: ring}"),
+        UNSEEN, "{preset: gcp-a3-mega, nodes: 2, collective_algorithm: tree}"),
     "coreweave-gb200-nvl72-1x72.log": (UNSEEN, "{preset: gb200-nvl72, nodes: 1}"),
     "hpe-mi300x-1x8.log": (UNSEEN, "{preset: mi300x-8, nodes: 1}"),
     # 3 x 8 A100 40GB with 4 x 200 Gb/s HDR: the 2-node tree fix's kind of node (issue 66).

@@ -208,8 +208,8 @@ const std::array kLinks = {
     // over TCP flows, headers through the host: TCP's goodput share, 0.90 as the Ethernet
     // presets (assumed); 20 us latency as a kernel TCP path (ethernet-10g's; assumed). TCPXO's
     // plugin reports no latency to NCCL (nccl-plugin-gpudirect-tcpxo nccl_shim.cc,
-    // GetProperties: props.latency = 0), nor does NCCL's own IB transport ("Not set"); TCPX's is
-    // taken as TCPXO's (assumed).
+    // GetProperties: props.latency = 0), nor does TCPX's (google/nccl-plugin-gpudirecttcpx
+    // net_tcpx.cc: props->latency = 0) or NCCL's own IB transport ("Not set").
     of_kind(link_at("tcpx-200g", 200e9 / 8, 20e-6, 0.90), LinkKind::ethernet),
     of_kind(link_at("tcpxo-200g", 200e9 / 8, 20e-6, 0.90), LinkKind::ethernet),
     // RoCE v2 at 400 GbE (ConnectX-7, Broadcom Thor2: MI300X and H100 Ethernet clusters). 0.92 of

@@ -42,14 +42,19 @@ const std::array<SystemSpec, 10> kSystems = {
     // NVLSTree since the plugin release of 2025-08-21, container-engine-accelerators
     // gpudirect-tcpxo/best-practice.md). NCCL_MIN_NCHANNELS=4, NCCL_BUFFSIZE=8 MiB and
     // NCCL_FASTRAK_NUM_FLOWS=2 (each NCCL message rides whole on one of 2 TCP flows, round robin:
-    // the plugin's nccl_shim.cc) are not modelled: no document gives what they cost. NCCL's ring
-    // search (search.cc, 2.18.5) gives one channel at 24 GB/s to each of the 8 NICs the plugin
-    // reports at 200 Gb/s, doubled to 16 (connect.cc), above NCCL_MIN_NCHANNELS=4: the ring uses
-    // every NIC, as the preset's 8 pooled NICs do (docs/MODEL.md, "GPUDirect-TCPXO from its
-    // sources").
+    // the plugin's nccl_shim.cc) are not modelled: no document gives what they cost. GCP's tuner
+    // plugin config (a3plus_tuner_config.textproto) pins a 2-node all-reduce of 8 ranks a node to
+    // the tree under Simple, the other collectives to the ring: what NCCL's model on this preset
+    // picks there too (tests/gcp_tcpx_presets_test.cpp). NCCL's ring search (search.cc, 2.18.5)
+    // gives one channel at 24 GB/s to each of the 8 NICs the plugin reports at 200 Gb/s, doubled
+    // to 16 (connect.cc), above NCCL_MIN_NCHANNELS=4: the ring uses every NIC, as the preset's 8
+    // pooled NICs do (docs/MODEL.md, "GPUDirect-TCPX and -TCPXO from their sources").
     SystemSpec{"gcp-a3-mega", "h100-sxm", 8, "nvlink4", "tcpxo-200g", 8, true, false},
-    // GCP A3 High (a3-highgpu-8g): 8 x H100 SXM on NVLink 4, 4 x 200 Gb/s GPUDirect-TCPX NICs;
-    // NCCL configured as A3 Mega's (assumed).
+    // GCP A3 High (a3-highgpu-8g): 8 x H100 SXM on NVLink 4, 4 x 200 Gb/s GPUDirect-TCPX NICs.
+    // NCCL as GCP's TCPX nccl-tests workload runs it (GoogleCloudPlatform/ai-infra-cluster-
+    // provisioning sample_workloads/nccltest/gke/values.yaml, 461d3cb, 2023-12-11): NCCL_ALGO=Ring,
+    // NCCL_PROTO=Simple (no NVLS without NVLS in NCCL_ALGO), NCCL_MIN/MAX_NCHANNELS=12 over the 4
+    // NICs (not modelled: the ring's bus bandwidth is the node's NICs whatever the channels).
     SystemSpec{"gcp-a3-high", "h100-sxm", 8, "nvlink4", "tcpx-200g", 4, true, false},
 };
 
