@@ -70,6 +70,29 @@ TEST(NcclP2pAcrossNodes, OneNicAndFewChannels) {
   EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, pair, true, 32 * MiB).Bps, 50e9);
 }
 
+TEST(NcclP2pAcrossNodes, TenNodesByGpusANode) {
+  // The 10-node H100 cluster's sendrecv_perf with 1, 2, 4 and 8 GPUs a node
+  // (tests/data/nccl-tests/h100-10x{1,2,4,8}-sendrecv.log): a GPU's message to the next node.
+  // A peer on another node asks max(1 NIC, ceil(50 / 14)) = 4 channels; halved while
+  // 4 x ceil(ranks / 8) > 32: 10, 20 and 40 ranks keep 4 (x 2, 3, 5 <= 32), 80 ranks halve to 2
+  // (x 10 = 40). A message starts from the least (halved while it x ranks > 32: 2 at 10 ranks,
+  // 1 at 20 and 40, 1 at 80) and doubles while its part is above 128 KiB, up to the per-peer
+  // count: 4, 4, 4, 2 channels; 4 x 14 GB/s is above the GPU's 50 GB/s NIC, 2 x 14 below it.
+  const auto gen = hopper();
+  const int gpus[] = {1, 2, 4, 8};
+  const int channels[] = {4, 4, 4, 2};
+  const double Bps[] = {50e9, 50e9, 50e9, 28e9};
+  for (int i = 0; i < 4; ++i) {
+    const auto s = h100_nodes(10, gpus[i]);
+    EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 32 * MiB), channels[i]) << gpus[i];
+    EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, s, true, 32 * MiB).Bps, Bps[i]) << gpus[i];
+  }
+  // The tables (1 GiB rows: 24.88, 25.19, 26.25, 15.24 GB/s) keep the 8-GPU run's drop to
+  // 15.24 / 26.25 = 0.58 of the 4-GPU run's, the halving above (28 / 50 = 0.56), but each run
+  // is half the model's: ~6.2-7.6 GB/s a channel where NCCL sizes its channels at 14
+  // (docs/MODEL.md, "NCCL's send/recv"; not fitted).
+}
+
 TEST(NcclP2pAcrossNodes, GpuRail) {
   // AWS p5: 32 EFA ports of 100 Gb/s for 8 GPUs: 4 a GPU, 50 GB/s; 4 NICs for 8 GPUs: one shared.
   const auto p5 = comm::gpu_rail(32, 8, 12.5e9);
