@@ -160,6 +160,20 @@ INSTANTIATE_TEST_SUITE_P(
         // Site by site, the straggler's site waits for it in its own phases: one more node of it
         // runs for its other nodes.
         Case{"ddp_straggler_2_sites", 2, "ddp", {}, ", stragglers: [{gpu: 21, slowdown: 1.5}]", 12},
+        // Off the representative's index (node 7): the nodes at its index run too, so the ring
+        // across sites it joins is a running one (before: waiting 0.214 s against 0.0088 s).
+        Case{"ddp_straggler_off_index_2_sites",
+             2,
+             "ddp",
+             {},
+             ", stragglers: [{gpu: 29, slowdown: 1.5}]",
+             16},
+        Case{"fsdp_hybrid_straggler_off_index_3_sites",
+             3,
+             "fsdp",
+             {{"sharding", "hybrid"}},
+             ", stragglers: [{gpu: 29, slowdown: 1.5}]",
+             20},
         // Under a flat ring, the straggler's whole site runs.
         Case{"ddp_flat_ring_straggler_3_sites",
              3,
