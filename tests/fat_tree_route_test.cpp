@@ -62,11 +62,13 @@ TEST(DmodkRoutes, ThreeLevelsAddADigitPerLevel) {
   ASSERT_EQ(t.down, (std::vector<unsigned>{2, 2, 2}));
   ASSERT_EQ(t.up, (std::vector<unsigned>{1, 2, 2}));
   const auto to7 = cables(t, 0, 7), to5 = cables(t, 0, 5);
-  ASSERT_EQ(to7.size(), 4u);                  // levels 1 and 2, up and down
-  EXPECT_EQ(to7[0], to5[0]);                  // leaf 0 up to d_1 = 1
-  EXPECT_NE(to7[1], to5[1]);                  // down into leaf 3 against leaf 2
-  EXPECT_NE(to7[2], to5[2]);                  // d_2 differs
-  EXPECT_EQ(shared(to7, cables(t, 2, 7)), 2); // from leaf 1, the same digits: both down cables
+  ASSERT_EQ(to7.size(), 4u); // levels 1 and 2, up and down
+  EXPECT_EQ(to7[0], to5[0]); // leaf 0 up to d_1 = 1
+  EXPECT_NE(to7[1], to5[1]); // down into leaf 3 against leaf 2
+  EXPECT_NE(to7[2], to5[2]); // d_2 differs
+  // From port 2 (leaf 1), the same digits: both down cables, and the level-2 cable up, since
+  // ports 0 to 3 sit under one level-2 switch.
+  EXPECT_EQ(shared(to7, cables(t, 2, 7)), 3);
 }
 
 TEST(FoldedFatTree, ChargesTheSpineCablesDmodkCollides) {
