@@ -292,7 +292,11 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
     // neighbours share its leaf switches keeps a ring's hops off that share, as most nodes' are.
     const hw::FatTree tree =
         hw::build_fat_tree(s.cluster.fabric, s.cluster.nodes, s.cluster.nics_per_node);
-    rc.approximation = "fat tree: leaf uplinks loaded evenly";
+    // Oversubscribed, each collective is held to its busiest cable above the leaves as d-mod-k
+    // routes every node's flows (Fabric::uplink_time).
+    rc.approximation = tree.oversubscription() > 1
+                           ? "fat tree: held to the busiest d-mod-k cable above the leaves"
+                           : "fat tree: leaf uplinks loaded evenly";
     const int nodes_in_all = s.cluster.nodes;
     std::vector<char> interior = alike;
     for (int n = 0; n < nodes_in_all; ++n)

@@ -18,7 +18,11 @@
 //
 // A straggler (or a node of another GPU type) runs as itself, with an image of its own; site by
 // site its site's phases wait for it where the other sites' do not, so one more node of its site
-// runs for that site's other nodes. Under a flat ring its whole site runs (a node group).
+// runs for that site's other nodes. Site by site the runners sit at the representative's index
+// in their sites, and wherever a node runs, every site's node at its index runs or stands for a
+// runner of its key there: the ring across sites joins the nodes at one index, and a fused
+// collective waits for its running members only. Under a flat ring its whole site runs (a node
+// group).
 //
 // A flat tree across sites (tree, collnet) is neither: every rank runs.
 #pragma once

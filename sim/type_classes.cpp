@@ -1,7 +1,5 @@
 #include "sim/type_classes.h"
 
-#include "sim/site_classes.h"
-
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -108,9 +106,6 @@ std::string typed_fold_obstacle(const scenario::Scenario& s, bool per_replica) {
     for (const int n : site.nodes)
       if (c.node_type_of(n) != c.node_type_of(site.nodes.front()))
         return "node_types across WAN sites: a site of several GPU types";
-  if (site_node_groups(s).empty())
-    return "node_types across WAN sites site by site (waiting and exposed communication differ "
-           "folded)";
   return "";
 }
 

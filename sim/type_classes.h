@@ -38,10 +38,10 @@ void add_type_extremes(const scenario::Scenario& s, RankClasses& rc, int extreme
 
 // What keeps GPU types from folding ("" where they fold, or there are none): a statistical fold of
 // pipeline replicas (`per_replica`: one replica cannot draw for two types' stages); WAN sites
-// unless every site's nodes are of one type and the sites are node groups (a flat ring across
-// them, sim/site_classes.h). Site by site, sites typed alike come out with the full run's
-// iteration time but not its split of waiting and exposed communication (2 sites of 4 x 4 A100,
-// the second 40 GB: waiting 0.203 s folded against 0.0012 s in full), so they run in full.
+// unless every site's nodes are of one type. Site by site, each type's runner sits at the
+// representative's index in its site, so the cross-site rings it joins are the running ones
+// (sim/site_classes.cpp; before, 2 sites of 4 x 4 A100, the second 40 GB, waited 0.203 s folded
+// against 0.0012 s in full).
 std::string typed_fold_obstacle(const scenario::Scenario& s, bool per_replica);
 
 } // namespace overlapsim::sim

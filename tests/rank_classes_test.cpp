@@ -74,11 +74,13 @@ TEST(RankClasses, EveryRankRunsWhereSomethingTellsThemApart) {
   EXPECT_EQ(classes_of(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, "
                        "oversubscription: 3}")
                 .describe(),
-            "classes (2 of 8 GPUs simulated; fat tree: leaf uplinks loaded evenly)");
+            "classes (2 of 8 GPUs simulated; fat tree: held to the busiest d-mod-k cable above "
+            "the leaves)");
   EXPECT_EQ(classes_of(", nics_per_node: 2, fabric: {topology: fat_tree, radix: 4, "
                        "oversubscription: 3, placement: node}")
                 .describe(),
-            "classes (2 of 8 GPUs simulated; fat tree: leaf uplinks loaded evenly)");
+            "classes (2 of 8 GPUs simulated; fat tree: held to the busiest d-mod-k cable above "
+            "the leaves)");
 }
 
 // Issue 62.7: a 2-GPU run was folded into one trace process, and a straggler on one of two

@@ -158,8 +158,25 @@ INSTANTIATE_TEST_SUITE_P(
              16},
         Case{"ddp_tcp_3_sites", 3, "ddp", {}, ", network_model: tcp"},
         // Site by site, the straggler's site waits for it in its own phases: one more node of it
-        // runs for its other nodes.
-        Case{"ddp_straggler_2_sites", 2, "ddp", {}, ", stragglers: [{gpu: 21, slowdown: 1.5}]", 12},
+        // runs for its other nodes, at the representative's index; and the nodes at the
+        // straggler's index run too, so the ring across sites it joins is a running one.
+        Case{"ddp_straggler_2_sites", 2, "ddp", {}, ", stragglers: [{gpu: 21, slowdown: 1.5}]", 16},
+        // Node 7 (before, off the representative's index, it crossed without waiting: waiting
+        // 0.214 s folded against 0.0088 s in full). 3 sites: the representative, site 1's
+        // runner at its index, the straggler and node 3 at the straggler's index (node 11
+        // stands for node 3).
+        Case{"ddp_straggler_off_index_2_sites",
+             2,
+             "ddp",
+             {},
+             ", stragglers: [{gpu: 29, slowdown: 1.5}]",
+             16},
+        Case{"fsdp_hybrid_straggler_off_index_3_sites",
+             3,
+             "fsdp",
+             {{"sharding", "hybrid"}},
+             ", stragglers: [{gpu: 29, slowdown: 1.5}]",
+             16},
         // Under a flat ring, the straggler's whole site runs.
         Case{"ddp_flat_ring_straggler_3_sites",
              3,

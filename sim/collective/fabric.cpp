@@ -1,5 +1,7 @@
 #include "sim/collective/fabric.h"
 
+#include "hw/fat_tree_route.h"
+
 #include "comm/nccl_p2p.h"
 #include "runtime/collective_size.h"
 #include "scenario/collective_shape.h"
@@ -255,32 +257,36 @@ double Fabric::uplink_time(const std::vector<Flow>& flows) const {
     return 0;
   const int per_node = platform_.gpus_per_node;
   // Leaves that hold several GPU positions' NICs carry the other positions' groups too
-  // (position_siblings.h); with a rail per GPU those reach leaves of their own.
-  const bool shared =
-      tree->placement == hw::FabricSpec::Placement::node || platform_.nics_per_node != per_node;
+  // (position_siblings.h); with a rail per GPU those reach leaves of their own, but above two
+  // levels the rails' leaves share the switches above them.
+  const bool shared = tree->placement == hw::FabricSpec::Placement::node ||
+                      platform_.nics_per_node != per_node || tree->levels > 2;
   std::vector<Flow> siblings;
   if (shared)
     siblings = with_position_siblings(flows, per_node);
-  std::unordered_map<long long, double> up, down; // bytes per leaf switch
+  // Every cable above the leaves as the full tree routes each flow (d-mod-k, hw/fat_tree_route.h):
+  // flows whose destinations agree modulo a leaf's up ports share a cable there, where spreading
+  // a leaf's bytes evenly over its uplinks saw none (the fold 31% fast on one 128 MB NVLSTree
+  // all-reduce over 32 nodes of leaf-spine-2to1; docs/ARCHITECTURE.md, "Rank classes").
+  std::unordered_map<hw::CableKey, double> load;
+  std::vector<hw::CableKey> cables;
   for (const auto& f : shared ? siblings : flows) {
-    const int lanes = platform_.lanes(f.src, f.dst);
     if (f.src / per_node == f.dst / per_node)
       continue;
+    const int lanes = platform_.lanes(f.src, f.dst);
     for (int k = 0; k < lanes; ++k) {
       const int rail = lanes == 1 ? platform_.nic_of(f.src) : k;
-      const long long a = tree->slot_of(f.src / per_node, rail);
-      const long long b = tree->slot_of(f.dst / per_node, rail);
-      if (tree->common_level(a, b) > 1) {
-        up[a / tree->leaf_down] += f.bytes / lanes;
-        down[b / tree->leaf_down] += f.bytes / lanes;
-      }
+      cables.clear();
+      hw::dmodk_cables(*tree, tree->slot_of(f.src / per_node, rail),
+                       tree->slot_of(f.dst / per_node, rail), cables);
+      for (const hw::CableKey c : cables)
+        load[c] += f.bytes / lanes;
     }
   }
   double busiest = 0;
-  for (const auto* leaves : {&up, &down})
-    for (const auto& [leaf, bytes] : *leaves)
-      busiest = std::max(busiest, bytes);
-  return busiest / (tree->leaf_up * nic_Bps_);
+  for (const auto& [cable, bytes] : load)
+    busiest = std::max(busiest, bytes);
+  return busiest / nic_Bps_;
 }
 
 const std::vector<int>& Fabric::simulated_members(const Group& g) {

@@ -125,11 +125,12 @@ CollectiveOutcome NcclModel::run(int rank, const Scope& s, double data_bytes, in
     for (auto& f : flows)
       f.bytes *= bytes;
     const double unpaced = shape_of_flows.unpaced_s_per_byte * bytes;
-    // Folded on an oversubscribed fat tree: no shorter than the busiest leaf's uplinks allow.
+    // Folded on an oversubscribed fat tree: what the busiest cable above the leaves adds to the
+    // flows' own time. In full the paced wait comes first and the flows then share the cables, so
+    // the cable's excess adds to the wait, whatever the model's transfer time.
     const double uplinks = shape_of_flows.uplink_s_per_byte * bytes;
     return Fabric::Plan{std::max(0.0, cost.latency_s - shape_of_flows.route_s) +
-                            std::max(0.0, transfer - unpaced) +
-                            std::max(0.0, uplinks - std::max(transfer, unpaced)),
+                            std::max(0.0, transfer - unpaced) + std::max(0.0, uplinks - unpaced),
                         std::move(flows)};
   });
   return {sent, comm::nccl_label(cost.algorithm, cost.protocol, shape.nodes > 1)};
