@@ -1,10 +1,9 @@
 // The simulated NCCL tree all-reduce across nodes against NCCL's closed form (comm/nccl_model.h)
 // where nothing else contends: the flows (sim/collective/nccl.cpp) take the model's time, on the
-// star and on a fat tree (issue 66.1-2).
-#include "comm/nccl_model.h"
+// star and on a fat tree (issue 66, item 1).
 #include "scenario/collective_shape.h"
-#include "scenario/loader.h"
 #include "sim/collective_timing.h"
+#include "test_util.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -15,18 +14,13 @@ namespace {
 
 constexpr double GiB = 1073741824.0;
 
-scenario::Scenario load(const std::string& cluster) {
-  return scenario::load_scenario_text(
-      fmt::format("name: tree-flows\ncluster: {}\nmodel: {{preset: gpt-neo-125m}}\n"
-                  "training: {{micro_batch: 1, seq_len: 128}}\nalgorithms: [ddp]\n",
-                  cluster),
-      "tree-flows.yaml");
-}
-
 // An 8 GiB tree all-reduce: the closed form's algbw by hand, and the simulation within 0.1% of
 // the closed form's time (its latency, ~0.15 ms, plus 8 GiB at that algbw).
 void expect_tree_meets_closed_form(const std::string& cluster, double algbw_by_hand) {
-  const auto s = load(cluster);
+  const auto s = testing::scenario_from("name: tree-flows\nmodel: {preset: gpt-neo-125m}\n"
+                                        "training: {micro_batch: 1, seq_len: 128}\n"
+                                        "algorithms: [ddp]\ncluster: " +
+                                        cluster + "\n");
   const auto priced =
       scenario::price_world_collective(s.cluster, CollectiveOp::all_reduce, 8 * GiB);
   ASSERT_EQ(priced.algorithm, "nccl tree/Simple") << cluster;
