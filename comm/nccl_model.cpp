@@ -401,12 +401,16 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
                        : hop_net;
     c.latency_s =
         gen.launch_s + gen.base_s[p] + (steps - net_steps) * ring_intra + net_steps * ring_net;
-    // NCCL's ring plateau: a multi-node Simple all-reduce from n/16 x 64 KiB on pays 1.9x its
-    // latency (tuning.cc, "plateau effect of ring").
+    // NCCL's ring plateau (tuning.cc, "Plateau effect of ring"): a multi-node Simple all-reduce
+    // pays 1.4x its latency on sm_80 and newer, 1.9x below, once each rank's share of each
+    // channel is 64 B or more (NCCL 2.18.1-2.29.3: ncclTopoGetAlgoTime, v2.18.1-1 lines 380-382,
+    // v2.29.3-1 596-598; NCCL 2.16 and before: 1.9x from n/16 x 64 KiB on, every GPU). The
+    // channels: comm->nChannels, twice the topology search's (nccl_tree_channels, which the
+    // ring's graph shares) once connect.cc duplicates them (v2.29.3-1 line 452), at most 64.
     // (NCCL's only: RCCL's HIP build has no plateau.)
     if (!gen.rccl && all_reduce && multi && protocol == NcclProtocol::simple &&
-        bytes >= n / 16.0 * 65536)
-      c.latency_s *= 1.9;
+        bytes / (std::min(64, 2 * nccl_tree_channels(gen, s)) * static_cast<double>(n)) >= 64)
+      c.latency_s *= gen.compute_capability >= 80 ? 1.4 : 1.9;
     const double bus = (multi ? std::min(s.intra_Bps, s.net_Bps) : s.intra_Bps) * share;
     // Bus to algorithm bandwidth: a rank moves bus_factor x S over its ring link.
     c.algbw_Bps = bus / ring.bus_factor;

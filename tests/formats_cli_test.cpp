@@ -148,10 +148,11 @@ TEST_F(FormatsCli, CollectivePrintsTheChosenAlgorithmAndProtocolPerSize) {
   // 1 KiB: ring/LL, 12 + 6.6 + 2 x max(5, 5) = 28.6 us, then 1024 B at 21% of 1.25 GB/s.
   EXPECT_EQ(rows.front().back(), "ring/LL");
   EXPECT_NEAR(std::stod(rows.front()[5]), 28.6 + 1024 / (0.21 * 1.25e9) * 1e6, 0.01);
-  // 1 GiB: ring/Simple, 1.9 x (12 + 8.4 + 2 x max(14, 5)) = 91.96 us (NCCL's ring plateau), then
+  // 1 GiB: ring/Simple, 1.4 x (12 + 8.4 + 2 x max(14, 5)) = 67.76 us (NCCL 2.18+'s ring plateau
+  // on sm_80 and newer), then
   // the link's 1.25 GB/s (the tree's chain would halve it).
   EXPECT_EQ(rows.back().back(), "ring/Simple");
-  EXPECT_NEAR(std::stod(rows.back()[5]), 91.96 + 1073741824 / 1.25e9 * 1e6, 0.1);
+  EXPECT_NEAR(std::stod(rows.back()[5]), 67.76 + 1073741824 / 1.25e9 * 1e6, 0.1);
   // NCCL_PROTO pinned: 1 KiB with LL128, 12 + 14 + 2 x max(8.5, 5) = 43 us + 1024 B at 92%.
   const auto pinned = run("collective " + scenario_ +
                           " --op all-reduce --size 1K --set cluster.nccl_protocol=LL128");

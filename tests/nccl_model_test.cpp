@@ -349,14 +349,20 @@ TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
   const auto tree_ll =
       comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::ll, mib16);
   EXPECT_NEAR(tree_ll.time_s, 42.6e-6 + mib16 / (117e9 / 3.8 * 0.9), 1e-9);
-  // The ring across 2 nodes, Simple, from 16/16 x 64 KiB on (NCCL's multi-node ring steps, 3.4
-  // us inside a node): 1.9 x (12 + 8.4 + 28 x 3.4 + 2 x 14) us = 1.9 x 143.6 us = 272.84 us.
+  // The ring across 2 nodes, Simple, once a rank's share of a channel is 64 B (NCCL 2.18+; 32
+  // channels: one a 25 GB/s NIC, doubled on sm_80, doubled again by connect.cc: from 32 x 16 x
+  // 64 = 32 KiB on; NCCL's
+  // multi-node ring steps, 3.4 us inside
+  // a node): 1.4 (sm_80 and newer) x (12 + 8.4 + 28 x 3.4 + 2 x 14) us = 1.4 x 143.6 = 201.04 us.
   const auto ring =
       comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, GiB);
-  EXPECT_NEAR(ring.latency_s, 272.84e-6, 1e-9);
+  EXPECT_NEAR(ring.latency_s, 201.04e-6, 1e-9);
   const auto small =
-      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, 32768);
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, 16384);
   EXPECT_NEAR(small.latency_s, 143.6e-6, 1e-9);
+  const auto at_32k =
+      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::ring, NcclProtocol::simple, 32768);
+  EXPECT_NEAR(at_32k.latency_s, 201.04e-6, 1e-9);
 }
 
 TEST(NcclModel, ReduceScatterAllGatherBroadcastRingHandNumbers) {

@@ -7,6 +7,7 @@
 #include "sim/collective/tree.h"
 
 #include <algorithm>
+#include <map>
 
 namespace overlapsim::sim::collective {
 
@@ -80,6 +81,22 @@ CollectiveOutcome NcclModel::run(int rank, const Scope& s, double data_bytes, in
           flows.push_back({g.ranks[static_cast<std::size_t>(k)], next(k), ring_share});
       }
       const Platform& platform = fabric_.platform();
+      // A classic tree across the nodes of a star: only its edges between nodes run, the chains
+      // inside the nodes are slept (NCCL's model prices them: algbw <= B_intra / 2). A star gives
+      // a GPU one link, its NVLink, which the GPU's network traffic crosses too (GPU to PCIe to
+      // NIC in the machine): there the chains (S each way a GPU pair) and the tree's NIC flows
+      // would share it, and SimGrid's CM02 shares a link in inverse proportion to each flow's
+      // route latency (network_cm02.cpp: sharing_penalty_ = latency), so a NIC flow of 20 us got
+      // 1/20 of a 1 us chain flow's share and the NICs idled: a 2 x 8 A3 Mega 8 GiB tree took
+      // 139.5 GB/s of algbw where NCCL's model gives 165.6 (DGX H100 156.2, the chains' 2S plus
+      // the NICs' S/8 on one link). A fat tree runs a node's network traffic NIC to NIC, off the
+      // GPU links: its chains run (165.1 there).
+      const bool chains_slept =
+          tree && !nvls_tree && shape.nodes > 1 && platform.nics.empty() && !fabric_.has_sites();
+      if (chains_slept)
+        std::erase_if(flows, [&](const Flow& f) {
+          return f.src / platform.gpus_per_node == f.dst / platform.gpus_per_node;
+        });
       // Folded fat tree: the busiest leaf's uplinks, over every node's flows.
       if (!platform.nics.empty())
         shape_of_flows.uplink_s_per_byte = fabric_.uplink_time(flows);
@@ -89,22 +106,25 @@ CollectiveOutcome NcclModel::run(int rank, const Scope& s, double data_bytes, in
       // SimGrid 3.32 ignores a host-to-host comm's rate, so the pace is slept: the flows run at
       // link speed after a wait of the model's latency plus the time its pace adds to theirs
       // (alone). Sharing links with other traffic, they still take longer than the model says.
+      std::map<int, double> sent_by; // a GPU's flows share its link (the tree's two edges)
       for (const auto& f : flows) {
         shape_of_flows.route_s = std::max(shape_of_flows.route_s, fabric_.latency(f.src, f.dst));
+        const double own = chains_slept ? (sent_by[f.src] += f.bytes) : f.bytes;
         shape_of_flows.unpaced_s_per_byte =
-            std::max(shape_of_flows.unpaced_s_per_byte, f.bytes / fabric_.bandwidth(f.src, f.dst));
+            std::max(shape_of_flows.unpaced_s_per_byte, own / fabric_.bandwidth(f.src, f.dst));
       }
       if (tree) {
         // Both trees cross a node's NICs (S each way on 2 nodes, 2S from 4 on:
         // nccl_tree_nic_load); a chain's middle GPU sends 2S.
         auto& u = shape_of_flows.unpaced_s_per_byte;
-        if (!nvls_tree)
+        if (!nvls_tree && !chains_slept)
           u = std::max(u, 2 / shape.intra_Bps);
         // The model's net_Bps is the route's narrowest link, a GPU's where that is below the
-        // pooled NICs; the aggregated flows each cross their own GPU link, and their node's NIC
-        // link with the node's whole load: at the NIC link's own rate.
+        // pooled NICs; the aggregated flows and the tree's edges on a star each cross their own
+        // GPU link (counted above), and their node's NIC link with the node's whole load: at the
+        // NIC link's own rate.
         const double nic_link_Bps =
-            aggregated ? fabric_.nic_Bps() * platform.nics_per_node : shape.net_Bps;
+            aggregated || chains_slept ? fabric_.nic_Bps() * platform.nics_per_node : shape.net_Bps;
         if (shape.nodes > 1)
           u = std::max(u, comm::nccl_tree_nic_load(shape.nodes) / nic_link_Bps);
       }
