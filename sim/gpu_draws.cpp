@@ -1,12 +1,20 @@
 #include "sim/gpu_draws.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 
 namespace overlapsim::sim {
 
 std::mt19937_64 jitter_generator(std::uint64_t seed, int rank) {
-  return std::mt19937_64(seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1);
+  // OVERLAPSIM_JITTER_SALT (measurements only, see gpu_draws.h): 0 or unset keeps the draws.
+  static const std::uint64_t salt = [] {
+    const char* text = std::getenv("OVERLAPSIM_JITTER_SALT");
+    return text && *text ? std::strtoull(text, nullptr, 10) : 0ULL;
+  }();
+  return std::mt19937_64((seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1) ^
+                         (salt * 0xD1B54A32D192ED03ULL));
 }
 
 double draw_jitter(const scenario::Jitter& jitter, double seconds, std::mt19937_64& rng) {

@@ -13,7 +13,10 @@
 namespace overlapsim::sim {
 
 // GPU `rank`'s jitter generator: seeded from (seed, rank) alone, so reruns are bit-identical and
-// one GPU's draws do not depend on how many ops another GPU ran.
+// one GPU's draws do not depend on how many ops another GPU ran. The environment variable
+// OVERLAPSIM_JITTER_SALT (a whole number; 0 or unset: none) draws other jitter for the same seed
+// and the same sequence lengths: bench/orderstat_error.py measures with it how far a run moves
+// with the jitter's realisation alone, what no order statistic can reproduce draw for draw.
 std::mt19937_64 jitter_generator(std::uint64_t seed, int rank);
 
 // The jitter factor of an op of `seconds` at nominal speed (cluster.jitter: lognormal with

@@ -433,6 +433,10 @@ void SimWorker::layers_forward(LayerRange layers, MicroBatch mb, bool starts) {
       act += model.layers[static_cast<std::size_t>(l)].activation_bytes_per_sample * samples;
   change_activations(act);
   const double speed = micro_batch_speed(starts);
+  // A micro-batch of the same (step, index) as the previous can follow it (ACCO's two rounds of a
+  // step number theirs from 0 each): the fold's order statistics count it as a new one.
+  if (slowest_ && starts)
+    slowest_->micro_batch_starts(calling_stream() == StreamKind::comm ? 1 : 0);
   const auto at = [&](double r) { return layer_cost(layers, false, r) * samples * speed; };
   compute(op_label(model, layers, LayerPass::forward), at(seq_ratio(mb)), mb, std::nullopt, at);
   tensor_parallel_comm(layers, false, mb);

@@ -104,8 +104,9 @@ double SlowestOf::op_seconds(int stream, double now, double amount, MicroBatch m
     // grows with r^2, the rest with r), from its cost at r = 1 and r = 1/2.
     double a = 0, b = 0;
     if (by_length) {
-      if (!m.has_mb || m.mb.step != mb.step || m.mb.index != mb.index)
+      if (!m.has_mb || m.starts || m.mb.step != mb.step || m.mb.index != mb.index)
         next_micro_batch(stream, mb);
+      m.starts = false;
       const double whole = at_ratio(1.0) / nominal_speed_, half = at_ratio(0.5) / nominal_speed_;
       b = 2 * (whole - 2 * half);
       a = whole - b;

@@ -67,6 +67,12 @@ public:
   double op_seconds(int stream, double now, double amount, MicroBatch mb,
                     const std::function<double(double)>& at_ratio);
 
+  // The stream's next op begins a micro-batch (a forward from its first layer), even where its
+  // (step, index) equals the previous one's: the order statistics fold the previous one into each
+  // GPU's sum there (ACCO's two rounds of a step both number their micro-batches from 0; taken
+  // as one, the next micro-batch's projection doubled and could choose the wrong leader).
+  void micro_batch_starts(int stream) { members_[static_cast<std::size_t>(stream)].starts = true; }
+
   // The op ran until `end`: later than op_seconds said where the GPU's sharing (the other stream,
   // a transfer's interference) slowed it, as it slows every GPU; the clocks move on by as much.
   void op_ended(int stream, double end);
@@ -117,7 +123,7 @@ private:
   // va r^2 + vb r^3 + vc r^4) so far, plus what every GPU ran alike.
   struct Members {
     std::vector<double> mean, variance, ratio;
-    bool has_mb = false, folded = false, has_previous = false;
+    bool has_mb = false, folded = false, has_previous = false, starts = false;
     MicroBatch mb{-1, -1};
     double a = 0, b = 0, va = 0, vb = 0, vc = 0;
     // The whole micro-batch's (not reset where the interval restarts), and the previous one's:
