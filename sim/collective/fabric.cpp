@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <unordered_set>
 
 namespace overlapsim::sim::collective {
@@ -250,37 +251,72 @@ void Fabric::add_class(CollectiveOutcome& out, int a, int b, double bytes) const
 }
 
 double Fabric::uplink_time(const std::vector<Flow>& flows) const {
-  const auto& tree = platform_.fat_tree;
-  if (!platform_.classes.folded || !tree || tree->oversubscription() <= 1)
+  const auto& trees = platform_.fat_tree;
+  if (!platform_.classes.folded || !trees)
+    return 0;
+  // Every site's tree has the fabric's leaves (hw/site_fat_trees.h); a small site's may have one
+  // level only (no uplinks).
+  const hw::FatTree& tree = trees->trees.front();
+  const bool over = std::any_of(trees->trees.begin(), trees->trees.end(),
+                                [](const hw::FatTree& t) { return t.oversubscription() > 1; });
+  if (!over && !trees->has_sites())
     return 0;
   const int per_node = platform_.gpus_per_node;
   // Leaves that hold several GPU positions' NICs carry the other positions' groups too
   // (position_siblings.h); with a rail per GPU those reach leaves of their own.
   const bool shared =
-      tree->placement == hw::FabricSpec::Placement::node || platform_.nics_per_node != per_node;
+      tree.placement == hw::FabricSpec::Placement::node || platform_.nics_per_node != per_node;
   std::vector<Flow> siblings;
   if (shared)
     siblings = with_position_siblings(flows, per_node);
-  std::unordered_map<long long, double> up, down; // bytes per leaf switch
+  // Bytes per leaf switch, keyed by (site, leaf); over WAN sites also per site through its
+  // gateway's one cable (hw/site_fat_trees.h), which every flow to or from another site crosses.
+  std::map<std::pair<int, long long>, double> up, down;
+  std::map<int, double> gateway_out, gateway_in;
+  const auto leaf = [&](int node, long long port) {
+    return std::pair{trees->site_of(node), port / trees->of(node).leaf_down};
+  };
   for (const auto& f : shared ? siblings : flows) {
     const int lanes = platform_.lanes(f.src, f.dst);
-    if (f.src / per_node == f.dst / per_node)
+    const int a_node = f.src / per_node, b_node = f.dst / per_node;
+    if (a_node == b_node)
       continue;
     for (int k = 0; k < lanes; ++k) {
       const int rail = lanes == 1 ? platform_.nic_of(f.src) : k;
-      const long long a = tree->slot_of(f.src / per_node, rail);
-      const long long b = tree->slot_of(f.dst / per_node, rail);
-      if (tree->common_level(a, b) > 1) {
-        up[a / tree->leaf_down] += f.bytes / lanes;
-        down[b / tree->leaf_down] += f.bytes / lanes;
+      const double bytes = f.bytes / lanes;
+      const long long a = trees->slot(a_node, rail), b = trees->slot(b_node, rail);
+      if (const int level = trees->common_level(a_node, b_node, rail); level > 1) {
+        up[leaf(a_node, a)] += bytes;
+        down[leaf(b_node, b)] += bytes;
+      } else if (level < 0) {
+        // Up the sender's tree to its gateway, down the receiver's from theirs.
+        const int sa = trees->site_of(a_node), sb = trees->site_of(b_node);
+        const long long ga = trees->gateway[static_cast<std::size_t>(sa)];
+        const long long gb = trees->gateway[static_cast<std::size_t>(sb)];
+        if (trees->gateway_level(a_node, rail) > 1) {
+          up[leaf(a_node, a)] += bytes;
+          down[leaf(a_node, ga)] += bytes;
+        }
+        if (trees->gateway_level(b_node, rail) > 1) {
+          up[leaf(b_node, gb)] += bytes;
+          down[leaf(b_node, b)] += bytes;
+        }
+        gateway_out[sa] += bytes;
+        gateway_in[sb] += bytes;
       }
     }
   }
-  double busiest = 0;
+  double busiest = 0; // seconds
   for (const auto* leaves : {&up, &down})
-    for (const auto& [leaf, bytes] : *leaves)
-      busiest = std::max(busiest, bytes);
-  return busiest / (tree->leaf_up * nic_Bps_);
+    for (const auto& [at, bytes] : *leaves)
+      if (const auto& t = trees->trees[static_cast<std::size_t>(at.first)];
+          t.oversubscription() > 1)
+        busiest = std::max(busiest, bytes / (t.leaf_up * nic_Bps_));
+  double gateway = 0;
+  for (const auto* sites : {&gateway_out, &gateway_in})
+    for (const auto& [site, bytes] : *sites)
+      gateway = std::max(gateway, bytes);
+  return std::max(busiest, gateway / nic_Bps_);
 }
 
 const std::vector<int>& Fabric::simulated_members(const Group& g) {
