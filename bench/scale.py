@@ -8,7 +8,7 @@
     bench/scale.py --full-sweep          # the full (unfolded) simulation, 64..4,096 H100s (issue 64.1)
     bench/scale.py --statistical --gpus 256,1024   # rank_classes: statistical vs full (issue 64.2)
     bench/scale.py --issue-table [--gpus 1024] [--skip-full]   # issue 64's table, estimate beside
-    bench/scale.py --frontier [--gpus 16384,131072] [--variants sites,fat tree,fat tree rail]
+    bench/scale.py --frontier [--gpus 16384,131072] [--variants sites,fat tree,...]
     bench/scale.py --statistical --three-d --gpus 256   # the same for Llama-2 70B TP8 x PP4 (64.5)
 
 One line per size: GPUs, nodes x GPUs per node, wall seconds, CPU seconds (user + system: what
@@ -52,8 +52,9 @@ leaves the reference runs out).
 
 --frontier runs scenarios/large/frontier-16384-h100-realistic.yaml (jitter, per-GPU sequence
 lengths, a 1.5x straggler per 64 nodes, rank_classes: statistical; nodes, sites and stragglers
-rewritten per size) with its three WAN sites, and with an oversubscribed fat tree instead (the
-loader refuses a fat tree with sites): ddp, acco, diloco and fsdp each, under the default
+rewritten per size) with its three WAN sites, with an oversubscribed fat tree instead, and with
+both (a 2:1 rail fat tree per site; `equal sites + fat tree` on a multiple of 3 nodes, so the sites
+fold): ddp, acco, diloco and fsdp each, under the default
 --max-time (10 min) and work budget, so a combination that falls to the full simulation is
 refused in seconds with its estimate printed. Targets: <= 60 s and <= 2 GB at 16,384 GPUs,
 <= 5 min and <= 2 GB at 131,072 (issue 64.4; past 1,024 GPUs the statistical fold draws order
@@ -501,22 +502,29 @@ def issue_table(args) -> int:
 
 def realistic_scenario(gpus: int, variant: str) -> str:
     """The realistic frontier scenario (scenarios/large/frontier-16384-h100-realistic.yaml) at
-    `gpus` H100s: its three WAN sites (`sites`) or, since the loader refuses a fat tree with
-    sites, its oversubscribed fat tree instead (`fat tree`: leaf-spine-2to1, 2:1 with node
-    placement, with levels enough for the NICs; `fat tree rail`: 2:1, rail placement),
-    stragglers one per 64 nodes."""
+    `gpus` H100s: its three WAN sites (`sites`), its oversubscribed fat tree alone (`fat tree`:
+    leaf-spine-2to1, 2:1 with node placement, with levels enough for the NICs; `fat tree rail`:
+    2:1, rail placement), or both at once, the issue's row (`sites + fat tree`: every site a 2:1
+    rail fat tree, hw/site_fat_trees.h; `equal sites + fat tree`: the same on the largest multiple
+    of 3 nodes, 16,368 of 16,384 GPUs, so that the sites are of equal size and fold), stragglers
+    one per 64 nodes."""
     import yaml  # python3-yaml; only the frontier bench needs it
     doc = yaml.safe_load(REALISTIC.read_text())
     nodes = gpus // GPUS_PER_NODE
+    if variant.startswith("equal sites"):
+        nodes -= nodes % 3
     cluster = doc["cluster"]
     cluster["nodes"] = nodes
     cluster["stragglers"] = [{"gpu": n * GPUS_PER_NODE + 3, "slowdown": 1.5}
                              for n in range(32, nodes, 64)]
     third = -(-nodes // 3)
-    if variant == "sites":
+    rail = {"topology": "fat_tree", "oversubscription": 2, "placement": "rail"}
+    if "sites" in variant:
         cluster["sites"] = [{"name": name, "nodes": list(range(i * third,
                                                                   min(nodes, (i + 1) * third)))}
                             for i, name in enumerate(["a", "b", "c"])]
+        if "fat tree" in variant:
+            cluster["fabric"] = rail
     else:
         cluster.pop("sites", None)
         cluster.pop("wan", None)
@@ -524,11 +532,12 @@ def realistic_scenario(gpus: int, variant: str) -> str:
         # at 2:1 (the loader's count), four the 131,072 of 16,384 DGX nodes.
         cluster["fabric"] = ({"preset": "leaf-spine-2to1", "levels": 3 if gpus <= 88064 else 4}
                              if variant == "fat tree" else
-                             {"topology": "fat_tree", "oversubscription": 2, "placement": "rail"})
+                             rail)
     return yaml.safe_dump(doc, default_flow_style=None, width=100, sort_keys=False)
 
 
-FRONTIER_VARIANTS = ["sites", "fat tree", "fat tree rail"]
+FRONTIER_VARIANTS = ["sites", "fat tree", "fat tree rail", "sites + fat tree",
+                     "equal sites + fat tree"]
 
 
 def frontier_table(args) -> int:
@@ -537,8 +546,9 @@ def frontier_table(args) -> int:
     print(f"# realistic frontier bench (issue 64.4): {REALISTIC.name} at each size, "
           f"{os.cpu_count()} cores; times in s, RSS in MB")
     print("# jitter lognormal 0.05, per-GPU sequence lengths, a 1.5x straggler per 64 nodes, "
-          "rank_classes: statistical; three WAN sites (`sites`) or an oversubscribed fat tree: "
-          "the loader refuses `fabric: fat_tree` with `sites`, so each runs without the other")
+          "rank_classes: statistical; three WAN sites (`sites`), an oversubscribed fat tree, or "
+          "both (`sites + fat tree`: a 2:1 rail fat tree per site; `equal sites`: on 3 x 682 "
+          "nodes at 16,384, 3 x 5,461 at 131,072, sites of equal size)")
     print("# target per algorithm run: <= 60 s and <= 2048 MB at 16,384 GPUs, <= 300 s and "
           "<= 2048 MB at 131,072 (CPU = user + system: the wall time of an unloaded 2-core "
           "machine)")
@@ -558,7 +568,10 @@ def frontier_table(args) -> int:
                     run = measure(cmd + ["--max-time", f"{args.timeout:.0f}s"], args.timeout)
                     met = ("yes" if "row" in run and run["cpu"] <= limit_s and
                            run["rss"] <= limit_mb else "no")
-                    print_measured(f"{gpus} {variant}", algorithm, run, predicted, target, met,
+                    nodes = gpus // GPUS_PER_NODE
+                    shown = (nodes - nodes % 3 if variant.startswith("equal") else nodes) * \
+                        GPUS_PER_NODE
+                    print_measured(f"{shown} {variant}", algorithm, run, predicted, target, met,
                                    "")
     return 0
 

@@ -324,6 +324,14 @@ std::string network_summary(const scenario::Scenario& s) {
   std::string fabric = "; one non-blocking switch between nodes";
   if (c.nodes == 1)
     fabric.clear();
+  else if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree && c.sites.size() > 1)
+    // A tree per site, its WAN gateway on a leaf port (hw/site_fat_trees.h).
+    fabric = fmt::format(
+        "; a fat tree per WAN site, its WAN gateway on a leaf port (site 0: {}), {} per switch "
+        "hop",
+        hw::describe(hw::build_fat_tree(
+            c.fabric, static_cast<int>(c.sites.front().nodes.size()) + 1, c.nics_per_node)),
+        hw::format_time(c.fabric.hop_latency_s));
   else if (c.fabric.topology == hw::FabricSpec::Topology::fat_tree)
     fabric = fmt::format("; {}, {} per switch hop",
                          hw::describe(hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node)),

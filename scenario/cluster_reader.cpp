@@ -1,6 +1,7 @@
 #include "scenario/readers.h"
 
 #include "hw/fat_tree.h"
+#include "hw/site_fat_trees.h"
 #include "hw/system_presets.h"
 #include "hw/units.h"
 
@@ -207,12 +208,15 @@ hw::FabricSpec read_fabric(const Entry& e, const ClusterSpec& c) {
       f.hop_latency_s = e.child("hop_latency").quantity(hw::parse_time_s, /*allow_zero=*/true);
   }
   if (f.topology == hw::FabricSpec::Topology::fat_tree) {
-    if (c.sites.size() > 1)
-      e.fail("a fat tree joins the nodes of one site; with sites, leave the fabric a star");
     if (c.collectives == CollectiveFidelity::steps)
       e.fail("collectives: steps runs on the star fabric only; use nccl or fused on a fat tree");
+    // With WAN sites, each site is a fat tree of this shape with a port for its WAN gateway
+    // (hw/site_fat_trees.h).
+    std::vector<std::vector<int>> sites;
+    for (const auto& site : c.sites)
+      sites.push_back(site.nodes);
     try {
-      hw::build_fat_tree(f, c.nodes, c.nics_per_node);
+      hw::build_site_fat_trees(f, c.nodes, c.nics_per_node, sites);
     } catch (const std::invalid_argument& err) {
       e.fail(err.what());
     }

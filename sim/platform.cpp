@@ -82,12 +82,14 @@ Platform::Lane Platform::on_rail(int src, int dst, int rail, bool direct) const 
   };
   if (!classes.folded || direct)
     return {nics[at(src)], nics[at(dst)], 1.0};
-  // Folded: from the representative's NIC to the image of dst's at the level the two meet.
-  const int level = fat_tree->common_level(fat_tree->slot_of(src / gpus_per_node, rail),
-                                           fat_tree->slot_of(dst / gpus_per_node, rail));
+  // Folded: from the representative's NIC to the image of dst's at the level the two meet, or
+  // across the WAN (the climb to the gateway, the node's WAN image).
   const std::size_t from = at(classes.representative(src));
+  if (classes.crosses_sites(src, dst))
+    return {nics[from], remote_nics_wan[from], 1.0};
+  const int level = fat_tree->common_level(src / gpus_per_node, dst / gpus_per_node, rail);
   return {nics[from],
-          remote_nics[from * static_cast<std::size_t>(fat_tree->levels) +
+          remote_nics[from * static_cast<std::size_t>(fat_tree->levels()) +
                       static_cast<std::size_t>(level - 1)],
           1.0};
 }
@@ -103,11 +105,16 @@ void add_progress_host(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone
       fmt::format("progress{}", rank), std::vector<double>{1.0, 1.0 - c.gpu.compute_interference});
 }
 
+using WanImages = std::map<int, sg4::SplitDuplexLink*>; // by RankClasses::wan_image
+sg4::SplitDuplexLink* wan_image_of(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone,
+                                   int node, WanImages& images);
+
 // The running nodes' NICs on a folded fat tree (see platform.h).
-void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone) {
+void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone,
+                           WanImages& wan_images) {
   using Dir = sg4::LinkInRoute::Direction;
-  const hw::FatTree& tree = *p.fat_tree;
-  const int rails = c.nics_per_node, levels = tree.levels;
+  const hw::SiteFatTrees& tree = *p.fat_tree;
+  const int rails = c.nics_per_node, levels = tree.levels();
   const double rate = c.inter_node.bandwidth_Bps;
   p.nics.assign(static_cast<std::size_t>(c.nodes * rails), nullptr);
   p.remote_nics.assign(p.nics.size() * static_cast<std::size_t>(levels), nullptr);
@@ -119,6 +126,12 @@ void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::Net
                                              ->set_latency(2 * (l - 1) * c.fabric.hop_latency_s)
                                              ->seal();
   std::vector<sg4::Link*> cables(p.nics.size(), nullptr);
+  const bool sites = !p.classes.site.empty();
+  if (sites)
+    p.remote_nics_wan.assign(p.nics.size(), nullptr);
+  // To a site's gateway at level l and on to the WAN: 2 l - 1 hops (the full tree's 2 l cables
+  // less the one the NIC's own cable stands for), latency only.
+  std::map<int, sg4::Link*> to_gateway;
   for (const int node : p.classes.simulated_nodes())
     for (int r = 0; r < rails; ++r) {
       const auto at = static_cast<std::size_t>(node * rails + r);
@@ -140,6 +153,25 @@ void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::Net
         zone->add_route(remote->get_netpoint(), p.nics[at]->get_netpoint(), nullptr, nullptr, route,
                         false);
       }
+      if (!sites)
+        continue;
+      const int l = tree.gateway_level(node, r);
+      auto& gateway = to_gateway[l];
+      if (!gateway)
+        gateway = zone->create_link(fmt::format("to-gateway{}", l), 1e15)
+                      ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                      ->set_latency((2 * l - 1) * c.fabric.hop_latency_s)
+                      ->seal();
+      auto* wan = wan_image_of(p, c, zone, node, wan_images);
+      auto* remote = zone->create_host(name + "-remote-wan", 1.0);
+      p.remote_nics_wan[at] = remote;
+      const std::vector<sg4::LinkInRoute> route{
+          {cable, Dir::UP}, sg4::LinkInRoute(gateway), {wan, Dir::UP},
+          {wan, Dir::DOWN}, sg4::LinkInRoute(gateway), {cable, Dir::DOWN}};
+      zone->add_route(p.nics[at]->get_netpoint(), remote->get_netpoint(), nullptr, nullptr, route,
+                      false);
+      zone->add_route(remote->get_netpoint(), p.nics[at]->get_netpoint(), nullptr, nullptr, route,
+                      false);
     }
   // A pipeline's messages between running nodes of one group: up one NIC's cable, the climb to
   // the level the two meet, down the other's (the cables above the leaves are left out, as for
@@ -152,7 +184,9 @@ void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::Net
       for (int r = 0; r < rails; ++r) {
         const auto from = static_cast<std::size_t>(x * rails + r);
         const auto to = static_cast<std::size_t>(y * rails + r);
-        const int level = tree.common_level(tree.slot_of(x, r), tree.slot_of(y, r));
+        const int level = tree.common_level(x, y, r);
+        if (level < 0)
+          continue; // another site: not a pipeline's (sim/site_classes.h)
         std::vector<sg4::LinkInRoute> route{{cables[from], Dir::UP}};
         if (level > 1)
           route.emplace_back(climb[static_cast<std::size_t>(level)]);
@@ -163,13 +197,10 @@ void build_folded_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::Net
     }
 }
 
-// Over WAN sites, running node `node`'s hosts for the GPUs of other sites and their routes: GPU
-// a's link, the NIC, the node's WAN image up and down, the NIC, GPU b's link (the full cluster's
-// links from site to site, folded; sim/site_classes.h). The way back too, for the tcp model.
-void add_wan_routes(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone, int node,
-                    sg4::Link* nic, const std::vector<sg4::Link*>& links,
-                    std::map<int, sg4::SplitDuplexLink*>& images) {
-  using Dir = sg4::LinkInRoute::Direction;
+// Over WAN sites, the image of the WAN link running node `node`'s cross-site flows take
+// (RankClasses::wan_image), made on first use.
+sg4::SplitDuplexLink* wan_image_of(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone,
+                                   int node, WanImages& images) {
   const int image = p.classes.wan_image[static_cast<std::size_t>(node)];
   auto& wan = images[image];
   if (!wan) {
@@ -179,6 +210,16 @@ void add_wan_routes(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* z
     p.wan_images.push_back(wan->get_link_up());
     p.wan_images.push_back(wan->get_link_down());
   }
+  return wan;
+}
+
+// Over WAN sites, running node `node`'s hosts for the GPUs of other sites and their routes: GPU
+// a's link, the NIC, the node's WAN image up and down, the NIC, GPU b's link (the full cluster's
+// links from site to site, folded; sim/site_classes.h). The way back too, for the tcp model.
+void add_wan_routes(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* zone, int node,
+                    sg4::Link* nic, const std::vector<sg4::Link*>& links, WanImages& images) {
+  using Dir = sg4::LinkInRoute::Direction;
+  auto* wan = wan_image_of(p, c, zone, node, images);
   const int per_node = c.gpus_per_node;
   const auto at = [&](int g) { return static_cast<std::size_t>(node * per_node + g); };
   for (int g = 0; g < per_node; ++g)
@@ -205,12 +246,12 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
   const int per_node = c.gpus_per_node;
   auto* zone = sg4::create_full_zone("folded");
   p.remote.resize(static_cast<std::size_t>(c.world_size()));
-  std::map<int, sg4::SplitDuplexLink*> wan_images; // by RankClasses::wan_image
+  WanImages wan_images;
   if (!p.classes.site.empty())
     p.remote_wan.resize(p.remote.size());
   using Dir = sg4::LinkInRoute::Direction;
   if (p.fat_tree)
-    build_folded_fat_tree(p, c, zone);
+    build_folded_fat_tree(p, c, zone, wan_images);
   // Per running node, its NIC and GPU links: a pipeline's messages join running nodes.
   std::vector<std::pair<sg4::Link*, std::vector<sg4::Link*>>> links_of(
       static_cast<std::size_t>(c.nodes));
@@ -251,7 +292,7 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
         zone->add_route(p.remote[at(a)]->get_netpoint(), p.gpus[at(b)]->get_netpoint(), nullptr,
                         nullptr, folded, false);
       }
-    if (!p.classes.site.empty())
+    if (!p.classes.site.empty() && !p.fat_tree) // a fat tree's are its NICs'
       add_wan_routes(p, c, zone, node, nic, links, wan_images);
     links_of[static_cast<std::size_t>(node)] = {nic, std::move(links)};
   }
@@ -276,14 +317,24 @@ void build_folded(Platform& p, const scenario::ClusterSpec& c, double gpu_link_l
   zone->seal();
 }
 
-// The fat tree of `c.fabric` (see platform.h): a host per NIC at its leaf port.
-void build_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* root) {
-  const hw::FatTree& tree = *p.fat_tree;
+// The fat tree of `c.fabric` (see platform.h): a host per NIC at its leaf port. With WAN sites,
+// site `site`'s tree in `parent` (its site's zone), whose gateway port holds a zone of one router:
+// returned, for the site's route out (null without sites).
+simgrid::kernel::routing::NetPoint* build_fat_tree(Platform& p, const scenario::ClusterSpec& c,
+                                                   sg4::NetZone* parent, int site = 0) {
+  const hw::SiteFatTrees& trees = *p.fat_tree;
+  const hw::FatTree& tree = trees.trees[static_cast<std::size_t>(site)];
+  // Names of zones are global: a site's carry its number.
+  const std::string prefix = trees.has_sites() ? fmt::format("site{}-", site) : "";
   std::vector<int> nic_at(static_cast<std::size_t>(tree.slots), -1); // port -> node x R + nic
   for (int n = 0; n < c.nodes; ++n)
-    for (int r = 0; r < c.nics_per_node; ++r)
-      nic_at[static_cast<std::size_t>(tree.slot_of(n, r))] = n * c.nics_per_node + r;
-  p.nics.assign(static_cast<std::size_t>(c.nodes * c.nics_per_node), nullptr);
+    if (trees.site_of(n) == site)
+      for (int r = 0; r < c.nics_per_node; ++r)
+        nic_at[static_cast<std::size_t>(trees.slot(n, r))] = n * c.nics_per_node + r;
+  const long long gateway_port =
+      trees.has_sites() ? trees.gateway[static_cast<std::size_t>(site)] : -1;
+  simgrid::kernel::routing::NetPoint* border = nullptr; // the gateway's router
+  p.nics.resize(static_cast<std::size_t>(c.nodes * c.nics_per_node), nullptr);
   const double hop = c.fabric.hop_latency_s;
   const double endpoint_latency = std::max(0.0, (c.inter_node.latency_s - 2 * hop) / 2);
   // Each leaf port holds a zone of one NIC host behind a latency-only link: SimGrid 3.32's
@@ -298,8 +349,15 @@ void build_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* r
       [&](sg4::NetZone* fabric, const std::vector<unsigned long>&, unsigned long port)
           -> std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> {
         const int nic = nic_at[port];
+        if (static_cast<long long>(port) == gateway_port) {
+          auto* zone = sg4::create_star_zone(prefix + "gateway");
+          zone->set_parent(fabric);
+          border = zone->create_router(prefix + "gateway-router");
+          zone->seal();
+          return {zone->get_netpoint(), border};
+        }
         const std::string name =
-            nic < 0 ? fmt::format("fabric-port{}", port)
+            nic < 0 ? fmt::format("{}fabric-port{}", prefix, port)
                     : fmt::format("nic{}.{}", nic / c.nics_per_node, nic % c.nics_per_node);
         auto* zone = sg4::create_star_zone(name);
         zone->set_parent(fabric);
@@ -315,11 +373,12 @@ void build_fat_tree(Platform& p, const scenario::ClusterSpec& c, sg4::NetZone* r
         return {zone->get_netpoint(), gateway};
       });
   auto* zone = sg4::create_fatTree_zone(
-      "fabric", root,
+      prefix + "fabric", parent,
       sg4::FatTreeParams(static_cast<unsigned>(tree.levels), tree.down, tree.up,
                          std::vector<unsigned>(static_cast<std::size_t>(tree.levels), 1)),
       callbacks, c.inter_node.bandwidth_Bps, hop, sg4::Link::SharingPolicy::SPLITDUPLEX);
   zone->seal();
+  return border;
 }
 
 } // namespace
@@ -332,8 +391,12 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
   p.gpus_per_node = c.gpus_per_node;
   p.nics_per_node = c.nics_per_node;
   const bool fat_tree = c.fabric.topology == hw::FabricSpec::Topology::fat_tree && c.nodes > 1;
-  if (fat_tree)
-    p.fat_tree = hw::build_fat_tree(c.fabric, c.nodes, c.nics_per_node);
+  if (fat_tree) {
+    std::vector<std::vector<int>> sites;
+    for (const auto& site : c.sites)
+      sites.push_back(site.nodes);
+    p.fat_tree = hw::build_site_fat_trees(c.fabric, c.nodes, c.nics_per_node, sites);
+  }
 
   const bool multi_gpu = c.gpus_per_node > 1;
   const double gpu_link_latency = multi_gpu ? c.intra_node.latency_s / 2 : 0.0;
@@ -356,9 +419,22 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
   auto* root = sg4::create_star_zone("cluster");
   std::vector<sg4::NetZone*> site_zone(static_cast<std::size_t>(c.nodes), root);
   std::vector<sg4::NetZone*> sites;
+  std::vector<sg4::Link*> wans;
   for (std::size_t s = 0; s < c.sites.size() && c.sites.size() > 1; ++s) {
     auto* zone = sg4::create_star_zone(fmt::format("site{}", s));
     zone->set_parent(root);
+    for (int n : c.sites[s].nodes)
+      site_zone[static_cast<std::size_t>(n)] = zone;
+    sites.push_back(zone);
+    const auto make_wan = [&] {
+      wans.push_back(root->create_split_duplex_link(fmt::format("wan{}", s), c.wan.bandwidth_Bps)
+                         ->set_latency(c.wan.latency_s / 2));
+      return wans.back();
+    };
+    if (fat_tree) { // the site's tree holds its gateway (below)
+      make_wan();
+      continue;
+    }
     // The site's gateway sits in a zone of its own: SimGrid 3.32 resolves a route from a router of
     // a zone to a host of a nested zone with the host's id looked up in the outer zone (wrong
     // links, or an abort in StarZone::get_local_route once a node holds more hosts than the site
@@ -367,14 +443,9 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
     switch_zone->set_parent(zone);
     auto* gw = switch_zone->create_router(fmt::format("site{}-gw", s));
     zone->add_route(switch_zone->get_netpoint(), nullptr, gw, nullptr, {}, true);
-    auto* wan = root->create_split_duplex_link(fmt::format("wan{}", s), c.wan.bandwidth_Bps)
-                    ->set_latency(c.wan.latency_s / 2);
     root->add_route(zone->get_netpoint(), nullptr, gw, nullptr,
-                    {{wan, sg4::LinkInRoute::Direction::UP}}, true);
+                    {{make_wan(), sg4::LinkInRoute::Direction::UP}}, true);
     switch_zone->seal();
-    for (int n : c.sites[s].nodes)
-      site_zone[static_cast<std::size_t>(n)] = zone;
-    sites.push_back(zone);
   }
 
   p.gpus.resize(static_cast<std::size_t>(c.world_size()));
@@ -407,9 +478,14 @@ Platform build_platform(const scenario::ClusterSpec& c, const RankClasses& class
                       {{nic, sg4::LinkInRoute::Direction::UP}}, true);
     node->seal();
   }
-  for (auto* zone : sites)
-    zone->seal();
-  if (fat_tree)
+  for (std::size_t s = 0; s < sites.size(); ++s) {
+    if (fat_tree) // the site's fat tree, and the way out through its gateway's port
+      root->add_route(sites[s]->get_netpoint(), nullptr,
+                      build_fat_tree(p, c, sites[s], static_cast<int>(s)), nullptr,
+                      {{wans[s], sg4::LinkInRoute::Direction::UP}}, true);
+    sites[s]->seal();
+  }
+  if (fat_tree && sites.empty())
     build_fat_tree(p, c, root);
   root->seal();
   return p;

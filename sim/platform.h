@@ -33,6 +33,16 @@
 // An approximation where the full tree's d-mod-k routes load those cables unevenly (the summary
 // says so).
 //
+// Fat tree with WAN sites (hw/site_fat_trees.h): each site's nodes hang off a FatTreeZone of
+// their own, one leaf port of which is the site's gateway (a zone holding one router); the site
+// zone's route to the root leaves through that router and the site's WAN link, so a flow to
+// another site climbs its tree to the gateway's port, crosses both WAN links and descends the
+// other tree. Folded, NIC r of a running node also reaches `remote_nics_wan`: its cable, a
+// latency-only link of 2 l - 1 hops (l: the level NIC r meets its gateway at), the node's WAN
+// image up and down (sim/site_classes.h), the same link and the cable back: the full route's
+// latency when the peer meets its own gateway at the same level (site by site, node i of a site
+// sends to node i of the others).
+//
 // Folded (rank classes, sim/rank_classes.h): one zone holds the representative node's GPU hosts,
 // their links and the node's NIC, plus a `remote` host per GPU position standing for that GPU of
 // every other node. A route to remote p leaves through the NIC and comes back in through the
@@ -45,6 +55,7 @@
 // the climb to the level the two nodes meet, the other NIC r's cable down.
 #pragma once
 
+#include "hw/site_fat_trees.h"
 #include "scenario/scenario.h"
 #include "sim/rank_classes.h"
 
@@ -78,10 +89,15 @@ struct Platform {
   // Fat tree: the host of NIC r of node n at [n x nics_per_node + r] (folded: the running nodes'
   // only); empty on a star.
   std::vector<simgrid::s4u::Host*> nics;
-  std::optional<hw::FatTree> fat_tree;
+  // The fat tree, one per WAN site (hw/site_fat_trees.h); none on a star.
+  std::optional<hw::SiteFatTrees> fat_tree;
   // Folded fat tree: at [(n x nics_per_node + r) x levels + l - 1], NIC r of any node whose NIC r
-  // meets node n's at level l, as seen from running node n.
+  // meets node n's at level l, as seen from running node n (levels: the deepest site tree's).
   std::vector<simgrid::s4u::Host*> remote_nics;
+  // Folded fat tree over WAN sites, at [n x nics_per_node + r]: NIC r of a node in another site,
+  // as seen from running node n (its cable, the climb to its site's gateway, its WAN image, the
+  // same way back down).
+  std::vector<simgrid::s4u::Host*> remote_nics_wan;
   int gpus_per_node = 1, nics_per_node = 1;
 
   // The host a flow from rank `src` to rank `dst` starts at and goes to: their own, or folded,

@@ -1,11 +1,13 @@
 #include "sim/rank_classes.h"
 
 #include "comm/nccl_model.h"
+#include "hw/site_fat_trees.h"
 #include "parallel/layout.h"
 #include "sim/site_classes.h"
 #include "sim/slowest_of.h"
 #include "sim/type_classes.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <numeric>
@@ -290,20 +292,36 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
     // Which cables d-mod-k routing gives a node's flows tells nodes apart; folded, each NIC gets
     // its even share of the cables above its leaf (sim/platform.h). A representative whose ring
     // neighbours share its leaf switches keeps a ring's hops off that share, as most nodes' are.
-    const hw::FatTree tree =
-        hw::build_fat_tree(s.cluster.fabric, s.cluster.nodes, s.cluster.nics_per_node);
-    // Oversubscribed, each collective is held to its busiest cable above the leaves as d-mod-k
-    // routes every node's flows (Fabric::uplink_time).
-    rc.approximation = tree.oversubscription() > 1
-                           ? "fat tree: held to the busiest d-mod-k cable above the leaves"
-                           : "fat tree: leaf uplinks loaded evenly";
-    const int nodes_in_all = s.cluster.nodes;
+    // With WAN sites, each site's tree (hw/site_fat_trees.h); a ring inside a site runs over its
+    // nodes in order.
+    std::vector<std::vector<int>> sites;
+    for (const auto& site : s.cluster.sites) {
+      sites.push_back(site.nodes);
+      std::sort(sites.back().begin(), sites.back().end());
+    }
+    const hw::SiteFatTrees trees =
+        hw::build_site_fat_trees(s.cluster.fabric, s.cluster.nodes, s.cluster.nics_per_node, sites);
+    // Oversubscribed (one tree), each collective is held to its busiest cable above the leaves as
+    // d-mod-k routes every node's flows (Fabric::uplink_time); across sites, leaves loaded evenly.
+    if (sites.size() > 1)
+      rc.approximation = "fat tree per WAN site: leaf uplinks loaded evenly";
+    else
+      rc.approximation = trees.trees.front().oversubscription() > 1
+                             ? "fat tree: held to the busiest d-mod-k cable above the leaves"
+                             : "fat tree: leaf uplinks loaded evenly";
+    if (sites.size() < 2) {
+      sites.emplace_back(static_cast<std::size_t>(s.cluster.nodes));
+      std::iota(sites.back().begin(), sites.back().end(), 0);
+    }
     std::vector<char> interior = alike;
-    for (int n = 0; n < nodes_in_all; ++n)
-      for (int r = 0; r < s.cluster.nics_per_node; ++r)
-        for (const int peer : {(n + 1) % nodes_in_all, (n + nodes_in_all - 1) % nodes_in_all})
-          if (tree.common_level(tree.slot_of(n, r), tree.slot_of(peer, r)) > 1)
-            interior[static_cast<std::size_t>(group_of[static_cast<std::size_t>(n)])] = 0;
+    for (const auto& site : sites) {
+      const auto k = site.size();
+      for (std::size_t i = 0; i < k; ++i)
+        for (int r = 0; r < s.cluster.nics_per_node; ++r)
+          for (const std::size_t j : {(i + 1) % k, (i + k - 1) % k})
+            if (trees.common_level(site[i], site[j], r) > 1)
+              interior[static_cast<std::size_t>(group_of[static_cast<std::size_t>(site[i])])] = 0;
+    }
     representative = busiest_tree_node(m, interior);
   }
   // NCCL's trees over a stage's data-parallel group run over the groups, in order.

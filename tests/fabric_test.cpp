@@ -173,6 +173,26 @@ TEST(FatTreeRoutes, AnOversubscribedLeafSharesItsUplinks) {
   EXPECT_NEAR(run_flows(over.cluster, crossing).first, 300e6 / kNic + kLatency + 2 * kHop, 1e-9);
 }
 
+TEST(FatTreeRoutes, AcrossWanSitesAFlowClimbsToEachSitesGatewayPort) {
+  // Two sites of 4 one-GPU nodes, each on its own tree of 4-port switches at 3:1: leaf 0 holds
+  // nodes 0-2 of the site, leaf 1 node 3 and the gateway's port (hw/site_fat_trees.h). A flow
+  // to the other site climbs to its gateway at level l, crosses both WAN links (5 ms each way
+  // here) and descends from the other gateway: 2 l cables a site, and the endpoints' links.
+  const std::string sites = "{topology: fat_tree, radix: 4, oversubscription: 3}\n"
+                            "  wan: {bandwidth: 1GB/s, latency: 10ms}\n"
+                            "  sites: [{nodes: [0, 1, 2, 3]}, {nodes: [4, 5, 6, 7]}]";
+  const auto c = scenario_from(cluster_yaml(8, 1, 1, sites));
+  // Node 0 meets its gateway at level 2: (inter - 2 hop) + 2 x 4 hop + wan = inter + wan + 6 hop;
+  // 100 MB at the WAN's 1 GB/s (the narrowest link).
+  const auto [end, latency] = run_flows(c.cluster, {{0, 4, 100e6}});
+  EXPECT_NEAR(latency, kLatency + 10e-3 + 6 * kHop, 1e-12);
+  EXPECT_NEAR(end, kLatency + 10e-3 + 6 * kHop + 100e6 / 1e9, 1e-9);
+  // Node 3 shares its gateway's leaf (level 1): inter + wan + 2 hop.
+  EXPECT_NEAR(run_flows(c.cluster, {{3, 7, 1e6}}).second, kLatency + 10e-3 + 2 * kHop, 1e-12);
+  // Inside a site, the site's own tree: nodes 4 and 7 are a spine apart.
+  EXPECT_NEAR(run_flows(c.cluster, {{4, 7, 1e6}}).second, kLatency + 2 * kHop, 1e-12);
+}
+
 TEST(FatTreeRoutes, CrossRailFlowsSpreadOverEveryRailAndGpusShareTheirNic) {
   // 2 nodes x 4 GPUs x 4 NICs on one 8-port switch.
   const auto rails = scenario_from(cluster_yaml(2, 4, 4, "fat_tree"));

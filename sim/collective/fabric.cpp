@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <unordered_set>
 
 namespace overlapsim::sim::collective {
@@ -252,41 +253,102 @@ void Fabric::add_class(CollectiveOutcome& out, int a, int b, double bytes) const
 }
 
 double Fabric::uplink_time(const std::vector<Flow>& flows) const {
-  const auto& tree = platform_.fat_tree;
-  if (!platform_.classes.folded || !tree || tree->oversubscription() <= 1)
+  const auto& trees = platform_.fat_tree;
+  if (!platform_.classes.folded || !trees)
     return 0;
   const int per_node = platform_.gpus_per_node;
-  // Leaves that hold several GPU positions' NICs carry the other positions' groups too
-  // (position_siblings.h); with a rail per GPU those reach leaves of their own, but above two
-  // levels the rails' leaves share the switches above them.
-  const bool shared = tree->placement == hw::FabricSpec::Placement::node ||
-                      platform_.nics_per_node != per_node || tree->levels > 2;
+  if (!trees->has_sites()) {
+    const hw::FatTree& tree = trees->trees.front();
+    if (tree.oversubscription() <= 1)
+      return 0;
+    // Leaves that hold several GPU positions' NICs carry the other positions' groups too
+    // (position_siblings.h); with a rail per GPU those reach leaves of their own, but above two
+    // levels the rails' leaves share the switches above them.
+    const bool shared = tree.placement == hw::FabricSpec::Placement::node ||
+                        platform_.nics_per_node != per_node || tree.levels > 2;
+    std::vector<Flow> siblings;
+    if (shared)
+      siblings = with_position_siblings(flows, per_node);
+    // Every cable above the leaves as the full tree routes each flow (d-mod-k,
+    // hw/fat_tree_route.h): flows whose destinations agree modulo a leaf's up ports share a cable
+    // there, where spreading a leaf's bytes evenly over its uplinks saw none (the fold 31% fast
+    // on one 128 MB NVLSTree all-reduce over 32 nodes of leaf-spine-2to1; docs/ARCHITECTURE.md,
+    // "Rank classes").
+    std::unordered_map<hw::CableKey, double> load;
+    std::vector<hw::CableKey> cables;
+    for (const auto& f : shared ? siblings : flows) {
+      if (f.src / per_node == f.dst / per_node)
+        continue;
+      const int lanes = platform_.lanes(f.src, f.dst);
+      for (int k = 0; k < lanes; ++k) {
+        const int rail = lanes == 1 ? platform_.nic_of(f.src) : k;
+        cables.clear();
+        hw::dmodk_cables(tree, tree.slot_of(f.src / per_node, rail),
+                         tree.slot_of(f.dst / per_node, rail), cables);
+        for (const hw::CableKey c : cables)
+          load[c] += f.bytes / lanes;
+      }
+    }
+    double busiest = 0;
+    for (const auto& [cable, bytes] : load)
+      busiest = std::max(busiest, bytes);
+    return busiest / nic_Bps_;
+  }
+  // WAN sites, a fat tree each (hw/site_fat_trees.h): bytes per leaf switch, keyed by (site,
+  // leaf), loaded evenly over its uplinks (the d-mod-k hold above is not built across sites), and
+  // per site through its gateway's one cable, which every flow to or from another site crosses.
+  const hw::FatTree& tree = trees->trees.front();
+  const bool shared =
+      tree.placement == hw::FabricSpec::Placement::node || platform_.nics_per_node != per_node;
   std::vector<Flow> siblings;
   if (shared)
     siblings = with_position_siblings(flows, per_node);
-  // Every cable above the leaves as the full tree routes each flow (d-mod-k, hw/fat_tree_route.h):
-  // flows whose destinations agree modulo a leaf's up ports share a cable there, where spreading
-  // a leaf's bytes evenly over its uplinks saw none (the fold 31% fast on one 128 MB NVLSTree
-  // all-reduce over 32 nodes of leaf-spine-2to1; docs/ARCHITECTURE.md, "Rank classes").
-  std::unordered_map<hw::CableKey, double> load;
-  std::vector<hw::CableKey> cables;
+  std::map<std::pair<int, long long>, double> up, down;
+  std::map<int, double> gateway_out, gateway_in;
+  const auto leaf = [&](int node, long long port) {
+    return std::pair{trees->site_of(node), port / trees->of(node).leaf_down};
+  };
   for (const auto& f : shared ? siblings : flows) {
-    if (f.src / per_node == f.dst / per_node)
-      continue;
     const int lanes = platform_.lanes(f.src, f.dst);
+    const int a_node = f.src / per_node, b_node = f.dst / per_node;
+    if (a_node == b_node)
+      continue;
     for (int k = 0; k < lanes; ++k) {
       const int rail = lanes == 1 ? platform_.nic_of(f.src) : k;
-      cables.clear();
-      hw::dmodk_cables(*tree, tree->slot_of(f.src / per_node, rail),
-                       tree->slot_of(f.dst / per_node, rail), cables);
-      for (const hw::CableKey c : cables)
-        load[c] += f.bytes / lanes;
+      const double bytes = f.bytes / lanes;
+      const long long a = trees->slot(a_node, rail), b = trees->slot(b_node, rail);
+      if (const int level = trees->common_level(a_node, b_node, rail); level > 1) {
+        up[leaf(a_node, a)] += bytes;
+        down[leaf(b_node, b)] += bytes;
+      } else if (level < 0) {
+        // Up the sender's tree to its gateway, down the receiver's from theirs.
+        const int sa = trees->site_of(a_node), sb = trees->site_of(b_node);
+        const long long ga = trees->gateway[static_cast<std::size_t>(sa)];
+        const long long gb = trees->gateway[static_cast<std::size_t>(sb)];
+        if (trees->gateway_level(a_node, rail) > 1) {
+          up[leaf(a_node, a)] += bytes;
+          down[leaf(a_node, ga)] += bytes;
+        }
+        if (trees->gateway_level(b_node, rail) > 1) {
+          up[leaf(b_node, gb)] += bytes;
+          down[leaf(b_node, b)] += bytes;
+        }
+        gateway_out[sa] += bytes;
+        gateway_in[sb] += bytes;
+      }
     }
   }
-  double busiest = 0;
-  for (const auto& [cable, bytes] : load)
-    busiest = std::max(busiest, bytes);
-  return busiest / nic_Bps_;
+  double busiest = 0; // seconds
+  for (const auto* leaves : {&up, &down})
+    for (const auto& [at, bytes] : *leaves)
+      if (const auto& t = trees->trees[static_cast<std::size_t>(at.first)];
+          t.oversubscription() > 1)
+        busiest = std::max(busiest, bytes / (t.leaf_up * nic_Bps_));
+  double gateway = 0;
+  for (const auto* sites : {&gateway_out, &gateway_in})
+    for (const auto& [site, bytes] : *sites)
+      gateway = std::max(gateway, bytes);
+  return std::max(busiest, gateway / nic_Bps_);
 }
 
 const std::vector<int>& Fabric::simulated_members(const Group& g) {
