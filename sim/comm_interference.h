@@ -71,6 +71,17 @@ private:
   std::vector<std::multiset<double>> open_; // per rank, the open transfers' shares
   std::vector<char> enabled_;               // per rank: simulated, and some kind's share above 0
   std::vector<simgrid::s4u::ExecPtr> load_; // per rank, the load (null until its daemon ran)
+  // Issue 64.1: a rank's load changes priority once per instant at most. DDP's back-to-back
+  // all-reduces close a transfer and open the next at the same instant on every member, which
+  // turned each GPU's load off and on again (two max-min updates per member and all-reduce, its
+  // host's sharing re-solved); the open transfers are now read once, when SimGrid is about to let
+  // time move (changed(), flush()).
+  void changed(std::size_t r);           // r's open transfers changed: apply them before time moves
+  void flush();                          // applies every changed rank's priority where it differs
+  std::vector<double> applied_;          // per rank, the load's priority as SimGrid has it
+  std::vector<char> dirty_;              // per rank: changed since the last flush
+  std::vector<std::size_t> dirty_ranks_; // those ranks, in the order they changed
+  bool flush_set_ = false;               // a flush is due at this instant
 };
 
 } // namespace overlapsim::sim

@@ -22,12 +22,16 @@ template <class F> void in_one_simcall(F&& f) {
   simgrid::kernel::actor::simcall_answered(std::forward<F>(f));
 }
 
-// this_actor::execute(flops, priority) on `host` (the calling actor's), its creation and start in
+// this_actor::execute(flops, priority) on `host` (the calling actor's), its settings and start in
 // one simcall; blocks until it ends.
 inline void execute_on(simgrid::s4u::Host* host, double flops, double priority = 1.0) {
-  simgrid::s4u::ExecPtr exec;
+  // Created by the calling actor, not in the simcall: SimGrid 3.32 files an execution under the
+  // actor that creates it (ActorImpl::activities_, a std::list) and, when it ends, finds it there
+  // by a linear search (ExecImpl::post). Created in the maestro, every GPU's running execution
+  // sat on the maestro's one list: O(GPUs) per execution ended, 12% of the 1,024-GPU run's CPU
+  // (issue 64.1, perf and gdb). Exec::init is no simcall.
+  simgrid::s4u::ExecPtr exec = simgrid::s4u::Exec::init();
   in_one_simcall([&] {
-    exec = simgrid::s4u::Exec::init();
     exec->set_flops_amount(flops);
     exec->set_host(host);
     exec->set_priority(priority);
