@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -297,7 +298,12 @@ private:
             return p.done && p.key == Key{x.step, x.stage};
           });
         };
+        // Each peer takes a lap's sums in the order it posts their receives (deadline order),
+        // so only the earliest of each (peer, lap) may go.
+        std::set<std::pair<int, int>> passed;
         const auto* x = sends.first([&](const cdp::Transfer& t) {
+          if (!passed.emplace(t.to, static_cast<int>(t.lap)).second)
+            return false;
           if (t.lap == cdp::Lap::partial || last)
             return sums.contains({t.step, t.stage});
           return relay_of(t) != relay.end();
@@ -587,7 +593,11 @@ private:
     c.group = &g;
     c.data = data;
     c.peer = peer;
-    c.tag = tag;
+    // The link schedule sends a peer's sums in deadline order among those ready, which need not
+    // be the order the receiver posted them in: a tag per stage and lap matches each with its
+    // own receive (FIFO per tag: a stage's steps go in order). 4 and up: clear of the start
+    // token's 2.
+    c.tag = scheduled_ ? 4 + 2 * stage + tag : tag;
     c.step = step;
     c.name = fmt::format("{} {} stage {}", op == CollectiveOp::send ? "send" : "recv",
                          tag == kPartial ? "partial grad" : "summed grad", stage);
