@@ -187,6 +187,30 @@ private:
   void scheduled_comm() {
     const int me = w_.rank(), steps = total_steps();
     const bool last = me == w_.topology().world_size() - 1;
+    // One 1-element message on each pair this stream uses, in one global order (pairs sorted):
+    // the real runtime makes a pair's communicator on its first use, both ends together, and
+    // the schedule's first uses differ between workers (a cycle of three waited for each other
+    // on 3 workers).
+    std::set<std::pair<int, int>> pairs;
+    auto add = [&](int peer) {
+      if (peer >= 0 && peer != me)
+        pairs.emplace(std::min(me, peer), std::max(me, peer));
+    };
+    add(me > 0 ? prev_ : -1);
+    add(last ? -1 : next_);
+    for (int j = 0; j < n_; ++j)
+      add(lap_two_route(j).first), add(lap_two_route(j).second);
+    for (const auto& [a, b] : pairs) {
+      const int peer = a == me ? b : a;
+      w_.run(CollectiveCall{a == me ? CollectiveOp::send : CollectiveOp::recv,
+                            &pair(peer),
+                            Slice{token_, 0, 1},
+                            {},
+                            peer,
+                            3,
+                            "link schedule start",
+                            0});
+    }
     cdp::LinkOrder sends(*timeline_, me, steps, true);
     cdp::LinkOrder partial_in(*timeline_, me, steps, false, cdp::Lap::partial);
     cdp::LinkOrder complete_in(*timeline_, me, steps, false, cdp::Lap::complete);
@@ -200,8 +224,11 @@ private:
     std::deque<Posted> partials;            // lap one's receives, in the order of the backwards
     std::map<Key, int> grads, sums;         // send slot: this worker's gradient / the sum to send
     std::vector<Posted> relay(kRelaySlots); // slot -1: free; done: received, its send to come
-    CommHandle sending;
-    int sending_slot = -1; // the send slot of the send in flight (-1: a relay slot)
+    struct InFlight {
+      CommHandle handle;
+      int slot = -1; // its send slot (-1: a relay slot)
+    };
+    std::map<int, InFlight> sending; // by peer: one send in flight to each
     const std::array<int, 2> signals{kGrad, kApplied};
     auto take = [&](int signal, std::int64_t v) {
       if (signal == kApplied)
@@ -213,10 +240,14 @@ private:
       for (const int signal : signals)
         while (auto v = w_.poll(signal))
           take(signal, *v);
-      if (sending.valid() && w_.test(sending)) {
-        if (sending_slot >= 0)
-          w_.notify(kFreed, sending_slot);
-        sending = {};
+      for (auto it = sending.begin(); it != sending.end();) {
+        if (!w_.test(it->second.handle)) {
+          ++it;
+          continue;
+        }
+        if (it->second.slot >= 0)
+          w_.notify(kFreed, it->second.slot);
+        it = sending.erase(it);
       }
       for (auto& p : partials)
         p.done = p.done || w_.test(p.handle);
@@ -289,10 +320,12 @@ private:
                               Slice{relay_, slot * slot_, stage_count(x.stage)}))};
         complete_in.pop();
       }
-      // The earliest-due send whose data is here, once the one before it is done (taken in
-      // the strict order instead, a relay slot waited for a send due a step later while the
-      // sum the next forward needs could not be received: a deadlock with 4 relay slots).
-      if (!sending.valid()) {
+      // The earliest-due send whose data is here, one at a time to each peer (taken in the
+      // strict order instead, a relay slot waited for a send due a step later while the sum the
+      // next forward needs could not be received: a deadlock with 4 relay slots; one send in
+      // flight for the whole worker, a send to a peer that had not posted its receive held up
+      // the partial sum another needed: a deadlock on bandwidth-sweep.yaml).
+      {
         auto relay_of = [&](const cdp::Transfer& x) {
           return std::find_if(relay.begin(), relay.end(), [&](const Posted& p) {
             return p.done && p.key == Key{x.step, x.stage};
@@ -302,7 +335,7 @@ private:
         // so only the earliest of each (peer, lap) may go.
         std::set<std::pair<int, int>> passed;
         const auto* x = sends.first([&](const cdp::Transfer& t) {
-          if (!passed.emplace(t.to, static_cast<int>(t.lap)).second)
+          if (!passed.emplace(t.to, static_cast<int>(t.lap)).second || sending.contains(t.to))
             return false;
           if (t.lap == cdp::Lap::partial || last)
             return sums.contains({t.step, t.stage});
@@ -313,17 +346,18 @@ private:
           const int tag = x->lap == cdp::Lap::partial ? kPartial : kComplete;
           if (x->lap == cdp::Lap::partial || last) {
             const auto it = sums.find(key);
-            sending_slot = it->second;
-            sending = w_.start(p2p(CollectiveOp::send, x->stage, tag, x->step, x->to, pair(x->to),
-                                   Slice{send_, it->second * slot_, stage_count(x->stage)}));
+            sending[x->to] = {
+                w_.start(p2p(CollectiveOp::send, x->stage, tag, x->step, x->to, pair(x->to),
+                             Slice{send_, it->second * slot_, stage_count(x->stage)})),
+                it->second};
             sums.erase(it);
           } else {
             const auto r = relay_of(*x);
             const auto k = static_cast<std::size_t>(r - relay.begin());
-            sending_slot = -1;
-            sending = relay_handles_[k] =
+            relay_handles_[k] =
                 w_.start(p2p(CollectiveOp::send, x->stage, tag, x->step, x->to, pair(x->to),
                              Slice{relay_, r->slot * slot_, stage_count(x->stage)}));
+            sending[x->to] = {relay_handles_[k], -1};
             *r = {};
           }
           sends.take(x);
@@ -331,8 +365,8 @@ private:
         }
       }
       std::vector<CommHandle> handles;
-      if (sending.valid())
-        handles.push_back(sending);
+      for (const auto& [peer, f] : sending)
+        handles.push_back(f.handle);
       for (const auto& p : partials)
         if (!p.done)
           handles.push_back(p.handle);
