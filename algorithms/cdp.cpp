@@ -1,5 +1,6 @@
 #include "algorithms/cdp.h"
 
+#include "algorithms/cdp_link_order.h"
 #include "algorithms/cdp_mp.h"
 #include "algorithms/cdp_zero.h"
 #include "algorithms/model_state.h"
@@ -10,6 +11,9 @@
 #include <array>
 #include <deque>
 #include <fmt/format.h>
+#include <map>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -56,8 +60,9 @@ enum class Setting { multi_gpu, single_gpu, zero, model_parallel };
 
 // kParams: the comm stream applied (step, stage). kReduced: the last worker's complete sum of a
 // stage is in a send slot (slot, stage). kPending: a CDP-v2 sum the compute stream applies itself
-// (slot, stage, step below). kApplied / kFreed: a relay / send slot is free again.
-enum Signal : int { kParams = 0, kReduced = 1, kPending = 2, kApplied = 3, kFreed = 4 };
+// (slot, stage, step below). kApplied / kFreed: a relay / send slot is free again. kGrad: CDP-v2,
+// this worker's gradient of a stage is in a send slot (step, slot, stage).
+enum Signal : int { kParams = 0, kReduced = 1, kPending = 2, kApplied = 3, kFreed = 4, kGrad = 5 };
 enum Tag : int { kPartial = 0, kComplete = 1 };
 
 std::int64_t encode(int step, int stage) {
@@ -127,6 +132,20 @@ public:
       token_ = w.declare({"start_token", MemoryCategory::buffers, 1, p});
     }
     version_.assign(static_cast<std::size_t>(n_), -1);
+    // CDP-v2 runs its link schedule set ahead (algorithms/cdp_link_order.h): the stage times of
+    // the cyclic schedule, in FLOPs as split_stages balances them.
+    scheduled_ = o.setting == Setting::multi_gpu && o.cyclic && o.rule == Rule::v2 && world > 1;
+    if (scheduled_) {
+      std::vector<double> fwd, bwd;
+      for (const auto& r : stages_) {
+        fwd.push_back(0), bwd.push_back(0);
+        for (int l = r.first; l < r.last; ++l) {
+          fwd.back() += s.model.spec.layers[static_cast<std::size_t>(l)].fwd_flops_per_sample;
+          bwd.back() += s.model.spec.layers[static_cast<std::size_t>(l)].bwd_flops_per_sample;
+        }
+      }
+      timeline_.emplace(std::move(fwd), std::move(bwd));
+    }
     if (o.setting == Setting::multi_gpu && world > 1) {
       prev_ = (me + world - 1) % world;
       next_ = (me + 1) % world;
@@ -145,6 +164,8 @@ public:
   void run_comm() override {
     if (o_.setting != Setting::multi_gpu || !o_.cyclic || w_.topology().world_size() == 1)
       return;
+    if (scheduled_)
+      return scheduled_comm();
     // The second lap: the complete gradient of each stage comes round the ring, every worker
     // updates the stage with it and passes it on (the last worker started it).
     if (w_.rank() == w_.topology().world_size() - 1)
@@ -154,6 +175,217 @@ public:
   }
 
 private:
+  // CDP-v2's communication stream: both laps, run in the precomputed deadline order of
+  // algorithms/cdp_link_order.h. Sends go out one at a time, each once the one before it is done
+  // (the link carries one transfer at a time, the earliest needed first); receives are posted in
+  // the same order as their slots come free. What arrives is used at once, whatever the order of
+  // the sends: a partial sum is added to this worker's gradient (the last worker's complete sum
+  // updates its copy), a complete sum updates the stage or goes to the compute stream (older
+  // version). Before, lap one's sends left the compute stream as each partial sum was ready and
+  // the relays this stream as each arrived: the two shared the link and the relays came in bursts
+  // (1.51x the link at 10 GB/s on 8 workers, 8.7% idle; docs/MODEL.md).
+  void scheduled_comm() {
+    const int me = w_.rank(), steps = total_steps();
+    const bool last = me == w_.topology().world_size() - 1;
+    // One 1-element message on each pair this stream uses, in one global order (pairs sorted):
+    // the real runtime makes a pair's communicator on its first use, both ends together, and
+    // the schedule's first uses differ between workers (a cycle of three waited for each other
+    // on 3 workers).
+    std::set<std::pair<int, int>> pairs;
+    auto add = [&](int peer) {
+      if (peer >= 0 && peer != me)
+        pairs.emplace(std::min(me, peer), std::max(me, peer));
+    };
+    add(me > 0 ? prev_ : -1);
+    add(last ? -1 : next_);
+    for (int j = 0; j < n_; ++j)
+      add(lap_two_route(j).first), add(lap_two_route(j).second);
+    for (const auto& [a, b] : pairs) {
+      const int peer = a == me ? b : a;
+      w_.run(CollectiveCall{a == me ? CollectiveOp::send : CollectiveOp::recv,
+                            &pair(peer),
+                            Slice{token_, 0, 1},
+                            {},
+                            peer,
+                            3,
+                            "link schedule start",
+                            0});
+    }
+    cdp::LinkOrder sends(*timeline_, me, steps, true);
+    cdp::LinkOrder partial_in(*timeline_, me, steps, false, cdp::Lap::partial);
+    cdp::LinkOrder complete_in(*timeline_, me, steps, false, cdp::Lap::complete);
+    using Key = std::pair<int, int>; // (step, stage)
+    struct Posted {
+      Key key;
+      int slot = -1;
+      CommHandle handle;
+      bool done = false;
+    };
+    std::deque<Posted> partials;            // lap one's receives, in the order of the backwards
+    std::map<Key, int> grads, sums;         // send slot: this worker's gradient / the sum to send
+    std::vector<Posted> relay(kRelaySlots); // slot -1: free; done: received, its send to come
+    struct InFlight {
+      CommHandle handle;
+      int slot = -1; // its send slot (-1: a relay slot)
+    };
+    std::map<int, InFlight> sending; // by peer: one send in flight to each
+    const std::array<int, 2> signals{kGrad, kApplied};
+    auto take = [&](int signal, std::int64_t v) {
+      if (signal == kApplied)
+        relay_pending_[static_cast<std::size_t>(v)] = false;
+      else
+        grads[{step_of(v), stage_of(v) & 0x3ff}] = stage_of(v) >> 10;
+    };
+    for (;;) {
+      for (const int signal : signals)
+        while (auto v = w_.poll(signal))
+          take(signal, *v);
+      for (auto it = sending.begin(); it != sending.end();) {
+        if (!w_.test(it->second.handle)) {
+          ++it;
+          continue;
+        }
+        if (it->second.slot >= 0)
+          w_.notify(kFreed, it->second.slot);
+        it = sending.erase(it);
+      }
+      for (auto& p : partials)
+        p.done = p.done || w_.test(p.handle);
+      // Lap one: this worker's gradient plus the partial sum from the previous worker, in the
+      // order of the backwards; on the last worker the complete sum, which updates its copy.
+      for (;;) {
+        const bool first = me == 0; // no partial sum to add
+        if (!first && partials.empty())
+          break;
+        if (!first && !partials.front().done)
+          break;
+        const Key key =
+            first ? (grads.empty() ? Key{-1, -1} : grads.begin()->first) : partials.front().key;
+        const auto g = grads.find(key);
+        if (g == grads.end())
+          break;
+        const Slice sum{send_, g->second * slot_, stage_count(key.second)};
+        if (!first) {
+          w_.accumulate(Slice{recv_, partials.front().slot * slot_, stage_count(key.second)}, sum);
+          partials.pop_front();
+        }
+        if (last) {
+          update(key.second, key.first, sum);
+          w_.notify(kParams, encode(key.first, key.second));
+        }
+        sums[key] = g->second;
+        grads.erase(g);
+      }
+      // Lap two: a complete sum updates the stage (or goes to the compute stream) on arrival.
+      for (std::size_t k = 0; k < relay.size(); ++k) {
+        auto& r = relay[k];
+        if (r.slot < 0 || r.done || !w_.test(r.handle))
+          continue;
+        r.done = true;
+        const auto [step, stage] = r.key;
+        const Slice sum{relay_, r.slot * slot_, stage_count(stage)};
+        if (applies_at_once(stage)) {
+          update(stage, step, sum);
+          w_.notify(kParams, encode(step, stage));
+        } else {
+          relay_pending_[k] = true;
+          w_.notify(kPending, encode(step, (r.slot << 10) | stage));
+        }
+        if (lap_two_route(stage).second < 0)
+          r = {};
+      }
+      // Receives, in deadline order as slots come free.
+      while (!partial_in.empty() && static_cast<int>(partials.size()) < kRecvSlots) {
+        const auto& x = partial_in.front();
+        const int slot = static_cast<int>(recvs_++ % kRecvSlots);
+        partials.push_back(
+            {{x.step, x.stage},
+             slot,
+             w_.start(p2p(CollectiveOp::recv, x.stage, kPartial, x.step, prev_, *to_prev_,
+                          Slice{recv_, slot * slot_, stage_count(x.stage)}))});
+        partial_in.pop();
+      }
+      while (!complete_in.empty()) {
+        const auto free = std::find_if(relay.begin(), relay.end(), [&](const Posted& r) {
+          const auto k = static_cast<std::size_t>(&r - relay.data());
+          return r.slot < 0 && !relay_pending_[k] && w_.test(relay_handles_[k]);
+        });
+        if (free == relay.end())
+          break;
+        const auto& x = complete_in.front();
+        const int slot = static_cast<int>(free - relay.begin());
+        *free = {{x.step, x.stage},
+                 slot,
+                 w_.start(p2p(CollectiveOp::recv, x.stage, kComplete, x.step, x.from, pair(x.from),
+                              Slice{relay_, slot * slot_, stage_count(x.stage)}))};
+        complete_in.pop();
+      }
+      // The earliest-due send whose data is here, one at a time to each peer (taken in the
+      // strict order instead, a relay slot waited for a send due a step later while the sum the
+      // next forward needs could not be received: a deadlock with 4 relay slots; one send in
+      // flight for the whole worker, a send to a peer that had not posted its receive held up
+      // the partial sum another needed: a deadlock on bandwidth-sweep.yaml).
+      {
+        auto relay_of = [&](const cdp::Transfer& x) {
+          return std::find_if(relay.begin(), relay.end(), [&](const Posted& p) {
+            return p.done && p.key == Key{x.step, x.stage};
+          });
+        };
+        // Each peer takes a lap's sums in the order it posts their receives (deadline order),
+        // so only the earliest of each (peer, lap) may go.
+        std::set<std::pair<int, int>> passed;
+        const auto* x = sends.first([&](const cdp::Transfer& t) {
+          if (!passed.emplace(t.to, static_cast<int>(t.lap)).second || sending.contains(t.to))
+            return false;
+          if (t.lap == cdp::Lap::partial || last)
+            return sums.contains({t.step, t.stage});
+          return relay_of(t) != relay.end();
+        });
+        if (x != nullptr) {
+          const Key key{x->step, x->stage};
+          const int tag = x->lap == cdp::Lap::partial ? kPartial : kComplete;
+          if (x->lap == cdp::Lap::partial || last) {
+            const auto it = sums.find(key);
+            sending[x->to] = {
+                w_.start(p2p(CollectiveOp::send, x->stage, tag, x->step, x->to, pair(x->to),
+                             Slice{send_, it->second * slot_, stage_count(x->stage)})),
+                it->second};
+            sums.erase(it);
+          } else {
+            const auto r = relay_of(*x);
+            const auto k = static_cast<std::size_t>(r - relay.begin());
+            relay_handles_[k] =
+                w_.start(p2p(CollectiveOp::send, x->stage, tag, x->step, x->to, pair(x->to),
+                             Slice{relay_, r->slot * slot_, stage_count(x->stage)}));
+            sending[x->to] = {relay_handles_[k], -1};
+            *r = {};
+          }
+          sends.take(x);
+          continue;
+        }
+      }
+      std::vector<CommHandle> handles;
+      for (const auto& [peer, f] : sending)
+        handles.push_back(f.handle);
+      for (const auto& p : partials)
+        if (!p.done)
+          handles.push_back(p.handle);
+      for (const auto& r : relay)
+        if (r.slot >= 0 && !r.done)
+          handles.push_back(r.handle);
+      const bool idle_relays =
+          std::all_of(relay.begin(), relay.end(), [](const Posted& r) { return r.slot < 0; });
+      if (handles.empty() && sends.empty() && partial_in.empty() && complete_in.empty() &&
+          idle_relays && sums.empty() && partials.empty() && grads.empty())
+        break;
+      const auto i = w_.wait_any_or_signal(handles, signals);
+      if (i >= handles.size()) // a signal: taken here, as await would (it does not block)
+        take(signals[i - handles.size()], w_.await(signals[i - handles.size()]));
+    }
+    for (int k = 0; k < kRelaySlots; ++k)
+      free_relay_slot(k);
+  }
+
   // The last worker: each complete sum, made in a lap-one send slot, goes to the route's first
   // worker and updates this worker's copy. The compute stream reuses the slot once its one send
   // is done, waited for only when the slot is needed again: a send whose receiver is not ready
@@ -395,7 +627,11 @@ private:
     c.group = &g;
     c.data = data;
     c.peer = peer;
-    c.tag = tag;
+    // The link schedule sends a peer's sums in deadline order among those ready, which need not
+    // be the order the receiver posted them in: a tag per stage and lap matches each with its
+    // own receive (FIFO per tag: a stage's steps go in order). 4 and up: clear of the start
+    // token's 2.
+    c.tag = scheduled_ ? 4 + 2 * stage + tag : tag;
     c.step = step;
     c.name = fmt::format("{} {} stage {}", op == CollectiveOp::send ? "send" : "recv",
                          tag == kPartial ? "partial grad" : "summed grad", stage);
@@ -478,6 +714,20 @@ private:
         // At most kRecvSlots receives posted: the oldest is passed on before a slot is reused.
         while (static_cast<int>(partials.size()) >= kRecvSlots)
           pass_on(partials, step, 1);
+        if (scheduled_) {
+          // CDP-v2: the gradient goes to a send slot and the communication stream does the rest
+          // in its link schedule (scheduled_comm).
+          w_.backward(stages_[static_cast<std::size_t>(j)], MicroBatch{step, 0},
+                      params_for(step, j, me), state_.grads);
+          const int slot = static_cast<int>(sends_++ % send_slots_);
+          free_send_slot(slot);
+          w_.copy(stage_grads(j), Slice{send_, slot * slot_, stage_count(j)});
+          send_busy_[static_cast<std::size_t>(slot)] = true;
+          w_.notify(kGrad, encode(step, (slot << 10) | j));
+          if (!applies_at_once(j))
+            apply_pending(j, step, std::nullopt);
+          continue;
+        }
         Partial partial{j, {}, static_cast<int>(recvs_++ % kRecvSlots)};
         if (me > 0 && world > 1)
           partial.handle = w_.start(p2p(CollectiveOp::recv, j, kPartial, step, prev_, *to_prev_,
@@ -650,6 +900,8 @@ private:
 
   Worker& w_;
   Options o_;
+  bool scheduled_ = false;                      // CDP-v2's link schedule (scheduled_comm)
+  std::optional<cdp::CyclicTimeline> timeline_; // its deadlines
   int n_ = 1;
   std::vector<LayerRange> stages_;
   ModelState state_;

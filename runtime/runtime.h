@@ -211,6 +211,13 @@ public:
   // from several peers in the order they arrive (MPI_Waitany): CDP-v2 relays each complete sum
   // as it comes (algorithms/cdp.cpp). `handles` must not be empty.
   virtual std::size_t wait_any(std::span<CommHandle> handles) = 0;
+  // As wait_any, but also returns once a value of one of `signals` is there for this stream to
+  // take (await would not block): then handles.size() plus that signal's index, the value left
+  // in place for poll or await. `handles` may be empty when `signals` is not. Lets one stream
+  // serve its peers' messages and the other stream's hand-overs in the order they come: CDP-v2's
+  // communication stream runs its precomputed link schedule with it (algorithms/cdp_link_order.h).
+  virtual std::size_t wait_any_or_signal(std::span<CommHandle> handles,
+                                         std::span<const int> signals) = 0;
   // start + wait; a runtime may run it on the calling stream without a helper.
   virtual void run(const CollectiveCall& call) {
     auto h = start(call);

@@ -923,6 +923,41 @@ std::size_t SimWorker::wait_any(std::span<CommHandle> handles) {
   return *found;
 }
 
+std::size_t SimWorker::wait_any_or_signal(std::span<CommHandle> handles,
+                                          std::span<const int> signals) {
+  if (handles.empty() && signals.empty())
+    throw std::logic_error(fmt::format("worker {}: wait_any_or_signal without a handle", rank_));
+  const auto first_ready = [&]() -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < handles.size(); ++i)
+      if (test(handles[i]))
+        return i;
+    for (std::size_t k = 0; k < signals.size(); ++k) {
+      const auto& c = channel(signals[k]);
+      if (c.values.size() > static_cast<std::size_t>(c.granted))
+        return handles.size() + k;
+    }
+    return std::nullopt;
+  };
+  auto found = first_ready();
+  if (!found) {
+    // As wait_any's semaphore, released by a handle's finish or a signal's notify.
+    const auto woken = sg4::Semaphore::create(0);
+    for (auto& h : handles)
+      static_cast<State&>(*h.state).watchers.push_back(woken);
+    for (const int s : signals)
+      channel(s).watchers.push_back(woken);
+    woken->acquire();
+    for (auto& h : handles)
+      std::erase(static_cast<State&>(*h.state).watchers, woken);
+    for (const int s : signals)
+      std::erase(channel(s).watchers, woken);
+    found = first_ready();
+  }
+  if (*found < handles.size())
+    wait(handles[*found]);
+  return *found;
+}
+
 SimWorker::Channel& SimWorker::channel(int signal) {
   auto& c = channels_[signal];
   if (!c.ready)
@@ -939,6 +974,8 @@ void SimWorker::notify(int signal, std::int64_t value) {
     ++c.granted;
     c.ready->release();
   }
+  for (const auto& w : c.watchers) // wait_any_or_signal: the value stays for poll or await
+    w->release();
 }
 
 bool SimWorker::take_handoff() {

@@ -108,6 +108,8 @@ public:
   void wait(CommHandle& handle) override;
   bool test(CommHandle& handle) override;
   std::size_t wait_any(std::span<CommHandle> handles) override;
+  std::size_t wait_any_or_signal(std::span<CommHandle> handles,
+                                 std::span<const int> signals) override;
 
   void notify(int signal, std::int64_t value) override;
   std::int64_t await(int signal) override;
@@ -130,6 +132,7 @@ private:
     std::deque<std::int64_t> values;
     int blocked = 0; // streams waiting in acquire() for a value not yet released to them
     int granted = 0; // values released to a woken stream that has not taken them yet
+    std::vector<simgrid::s4u::SemaphorePtr> watchers; // wait_any_or_signal: released by notify
   };
   class State;
 

@@ -2,6 +2,7 @@
 #include "algorithms/cdp.h"
 #include "test_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace overlapsim {
@@ -205,7 +206,7 @@ TEST(Cdp, SpreadTransfersBeatDdpWhenCommunicationIsNearCompute) {
   // (84 ms: a stream's sends to one peer queue behind each other, as on one NCCL stream). With
   // one parameter copy CDP-v2 applies its older-version sums on the compute stream; taking each
   // boundary's sum as it arrives (docs/MODEL.md) it beats DDP again: 88.0 against 90.9 ms
-  // (before, only within 1% of DDP).
+  // (before, only within 1% of DDP); with its link schedule set ahead, 80.2 ms.
   const auto s = scenario_from(scenario(4, 1, 1, "{bandwidth: 300MB/s, latency: 10us}"));
   const auto ddp = simulate(s, "ddp", {{"bucket_cap", "2MB"}});
   const auto v2 = simulate(s, "cdp-v2");
@@ -258,6 +259,42 @@ algorithms: [ddp]
   // The same bytes as the ring: each worker but the route's end sends each stage's sum once. The
   // routes differ in timing, so the 6-step window may hold one 50 MB transfer more or less.
   EXPECT_NEAR(v2.metrics.comm_bytes_per_step, v1.metrics.comm_bytes_per_step, 50e6 / 6 + 1);
+}
+
+TEST(Cdp, V2RunsItsLinkScheduleWithoutIdleOnEightWorkers) {
+  // Issue 66.5: 1 x 8, 8 stages of 25M bf16 parameters (a stage's sum is 50 MB, a hop 5 ms at
+  // 10 GB/s), forward 5 ms and backward 10 ms a stage: 120 ms of compute a step. By hand, per
+  // step a middle worker sends 8 partial sums and 7 relays, 750 MB, 75 ms of its 10 GB/s link
+  // (62%); the paper's cycle needs no idle if each link takes them one at a time, earliest due
+  // first (bench/cdp_v2_link_schedule.py: none late). Besides compute each worker copies 8 stage
+  // gradients (0.1 ms each at 1 TB/s) and applies up to 7 older-version sums (0.3 ms) on its
+  // compute stream: at most 120 + 0.8 + 2.1 = 122.9 ms of work a step, the last worker (no
+  // older-version sum) 120.8 ms. The link schedule runs a step in 124.6 ms at 10 GB/s (124.4 at
+  // 20), within 2% of that work, and idles 0.3% on average, 1.3% on the worst worker (it was
+  // 8.7% at 139.2 ms with lap one and the relays sharing the link as they came).
+  for (const char* bw : {"10GB/s", "20GB/s"}) {
+    const auto s = scenario_from(fmt::format(R"(name: cdp8
+cluster:
+  nodes: 1
+  gpus_per_node: 8
+  gpu: {{peak_tflops: 100, efficiency: 1.0, memory: 80GB, hbm_bandwidth: 1TB/s}}
+  intra_node: {{bandwidth: {}, latency: 1us}}
+model:
+  layers:
+    - {{name: s, params: 25M, fwd_flops_per_sample: 0.5T, bwd_flops_per_sample: 1T, repeat: 8}}
+training: {{micro_batch: 1, seq_len: 1, steps: 6, optimizer: sgd}}
+algorithms: [ddp]
+)",
+                                             bw));
+    const auto v2 = simulate(s, "cdp-v2");
+    EXPECT_LT(v2.metrics.idle_fraction_mean, 0.005) << bw;
+    for (double idle : v2.metrics.idle_fraction)
+      EXPECT_LT(idle, 0.02) << bw;
+    EXPECT_GT(v2.metrics.iteration_time_s, 0.1208) << bw;
+    EXPECT_LT(v2.metrics.iteration_time_s, 1.02 * 0.1229) << bw;
+    // The paper's memory: one parameter copy and the 11 stage-sized slots (2.15 GB peak).
+    EXPECT_NEAR(v2.metrics.peak_memory_bytes, 2.15e9, 1e6) << bw;
+  }
 }
 
 TEST(Cdp, AStragglerSetsTheCyclesPace) {

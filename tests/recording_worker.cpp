@@ -1,7 +1,9 @@
 #include "recording_worker.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -68,18 +70,21 @@ void RecordingWorker::stream_main(int stream, WorkerProgram& program) {
     turn_changed_.notify_all();
   } else if (!done_[other]) {
     fail(fmt::format("deadlock: the {} stream awaits signal {} that nobody sends",
-                     other == 0 ? "compute" : "comm", awaiting_[other]));
+                     other == 0 ? "compute" : "comm", fmt::join(awaiting_[other], " or ")));
   }
 }
 
 bool RecordingWorker::runnable(int stream) const {
   if (done_[stream])
     return false;
-  const int signal = awaiting_[stream];
-  if (signal < 0)
+  if (awaiting_[stream].empty())
     return true;
-  const auto it = signals_.find(signal);
-  return it != signals_.end() && !it->second.empty();
+  for (const int signal : awaiting_[stream]) {
+    const auto it = signals_.find(signal);
+    if (it != signals_.end() && !it->second.empty())
+      return true;
+  }
+  return false;
 }
 
 void RecordingWorker::hand_over(std::unique_lock<std::mutex>& lock, int me) {
@@ -230,6 +235,38 @@ std::size_t RecordingWorker::wait_any(std::span<CommHandle> handles) {
   return 0;
 }
 
+std::size_t RecordingWorker::wait_any_or_signal(std::span<CommHandle> handles,
+                                                std::span<const int> signals) {
+  if (!handles.empty())
+    return wait_any(handles);
+  if (signals.empty())
+    throw std::logic_error("wait_any_or_signal without a handle or a signal");
+  const int me = calling_stream();
+  std::size_t found = 0;
+  {
+    std::unique_lock lock(mutex_);
+    auto first = [&]() -> std::optional<std::size_t> {
+      for (std::size_t k = 0; k < signals.size(); ++k)
+        if (!signals_[signals[k]].empty())
+          return k;
+      return std::nullopt;
+    };
+    while (!first()) {
+      awaiting_[me].assign(signals.begin(), signals.end());
+      if (!runnable(1 - me)) {
+        fail(fmt::format("deadlock: the {} stream awaits signal {} that nobody sends",
+                         me == 0 ? "compute" : "comm", fmt::join(signals, " or ")));
+        throw Stopped{};
+      }
+      hand_over(lock, me);
+    }
+    awaiting_[me].clear();
+    found = *first();
+  }
+  record(fmt::format("wait any signal {} -> {}", fmt::join(signals, " "), signals[found]));
+  return found;
+}
+
 void RecordingWorker::run(const CollectiveCall& call) {
   record(collective(call));
 }
@@ -248,7 +285,7 @@ std::int64_t RecordingWorker::await(int signal) {
   {
     std::unique_lock lock(mutex_);
     while (signals_[signal].empty()) {
-      awaiting_[me] = signal;
+      awaiting_[me] = {signal};
       if (!runnable(1 - me)) {
         fail(fmt::format("deadlock: the {} stream awaits signal {} that nobody sends",
                          me == 0 ? "compute" : "comm", signal));
@@ -256,7 +293,7 @@ std::int64_t RecordingWorker::await(int signal) {
       }
       hand_over(lock, me);
     }
-    awaiting_[me] = -1;
+    awaiting_[me].clear();
     value = signals_[signal].front();
     signals_[signal].pop_front();
   }

@@ -72,6 +72,8 @@ public:
   void wait(CommHandle& handle) override;
   bool test(CommHandle& handle) override;
   std::size_t wait_any(std::span<CommHandle> handles) override;
+  std::size_t wait_any_or_signal(std::span<CommHandle> handles,
+                                 std::span<const int> signals) override;
   void run(const CollectiveCall& call) override;
 
   void notify(int signal, std::int64_t value = 0) override;
@@ -106,7 +108,7 @@ private:
   std::condition_variable turn_changed_;
   int turn_ = 0; // the stream that may run (0 compute, 1 comm)
   bool done_[2] = {false, false};
-  int awaiting_[2] = {-1, -1}; // the signal a stream is blocked on
+  std::vector<int> awaiting_[2]; // the signals a stream is blocked on (any of them wakes it)
   std::map<int, std::deque<std::int64_t>> signals_;
   std::string error_; // set: the run failed; both streams stop
 };

@@ -937,6 +937,42 @@ std::size_t RealWorker::wait_any(std::span<CommHandle> handles) {
   return index;
 }
 
+std::size_t RealWorker::wait_any_or_signal(std::span<CommHandle> handles,
+                                           std::span<const int> signals) {
+  if (handles.empty() && signals.empty())
+    throw std::logic_error(fmt::format("worker {}: wait_any_or_signal without a handle", rank_));
+  // As wait_any, asking the signal queues too in every round (a notify wakes the waits on its
+  // own condition variable, so a signal is seen within one slice).
+  const auto first_ready = [&]() -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      if (!handles[i].valid())
+        return i;
+      const auto& s = static_cast<const State&>(*handles[i].state);
+      if (s.done || (s.waiter.joinable() ? s.waited.load() : s.works.back()->isCompleted()))
+        return i;
+    }
+    std::lock_guard lock(mutex_);
+    for (std::size_t k = 0; k < signals.size(); ++k)
+      if (const auto it = signals_.find(signals[k]); it != signals_.end() && !it->second.empty())
+        return handles.size() + k;
+    return std::nullopt;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + ctx_.timeout;
+  std::optional<std::size_t> found;
+  {
+    std::unique_lock lock(completions_->mutex);
+    while (!(found = first_ready()) && std::chrono::steady_clock::now() < deadline &&
+           !(ctx_.aborted != nullptr && ctx_.aborted->load()))
+      completions_->cv.wait_for(lock, kCommWaitSlice);
+  }
+  if (!found && handles.empty())
+    throw std::runtime_error(fmt::format("rank {}: no signal {} in time", rank_, signals[0]));
+  const std::size_t index = found.value_or(0);
+  if (index < handles.size())
+    wait(handles[index]);
+  return index;
+}
+
 void RealWorker::notify(int signal, std::int64_t value) {
   // What this stream issued before the signal happens before what the other stream issues after
   // hearing it. On a GPU that is an event on this stream, which the receiver's stream waits for

@@ -95,6 +95,8 @@ public:
   void wait(CommHandle& handle) override;
   bool test(CommHandle& handle) override;
   std::size_t wait_any(std::span<CommHandle> handles) override;
+  std::size_t wait_any_or_signal(std::span<CommHandle> handles,
+                                 std::span<const int> signals) override;
 
   void notify(int signal, std::int64_t value) override;
   std::int64_t await(int signal) override;
