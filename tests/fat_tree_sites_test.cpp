@@ -139,5 +139,27 @@ TEST(SiteFatTrees, FoldedAgainstFull) {
   EXPECT_EQ(folded.metrics.peak_memory_bytes, full.metrics.peak_memory_bytes);
 }
 
+// Site by site every phase is a fused ring held to its leaves' uplinks (Fabric::uplink_time);
+// the ring's running flows are kept per group and its hold per (group, bytes)
+// (Fabric::fused_ring, issue 64.4). Exact: the folded runs give, to the last bit, the iteration
+// times of main 668b0fd (summary.json, 17 digits), when every phase re-routed every flow. ddp:
+// all-reduces, three phases each; fsdp: reduce-scatters and all-gathers of several sizes on the
+// same groups, so one group keeps several holds.
+TEST(SiteFatTrees, KeptRingHoldsGiveTheNumbersOfEveryPhaseRerouted) {
+  struct Case {
+    int sites;
+    const char* algorithm;
+    double iteration_s;
+  };
+  for (const Case& c : {Case{2, "ddp", 0.4598064098100487}, Case{2, "fsdp", 1.3152295518559434},
+                        Case{3, "ddp", 0.7266369922100488}, Case{3, "fsdp", 2.1823460989515744}}) {
+    const auto run =
+        testing::simulate(testing::scenario_from(tree_sites_yaml(c.sites)), c.algorithm);
+    EXPECT_EQ(run.trace.workers, 4) << c.algorithm; // folded: one node of 4 GPUs
+    EXPECT_NEAR(run.metrics.iteration_time_s, c.iteration_s, 1e-15 * c.iteration_s)
+        << c.sites << " sites, " << c.algorithm;
+  }
+}
+
 } // namespace
 } // namespace overlapsim
