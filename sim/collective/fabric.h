@@ -151,6 +151,11 @@ public:
   // leaves itself the op's last caller's lag later, or one member a measured spread later
   // (late_ends).
   void fused(const Scope& s, double wait, const std::function<std::vector<Flow>()>& make_flows);
+  // The same for a ring over s.group, each member sending `bytes` to the next (ring.h), with what
+  // the ring's O(N) flows give kept: its running flows per group, its hold on a folded fat tree's
+  // uplinks per (group, bytes). Every phase of a collective over WAN sites re-routed every flow
+  // (issue 64.4: 51% of a 16,368-GPU run); the same numbers, computed once.
+  void fused_ring(const Scope& s, double wait, double bytes);
   // The same, where the wait follows from the flows too: `plan` (called by the last rank only)
   // returns both. Every rank building them made an N-rank collective cost O(N^2).
   struct Plan {
@@ -179,6 +184,15 @@ public:
 
 private:
   std::pair<double, double> route(int src, int dst); // latency, bandwidth over the lanes
+  // What `fused` adds to the wait of `flows` on a folded oversubscribed fat tree (uplink_time
+  // past the flows' own time at link speed); none where uplink_time is 0.
+  std::optional<double> hold(const std::vector<Flow>& flows);
+  // fused_ring's ring per group: the (src, dst) of its flows that run, its hold per bytes.
+  struct RingShape {
+    bool made = false;
+    std::vector<std::pair<int, int>> running;
+    std::map<double, std::optional<double>> holds;
+  };
   const Split* make_split(const Group& group, bool by_site, std::unique_ptr<Split>& slot);
   // The interference shares of `s`'s kind on `rank`'s GPU (cluster.node_types: its own GPU's).
   double comm_share(const Scope& s, int rank) const;
@@ -199,6 +213,7 @@ private:
   std::unordered_map<int, double> ring_latency_;
   std::unordered_map<int, std::vector<int>> simulated_members_;
   std::unordered_map<int, double> ring_bandwidth_;
+  std::unordered_map<int, RingShape> ring_shapes_;
   std::map<int, std::unique_ptr<Split>> splits_, site_splits_;
   std::vector<int> site_of_node_; // empty without WAN sites
   std::array<double, 3> reverse_busy_s_{};

@@ -62,13 +62,54 @@ void Fabric::fused(const Scope& s, double wait,
                    const std::function<std::vector<Flow>()>& make_flows) {
   fused_plan(s, [&] {
     Plan p{wait, make_flows()};
-    if (const double uplinks = uplink_time(p.flows); uplinks > 0) {
-      // Alpha-beta flows run at link speed: held to the uplinks' time where that is longer.
-      double alone = 0;
-      for (const auto& f : p.flows)
-        alone = std::max(alone, f.bytes / bandwidth(f.src, f.dst));
-      p.wait += std::max(0.0, uplinks - alone);
+    if (const auto held = hold(p.flows))
+      p.wait += *held;
+    return p;
+  });
+}
+
+std::optional<double> Fabric::hold(const std::vector<Flow>& flows) {
+  const double uplinks = uplink_time(flows);
+  if (uplinks <= 0)
+    return std::nullopt;
+  // Alpha-beta flows run at link speed: held to the uplinks' time where that is longer.
+  double alone = 0;
+  for (const auto& f : flows)
+    alone = std::max(alone, f.bytes / bandwidth(f.src, f.dst));
+  return std::max(0.0, uplinks - alone);
+}
+
+void Fabric::fused_ring(const Scope& s, double wait, double bytes) {
+  fused_plan(s, [&] {
+    const Group& g = s.group;
+    const int n = g.size();
+    const auto ring = [&] {
+      std::vector<Flow> flows;
+      flows.reserve(static_cast<std::size_t>(n));
+      for (int k = 0; k < n; ++k)
+        flows.push_back({g.ranks[static_cast<std::size_t>(k)],
+                         g.ranks[static_cast<std::size_t>((k + 1) % n)], bytes});
+      return flows;
+    };
+    RingShape& shape = ring_shapes_[g.id];
+    if (!shape.made) {
+      // fused_plan runs only the flows of simulated senders: the same ones, in the same order.
+      for (const auto& f : ring())
+        if (platform_.classes.simulated(f.src))
+          shape.running.emplace_back(f.src, f.dst);
+      shape.made = true;
     }
+    // The hold is a function of the flows alone, and every flow of the ring carries `bytes`:
+    // kept per bytes, it is the number the whole ring gives, not one scaled from another size.
+    auto [held, fresh] = shape.holds.try_emplace(bytes);
+    if (fresh)
+      held->second = hold(ring());
+    Plan p{wait, {}};
+    p.flows.reserve(shape.running.size());
+    for (const auto& [src, dst] : shape.running)
+      p.flows.push_back({src, dst, bytes});
+    if (held->second)
+      p.wait += *held->second;
     return p;
   });
 }

@@ -17,13 +17,7 @@ CollectiveOutcome ring_steps(Fabric& fabric, int rank, const Scope& s, int steps
   }
   // Each step waits for the slowest hop, so the steps but the last cost its latency; the last is
   // paid by the flows themselves.
-  fabric.fused(s, (steps - 1) * fabric.ring_max_latency(g), [&] {
-    std::vector<Flow> flows;
-    for (int k = 0; k < n; ++k)
-      flows.push_back({g.ranks[static_cast<std::size_t>(k)],
-                       g.ranks[static_cast<std::size_t>((k + 1) % n)], chunk * steps});
-    return flows;
-  });
+  fabric.fused_ring(s, (steps - 1) * fabric.ring_max_latency(g), chunk * steps);
   return {chunk * steps, "ring/fused"};
 }
 
