@@ -104,9 +104,15 @@ void add_pattern_extremes(const scenario::Scenario& s, RankClasses& rc,
     for (std::size_t g = 0; g < groups.size(); ++g)
       among[g] = pattern[g] == pattern[static_cast<std::size_t>(e)] ? 1 : 0;
     const auto& replicas = rc.replicas.emplace_back(replicas_stood_for(s, rc, group_of, among, e));
+    // The pattern's GPUs node by node, a run of k alike as "k x name" (a site has many nodes).
     std::vector<std::string> gpus;
-    for (const int n : groups[static_cast<std::size_t>(e)])
-      gpus.push_back(c.gpu_of_node(n).name);
+    const auto& nodes = groups[static_cast<std::size_t>(e)];
+    for (std::size_t i = 0, k = 1; i < nodes.size(); i += k) {
+      const std::string& name = c.gpu_of_node(nodes[i]).name;
+      for (k = 1; i + k < nodes.size() && c.gpu_of_node(nodes[i + k]).name == name;)
+        ++k;
+      gpus.push_back(k > 1 ? fmt::format("{} x {}", k, name) : name);
+    }
     each.push_back(fmt::format("replica {} (GPU {} on) for {} replicas of {}", replicas.back(),
                                layout.rank_of({0, replicas.back(), 0}), replicas.size(),
                                fmt::join(gpus, "/")));

@@ -304,7 +304,7 @@ TEST(TypedStatisticalPipelineFold, OneExtremeReplicaPerTypePattern) {
             "classes (16 of 32 GPUs simulated; statistical approximation: per pattern of GPU "
             "types along a replica, one replica runs op by op as the slowest of its pattern's "
             "replicas left out and itself (replica 4 (GPU 8 on) for 4 replicas of "
-            "a100-80gb/a100-80gb, replica 7 (GPU 14 on) for 2 replicas of a100-80gb/a100-40gb; "
+            "2 x a100-80gb, replica 7 (GPU 14 on) for 2 replicas of a100-80gb/a100-40gb; "
             "jitter); rank_classes: auto simulates every GPU)");
   sim::StatisticalFold fold(s, rc, 1e12);
   EXPECT_TRUE(fold.per_replica());
