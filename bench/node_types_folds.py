@@ -2,7 +2,8 @@
 """CPU time, peak RSS and iteration-time error of the folds of mixed GPU types (issue 64.2, 64.5).
 
 Usage:
-    bench/node_types_folds.py [--gpus 256,1024] [--full-up-to 256] [--cases 3d,sites,statistical]
+    bench/node_types_folds.py [--gpus 256,1024] [--full-up-to 256]
+                              [--cases 3d,sites,statistical,3d-statistical]
 
 On the H100 frontier scenario (DDP x GPT-Neo 2.7B x 10 steps), each case's scenario is run with
 rank classes (folded: `auto`, or `statistical` for the jitter case) and, up to --full-up-to GPUs,
@@ -11,7 +12,9 @@ relative iteration-time difference. Cases:
   3d           TP2 x PP2 (tp-dp-pp), the pipelines' stage 1 on A100 80 GB nodes for half the
                replicas (two type patterns: two node groups run);
   sites        two WAN sites (halves, wan-10gbit, site by site), the second site's nodes A100s;
-  statistical  the upper half of the nodes A100s, lognormal jitter 0.05 on every GPU.
+  statistical  the upper half of the nodes A100s, lognormal jitter 0.05 on every GPU;
+  3d-statistical  3d's layout and types with lognormal jitter 0.05 on every GPU, statistical:
+               one extreme replica per type pattern (four node groups run).
 Prints numbers only; no pass/fail.
 """
 import argparse
@@ -34,10 +37,13 @@ def nodes_list(nodes: range) -> str:
 def case_sets(case: str, nodes: int) -> tuple[list[str], str]:
     """The --set pairs of `case` on `nodes` nodes, and its folded rank_classes mode."""
     half = nodes // 2
-    if case == "3d":
+    if case in ("3d", "3d-statistical"):
         typed = nodes_list(range(half, half + nodes // 4))
-        return ([f"cluster.node_types=[{{nodes: {typed}, gpu: a100-80gb}}]",
-                 "parallelism={tensor: 2, pipeline: 2}", "training.grad_accum=4"], "auto")
+        pairs = [f"cluster.node_types=[{{nodes: {typed}, gpu: a100-80gb}}]",
+                 "parallelism={tensor: 2, pipeline: 2}", "training.grad_accum=4"]
+        if case == "3d":
+            return (pairs, "auto")
+        return (pairs + ["cluster.jitter={distribution: lognormal, sigma: 0.05}"], "statistical")
     if case == "sites":
         return ([f"cluster.sites=[{{nodes: {nodes_list(range(half))}}}, "
                  f"{{nodes: {nodes_list(range(half, nodes))}}}]", "cluster.wan=wan-10gbit",
@@ -54,7 +60,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", default="256,1024")
     parser.add_argument("--full-up-to", type=int, default=256)
-    parser.add_argument("--cases", default="3d,sites,statistical")
+    parser.add_argument("--cases", default="3d,sites,statistical,3d-statistical")
     parser.add_argument("--bin", default=str(ROOT / "build" / "overlapsim"))
     parser.add_argument("--timeout", type=float, default=3600)
     args = parser.parse_args()

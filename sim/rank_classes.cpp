@@ -183,32 +183,30 @@ int busiest_tree_node(int m, const std::vector<char>& usable) {
   return best;
 }
 
-namespace {
-
-// Statistical per replica: the data-parallel indices of the replicas left out (ascending), then
-// the extreme's, the lowest of the extreme node group's (the last running group other than the
-// representative's); returns the extreme replica's first GPU.
-int statistical_replicas(const scenario::Scenario& s, RankClasses& rc,
-                         const std::vector<int>& group_of, int representative) {
+std::vector<int> replicas_stood_for(const scenario::Scenario& s, const RankClasses& rc,
+                                    const std::vector<int>& group_of,
+                                    const std::vector<char>& among, int extreme_group) {
   const auto layout = parallel::ParallelLayout::of(s);
-  std::vector<char> left_out(static_cast<std::size_t>(layout.data()), 1);
+  std::vector<char> left_out(static_cast<std::size_t>(layout.data()), 0);
   int mine = -1;
   for (int r = 0; r < rc.world; ++r) {
     const auto n = static_cast<std::size_t>(r / rc.gpus_per_node);
+    const int g = group_of[n];
     const int d = layout.coordinates(r).data;
-    if (!rc.runs[n])
-      continue;
-    left_out[static_cast<std::size_t>(d)] = 0;
-    if (group_of[n] != representative && (mine < 0 || d < mine))
+    if (g == extreme_group && (mine < 0 || d < mine))
       mine = d;
+    if (among[static_cast<std::size_t>(g)] && !rc.runs[n])
+      left_out[static_cast<std::size_t>(d)] = 1;
   }
-  rc.replicas.clear();
+  std::vector<int> replicas;
   for (int d = 0; d < layout.data(); ++d)
     if (left_out[static_cast<std::size_t>(d)])
-      rc.replicas.push_back(d);
-  rc.replicas.push_back(mine);
-  return layout.rank_of({0, mine, 0});
+      replicas.push_back(d);
+  replicas.push_back(mine);
+  return replicas;
 }
+
+namespace {
 
 // Under `auto`, where only draws tell the nodes apart: what the statistical fold would simulate
 // instead (users learn of the key where it would help); "" where it would not fold.
@@ -267,7 +265,7 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
     }
   }
   const bool typed = !s.cluster.node_types.empty();
-  if (std::string why = typed_fold_obstacle(s, per_replica); !why.empty()) {
+  if (std::string why = typed_fold_obstacle(s); !why.empty()) {
     rc.why_full = why;
     return rc;
   }
@@ -343,11 +341,15 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
   // Statistical: the last node (group) other than the representative runs as itself (its
   // shifted copy's traffic on its own links, as a straggler's node), its first GPU (pipeline
   // replica) as the slowest of the GPUs (replicas) left out.
-  // With GPU types (groups are single nodes): the last node of the representative's type.
-  const int extreme_group = differences.empty() ? -1
-                            : typed             ? last_node_of_type(s.cluster, rc.node, {rc.node})
-                            : representative == m - 1 ? m - 2
-                                                      : m - 1;
+  // With GPU types (groups single nodes): the last node of the representative's type; per
+  // replica, the last group of its type pattern.
+  const int extreme_group =
+      differences.empty() ? -1
+      : typed && per_replica
+          ? last_group_like(s.cluster, groups, type_pattern(s.cluster, chosen), representative)
+      : typed                   ? last_node_of_type(s.cluster, rc.node, {rc.node})
+      : representative == m - 1 ? m - 2
+                                : m - 1;
   const int extreme_node =
       extreme_group < 0 ? -1 : groups[static_cast<std::size_t>(extreme_group)].front();
   for (std::size_t n = 0; n < nodes; ++n) {
@@ -357,20 +359,24 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
     rc.stand_in[n] = rc.runs[n] ? static_cast<int>(n) : chosen[static_cast<std::size_t>(index[n])];
   }
   // One node group per pattern of GPU types (cluster.node_types), and statistically one extreme
-  // per type.
+  // per type (per type pattern with replicas).
   std::vector<char> usable = alike;
   if (extreme_group >= 0)
     usable[static_cast<std::size_t>(extreme_group)] = 0;
   fold_node_types(s, rc, groups, usable);
-  if (typed && !differences.empty()) {
+  if (typed && !differences.empty() && per_replica) {
+    add_pattern_extremes(s, rc, groups, extreme_group, differences);
+  } else if (typed && !differences.empty()) {
     add_type_extremes(s, rc, extreme_node, differences);
   } else if (per_replica) {
-    rc.extreme = statistical_replicas(s, rc, group_of, representative);
+    const auto& replicas = rc.replicas.emplace_back(replicas_stood_for(
+        s, rc, group_of, std::vector<char>(static_cast<std::size_t>(m), 1), extreme_group));
+    rc.extreme = parallel::ParallelLayout::of(s).rank_of({0, replicas.back(), 0});
     rc.approximation = fmt::format(
         "{}statistical approximation: replica {} (GPU {} on) runs op by op as the slowest of the "
         "{} replicas left out and itself ({}); rank_classes: auto simulates every GPU",
-        rc.approximation.empty() ? "" : rc.approximation + "; ", rc.replicas.back(), rc.extreme,
-        rc.replicas.size() - 1, differences);
+        rc.approximation.empty() ? "" : rc.approximation + "; ", replicas.back(), rc.extreme,
+        replicas.size() - 1, differences);
   } else if (extreme_node >= 0) {
     rc.extreme = extreme_node * rc.gpus_per_node;
     const int stood_for = rc.world - rc.simulated_ranks() + 1;

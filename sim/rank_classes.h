@@ -61,10 +61,12 @@ struct RankClasses {
   // (sim/slowest_of.h). -1: none. `approximation` then says so.
   int extreme = -1;
   bool statistical() const { return extreme >= 0; }
-  // Statistical with pipelines (or TP groups over several nodes, issue 64.5): `extreme` is the
-  // first GPU of a whole pipeline replica that runs as the slowest of the replicas left out, stage
-  // by stage (sim/statistical_fold.h): their data-parallel indices, its own last. Empty otherwise.
-  std::vector<int> replicas;
+  // Statistical with pipelines (or TP groups over several nodes, issue 64.5): per extreme replica,
+  // a whole pipeline replica that runs as the slowest of the replicas left out, stage by stage
+  // (sim/statistical_fold.h), their data-parallel indices, its own last: one, or with GPU types
+  // one per type pattern that has replicas left out (sim/type_classes.h). `extreme` is the first
+  // one's first GPU. Empty otherwise.
+  std::vector<std::vector<int>> replicas;
   // With GPU types (cluster.node_types, not per replica): one extreme per type, `extreme` first,
   // each standing for the GPUs of its type; and per node its type (node_type_of). Empty otherwise.
   std::vector<int> extremes;
@@ -125,6 +127,12 @@ std::string statistical_differences(const scenario::Scenario& s);
 // their first node: one node each without tensor or pipeline parallelism. Empty, with `why` set,
 // where the groups are not alike.
 std::vector<std::vector<int>> alike_node_groups(const scenario::Scenario& s, std::string& why);
+// Statistical per replica: the data-parallel indices of the replicas that do not run (ascending)
+// in the node groups `among` marks (per group), then the extreme replica's, the lowest of node
+// group `extreme_group`'s. `group_of`: per node, its group.
+std::vector<int> replicas_stood_for(const scenario::Scenario& s, const RankClasses& rc,
+                                    const std::vector<int>& group_of,
+                                    const std::vector<char>& among, int extreme_group);
 // The node NCCL's two trees over `m` nodes give the most edges (the lowest of equals), among the
 // nodes `usable`; -1 where none is.
 int busiest_tree_node(int m, const std::vector<char>& usable);

@@ -13,14 +13,16 @@ StatisticalFold::StatisticalFold(const scenario::Scenario& s, const RankClasses&
     return;
   }
   const parallel::ParallelLayout& layout = layout_.emplace(parallel::ParallelLayout::of(s));
-  const int mine = layout.coordinates(classes.extreme).data;
-  for (int t = 0; t < layout.tensor(); ++t)
-    for (int p = 0; p < layout.pipeline(); ++p) {
-      std::vector<int> ranks; // replica by replica, in classes.replicas' order
-      for (const int d : classes.replicas)
-        ranks.push_back(layout.rank_of({t, d, p}));
-      of_.try_emplace(layout.rank_of({t, mine, p}), s, ranks, nominal_speed);
-    }
+  // One extreme replica per set (with GPU types, per type pattern: sim/type_classes.h), its own
+  // data-parallel index last.
+  for (const auto& replicas : classes.replicas)
+    for (int t = 0; t < layout.tensor(); ++t)
+      for (int p = 0; p < layout.pipeline(); ++p) {
+        std::vector<int> ranks; // replica by replica, in the set's order
+        for (const int d : replicas)
+          ranks.push_back(layout.rank_of({t, d, p}));
+        of_.try_emplace(layout.rank_of({t, replicas.back(), p}), s, ranks, nominal_speed);
+      }
 }
 
 SlowestOf* StatisticalFold::of(int rank) {

@@ -22,6 +22,9 @@
 // its pipeline flushes when the slowest replica's chain does. Every other wait (a data-parallel
 // collective, the other stream) is every replica's: all clocks restart there (SlowestOf::waited).
 // Approximated: the replicas left out communicate as the folded ones do (the same transfer times).
+// With GPU types (cluster.node_types) one extreme replica runs per type pattern, each for its own
+// pattern's replicas (RankClasses::replicas, one set each): a replica and those it stands for
+// then hold the same GPU types stage by stage, so each op's cost is every member's.
 #pragma once
 
 #include "parallel/layout.h"

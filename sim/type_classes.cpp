@@ -1,5 +1,7 @@
 #include "sim/type_classes.h"
 
+#include "parallel/layout.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,15 +15,15 @@ void fold_node_types(const scenario::Scenario& s, RankClasses& rc,
   if (c.node_types.empty() || !rc.folded)
     return;
   const int m = static_cast<int>(groups.size());
-  std::vector<std::vector<int>> pattern(groups.size()); // the types of a group's nodes, in order
+  std::vector<std::vector<int>> pattern;
   std::vector<int> group_of(static_cast<std::size_t>(c.nodes)), index(group_of.size());
-  for (std::size_t g = 0; g < groups.size(); ++g)
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    pattern.push_back(type_pattern(c, groups[g]));
     for (std::size_t i = 0; i < groups[g].size(); ++i) {
-      const int n = groups[g][i];
-      pattern[g].push_back(c.node_type_of(n));
-      group_of[static_cast<std::size_t>(n)] = static_cast<int>(g);
-      index[static_cast<std::size_t>(n)] = static_cast<int>(i);
+      group_of[static_cast<std::size_t>(groups[g][i])] = static_cast<int>(g);
+      index[static_cast<std::size_t>(groups[g][i])] = static_cast<int>(i);
     }
+  }
   const int mine = group_of[static_cast<std::size_t>(rc.node)];
   std::map<std::vector<int>, int> representative{{pattern[static_cast<std::size_t>(mine)], mine}};
   for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -42,6 +44,87 @@ void fold_node_types(const scenario::Scenario& s, RankClasses& rc,
     rc.runs[n] = static_cast<int>(g) == r ? 1 : 0;
     rc.stand_in[n] = groups[static_cast<std::size_t>(r)][static_cast<std::size_t>(index[n])];
   }
+}
+
+std::vector<int> type_pattern(const scenario::ClusterSpec& c, const std::vector<int>& group) {
+  std::vector<int> types;
+  for (const int n : group)
+    types.push_back(c.node_type_of(n));
+  return types;
+}
+
+int last_group_like(const scenario::ClusterSpec& c, const std::vector<std::vector<int>>& groups,
+                    const std::vector<int>& pattern, int besides, const RankClasses* rc) {
+  for (int h = static_cast<int>(groups.size()) - 1; h >= 0; --h) {
+    const auto& nodes = groups[static_cast<std::size_t>(h)];
+    if (h != besides && type_pattern(c, nodes) == pattern &&
+        !(rc && rc->runs[static_cast<std::size_t>(nodes.front())]))
+      return h;
+  }
+  return -1;
+}
+
+void add_pattern_extremes(const scenario::Scenario& s, RankClasses& rc,
+                          const std::vector<std::vector<int>>& groups, int extreme_group,
+                          const std::string& differences) {
+  const auto& c = s.cluster;
+  std::vector<int> group_of(static_cast<std::size_t>(c.nodes));
+  std::vector<std::vector<int>> pattern;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    pattern.push_back(type_pattern(c, groups[g]));
+    for (const int n : groups[g])
+      group_of[static_cast<std::size_t>(n)] = static_cast<int>(g);
+  }
+  // The extreme groups: the representative's pattern's first, then one per other pattern in the
+  // order of its first group, each made to run (its nodes as themselves).
+  std::vector<int> extreme_groups;
+  if (extreme_group >= 0)
+    extreme_groups.push_back(extreme_group);
+  std::vector<std::vector<int>> seen{
+      pattern[static_cast<std::size_t>(group_of[static_cast<std::size_t>(rc.node)])]};
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (std::find(seen.begin(), seen.end(), pattern[g]) != seen.end())
+      continue;
+    seen.push_back(pattern[g]);
+    // Its representative runs (fold_node_types); its last group that does not draws.
+    const int h = last_group_like(c, groups, pattern[g], -1, &rc);
+    if (h < 0)
+      continue; // every group of the pattern runs: nothing left out to draw for
+    for (const int n : groups[static_cast<std::size_t>(h)]) {
+      rc.runs[static_cast<std::size_t>(n)] = 1;
+      rc.stand_in[static_cast<std::size_t>(n)] = n;
+    }
+    extreme_groups.push_back(h);
+  }
+  rc.replicas.clear();
+  std::vector<std::string> each;
+  const auto layout = parallel::ParallelLayout::of(s);
+  for (const int e : extreme_groups) {
+    std::vector<char> among(groups.size(), 0);
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      among[g] = pattern[g] == pattern[static_cast<std::size_t>(e)] ? 1 : 0;
+    const auto& replicas = rc.replicas.emplace_back(replicas_stood_for(s, rc, group_of, among, e));
+    // The pattern's GPUs node by node, a run of k alike as "k x name" (a site has many nodes).
+    std::vector<std::string> gpus;
+    const auto& nodes = groups[static_cast<std::size_t>(e)];
+    for (std::size_t i = 0, k = 1; i < nodes.size(); i += k) {
+      const std::string& name = c.gpu_of_node(nodes[i]).name;
+      for (k = 1; i + k < nodes.size() && c.gpu_of_node(nodes[i + k]).name == name;)
+        ++k;
+      gpus.push_back(k > 1 ? fmt::format("{} x {}", k, name) : name);
+    }
+    each.push_back(fmt::format("replica {} (GPU {} on) for {} replicas of {}", replicas.back(),
+                               layout.rank_of({0, replicas.back(), 0}), replicas.size(),
+                               fmt::join(gpus, "/")));
+  }
+  if (rc.replicas.empty())
+    return;
+  rc.extreme = layout.rank_of({0, rc.replicas.front().back(), 0});
+  rc.approximation = fmt::format(
+      "{}statistical approximation: per pattern of GPU types along a replica, one replica runs op "
+      "by op as the slowest of its pattern's replicas left out and itself ({}; {}); rank_classes: "
+      "auto simulates every GPU",
+      rc.approximation.empty() ? "" : rc.approximation + "; ", fmt::join(each, ", "), differences);
 }
 
 int last_node_of_type(const scenario::ClusterSpec& c, int node, const std::vector<int>& besides,
@@ -94,13 +177,9 @@ void add_type_extremes(const scenario::Scenario& s, RankClasses& rc, int extreme
       rc.approximation.empty() ? "" : rc.approximation + "; ", fmt::join(each, ", "), differences);
 }
 
-std::string typed_fold_obstacle(const scenario::Scenario& s, bool per_replica) {
+std::string typed_fold_obstacle(const scenario::Scenario& s) {
   const auto& c = s.cluster;
-  if (c.node_types.empty())
-    return "";
-  if (per_replica)
-    return "node_types under a statistical fold of pipeline replicas";
-  if (c.sites.size() < 2)
+  if (c.node_types.empty() || c.sites.size() < 2)
     return "";
   for (const auto& site : c.sites)
     for (const int n : site.nodes)

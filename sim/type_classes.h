@@ -36,12 +36,28 @@ int last_node_of_type(const scenario::ClusterSpec& c, int node, const std::vecto
 void add_type_extremes(const scenario::Scenario& s, RankClasses& rc, int extreme_node,
                        const std::string& differences);
 
-// What keeps GPU types from folding ("" where they fold, or there are none): a statistical fold of
-// pipeline replicas (`per_replica`: one replica cannot draw for two types' stages); WAN sites
-// unless every site's nodes are of one type. Site by site, each type's runner sits at the
+// The types of a node group's nodes (node_type_of), in order: its *type pattern*.
+std::vector<int> type_pattern(const scenario::ClusterSpec& c, const std::vector<int>& group);
+// The highest node group but `besides` of type pattern `pattern` whose nodes do not run
+// (`rc.runs`, where assigned); -1 where none is.
+int last_group_like(const scenario::ClusterSpec& c, const std::vector<std::vector<int>>& groups,
+                    const std::vector<int>& pattern, int besides, const RankClasses* rc = nullptr);
+// Statistical per pipeline replica with GPU types (issue 64.5): one extreme replica per type
+// pattern, each the slowest of its own pattern's replicas left out (one replica cannot draw for
+// another pattern's: its stages' costs are other GPUs'). The representative's pattern's is
+// `extreme_group`'s first replica (-1: none, a pattern of one group); every other pattern's is
+// the first replica of its last group that does not run, made to run. A pattern whose groups all
+// run has none. Sets rc.replicas (one set per extreme), rc.extreme and the approximation text.
+void add_pattern_extremes(const scenario::Scenario& s, RankClasses& rc,
+                          const std::vector<std::vector<int>>& groups, int extreme_group,
+                          const std::string& differences);
+
+// What keeps GPU types from folding ("" where they fold, or there are none): WAN sites unless
+// every site's nodes are of one type. Site by site, each type's runner sits at the
 // representative's index in its site, so the cross-site rings it joins are the running ones
 // (sim/site_classes.cpp; before, 2 sites of 4 x 4 A100, the second 40 GB, waited 0.203 s folded
-// against 0.0012 s in full).
-std::string typed_fold_obstacle(const scenario::Scenario& s, bool per_replica);
+// against 0.0012 s in full). A statistical fold of pipeline replicas was refused here before
+// add_pattern_extremes.
+std::string typed_fold_obstacle(const scenario::Scenario& s);
 
 } // namespace overlapsim::sim

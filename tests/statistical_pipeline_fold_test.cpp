@@ -49,7 +49,7 @@ TEST(StatisticalPipelineFold, AReplicaStandsForTheReplicasLeftOut) {
   EXPECT_EQ(rc.node, 1);
   EXPECT_EQ(rc.simulated_nodes(), (std::vector<int>{1, 3, 5, 7}));
   EXPECT_EQ(rc.extreme, 12);
-  EXPECT_EQ(rc.replicas, (std::vector<int>{0, 1, 4, 5, 6}));
+  EXPECT_EQ(rc.replicas, (std::vector<std::vector<int>>{{0, 1, 4, 5, 6}}));
   EXPECT_THAT(rc.describe(),
               HasSubstr("classes (16 of 32 GPUs simulated; statistical approximation: replica 6 "
                         "(GPU 12 on) runs op by op as the slowest of the 4 replicas left out and "
