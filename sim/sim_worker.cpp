@@ -1,7 +1,7 @@
 #include "sim/sim_worker.h"
 
 #include "sim/gpu_draws.h"
-#include "sim/simcall_batch.h"
+#include "sim/stream_exec.h"
 
 #include "hw/backward_split.h"
 #include "hw/compute_cost.h"
@@ -236,9 +236,9 @@ void SimWorker::compute(const OpLabel& label, double amount, MicroBatch mb,
     const double share = gpu().comm_stream_share;
     const auto execute = [&](double f) {
       if (stream == StreamKind::comm && share != 0.5)
-        execute_on(host_, f, share / (1 - share));
+        streams_[static_cast<std::size_t>(stream)].run(host_, f, share / (1 - share));
       else
-        execute_on(host_, f);
+        streams_[static_cast<std::size_t>(stream)].run(host_, f);
     };
     auto& memory = ctx_.memory;
     if (alone && memory.enabled()) {

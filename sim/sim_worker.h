@@ -14,6 +14,7 @@
 #include "sim/platform.h"
 #include "sim/slowest_of.h"
 #include "sim/statistical_fold.h"
+#include "sim/stream_exec.h"
 #include "sim/table_comm_time.h"
 #include "trace/trace.h"
 
@@ -268,7 +269,8 @@ private:
   std::array<OpCategory, 2> last_compute_{OpCategory::idle, OpCategory::idle};
   std::array<bool, 2> back_to_back_{};
   std::map<int, Channel> channels_;
-  std::unordered_map<int, std::int64_t> seq_;               // per group
+  std::array<StreamExec, 2> streams_;         // per stream: its compute ops' one execution
+  std::unordered_map<int, std::int64_t> seq_; // per group
   std::unordered_map<int, std::shared_ptr<State>> last_op_; // per group, NCCL stream order
   // Sends to one peer from one stream go one after the other (NCCL runs a stream's operations in
   // order; Gloo's pair is one TCP connection): keyed by (group, peer, stream).
