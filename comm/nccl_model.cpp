@@ -1,5 +1,6 @@
 #include "comm/nccl_model.h"
 
+#include "comm/nccl_channels.h"
 #include "comm/nccl_collnet.h"
 #include "comm/nccl_nvls.h"
 #include "comm/nccl_nvls_pipeline.h"
@@ -203,53 +204,9 @@ NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra
   return gen;
 }
 
-namespace {
-
-// What NCCL's topology search (search.cc) gives a graph across nodes whose channels go through
-// `nics` NICs of `per_nic` each: one channel a NIC, or as many as NCCL's top channel speed
-// (48 GB/s, speedArrayInter) fits in a faster NIC; doubled (ncclTopoDupChannels) where a channel
-// runs at 25 GB/s or more, except on GPUs above sm_80 with channels below 50 GB/s and more than 4
-// of them, each duplicate at half the speed (graph->bwIntra /= 2). At most MAXCHANNELS / 2.
-struct SearchedChannels {
-  int channels = 1;
-  double channel_Bps = 0; // the graph's bwIntra after the duplication
-};
-SearchedChannels search_channels(const NcclGeneration& gen, int nics, double per_nic) {
-  // search.cc: speedArrayInter's top entry, 48 GB/s (both its sm_90 and older arrays).
-  constexpr double kTopChannel = 48e9;
-  const int per_nic_channels = std::max(1, static_cast<int>(std::floor(per_nic / kTopChannel)));
-  SearchedChannels g{nics * per_nic_channels, std::min(per_nic, kTopChannel)};
-  // ncclTopoDupChannels: bwIntra < 25 keeps them; so do sm_90+ channels below 50 GB/s when
-  // there are more than 4.
-  const double speed = g.channel_Bps;
-  if (speed >= 25e9 && !(gen.compute_capability > 80 && speed < 50e9 && g.channels > 4)) {
-    g.channels *= 2;
-    g.channel_Bps /= 2;
-  }
-  g.channels = std::min(g.channels, 32);
-  return g;
-}
-
-} // namespace
-
 int nccl_tree_channels(const NcclGeneration& gen, const NcclShape& s) {
   const int nics = std::max(1, s.net_nics > 0 ? s.net_nics : s.net_heads);
-  return search_channels(gen, nics, s.net_Bps / nics).channels;
-}
-
-int nccl_comm_channels(const NcclGeneration& gen, const NcclShape& s) {
-  // The ring's channels reach the NICs through the node's ranks: a node holding one GPU of eight
-  // searches one NIC's worth (the GPU's PCIe link carries one 48 GB/s channel), not all eight.
-  const int nics = std::max(1, s.net_nics > 0 ? s.net_nics : s.net_heads);
-  const int used = std::clamp(s.net_heads, 1, std::max(1, s.per_node));
-  const auto g = search_channels(gen, std::min(nics, used), s.net_Bps / nics);
-  // connect.cc (ncclTopoPostset, v2.29.2-1 line 452): every searched channel twice.
-  int channels = std::min(2 * g.channels, 64);
-  // Line 473: sm_90+ across nodes with channels above 45 GB/s and fewer than 16: twice again
-  // ("4 compute channels per search channel to reach peak BW on <8 PPN").
-  if (gen.compute_capability >= 90 && g.channel_Bps > 45e9 && channels < 16)
-    channels *= 2;
-  return channels;
+  return nccl_search_channels(gen, nics, s.net_Bps / nics).channels;
 }
 
 const char* nccl_label(NcclAlgorithm a, NcclProtocol p, bool multi_node) {

@@ -232,14 +232,6 @@ double nccl_nvls_tree_chunk(const NcclGeneration& gen, const NcclShape& shape, d
 // with channels below 50 GB/s and more than 4 of them. At most 32 (MAXCHANNELS / 2).
 int nccl_tree_channels(const NcclGeneration& gen, const NcclShape& shape);
 
-// The communicator's collective channels across nodes (comm->nChannels, NCCL 2.29): the ring
-// search's channels over the NICs the node's ranks use (at most one a rank: net_heads), twice
-// (connect.cc duplicates every searched channel), twice again on sm_90+ where a channel runs
-// above 45 GB/s and there are fewer than 16. 10 nodes of 1, 2, 4, 8 H100s with a 400 Gb/s NIC
-// each: 4, 8, 16, 16 (NCCL's INFO lines: "Channel 00/04" on 2 x 1 GH200, "00/16" on 2-3 x 8
-// H100). Its p2p channels are these rounded up to a power of two (comm/nccl_p2p.h).
-int nccl_comm_channels(const NcclGeneration& gen, const NcclShape& shape);
-
 // NCCL's tree correction (tuning.cc, treeCorrectionFactor): its trees reach only 40-100% of their
 // modelled bandwidth between 64 B and 256 MiB, by protocol and power-of-two size; 1 above.
 double nccl_tree_correction(NcclProtocol protocol, double bytes);

@@ -1,5 +1,7 @@
 #include "comm/nccl_p2p.h"
 
+#include "comm/nccl_channels.h"
+
 #include <algorithm>
 #include <cmath>
 

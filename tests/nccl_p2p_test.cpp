@@ -1,6 +1,7 @@
 // NCCL's send/recv (comm/nccl_p2p.h) against hand calculations from NCCL 2.29's source
 // (paths.cc, enqueue.cc, init.cc), and the simulator's sendrecv taking the price.
 #include "comm/collective_price.h"
+#include "comm/nccl_channels.h"
 #include "comm/nccl_p2p.h"
 #include "nccl_shapes.h"
 #include "scenario/collective_shape.h"
