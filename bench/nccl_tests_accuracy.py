@@ -135,20 +135,30 @@ for _g in (1, 2, 4):
     for _op, _cli in (("all_gather", "all-gather"), ("reduce_scatter", "reduce-scatter"),
                       ("alltoall", "all-to-all"), ("sendrecv", "sendrecv")):
         COLLECTIVE_TABLES.append((f"h100-10x{_g}-{_op}.log", _op, _cli, H100_10XG.format(g=_g)))
+# The same cluster's pairwise sweep (2 of its nodes, 1 and 8 GPUs a node; each file the median
+# of the 45 node pairs): sendrecv with 2 and 16 ranks, where NCCL halves no peer's channels.
+COLLECTIVE_TABLES.append(("h100-2x1-sendrecv.log", "sendrecv", "sendrecv",
+                          H100_10XG.format(g=1).replace("nodes: 10", "nodes: 2")))
+COLLECTIVE_TABLES.append(("h100-2x8-sendrecv.log", "sendrecv", "sendrecv",
+                          HGX_H100_IB.format(nodes=2)))
 # No broadcast_perf table of an H100/A100 system with a traceable source was found (issue 66.3;
-# searched again 2026-11-29: xxrjun/nccl-tests-cluster, whose 1x8/10x8 tables are above, ran no
+# searched again 2026-11-29, twice: xxrjun/nccl-tests-cluster, whose tables are above, ran no
 # broadcast_perf; the ones found are a 12 x V100-SXM3 run on a private NCCL build whose
-# repository could not be traced and 2 x V100-PCIe over TCP sockets, nccl-tests issue #82):
-# broadcast stays pinned by its busbw convention only (tests/collective_price_test.cpp).
+# repository could not be traced, 2 x V100-PCIe over TCP sockets (nccl-tests issue #82), 2 x V100
+# SXM2 at one size, and 2 x RTX 5090 over sockets, none a preset's hardware; scripts that would
+# write H100/H200/B200 broadcast logs commit none): broadcast stays pinned by its busbw
+# convention only (tests/collective_price_test.cpp).
 
 CAUSES = """Why the large misses miss (the simulator is not tuned to these tables):
-- sendrecv across 10 nodes (10 x 8 1.8x; 10 x 1, 2, 4 1.9-2.0x): NCCL's p2p (comm/nccl_p2p.h)
-  gives the message to the next node 2 channels with 8 GPUs a node (80 ranks halve them), 4 with
-  1, 2 or 4, at NCCL_P2P_PER_CHANNEL_NET_BW (14 GB/s, what NCCL sizes its network channels by),
-  on the GPU's one NIC: 28 and 50 GB/s. The tables keep that drop (15.2 against 24.9-26.3 GB/s,
-  0.58x; the model 0.56x) but each channel moves ~6.2-7.6 GB/s, half of 14, with no PXN, no
-  intra-node traffic and the NIC not full (the 1-GPU run; its all-to-all reaches the NIC's
-  rate): no constant in NCCL's p2p path found gives it (docs/MODEL.md); nothing is fitted.
+- sendrecv across 10 nodes (10 x 1, 2, 4: 1.07-1.12x; 10 x 8: 0.92x): a communicator's p2p
+  channels are its collective channels rounded up to a power of two (paths.cc,
+  ncclTopoComputeP2pChannels), 4, 8, 16 and 16 here (the ring search's one channel a NIC the
+  node's GPUs use, doubled twice: search.cc, connect.cc), and a peer across nodes keeps
+  max(1 NIC, ceil(50 / 14)) = 4 of them only while 4 x ceil(ranks / 8) fits: 10, 20, 40 ranks
+  halve it to 2, 80 ranks to 1 (comm/nccl_p2p.h). So 28, 28, 28, 14 GB/s at NCCL's 14 GB/s a
+  channel, against 24.9, 25.2, 26.3, 15.2 published: a channel moves 12.5-15.2 GB/s there. The
+  same nodes two at a time (h100-2x{1,8}) halve nothing: 4 channels, the NIC's 50 GB/s against
+  39.6 and 43.0 (1.16-1.26x: the NIC's rate is its line rate; nccl-tests reaches 92-98% of it).
 - sendrecv on 8 x A100: 128 MiB 1.4x (8 channels of one NVLink's 20 GB/s each against 111 GB/s
   measured; the table's NCCL version is not stated); 256 MiB-1 GiB 1.2x: the nvlink3 preset's
   bandwidth is NCCL's collective rate (234 GB/s), NCCL's p2p reaches 195 GB/s.

@@ -39,8 +39,8 @@ NcclAllToAllCost nccl_all_to_all_cost(const NcclGeneration& gen, const NcclShape
   const double hop = multi ? std::max(gen.hop_net_s[p], s.net_latency_s) + gen.net_message_s
                            : std::max(gen.hop_intra_s[p], s.intra_latency_s);
   // Every rank's parts (its own copy included) over the p2p channels, 8 works a batch.
-  c.rounds = static_cast<int>(
-      std::ceil(static_cast<double>(n) * c.channels / (kNcclP2pChannels * kNcclP2pWorksPerBatch)));
+  c.rounds = static_cast<int>(std::ceil(static_cast<double>(n) * c.channels /
+                                        (nccl_p2p_comm_channels(gen, s) * kNcclP2pWorksPerBatch)));
   c.latency_s = gen.launch_s + c.rounds * hop;
   c.time_s = c.latency_s + std::max(c.intra_s, c.net_s);
   return c;

@@ -10,8 +10,9 @@
 //  - concurrency: every peer's parts are works in their channels' batches, at most
 //    NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8) a batch (src/include/device.h; enqueue.cc's
 //    maxConcurrent = p2pnChannels / channels x 8), the works of a batch sharing the channel's
-//    warps (src/device/sendrecv.h); n x channels parts over kNcclP2pChannels channels need
-//    ceil(n c / (32 x 8)) rounds of batches, each paying a hop's latency;
+//    warps (src/device/sendrecv.h); n x channels parts over the communicator's p2p channels P
+//    (nccl_p2p_comm_channels: 32 on one node) need ceil(n c / (P x 8)) rounds of batches, each
+//    paying a hop's latency;
 //  - rates: the g-1 peers on the node share the GPU's NVLink (at most their channels x one
 //    NVLink's rate, ncclTopoNVLinkBw), the n-g peers on other nodes the GPU's own NICs (its rail:
 //    NCCL's net transport uses the NICs local to the GPU; at most their channels x

@@ -1,5 +1,6 @@
 #include "comm/nccl_model.h"
 
+#include "comm/nccl_channels.h"
 #include "comm/nccl_collnet.h"
 #include "comm/nccl_nvls.h"
 #include "comm/nccl_nvls_pipeline.h"
@@ -204,19 +205,8 @@ NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra
 }
 
 int nccl_tree_channels(const NcclGeneration& gen, const NcclShape& s) {
-  // search.cc: speedArrayInter's top entry, 48 GB/s (both its sm_90 and older arrays).
-  constexpr double kTopChannel = 48e9;
   const int nics = std::max(1, s.net_nics > 0 ? s.net_nics : s.net_heads);
-  const double per_nic = s.net_Bps / nics;
-  const int per_nic_channels = std::max(1, static_cast<int>(std::floor(per_nic / kTopChannel)));
-  const double speed = std::min(per_nic, kTopChannel);
-  int channels = nics * per_nic_channels;
-  // ncclTopoDupChannels: bwIntra < 25 keeps them; so do sm_90+ channels below 50 GB/s when
-  // there are more than 4.
-  const bool dup = speed >= 25e9 && !(gen.compute_capability > 80 && speed < 50e9 && channels > 4);
-  if (dup)
-    channels *= 2;
-  return std::min(channels, 32);
+  return nccl_search_channels(gen, nics, s.net_Bps / nics).channels;
 }
 
 const char* nccl_label(NcclAlgorithm a, NcclProtocol p, bool multi_node) {

@@ -1,5 +1,7 @@
 #include "comm/nccl_p2p.h"
 
+#include "comm/nccl_channels.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -36,10 +38,17 @@ GpuRail gpu_rail(int nics_per_node, int gpus_per_node, double nic_Bps) {
   return {nics, nics * nic_Bps};
 }
 
+int nccl_p2p_comm_channels(const NcclGeneration& gen, const NcclShape& s) {
+  // paths.cc, ncclTopoComputeP2pChannels: p2pnChannels = pow2Up(min(comm->nChannels,
+  // NCCL_MAX_P2P_NCHANNELS = MAXCHANNELS)).
+  return s.nodes > 1 ? std::min(pow2_up(nccl_comm_channels(gen, s)), 64) : kNcclP2pChannels;
+}
+
 int nccl_p2p_channels_per_peer(const NcclGeneration& gen, const NcclShape& s) {
+  const int total = nccl_p2p_comm_channels(gen, s);
   // Inside a node: 2 a NVLink, and an NVSwitch node's 12-18 links give more than the
   // communicator has; 2 over PCIe (paths.cc).
-  int per_peer = gen.p2p_nvlink_channel_Bps > 0 ? kNcclP2pChannels : 2;
+  int per_peer = gen.p2p_nvlink_channel_Bps > 0 ? total : 2;
   if (s.nodes > 1) {
     // A peer on another node: at least one a NIC, more to carry the NICs at 14 GB/s a channel.
     const int nics = std::max(1, s.gpu_nics);
@@ -52,10 +61,10 @@ int nccl_p2p_channels_per_peer(const NcclGeneration& gen, const NcclShape& s) {
     // ncclTopoComputeP2pChannels: the network is the bottleneck; keep every peer within one round
     // of NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8) peers a channel.
     const int batches = (s.ranks + 7) / 8;
-    while (per_peer * batches > kNcclP2pChannels && per_peer > 1)
+    while (per_peer * batches > total && per_peer > 1)
       per_peer /= 2;
   }
-  return std::min(per_peer, kNcclP2pChannels);
+  return std::min(per_peer, total);
 }
 
 int nccl_p2p_channels(const NcclGeneration& gen, const NcclShape& s, double bytes) {
@@ -63,8 +72,9 @@ int nccl_p2p_channels(const NcclGeneration& gen, const NcclShape& s, double byte
   if (bytes <= 0)
     return 1;
   // scheduleP2pTasksToPlan: one channel per operation when every rank talks to every other.
+  const int total = nccl_p2p_comm_channels(gen, s);
   int least = per_peer;
-  while (least * s.ranks > kNcclP2pChannels && least > 1)
+  while (least * s.ranks > total && least > 1)
     least /= 2;
   // addP2pToPlan: parts between min_part and max_part bytes a channel.
   const double chunk = p2p_chunk(gen, s);

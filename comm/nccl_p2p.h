@@ -6,12 +6,16 @@
 //
 // Channels (src/graph/paths.cc, ncclTopoGetNchannels / ncclTopoComputeP2pChannels; src/enqueue.cc,
 // scheduleP2pTasksToPlan / addP2pToPlan):
+//  - the communicator's p2p channels (comm->p2pnChannels): its collective channels rounded up to
+//    a power of two: 32 on one NVSwitch node (assumed, kNcclP2pChannels), across nodes
+//    nccl_comm_channels (4 with one GPU and its NIC a node, 16 on 8-GPU 8-NIC H100 nodes);
 //  - per peer: 2 a NVLink between two GPUs of a node (an NVSwitch node: 2 x 12-18 links, more than
 //    the communicator's p2p channels), 2 over PCIe; to a peer on another node, max(the GPU's own
 //    NICs, ceil(their GB/s / NCCL_P2P_PER_CHANNEL_NET_BW = 14)); the least over all peers, rounded
-//    up to a power of two and at most the communicator's p2p channels (kNcclP2pChannels); across
-//    nodes then halved while per-peer x ceil(ranks / 8) (NCCL_MAX_DEV_WORK_P2P_PER_BATCH) exceeds
-//    the p2p channels;
+//    up to a power of two and at most the communicator's p2p channels; across nodes then halved
+//    while per-peer x ceil(ranks / 8) (NCCL_MAX_DEV_WORK_P2P_PER_BATCH) exceeds the p2p channels
+//    ("fit all the peers within a single round"): 10 one-GPU nodes, 4 p2p channels: 4 x 2 > 4,
+//    2 a peer; 10 x 8 GPUs, 16 p2p channels: 4 x 10 and 2 x 10 > 16, 1 a peer;
 //  - per message: a minimum of per-peer halved while it x ranks exceeds the p2p channels ("one
 //    channel per operation"), then doubled (up to per-peer) while a channel's part of the message
 //    is above the largest part: parts of chunk / 8 to 32 x chunk on one node, chunk / 2 to chunk
@@ -32,10 +36,10 @@
 
 namespace overlapsim::comm {
 
-// The communicator's p2p channels (comm->p2pnChannels: its collective channels rounded up to a
-// power of two). Assumed 32: NCCL's INFO lines on 8-GPU NVSwitch nodes print "32 coll channels,
-// ... 32 p2p channels"; the 8 x H100 sendrecv_perf table's steps (4, 8, 16, 32 channels from
-// 32 MiB, 128, 256, 512 MiB) are the ones 32 gives.
+// The p2p channels of a communicator on one NVSwitch node (comm->p2pnChannels: its collective
+// channels rounded up to a power of two). Assumed 32: NCCL's INFO lines on 8-GPU NVSwitch nodes
+// print "32 coll channels, ... 32 p2p channels"; the 8 x H100 sendrecv_perf table's steps (4, 8,
+// 16, 32 channels from 32 MiB, 128, 256, 512 MiB) are the ones 32 gives.
 inline constexpr int kNcclP2pChannels = 32;
 // NCCL_P2P_PER_CHANNEL_NET_BW (src/graph/paths.cc): what NCCL counts one p2p channel to carry
 // over the network.
@@ -62,6 +66,10 @@ struct NcclP2pCost {
   double time_s = 0;
 };
 
+// The communicator's p2p channels (comm->p2pnChannels): kNcclP2pChannels on one node; across
+// nodes its collective channels (nccl_comm_channels) rounded up to a power of two, at most
+// MAXCHANNELS (64).
+int nccl_p2p_comm_channels(const NcclGeneration& gen, const NcclShape& shape);
 // Channels per peer on `shape`'s communicator (after the multi-node halving).
 int nccl_p2p_channels_per_peer(const NcclGeneration& gen, const NcclShape& shape);
 // Channels one message of `bytes` gets.

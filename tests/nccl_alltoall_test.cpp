@@ -45,27 +45,27 @@ TEST(NcclAllToAll, SmallMessagesRunLlOnOneChannelEach) {
 }
 
 TEST(NcclAllToAll, AcrossNodesTheGpusOwnNic) {
-  // 10 x 8 H100, nccl-tests' 33553920 B: 419424 B a peer on 2 channels (1 a message, 2 x 80 > 32,
-  // doubled once while the part is above the 128 KiB network chunk), Simple; 72 peers on other
-  // nodes cross the GPU's one 50 GB/s NIC (72 x 2 x 14 GB/s is far above it), 7 the NVLink at
-  // 7 x 2 x 20.6 = 288.4 GB/s (their channels, below its 360): 12 us + 14 us network hop +
-  // 72 x 419424 / 50 GB/s = 26 + 603.97 us; 80 x 2 parts fit one round of 32 channels x 8.
+  // 10 x 8 H100, nccl-tests' 33553920 B: 419424 B a peer on 1 channel (the communicator's 16 p2p
+  // channels leave 1 a peer, comm/nccl_p2p.h), Simple; 72 peers on other nodes cross the GPU's
+  // one 50 GB/s NIC (72 x 14 GB/s is far above it), 7 the NVLink at 7 x 20.6 = 144.2 GB/s
+  // (their channels, below its 360): 12 us + 14 us network hop + 72 x 419424 / 50 GB/s =
+  // 26 + 603.97 us; 80 parts fit one round of 16 channels x 8.
   const auto c = comm::nccl_all_to_all_cost(hopper(), h100_nodes(10, 8), 33553920);
-  EXPECT_EQ(c.channels, 2);
+  EXPECT_EQ(c.channels, 1);
   EXPECT_EQ(c.protocol, comm::NcclProtocol::simple);
   EXPECT_EQ(c.rounds, 1);
   EXPECT_NEAR(c.net_s, 72 * 419424 / 50e9, 1e-12);
-  EXPECT_NEAR(c.intra_s, 7 * 419424 / 288.4e9, 1e-12);
+  EXPECT_NEAR(c.intra_s, 7 * 419424 / 144.2e9, 1e-12);
   EXPECT_NEAR(c.time_s, 26e-6 + 603.97e-6, 0.01e-6);
 }
 
 TEST(NcclAllToAll, ManyPeersTakeRoundsOfBatches) {
-  // 128 x 8: 1 channel a peer (4 halved while x ceil(1024 / 8) > 32), 1024 parts over 32
-  // channels x 8 works a batch: 4 rounds, each a 14 us network hop: 12 + 56 us of latency.
+  // 128 x 8: 16 p2p channels, 1 a peer (4 halved while x ceil(1024 / 8) > 16), 1024 parts over
+  // 16 channels x 8 works a batch: 8 rounds, each a 14 us network hop: 12 + 112 us of latency.
   const auto c = comm::nccl_all_to_all_cost(hopper(), h100_nodes(128, 8), 1024 * MiB);
   EXPECT_EQ(c.channels, 1);
-  EXPECT_EQ(c.rounds, 4);
-  EXPECT_NEAR(c.latency_s, 68e-6, 1e-12);
+  EXPECT_EQ(c.rounds, 8);
+  EXPECT_NEAR(c.latency_s, 124e-6, 1e-12);
   EXPECT_NEAR(c.net_s, 1016 * (1024 * MiB / 1024) / 50e9, 1e-12);
 }
 

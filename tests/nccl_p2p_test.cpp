@@ -1,6 +1,7 @@
 // NCCL's send/recv (comm/nccl_p2p.h) against hand calculations from NCCL 2.29's source
 // (paths.cc, enqueue.cc, init.cc), and the simulator's sendrecv taking the price.
 #include "comm/collective_price.h"
+#include "comm/nccl_channels.h"
 #include "comm/nccl_p2p.h"
 #include "nccl_shapes.h"
 #include "scenario/collective_shape.h"
@@ -50,22 +51,28 @@ TEST(NcclP2p, OneNodeChannelsGrowWithTheMessage) {
 
 TEST(NcclP2pAcrossNodes, OneNicAndFewChannels) {
   const auto gen = hopper();
-  // 10 x 8: a peer on another node asks max(1 NIC, ceil(50 / 14)) = 4 channels, fewer than
-  // NVLink's 32; halved while 4 x ceil(80 / 8) > 32: 2. A message: at least 1 (2 x 80 > 32),
-  // doubled once while its part is above the 128 KiB network chunk: 2 channels, 2 x 14 GB/s, on
+  // 10 x 8: the ring search finds 8 channels of 48 GB/s (one a NIC; sm_90 keeps more than 4
+  // below 50 GB/s undoubled), connect.cc doubles them: 16 collective channels, 16 p2p channels.
+  // A peer on another node asks max(1 NIC, ceil(50 / 14)) = 4 channels, fewer than NVLink's;
+  // halved while it x ceil(80 / 8) > 16: 4 x 10, 2 x 10, so 1. A message: 1 channel, 14 GB/s on
   // the GPU's one 50 GB/s NIC (not the node's 400 GB/s).
   const auto s = h100_nodes(10, 8);
-  EXPECT_EQ(comm::nccl_p2p_channels_per_peer(gen, s), 2);
-  EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 32 * MiB), 2);
+  EXPECT_EQ(comm::nccl_comm_channels(gen, s), 16);
+  EXPECT_EQ(comm::nccl_p2p_comm_channels(gen, s), 16);
+  EXPECT_EQ(comm::nccl_p2p_channels_per_peer(gen, s), 1);
+  EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 32 * MiB), 1);
   const auto across = comm::nccl_p2p_cost(gen, s, true, 32 * MiB);
-  EXPECT_DOUBLE_EQ(across.Bps, 28e9);
+  EXPECT_DOUBLE_EQ(across.Bps, 14e9);
   // 12 us launch + NCCL's 14 us Simple network hop.
-  EXPECT_NEAR(across.time_s, 26e-6 + 32 * MiB / 28e9, 1e-12);
-  // Its NVLink pairs use the communicator's 2 channels a peer too: 41.2 GB/s.
-  EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, s, false, 32 * MiB).Bps, 41.2e9);
-  // A pipeline pair on two nodes: only a network peer, 4 channels (4 x 2 <= 32): 56 GB/s of
-  // channels, the NIC's 50 GB/s caps it.
+  EXPECT_NEAR(across.time_s, 26e-6 + 32 * MiB / 14e9, 1e-12);
+  // Its NVLink pairs use the communicator's 1 channel a peer too: 20.6 GB/s.
+  EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, s, false, 32 * MiB).Bps, 20.6e9);
+  // A pipeline pair on two nodes (one GPU each): the search's one channel of 48 GB/s doubled to
+  // 2 of 24, then by connect.cc to 4 collective and p2p channels; the only peer asks 4
+  // (4 x 1 <= 4); a message starts from 2 (4 x 2 ranks > 4) and doubles to 4 above 128 KiB
+  // parts: 56 GB/s of channels, the NIC's 50 GB/s caps it.
   const auto pair = h100_nodes(2, 1);
+  EXPECT_EQ(comm::nccl_p2p_comm_channels(gen, pair), 4);
   EXPECT_EQ(comm::nccl_p2p_channels(gen, pair, 32 * MiB), 4);
   EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, pair, true, 32 * MiB).Bps, 50e9);
 }
@@ -73,24 +80,46 @@ TEST(NcclP2pAcrossNodes, OneNicAndFewChannels) {
 TEST(NcclP2pAcrossNodes, TenNodesByGpusANode) {
   // The 10-node H100 cluster's sendrecv_perf with 1, 2, 4 and 8 GPUs a node
   // (tests/data/nccl-tests/h100-10x{1,2,4,8}-sendrecv.log): a GPU's message to the next node.
-  // A peer on another node asks max(1 NIC, ceil(50 / 14)) = 4 channels; halved while
-  // 4 x ceil(ranks / 8) > 32: 10, 20 and 40 ranks keep 4 (x 2, 3, 5 <= 32), 80 ranks halve to 2
-  // (x 10 = 40). A message starts from the least (halved while it x ranks > 32: 2 at 10 ranks,
-  // 1 at 20 and 40, 1 at 80) and doubles while its part is above 128 KiB, up to the per-peer
-  // count: 4, 4, 4, 2 channels; 4 x 14 GB/s is above the GPU's 50 GB/s NIC, 2 x 14 below it.
+  // The communicator's channels: the ring search's one a NIC the node's GPUs use (1, 2, 4, 8 of
+  // 48 GB/s), doubled where 4 or fewer (ncclTopoDupChannels), doubled again (connect.cc): 4, 8,
+  // 16, 16 collective and p2p channels. A peer on another node asks max(1 NIC, ceil(50 / 14)) = 4;
+  // halved while it x ceil(ranks / 8) exceeds them: 4 x 2 > 4, 4 x 3 > 8, 4 x 5 > 16, 4 x 10 and
+  // 2 x 10 > 16, so 2, 2, 2, 1 a peer, and a message of 32 MiB takes them all: 28, 28, 28,
+  // 14 GB/s. The tables' 1 GiB rows: 24.88, 25.19, 26.25, 15.24 GB/s (1.12, 1.11, 1.07, 0.92x).
   const auto gen = hopper();
   const int gpus[] = {1, 2, 4, 8};
-  const int channels[] = {4, 4, 4, 2};
-  const double Bps[] = {50e9, 50e9, 50e9, 28e9};
+  const int comm_channels[] = {4, 8, 16, 16};
+  const int channels[] = {2, 2, 2, 1};
+  const double Bps[] = {28e9, 28e9, 28e9, 14e9};
   for (int i = 0; i < 4; ++i) {
     const auto s = h100_nodes(10, gpus[i]);
+    EXPECT_EQ(comm::nccl_comm_channels(gen, s), comm_channels[i]) << gpus[i];
+    EXPECT_EQ(comm::nccl_p2p_channels_per_peer(gen, s), channels[i]) << gpus[i];
     EXPECT_EQ(comm::nccl_p2p_channels(gen, s, 32 * MiB), channels[i]) << gpus[i];
     EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, s, true, 32 * MiB).Bps, Bps[i]) << gpus[i];
   }
-  // The tables (1 GiB rows: 24.88, 25.19, 26.25, 15.24 GB/s) keep the 8-GPU run's drop to
-  // 15.24 / 26.25 = 0.58 of the 4-GPU run's, the halving above (28 / 50 = 0.56), but each run
-  // is half the model's: ~6.2-7.6 GB/s a channel where NCCL sizes its channels at 14
-  // (docs/MODEL.md, "NCCL's send/recv"; not fitted).
+  // The same nodes two at a time (h100-2x{1,8}-sendrecv.log; the pairwise sweep's medians
+  // 39.6-43.0 GB/s with 1, 2, 4, 8 GPUs a node): 2, 4, 8 and 16 ranks halve nothing
+  // (4 x 1 <= 4, 8, 16; 4 x 2 <= 16), 4 channels a peer, the NIC's 50 GB/s.
+  for (const int g : gpus) {
+    const auto s = h100_nodes(2, g);
+    EXPECT_EQ(comm::nccl_p2p_channels_per_peer(gen, s), 4) << g;
+    EXPECT_DOUBLE_EQ(comm::nccl_p2p_cost(gen, s, true, 4096 * MiB).Bps, 50e9) << g;
+  }
+}
+
+TEST(NcclP2pAcrossNodes, FastNicsAndFewGpusDoubleAgain) {
+  // connect.cc's second doubling: sm_90, channels above 45 GB/s, fewer than 16. 2 nodes of 8
+  // H100s with 6 NICs of 400 Gb/s: 6 channels of 48 GB/s (more than 4 below 50: not duplicated
+  // by the search), 12 after connect.cc, 24 after the sm_90 rule; 32 p2p channels.
+  const auto gen = hopper();
+  auto s = h100_nodes(2, 8);
+  s.net_nics = s.net_heads = 6;
+  s.net_Bps = 6 * 50e9;
+  EXPECT_EQ(comm::nccl_comm_channels(gen, s), 24);
+  EXPECT_EQ(comm::nccl_p2p_comm_channels(gen, s), 32);
+  // One node: the assumed 32 (kNcclP2pChannels).
+  EXPECT_EQ(comm::nccl_p2p_comm_channels(gen, h100_nodes(1, 8)), 32);
 }
 
 TEST(NcclP2pAcrossNodes, GpuRail) {
