@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 namespace overlapsim::sim {
@@ -15,6 +16,23 @@ bool site_by_site(const scenario::Scenario& s) {
   const auto a = s.cluster.collective_algorithm;
   return a == scenario::CollectiveAlgorithm::automatic ||
          a == scenario::CollectiveAlgorithm::hierarchical;
+}
+// Per site: whether its nodes are all alike and of one type.
+std::vector<char> even_sites(const scenario::ClusterSpec& c, const std::vector<char>& alike) {
+  std::vector<char> even(c.sites.size(), 1);
+  for (std::size_t i = 0; i < c.sites.size(); ++i)
+    for (const int n : c.sites[i].nodes)
+      if (!alike[static_cast<std::size_t>(n)] ||
+          c.node_type_of(n) != c.node_type_of(c.sites[i].nodes.front()))
+        even[i] = 0;
+  return even;
+}
+// Each node of `order` that does not run stands for the runner of its key, the first of a key
+// none holds yet running.
+template <class Key, class KeyOf>
+void stand_in_by_key(RankClasses& rc, const std::vector<std::size_t>& order,
+                     std::map<Key, int>& runs_for, const KeyOf& key) {
+  stand_in_by_key(rc, order, runs_for, key);
 }
 bool unequal_sites(const scenario::Scenario& s) {
   const auto& sites = s.cluster.sites;
@@ -32,12 +50,8 @@ bool unequal_sites(const scenario::Scenario& s) {
 void separate_unequal_sites(const scenario::Scenario& s, RankClasses& rc,
                             const std::vector<char>& alike) {
   const auto& c = s.cluster;
-  std::vector<char> even(c.sites.size(), 1), extreme(rc.runs.size(), 0);
-  for (std::size_t i = 0; i < c.sites.size(); ++i)
-    for (const int n : c.sites[i].nodes)
-      if (!alike[static_cast<std::size_t>(n)] ||
-          c.node_type_of(n) != c.node_type_of(c.sites[i].nodes.front()))
-        even[i] = 0;
+  const std::vector<char> even = even_sites(c, alike);
+  std::vector<char> extreme(rc.runs.size(), 0);
   for (const int gpu : rc.extremes)
     extreme[static_cast<std::size_t>(gpu / rc.gpus_per_node)] = 1;
   if (rc.extreme >= 0)
@@ -52,14 +66,9 @@ void separate_unequal_sites(const scenario::Scenario& s, RankClasses& rc,
   for (std::size_t n = 0; n < rc.runs.size(); ++n)
     if (rc.runs[n] && alike[n] && !extreme[n])
       runs_for.try_emplace(key(n), static_cast<int>(n));
-  for (std::size_t n = 0; n < rc.runs.size(); ++n) {
-    if (rc.runs[n])
-      continue;
-    const auto [it, fresh] = runs_for.try_emplace(key(n), static_cast<int>(n));
-    if (fresh)
-      rc.runs[n] = 1;
-    rc.stand_in[n] = it->second;
-  }
+  std::vector<std::size_t> order(rc.runs.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  stand_in_by_key(rc, order, runs_for, key);
 }
 
 // Site by site, a site's own phases wait for its own nodes only: where a site holds a straggler,
@@ -78,12 +87,7 @@ void separate_unequal_sites(const scenario::Scenario& s, RankClasses& rc,
 void separate_uneven_sites(const scenario::Scenario& s, RankClasses& rc,
                            const std::vector<char>& alike) {
   const auto& c = s.cluster;
-  std::vector<char> even(c.sites.size(), 1);
-  for (std::size_t i = 0; i < c.sites.size(); ++i)
-    for (const int n : c.sites[i].nodes)
-      if (!alike[static_cast<std::size_t>(n)] ||
-          c.node_type_of(n) != c.node_type_of(c.sites[i].nodes.front()))
-        even[i] = 0;
+  const std::vector<char> even = even_sites(c, alike);
   const auto key = [&](std::size_t n) {
     const auto site = static_cast<std::size_t>(rc.site[n]);
     return std::pair{c.node_type_of(static_cast<int>(n)), even[site] ? -1 : static_cast<int>(site)};
@@ -128,14 +132,7 @@ void separate_uneven_sites(const scenario::Scenario& s, RankClasses& rc,
   for (std::size_t n = 0; n < rc.runs.size(); ++n)
     if (index[n] != at)
       order.push_back(n);
-  for (const std::size_t n : order) {
-    if (rc.runs[n])
-      continue;
-    const auto [it, fresh] = runs_for.try_emplace(key(n), static_cast<int>(n));
-    if (fresh)
-      rc.runs[n] = 1;
-    rc.stand_in[n] = it->second;
-  }
+  stand_in_by_key(rc, order, runs_for, key);
   // Every index where a node runs: each site's node there runs, or stands for a runner of its key
   // at that index (its cross-site ring is then a running one).
   for (const auto& nodes : at_index) {

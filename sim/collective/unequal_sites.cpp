@@ -104,20 +104,35 @@ double UnequalSites::across(int rank, const Scope& s, const SiteSlices& sl, int 
     });
     return sent;
   }
-  // Fused: the latencies of every step but the last, then one flow per (member, peer). Folded,
-  // only the running members' flows move, except on a fat tree, whose uplink hold reads every
-  // node's (Fabric::uplink_time).
+  // Fused: the latencies of every step but the last, then one flow per (member, peer); folded,
+  // the running members' flows only. On a folded fat tree, held to its cables as every node's
+  // flows load them (Fabric::fused): linear in the bytes, so worked out once per group and
+  // step count for an array of one byte (every node's flows each call was O(N) route look-ups).
   const RankClasses& classes = fabric_.platform().classes;
-  const bool every = classes.folded && fabric_.platform().fat_tree.has_value();
-  fabric_.fused(s, (steps - 1) * sl.max_latency, [&] {
+  const auto flows_of = [&](double bytes_per_piece, bool every) {
     std::vector<Flow> flows;
     for (std::size_t k = 0; k < s.group.ranks.size(); ++k) {
       const int r = s.group.ranks[k];
       if (every || classes.simulated(r))
         for (const auto& [peer, f] : sl.next[k])
-          flows.push_back({r, peer, steps * piece * f});
+          flows.push_back({r, peer, steps * bytes_per_piece * f});
     }
     return flows;
+  };
+  double hold = 0;
+  if (classes.folded && fabric_.platform().fat_tree) {
+    const auto [it, fresh] = hold_per_byte_.try_emplace({s.group.id, steps}, 0.0);
+    if (fresh) {
+      const auto every = flows_of(1.0 / K, true);
+      double alone = 0;
+      for (const auto& f : every)
+        alone = std::max(alone, f.bytes / fabric_.bandwidth(f.src, f.dst));
+      it->second = std::max(0.0, fabric_.uplink_time(every) - alone);
+    }
+    hold = it->second * array;
+  }
+  fabric_.fused_plan(s, [&] {
+    return Fabric::Plan{(steps - 1) * sl.max_latency + hold, flows_of(piece, false)};
   });
   return sent;
 }

@@ -59,6 +59,9 @@ private:
   Fabric& fabric_;
   bool unequal_;
   std::map<int, std::unique_ptr<SiteSlices>> slices_; // by group id; null: not cut
+  // Folded on an oversubscribed fat tree: the phase across sites' hold per byte of array, by
+  // (group id, steps).
+  std::map<std::pair<int, int>, double> hold_per_byte_;
 };
 
 } // namespace overlapsim::sim::collective
