@@ -32,8 +32,16 @@ std::vector<char> even_sites(const scenario::ClusterSpec& c, const std::vector<c
 template <class Key, class KeyOf>
 void stand_in_by_key(RankClasses& rc, const std::vector<std::size_t>& order,
                      std::map<Key, int>& runs_for, const KeyOf& key) {
-  stand_in_by_key(rc, order, runs_for, key);
+  for (const std::size_t n : order) {
+    if (rc.runs[n])
+      continue;
+    const auto [it, fresh] = runs_for.try_emplace(key(n), static_cast<int>(n));
+    if (fresh)
+      rc.runs[n] = 1;
+    rc.stand_in[n] = it->second;
+  }
 }
+
 bool unequal_sites(const scenario::Scenario& s) {
   const auto& sites = s.cluster.sites;
   return std::any_of(sites.begin(), sites.end(), [&](const auto& site) {
