@@ -4,6 +4,7 @@
 // the folded summary the full simulation's.
 #include "fold_compare.h"
 #include "sim/collective/unequal_sites.h"
+#include "sim/collective_timing.h"
 #include "sim/rank_classes.h"
 #include "test_util.h"
 
@@ -22,10 +23,13 @@ TEST(UnequalSites, SlicesOverlapByHand) {
   EXPECT_DOUBLE_EQ(slice_overlap(1, 3, 0, 2), 1.0 / 6);
   EXPECT_DOUBLE_EQ(slice_overlap(1, 3, 1, 2), 1.0 / 6);
   EXPECT_DOUBLE_EQ(slice_overlap(2, 3, 1, 2), 1.0 / 3);
-  // 683 and 682 nodes of 8 GPUs: slice 5463 of 5464 against the last of 5456 (the rest of it
-  // lies in slice 5455: 1/5464 - 8/(5464 x 5456)).
+  // 683 and 682 nodes of 8 GPUs, in units of 1 / (5464 x 5456): slice 5463 of 5464 is [5463 x
+  // 5456, 5464 x 5456), inside the last of 5456, [5455 x 5464, 5456 x 5464); slice 5462 reaches 8
+  // units into it, the rest of it (5448) lies in slice 5454.
+  const double unit = 1.0 / (5464.0 * 5456);
   EXPECT_DOUBLE_EQ(slice_overlap(5463, 5464, 5455, 5456), 1.0 / 5464);
-  EXPECT_NEAR(slice_overlap(5462, 5464, 5455, 5456), 1.0 / 5464 - 8.0 / (5464.0 * 5456), 1e-18);
+  EXPECT_DOUBLE_EQ(slice_overlap(5462, 5464, 5455, 5456), 8 * unit);
+  EXPECT_DOUBLE_EQ(slice_overlap(5462, 5464, 5454, 5456), 5448 * unit);
 }
 
 // kFourBlocks (200 MB of bf16 gradients) on 3 nodes of one GPU, sites {0, 1} and {2}.
@@ -52,9 +56,34 @@ TEST(UnequalSites, AllReduceBytesByHand) {
   EXPECT_NEAR(m.wan_bytes_per_step, 400e6 / 3, 1);
   EXPECT_DOUBLE_EQ(m.intra_node_bytes_per_step, 0);
   // The steps fidelity moves the same bytes.
-  const auto steps = testing::simulate(three_nodes("  collectives: steps\n"), "ddp").metrics;
+  auto stepped = three_nodes();
+  stepped.cluster.collectives = scenario::CollectiveFidelity::steps;
+  const auto steps = testing::simulate(stepped, "ddp").metrics;
   EXPECT_NEAR(steps.wan_bytes_per_step, 400e6 / 3, 1);
   EXPECT_NEAR(steps.comm_bytes_per_step, 800e6 / 3, 1);
+}
+
+TEST(UnequalSites, AllReduceTimeByHand) {
+  // 3 + 3 + 2 nodes of 2 GPUs, 12.5 GB/s a node between nodes, 10 Gbit/s and 10 ms between sites;
+  // S = 32 MB. Inside: site a's ring of 6 sends 5 x S/6 over each node's NIC, 2.13 ms, before and
+  // after (site c's 3 x S/4 takes 1.92 ms; the phase across waits for the slowest site). Across:
+  // every WAN link carries 2 (K-1)/K x S = 4/3 S, 34.1 ms at 1.25 GB/s, after 2 (K-1) - 1 = 3
+  // latencies slept and the flows' own. Folded (2 nodes run) and in full alike.
+  const double S = 32e6, wan_alpha = 10e-3;
+  const double expected = 2 * (5 * S / 6 / 12.5e9) + 4 * wan_alpha + 4 * S / 3 / 1.25e9;
+  EXPECT_NEAR(expected, 78.40e-3, 1e-5);
+  for (const char* classes : {"auto", "off"}) {
+    const auto s = testing::scenario_from(fmt::format(
+        "name: t\ncluster: {{nodes: 8, gpus_per_node: 2, gpu: a100-80gb, intra_node: {{bandwidth: "
+        "300GB/s, latency: 1us}}, inter_node: {{bandwidth: 100Gb/s, latency: 5us}}, wan: "
+        "{{bandwidth: 10Gb/s, latency: 10ms}}, collectives: fused, rank_classes: {}, sites: "
+        "[{{nodes: [0, 1, 2]}}, {{nodes: [3, 4, 5]}}, {{nodes: [6, 7]}}]}}\nmodel: {{preset: "
+        "gpt-neo-125m}}\ntraining: {{micro_batch: 1, seq_len: 128}}\nalgorithms: [ddp]\n",
+        classes));
+    const auto t = sim::time_collective(s, CollectiveOp::all_reduce, S);
+    EXPECT_EQ(t.algorithm, "sites/unequal/fused");
+    EXPECT_NEAR(t.time_s, expected, 0.002 * expected) << classes;
+  }
 }
 
 // 3 + 3 + 2 nodes of 2 A100s (NVLink inside, Omni-Path between, a 10 Gbit/s WAN), GPT-Neo 125M.
