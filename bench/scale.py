@@ -511,8 +511,8 @@ def realistic_scenario(gpus: int, variant: str) -> str:
     leaf-spine-2to1, 2:1 with node placement, with levels enough for the NICs; `fat tree rail`:
     2:1, rail placement), or both at once, the issue's row (`sites + fat tree`: every site a 2:1
     rail fat tree, hw/site_fat_trees.h; `equal sites + fat tree`: the same on the largest multiple
-    of 3 nodes, 16,368 of 16,384 GPUs, so that the sites are of equal size and fold), stragglers
-    one per 64 nodes."""
+    of 3 nodes, 16,368 of 16,384 GPUs, sites of equal size: the only split that folded before
+    sites of unequal size did, sim/collective/unequal_sites.h), stragglers one per 64 nodes."""
     import yaml  # python3-yaml; only the frontier bench needs it
     doc = yaml.safe_load(REALISTIC.read_text())
     nodes = gpus // GPUS_PER_NODE

@@ -51,8 +51,11 @@ std::pair<sg4::Host*, sg4::Host*> Platform::route_ends(int src, int dst) const {
 }
 
 double Platform::link_bandwidth(const sg4::Link* link) const {
-  const bool image = std::find(wan_images.begin(), wan_images.end(), link) != wan_images.end();
-  return image ? link->get_bandwidth() / classes.wan_share : link->get_bandwidth();
+  const auto image = std::find(wan_images.begin(), wan_images.end(), link);
+  return image != wan_images.end()
+             ? link->get_bandwidth() /
+                   wan_image_shares[static_cast<std::size_t>(image - wan_images.begin())]
+             : link->get_bandwidth();
 }
 
 int Platform::lanes(int src, int dst) const {
@@ -204,11 +207,13 @@ sg4::SplitDuplexLink* wan_image_of(Platform& p, const scenario::ClusterSpec& c, 
   const int image = p.classes.wan_image[static_cast<std::size_t>(node)];
   auto& wan = images[image];
   if (!wan) {
+    const double share = p.classes.wan_share_of(node);
     wan = zone->create_split_duplex_link(fmt::format("wan-image{}", image),
-                                         c.wan.bandwidth_Bps * p.classes.wan_share);
+                                         c.wan.bandwidth_Bps * share);
     wan->set_latency(c.wan.latency_s / 2);
     p.wan_images.push_back(wan->get_link_up());
     p.wan_images.push_back(wan->get_link_down());
+    p.wan_image_shares.insert(p.wan_image_shares.end(), 2, share);
   }
   return wan;
 }

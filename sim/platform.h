@@ -79,6 +79,7 @@ struct Platform {
   // The WAN images, each RankClasses::wan_share of the WAN link: a route's bandwidth reads them
   // at the link's own (link_bandwidth), so group shapes are the full cluster's.
   std::vector<const simgrid::s4u::Link*> wan_images;
+  std::vector<double> wan_image_shares; // of each of wan_images: its share of the WAN link
   double link_bandwidth(const simgrid::s4u::Link* link) const;
   // By rank, a host that runs one FLOP per second, (1 - compute_interference) of that while its
   // GPU computes: where a transfer makes up the progress compute took from it

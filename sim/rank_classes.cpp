@@ -408,6 +408,7 @@ RankClasses choose_rank_classes(const scenario::Scenario& s, const Algorithm& al
     rc.group.clear();
     rc.site.clear();
     rc.wan_image.clear();
+    rc.wan_shares.clear();
     rc.why_full = left_out == 0
                       ? "folding would simulate every GPU"
                       : fmt::format("folding would leave out only {} GPU{} (rank classes "

@@ -81,6 +81,12 @@ struct RankClasses {
   std::vector<int> site;
   std::vector<int> wan_image;
   double wan_share = 1;
+  // Over sites of unequal size (sim/collective/unequal_sites.h), per node: 1 / its site's node
+  // count (a node's image carries its own flows of its site's WAN link's); empty: `wan_share`.
+  std::vector<double> wan_shares;
+  double wan_share_of(int n) const {
+    return wan_shares.empty() ? wan_share : wan_shares[static_cast<std::size_t>(n)];
+  }
   bool crosses_sites(int src, int dst) const {
     return !site.empty() && site[static_cast<std::size_t>(src / gpus_per_node)] !=
                                 site[static_cast<std::size_t>(dst / gpus_per_node)];

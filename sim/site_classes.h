@@ -24,6 +24,14 @@
 // collective waits for its running members only. Under a flat ring its whole site runs (a node
 // group).
 //
+// Sites of unequal size fold site by site only (sim/collective/unequal_sites.h): a site's nodes
+// send alike bytes inside it and across (to one or two peers by position), and the phase across
+// sites is one fused collective of the whole group. One alike node runs per site size (and per
+// type, and for a site a straggler sets apart), its cross-site flows over an image of its own of
+// 1 / (its site's node count) of the WAN link (RankClasses::wan_shares): the site's WAN link
+// carries its nodes' equal bytes, the image one node's, so both drain at the link's rate. Under
+// a flat ring they do not fold.
+//
 // A flat tree across sites (tree, collnet) is neither: every rank runs.
 #pragma once
 

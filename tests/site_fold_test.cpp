@@ -1,6 +1,7 @@
 // WAN sites under rank classes (issue 64.2; sim/site_classes.h): sites of equal shape fold, one
 // node for all site by site, one site for all under a flat ring, and the folded summary is the
 // full simulation's to 1e-9.
+#include "fold_compare.h"
 #include "sim/rank_classes.h"
 #include "test_util.h"
 
@@ -60,12 +61,13 @@ TEST(SiteFold, SitesOfEqualShapeFold) {
 TEST(SiteFold, SitesThatDifferRunInFull) {
   EXPECT_EQ(classes_of(sites_yaml(2, ", collective_algorithm: tree")).why_full,
             "WAN sites under collective_algorithm: tree (a flat tree across sites)");
+  // Sites of unequal size fold site by site (tests/unequal_sites_test.cpp), not under a flat ring.
   const std::string uneven = fmt::format(
       "name: u\ncluster: {{nodes: 6, gpus_per_node: 4, gpu: a100-80gb, intra_node: nvlink3, "
-      "inter_node: omnipath-100, wan: wan-10gbit, sites: [{{nodes: [0, 1, 2, 3]}}, {{nodes: [4, "
-      "5]}}]}}\nmodel: {{preset: gpt-neo-125m}}\ntraining: {{micro_batch: 2, seq_len: 128}}\n"
-      "algorithms: [ddp]\n");
-  EXPECT_EQ(classes_of(uneven).why_full, "WAN sites of unequal size");
+      "inter_node: omnipath-100, wan: wan-10gbit, collective_algorithm: ring, sites: [{{nodes: "
+      "[0, 1, 2, 3]}}, {{nodes: [4, 5]}}]}}\nmodel: {{preset: gpt-neo-125m}}\ntraining: "
+      "{{micro_batch: 2, seq_len: 128}}\nalgorithms: [ddp]\n");
+  EXPECT_EQ(classes_of(uneven).why_full, "WAN sites of unequal size under a flat ring");
   // GPU types inside a site: a site's nodes would pair, across the WAN, with nodes of several
   // types (measured: waiting and exposed communication 0.2 s apart folded); not folded (sites
   // typed alike fold, tests/node_types_parallel_test.cpp).
@@ -85,27 +87,7 @@ TEST(SiteFold, SitesThatDifferRunInFull) {
             "WAN sites that are not blocks of consecutive nodes under a flat ring");
 }
 
-// Every summary field a user compares, folded against full, to 1e-9 relative (1e-9 of the
-// iteration for times and fractions).
-void expect_equal_summary(const Metrics& folded, const Metrics& full) {
-  const auto close = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::abs(b); };
-  EXPECT_PRED2(close, folded.iteration_time_s, full.iteration_time_s);
-  EXPECT_PRED2(close, folded.throughput_samples_s, full.throughput_samples_s);
-  EXPECT_PRED2(close, folded.samples, full.samples);
-  EXPECT_PRED2(close, folded.comm_bytes_per_step, full.comm_bytes_per_step);
-  EXPECT_PRED2(close, folded.inter_node_bytes_per_step, full.inter_node_bytes_per_step);
-  EXPECT_PRED2(close, folded.wan_bytes_per_step, full.wan_bytes_per_step);
-  EXPECT_PRED2(close, folded.peak_memory_bytes, full.peak_memory_bytes);
-  const double t = 1e-9 * full.iteration_time_s;
-  EXPECT_NEAR(folded.idle_fraction_mean, full.idle_fraction_mean, 1e-9);
-  EXPECT_NEAR(folded.exposed_comm_s, full.exposed_comm_s, t);
-  EXPECT_NEAR(folded.waiting_s, full.waiting_s, t);
-  EXPECT_NEAR(folded.compute_s_per_step, full.compute_s_per_step, t);
-  EXPECT_NEAR(folded.comm_s_per_step, full.comm_s_per_step, t);
-  ASSERT_EQ(folded.idle_fraction.size(), full.idle_fraction.size());
-  for (std::size_t g = 0; g < full.idle_fraction.size(); ++g)
-    EXPECT_NEAR(folded.idle_fraction[g], full.idle_fraction[g], 1e-9) << "GPU " << g;
-}
+using testing::expect_equal_summary;
 
 struct Case {
   const char* name;

@@ -62,10 +62,10 @@ TEST(WorkEstimateScale, AFullSimulationOfNodesToldApartPaysTwice) {
   for (const char* extra :
        {", jitter: {distribution: lognormal, sigma: 0.05}",
         ", rank_classes: off, jitter: {distribution: lognormal, sigma: 0.05}",
-        // Sites of unequal size (equal ones fold, sim/site_classes.h).
-        ", wan: wan-10gbit, sites: [{name: a, nodes: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}, {name: b, "
-        "nodes: [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, "
-        "30, 31]}]"}) {
+        // Sites under a flat tree (site by site they fold, sim/site_classes.h).
+        ", wan: wan-10gbit, collective_algorithm: tree, sites: [{name: a, nodes: [0, 1, 2, 3, 4, "
+        "5, 6, 7, 8, 9]}, {name: b, nodes: [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, "
+        "23, 24, 25, 26, 27, 28, 29, 30, 31]}]"}) {
     const auto w = ddp_of(cli::estimate_work(h100(32, extra)));
     EXPECT_DOUBLE_EQ(w.gpus, 256) << extra;
     EXPECT_NEAR(w.collective_seconds, 2 * 13.3e-6, 1e-15) << extra;
@@ -77,6 +77,12 @@ TEST(WorkEstimateScale, AFullSimulationOfNodesToldApartPaysTwice) {
                "27, 28, 29, 30, 31]}]")));
   EXPECT_DOUBLE_EQ(equal.gpus, 8);
   EXPECT_NEAR(equal.collective_seconds, 10e-6, 1e-15);
+  // Unequal ones (10 and 22 nodes) fold to a node per site size (sim/collective/unequal_sites.h).
+  const auto unequal = ddp_of(cli::estimate_work(
+      h100(32, ", wan: wan-10gbit, sites: [{name: a, nodes: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}, "
+               "{name: b, nodes: [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, "
+               "26, 27, 28, 29, 30, 31]}]")));
+  EXPECT_DOUBLE_EQ(unequal.gpus, 16);
 }
 
 TEST(WorkEstimateScale, AStatisticalFoldPaysTheDrawsOfTheGpusItStandsFor) {

@@ -123,6 +123,11 @@ public:
   // nullptr unless it spans several sites, each holding as many of its members.
   const Split* site_split(const Group& group);
   bool has_sites() const { return !site_of_node_.empty(); }
+  // The WAN site of `rank`'s node (0 without sites).
+  int site_of(int rank) const {
+    return site_of_node_.empty() ? 0
+                                 : site_of_node_[static_cast<std::size_t>(topology_.node_of(rank))];
+  }
   // The group's shape as comm/'s prices take it, from its routes.
   const comm::NcclShape& nccl_shape(const Group& group);
   // 0: a and b share a node, 1: they share a site (or there are no sites), 2: the WAN joins them.

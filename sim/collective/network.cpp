@@ -4,6 +4,7 @@
 #include "comm/ring_shape.h"
 #include "runtime/collective_size.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <stdexcept>
 #include <string_view>
@@ -16,7 +17,11 @@ using collective::Scope;
 Network::Network(const Platform& platform, const scenario::ClusterSpec& cluster,
                  const Topology& topology)
     : fabric_(platform, cluster, topology), algorithm_(cluster.collective_algorithm),
-      collective_bytes_(cluster.collective_bytes), local_collectives_(cluster.local_collectives) {}
+      collective_bytes_(cluster.collective_bytes), local_collectives_(cluster.local_collectives),
+      unequal_sites_(fabric_,
+                     std::any_of(cluster.sites.begin(), cluster.sites.end(), [&](const auto& site) {
+                       return site.nodes.size() != cluster.sites.front().nodes.size();
+                     })) {}
 
 void Network::classify(int rank, const CollectiveCall& call, CollectiveOutcome& out) const {
   if (out.bytes_sent <= 0 || out.classified)
@@ -152,10 +157,17 @@ collective::Algorithm& Network::choose(const CollectiveCall& call, double bytes)
     return (algorithm_ == Algo::automatic || algorithm_ == Algo::hierarchical) &&
            fabric_.site_split(g);
   };
+  // Sites of unequal size: their slices (unequal_sites.h), where the group spans them unevenly.
+  const auto by_unequal_sites = [&] {
+    return (algorithm_ == Algo::automatic || algorithm_ == Algo::hierarchical) &&
+           unequal_sites_.slices(g);
+  };
   switch (call.op) {
   case CollectiveOp::all_reduce:
     if (by_site())
       return sites_;
+    if (by_unequal_sites())
+      return unequal_sites_;
     if (algo == Algo::hierarchical && fabric_.split(g))
       return hierarchical_;
     if (!fabric_.nccl()) // flows at link speed: the network's view, without NCCL's protocols
@@ -174,6 +186,8 @@ collective::Algorithm& Network::choose(const CollectiveCall& call, double bytes)
     // otherwise.
     if (by_site())
       return sites_;
+    if (by_unequal_sites())
+      return unequal_sites_;
     if (fabric_.nccl())
       return algo == Algo::ring ? nccl_ring_ : algo == Algo::collnet ? nccl_collnet_ : nccl_auto_;
     return ring_;

@@ -9,7 +9,8 @@
 //  - hierarchical (hierarchical.h): all-reduce in two levels, nodes then across;
 //  - auto: the cheapest of the three by the alpha-beta model NCCL's tuner uses
 //    (comm/collective_price.h), per call, from the group's size and links;
-//  - across WAN sites (sites.h) auto and hierarchical go site by site;
+//  - across WAN sites (sites.h) auto and hierarchical go site by site; over sites of unequal
+//    size by unequal_sites.h's slices;
 //  - under `collectives: nccl`, NCCL's model picks algorithm and protocol (nccl.h);
 //  - all-to-all as direct messages (all_to_all.h), send/recv as messages (point_to_point.h).
 //
@@ -26,6 +27,7 @@
 #include "sim/collective/ring.h"
 #include "sim/collective/sites.h"
 #include "sim/collective/tree.h"
+#include "sim/collective/unequal_sites.h"
 
 #include <map>
 #include <string>
@@ -76,6 +78,7 @@ private:
   collective::Tree tree_{fabric_};
   collective::Hierarchical hierarchical_{fabric_};
   collective::Sites sites_{fabric_};
+  collective::UnequalSites unequal_sites_;
   collective::NcclModel nccl_auto_{fabric_, nccl_flow_shapes_, std::nullopt};
   collective::NcclModel nccl_ring_{fabric_, nccl_flow_shapes_, comm::NcclAlgorithm::ring};
   collective::NcclModel nccl_tree_{fabric_, nccl_flow_shapes_, comm::NcclAlgorithm::tree};
