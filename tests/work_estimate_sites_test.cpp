@@ -74,12 +74,15 @@ TEST(WorkEstimateSites, AFoldedSiteOfFatTreesRoutesEveryGpusFlowTwiceACall) {
 }
 
 TEST(WorkEstimateSites, TheFrontierRowRoutesTwoSitesFlows) {
-  // The frontier bench's equal sites (3 x 682 nodes, 16,368 GPUs) with a 1.5x straggler in a
-  // site: its site's nodes run apart from the others' (sim/site_classes.h), so two sites' phases
-  // run each call: 2 x 2 x 5,456 = 21,824 flows, 4,450 calls (ddp) = 9.7 s at 0.1 us (measured:
-  // 3 steps, ddp and its probe, 3.42 s CPU against 0.90 s on a star, 2.5 s for 1,214 calls).
-  const auto s =
-      three_sites(682, std::string(kRailFatTree) + ", stragglers: [{gpu: 259, slowdown: 1.5}]");
+  // The frontier bench's equal sites (3 x 682 nodes, 16,368 GPUs), statistical with jitter and
+  // a 1.5x straggler in a site: 16 GPUs run in two sites (the straggler's runs apart,
+  // sim/site_classes.h), so two sites' phases run each call: 2 x 2 x 5,456 = 21,824 flows,
+  // 4,450 calls (ddp) = 9.7 s at 0.1 us (measured: 3 steps, ddp and its probe, 3.42 s CPU
+  // against 0.90 s on a star, 2.5 s for 1,214 calls).
+  const auto s = three_sites(682, std::string(kRailFatTree) +
+                                      ", rank_classes: statistical, jitter: {distribution: "
+                                      "lognormal, sigma: 0.05}, stragglers: [{gpu: 259, "
+                                      "slowdown: 1.5}]");
   const auto w = work_of(cli::estimate_work(s), "ddp");
   EXPECT_DOUBLE_EQ(w.gpus, 16);
   EXPECT_DOUBLE_EQ(w.held_flows_per_call, 2 * 2 * 682 * 8);
