@@ -108,9 +108,11 @@ the latencies above are fits, each a whole network hop (NCCL's InfiniBand hop re
 gives 27 us under Simple, which leaves 1 MiB-16 MiB up to 1.7x too fast). The bandwidths are the instances' line rates. Both carry
 the 75 us aws-ofi-nccl reports to NCCL, which NCCL's tuner adds to each network hop (twice under
 Simple) and picks by: on p5 the ring and tree under LL/LL128 rather than NVLSTree from 128 KiB to
-32 MiB. p4de's mid sizes stay 1.2-1.4x too fast and p5's 16-256 MiB 1.2-1.33x; the plugin's
-source shows no per-message cost in series with the data (its RDMA rendezvous overlaps NCCL's
-posted receives: docs/MODEL.md)."""
+32 MiB. p4de's Simple tree runs as its chunk pipeline with the platform's 8 MiB NCCL_BUFFSIZE
+(1 MiB chunks): 0.65-0.94x at 4-32 MiB and 1.00-1.08x above, where it was 1.1-1.4x too fast;
+its 74 us latency was fitted before that fill was modelled (its 1-2 MiB rows are now 0.82x).
+p5's 16-256 MiB stay 1.2-1.33x; the plugin's source shows no per-message cost in series with the
+data (its RDMA rendezvous overlaps NCCL's posted receives: docs/MODEL.md)."""
 
 MIB = 1 << 20
 
