@@ -331,8 +331,8 @@ TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
   // The classic tree on the same nodes chains inside them: min(450 / 2, 184) GB/s, and at most
   // its 8 channels (one a 50 GB/s NIC, not doubled: sm_90, below 50 GB/s, more than 4) x NCCL's
   // 36 GB/s a Hopper tree channel beyond 2 nodes / 2: 144 GB/s.
-  const auto tree = comm::nccl_all_reduce(hopper, s, NcclAlgorithm::tree, NcclProtocol::simple,
-                                          GiB, comm::NcclView::tuner);
+  const auto tree = comm::nccl_all_reduce(hopper, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB,
+                                          comm::NcclView::tuner);
   EXPECT_NEAR(tree.algbw_Bps, 144e9, 1);
 }
 
