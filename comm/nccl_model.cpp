@@ -5,6 +5,7 @@
 #include "comm/nccl_nvls.h"
 #include "comm/nccl_nvls_pipeline.h"
 #include "comm/nccl_pat.h"
+#include "comm/nccl_tree_pipeline.h"
 #include "comm/rccl_tuning.h"
 #include "comm/ring_shape.h"
 
@@ -187,6 +188,8 @@ NcclGeneration nccl_generation(const hw::GpuSpec& gpu, const hw::LinkSpec& intra
   gen.compute_capability = cc;
   gen.net_message_s = inter_link.message_cost_s;
   gen.net_plugin_latency_s = inter_link.plugin_latency_s;
+  if (inter_link.nccl_buffsize_bytes > 0)
+    gen.nccl_buffsize_bytes = inter_link.nccl_buffsize_bytes;
   // ncclTopoNVLinkBw (src/graph/topo.h): SM60 18, SM70/SM80 20, SM86 12, SM90 20.6, SM100 40.1
   // GB/s a link; a p2p channel on NVLink moves one link's worth (comm/nccl_p2p.h). Not NVIDIA's
   // GPUs (cc 0: RCCL) or PCIe: no per-channel cap.
@@ -441,6 +444,16 @@ NcclCost nccl_collective_cost(const NcclGeneration& gen, const NcclShape& s,
                                   ? rccl_correction(gen.rccl->tree_correction, protocol, bytes)
                                   : 1.0;
     c.algbw_Bps = std::min(intra, net) * tree_share * correction;
+    // The run of a Simple tree across nodes: its chunk pipeline's fill in place of the tree
+    // correction (comm/nccl_tree_pipeline.h); the tuner keeps NCCL's view.
+    if (view == NcclView::run && multi && protocol == NcclProtocol::simple && !gen.rccl &&
+        bytes > 0) {
+      const double steady = std::min(intra, net) * tree_share;
+      const double first =
+          nccl_tree_simple_channels(gen, s, bytes) * nccl_tree_simple_first_chunk(gen, s, bytes);
+      c.algbw_Bps =
+          bytes / (nccl_tree_simple_fill_s(gen, s, bytes) + std::max(0.0, bytes - first) / steady);
+    }
     break;
   }
   case NcclAlgorithm::nvls: {

@@ -77,6 +77,10 @@ struct NcclGeneration {
   int nvls_channels = 16;
   double nvls_chunk_bytes = 131072;
   double nvls_tree_hop_s = 0; // per tree level a chunk crosses (at least the network's latency)
+  // NCCL_BUFFSIZE (init.cc: 4 MiB by default; hw::LinkSpec::nccl_buffsize_bytes where the
+  // network's NCCL profile sets it): a Simple tree's chunk is an eighth of it
+  // (comm/nccl_tree_pipeline.h).
+  double nccl_buffsize_bytes = 4194304;
   // NCCL enables LL128 by default only where it is tested safe: NVLink between a node's GPUs (or
   // one GPU a node) on sm_70, sm_80 and sm_90 (tuning.cc, protoEnable); elsewhere (A6000 sm_86,
   // RTX 2080 Ti sm_75, L40S, PCIe cards) the tuner never picks it.

@@ -104,6 +104,12 @@ LinkSpec reporting(LinkSpec link, double latency_s) {
   return link;
 }
 
+// A network whose NCCL profile sets NCCL_BUFFSIZE (LinkSpec::nccl_buffsize_bytes).
+LinkSpec with_buffsize(LinkSpec link, double bytes) {
+  link.nccl_buffsize_bytes = bytes;
+  return link;
+}
+
 // Compute capabilities: NVIDIA's CUDA GPUs table (developer.nvidia.com/cuda-gpus).
 const std::array kGpus = {
     // NVIDIA A100 datasheet (SXM4 80GB): 312 TFLOPS bf16, 156 TF32, 2,039 GB/s HBM2e.
@@ -211,7 +217,10 @@ const std::array kLinks = {
     // GetProperties: props.latency = 0), nor does TCPX's (google/nccl-plugin-gpudirecttcpx
     // net_tcpx.cc: props->latency = 0) or NCCL's own IB transport ("Not set").
     of_kind(link_at("tcpx-200g", 200e9 / 8, 20e-6, 0.90), LinkKind::ethernet),
-    of_kind(link_at("tcpxo-200g", 200e9 / 8, 20e-6, 0.90), LinkKind::ethernet),
+    // GCP's TCPXO NCCL profile (nccl-env-profile.sh, installed by the plugin's image
+    // nccl-plugin-gpudirecttcpx-dev v1.0.x with NCCL 2.21.5) sets NCCL_BUFFSIZE=8388608.
+    with_buffsize(of_kind(link_at("tcpxo-200g", 200e9 / 8, 20e-6, 0.90), LinkKind::ethernet),
+                  8388608),
     // RoCE v2 at 400 GbE (ConnectX-7, Broadcom Thor2: MI300X and H100 Ethernet clusters). 0.92 of
     // the line: what OCI's 2 x 8 H100 RoCE table reaches a NIC (tests/data/nccl-tests/
     // oci-h100-2x8-roce.log: 23 of 25 GB/s); 3 us as the InfiniBand presets' fabric latency.

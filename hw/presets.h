@@ -137,6 +137,10 @@ struct LinkSpec {
   // p4d/p4de/p5 because NCCL then chooses better, commit d87d61e0). 0: NCCL's own InfiniBand/RoCE
   // transport, GPUDirect-TCPX/TCPXO (their plugins report 0).
   double plugin_latency_s = 0;
+  // NCCL_BUFFSIZE where the network's NCCL profile sets it (cluster.<link>.nccl_buffsize): GCP's
+  // TCPXO profile (nccl-env-profile.sh) sets 8 MiB. NCCL's Simple tree moves an eighth of it a
+  // chunk (comm/nccl_tree_pipeline.h). 0: NCCL's default, 4 MiB.
+  double nccl_buffsize_bytes = 0;
 
   double line_rate_Bps() const { return bandwidth_Bps / efficiency; }
 };

@@ -100,7 +100,7 @@ hw::LinkSpec read_link(const Entry& e) {
                        e.text(), names));
   }
   e.expect_map({"preset", "name", "bandwidth", "latency", "efficiency", "reverse_busy_delay",
-                "kind", "nvlink_sharp", "message_cost", "plugin_latency"});
+                "kind", "nvlink_sharp", "message_cost", "plugin_latency", "nccl_buffsize"});
   hw::LinkSpec link;
   if (e.has("preset"))
     link = read_link(e.child("preset"));
@@ -143,6 +143,12 @@ hw::LinkSpec read_link(const Entry& e) {
     link.plugin_latency_s = reported.quantity(hw::parse_time_s, /*allow_zero=*/true);
     if (link.plugin_latency_s > 0.1)
       reported.fail("expected at most 100 ms (the latency a network plugin reports to NCCL)");
+  }
+  if (e.has("nccl_buffsize")) {
+    const Entry buffsize = e.child("nccl_buffsize");
+    link.nccl_buffsize_bytes = buffsize.quantity(hw::parse_size_bytes);
+    if (link.nccl_buffsize_bytes < 65536 || link.nccl_buffsize_bytes > 1073741824.0)
+      buffsize.fail("expected 64 KiB to 1 GiB (NCCL_BUFFSIZE)");
   }
   if (e.has("reverse_busy_delay")) {
     const Entry delay = e.child("reverse_busy_delay");

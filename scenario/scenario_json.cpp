@@ -43,6 +43,8 @@ nlohmann::json to_json(const Scenario& s) {
       out["reverse_busy_s"] = l.reverse_busy_s;
     if (l.plugin_latency_s > 0) // EFA's aws-ofi-nccl (most transports report none)
       out["plugin_latency_s"] = l.plugin_latency_s;
+    if (l.nccl_buffsize_bytes > 0) // where the network's NCCL profile sets NCCL_BUFFSIZE
+      out["nccl_buffsize_bytes"] = l.nccl_buffsize_bytes;
     return out;
   };
   json sites = json::array();

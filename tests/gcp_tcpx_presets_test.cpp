@@ -64,11 +64,16 @@ TEST(GcpTcpxPresets, A3MegaPicksWhatGcpsTunerConfigPins) {
         "nccl tree/Simple");
   // The tree on 2 nodes, 8 GiB: 12 + 8.4 + 2 x (7 x 6.4 + 1 x max(14, 20)) = 150 us; algbw the
   // node's 8 NICs' 180 GB/s x NCCL's tree factor 0.92 = 165.6 GB/s (8 channels, one a NIC at
-  // 22.5 GB/s, not doubled below 25: 8 x 41.4 / 2 = 165.6 GB/s too).
-  const double bytes = 8589934592.0;
+  // 22.5 GB/s, not doubled below 25: 8 x 41.4 / 2 = 165.6 GB/s too); the run pays the Simple
+  // tree's fill (comm/nccl_tree_pipeline.h): GCP's 8 MiB NCCL_BUFFSIZE gives 1 MiB chunks on 16
+  // channels, whose first crosses 14 NVLink stages of 1 MiB / 20.6 GB/s and 2 NIC stages of 1 MiB
+  // x 16 x 0.5 / 165.6 GB/s (814.0 us), the other 8 GiB - 16 MiB going at 165.6 GB/s.
+  const double bytes = 8589934592.0, first = 16 * 1048576.0;
+  const double fill = 14 * 1048576.0 / 20.6e9 + 2 * first * 0.5 / 165.6e9;
+  EXPECT_NEAR(fill, 814.0e-6, 0.1e-6);
   EXPECT_NEAR(
       scenario::price_world_collective(two.cluster, CollectiveOp::all_reduce, bytes).seconds,
-      150e-6 + bytes / 165.6e9, 1e-9);
+      150e-6 + fill + (bytes - first) / 165.6e9, 1e-9);
 }
 
 } // namespace

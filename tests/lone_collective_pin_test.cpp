@@ -42,30 +42,32 @@ double lone_all_reduce(int nodes, const std::string& algorithm, double bytes, st
   return t.time_s;
 }
 
+// The tree/Simple rows at 1 GB include the Simple tree's chunk fill (comm/nccl_tree_pipeline.h;
+// DGX H100, 512 KiB chunks: +0.33-0.50 ms, 5.4-7.0% over the 2-16 nodes).
 TEST(LoneCollectivePin, TreesNvlsTreeAndRingsKeepTheirFlowLevelTime) {
   const std::vector<Pinned> pinned = {
       {2, "auto", 26214400.0, "nvlstree/Simple", 0.00020848472270531399},
       {2, "auto", 1000000000.0, "nvlstree/Simple", 0.0038146561120772941},
       {2, "tree", 26214400.0, "tree/LL128", 0.00032808086536441924},
-      {2, "tree", 1000000000.0, "tree/Simple", 0.006176647342995169},
+      {2, "tree", 1000000000.0, "tree/Simple", 0.006507631653299564},
       {2, "ring", 26214400.0, "ring/LL128", 0.00023560579710144928},
       {2, "ring", 1000000000.0, "ring/Simple", 0.0054093733333333335},
       {4, "auto", 26214400.0, "nvlstree/Simple", 0.00034712229565217391},
       {4, "auto", 1000000000.0, "ring/Simple", 0.0057946644444444445},
       {4, "tree", 26214400.0, "tree/LL128", 0.00037734299516908214},
-      {4, "tree", 1000000000.0, "tree/Simple", 0.007110444444444444},
+      {4, "tree", 1000000000.0, "tree/Simple", 0.007509814146053186},
       {4, "ring", 26214400.0, "ring/LL128", 0.00030975265700483091},
       {4, "ring", 1000000000.0, "ring/Simple", 0.0057946644444444445},
       {8, "auto", 26214400.0, "nvlstree/Simple", 0.0004177781410628019},
       {8, "auto", 1000000000.0, "nvlstree/Simple", 0.0062981259671497586},
       {8, "tree", 26214400.0, "tree/LL128", 0.0003943429951690822},
-      {8, "tree", 1000000000.0, "tree/Simple", 0.007138444444444445},
+      {8, "tree", 1000000000.0, "tree/Simple", 0.007588469991463814},
       {8, "ring", 26214400.0, "ring/LL128", 0.00045062608695652171},
       {8, "ring", 1000000000.0, "ring/LL128", 0.0062390934782608695},
       {16, "auto", 26214400.0, "nvlstree/Simple", 0.00048843398647342999},
       {16, "auto", 1000000000.0, "nvlstree/Simple", 0.0063687818125603857},
       {16, "tree", 26214400.0, "tree/LL128", 0.00041134299516908216},
-      {16, "tree", 1000000000.0, "tree/Simple", 0.007166444444444444},
+      {16, "tree", 1000000000.0, "tree/Simple", 0.007667125836874442},
       {16, "ring", 26214400.0, "ring/LL128", 0.00072866280193236712},
       {16, "ring", 1000000000.0, "ring/LL128", 0.0065630704106280201},
       {32, "auto", 26214400.0, "nvlstree/Simple", 0.00055908983188405798},

@@ -142,7 +142,18 @@ TEST(NcclModel, TreeAcrossNodesHandNumber) {
   const auto tree =
       comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
   EXPECT_NEAR(tree.latency_s, 138e-6, 1e-9);
-  EXPECT_NEAR(tree.time_s, 138e-6 + GiB / 117e9, 1e-9);
+  // The run adds the Simple tree's fill (comm/nccl_tree_pipeline.h): 32 channels (16 doubled) of
+  // 512 KiB chunks (NCCL's 4 MiB NCCL_BUFFSIZE / 8), the first crossing 14 NVLink stages of
+  // 512 KiB / 20 GB/s (367.0 us) and 2 NIC stages of 512 KiB x 32 x 0.5 / (0.92 x 200 GB/s)
+  // (91.2 us); the rest of the GiB at 117 GB/s. NCCL's tuner sees 138 us + GiB / 117 GB/s.
+  const double chunk = 524288, first = 32 * chunk;
+  const double fill = 14 * chunk / 20e9 + 2 * chunk * 32 * 0.5 / (0.92 * 200e9);
+  EXPECT_NEAR(fill, 458.2e-6, 0.1e-6);
+  EXPECT_NEAR(tree.time_s, 138e-6 + fill + (GiB - first) / 117e9, 1e-9);
+  EXPECT_NEAR(comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB,
+                                    comm::NcclView::tuner)
+                  .time_s,
+              138e-6 + GiB / 117e9, 1e-9);
   // A 40 us network (a WAN, or EFA's libfabric path) sets the hop: 12 + 8.4 + 2 x (44.8 + 40).
   s.net_latency_s = 40e-6;
   EXPECT_NEAR(
@@ -169,8 +180,9 @@ TEST(NcclModel, TwoNodeTreeIsCappedByItsChannels) {
   // algbw = min(chain 117, NICs 0.92 x 92 / 1 = 84.6, 4 x 23.6 / 2 = 47.2) GB/s; 4 GiB: no tree
   // correction. busbw 47.2 x 30/16 = 88.5 GB/s (the run: 86).
   const double bytes = 4 * GiB;
-  const auto tree =
-      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, bytes);
+  // (NCCL's tuner view: the steady rate, without the run's chunk fill.)
+  const auto tree = comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple,
+                                          bytes, comm::NcclView::tuner);
   EXPECT_NEAR(tree.algbw_Bps, 47.2e9, 1e3);
   // The ring's 92 x 16/30 = 49.1 GB/s beats it: NCCL (and auto) run the ring at 4 GiB.
   const auto ring =
@@ -180,9 +192,10 @@ TEST(NcclModel, TwoNodeTreeIsCappedByItsChannels) {
   // p4de's 4 x 100 Gb/s EFA (46 GB/s): 4 channels cap at 47.2 GB/s, above the NICs' 0.92 x 46:
   // the tree keeps its 2x.
   s.net_Bps = 4 * 12.5e9 * 0.92;
-  EXPECT_NEAR(
-      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, bytes).algbw_Bps,
-      0.92 * 46e9, 1e3);
+  EXPECT_NEAR(comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, bytes,
+                                    comm::NcclView::tuner)
+                  .algbw_Bps,
+              0.92 * 46e9, 1e3);
   // Hopper: 8 x 400 Gb/s at 0.92 (46 GB/s a NIC): 8 channels, not doubled (sm_90, below 50 GB/s,
   // more than 4); 2 such NICs: doubled to 4; one 800 Gb/s NIC (92 GB/s): one 48 GB/s channel,
   // doubled.
@@ -318,8 +331,8 @@ TEST(NcclModel, NvlsTreeAcrossNodesHandNumbers) {
   // The classic tree on the same nodes chains inside them: min(450 / 2, 184) GB/s, and at most
   // its 8 channels (one a 50 GB/s NIC, not doubled: sm_90, below 50 GB/s, more than 4) x NCCL's
   // 36 GB/s a Hopper tree channel beyond 2 nodes / 2: 144 GB/s.
-  const auto tree =
-      comm::nccl_all_reduce(hopper, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB);
+  const auto tree = comm::nccl_all_reduce(hopper, s, NcclAlgorithm::tree, NcclProtocol::simple, GiB,
+                                          comm::NcclView::tuner);
   EXPECT_NEAR(tree.algbw_Bps, 144e9, 1);
 }
 
@@ -338,10 +351,11 @@ TEST(NcclModel, TreeCorrectionAndRingPlateauHandNumbers) {
   s.net_Bps = 200e9;
   s.net_latency_s = 2e-6;
   s.net_nics = 8;
-  // The tree of TreeAcrossNodesHandNumber at 16 MiB: 138 us, then algbw 117 GB/s x 0.6.
+  // The tree of TreeAcrossNodesHandNumber at 16 MiB as NCCL's tuner prices it: 138 us, then
+  // algbw 117 GB/s x 0.6 (the run pays its chunk fill instead: comm/nccl_tree_pipeline.h).
   const double mib16 = 16 * 1048576.0;
-  const auto tree =
-      comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple, mib16);
+  const auto tree = comm::nccl_all_reduce(ampere, s, NcclAlgorithm::tree, NcclProtocol::simple,
+                                          mib16, comm::NcclView::tuner);
   EXPECT_NEAR(tree.time_s, 138e-6 + mib16 / (117e9 * 0.6), 1e-9);
   // LL on a tree: NCCL's 1/3.8 of the bandwidth (the ring's LL keeps its fitted 0.21), and the
   // LL row of the correction (16 MiB: 0.9). LL's hops: 12 + 6.6 + 2 x (7 x max(0.6, 1) + 5) = 42.6

@@ -15,7 +15,8 @@ namespace {
 constexpr double GiB = 1073741824.0;
 
 // An 8 GiB tree all-reduce: the closed form's algbw by hand, and the simulation within 0.1% of
-// the closed form's time (its latency, ~0.15 ms, plus 8 GiB at that algbw).
+// the closed form's time (its latency, ~0.15 ms, plus 8 GiB at that algbw, plus the first
+// chunk's fill through the chains and tree levels, at most ~0.8 ms: comm/nccl_tree_pipeline.h).
 void expect_tree_meets_closed_form(const std::string& cluster, double algbw_by_hand) {
   const auto s = testing::scenario_from("name: tree-flows\nmodel: {preset: gpt-neo-125m}\n"
                                         "training: {micro_batch: 1, seq_len: 128}\n"
@@ -26,7 +27,7 @@ void expect_tree_meets_closed_form(const std::string& cluster, double algbw_by_h
   ASSERT_EQ(priced.algorithm, "nccl tree/Simple") << cluster;
   const double transfer = 8 * GiB / algbw_by_hand;
   EXPECT_GT(priced.seconds, transfer) << cluster;
-  EXPECT_LT(priced.seconds, transfer + 0.3e-3) << cluster; // the latency: well under 0.3 ms
+  EXPECT_LT(priced.seconds, transfer + 1.1e-3) << cluster; // latency and fill: under 1.1 ms
   const auto ran = sim::time_collective(s, CollectiveOp::all_reduce, 8 * GiB);
   EXPECT_EQ(ran.algorithm, "tree/Simple") << cluster;
   EXPECT_NEAR(ran.time_s, priced.seconds, 1e-3 * priced.seconds) << cluster;
