@@ -7,7 +7,7 @@
     bench/scale.py --three-d --compare --gpus 256 --straggler 9   # folded vs full, 3D (issue 65.6)
     bench/scale.py --full-sweep          # the full (unfolded) simulation, 64..4,096 H100s (issue 64.1)
     bench/scale.py --statistical --gpus 256,1024   # rank_classes: statistical vs full (issue 64.2)
-    bench/scale.py --issue-table [--gpus 1024] [--skip-full | --error-gpus 256]  # issue 64's table
+    bench/scale.py --issue-table [--gpus 1024] [--skip-full]   # issue 64's table, estimate beside
     bench/scale.py --frontier [--gpus 16384,131072] [--variants sites,fat tree,...]
     bench/scale.py --statistical --three-d --gpus 256   # the same for Llama-2 70B TP8 x PP4 (64.5)
 
@@ -46,13 +46,9 @@ slower, a 2:1 fat tree with node placement and the leaf-spine-2to1 preset) as `a
 where the row draws or slows GPUs, with rank_classes: statistical; beside each: the simulation
 field, wall, CPU (user + system), peak RSS, the work estimate's prediction and its ratio to the
 CPU time, the row's target (CPU <= 10 s, RSS <= 700 MB; a fold's error <= 1% statistical, 0
-exact; 1% too for a fat tree held to its busiest cable), whether it is met, and where the row
-folds its iteration time's error against the full
+exact), whether it is met, and where the row folds its iteration time's error against the full
 simulation (rank_classes: off, or the row's own auto run where that fell to full; --skip-full
-leaves the reference runs out; --error-gpus 256 measures the errors at 256 GPUs, the fold run
-again there beside its reference, where the full simulation at --gpus takes minutes a row), and
-beside `auto` the simulation issue 64's table shows, `now folds` where a row it ran in full
-(WAN sites, node-placed fat trees) folds.
+leaves the reference runs out).
 
 --frontier runs scenarios/large/frontier-16384-h100-realistic.yaml (jitter, per-GPU sequence
 lengths, a 1.5x straggler per 64 nodes, rank_classes: statistical; nodes, sites and stragglers
@@ -194,10 +190,6 @@ def main() -> int:
                         help="issue 64's table at --gpus (default 1024) H100s, estimate beside")
     parser.add_argument("--skip-full", action="store_true",
                         help="with --issue-table: no rank_classes: off reference runs")
-    parser.add_argument("--error-gpus", type=int, default=0,
-                        help="with --issue-table: measure each fold's error at this many GPUs "
-                             "(its fold and the full reference run there; e.g. 256 where the "
-                             "full simulation at --gpus is too slow)")
     parser.add_argument("--run-max-time", default="",
                         help="with --issue-table: --max-time of each row's run (e.g. 30s): rows "
                              "predicted longer print their estimate instead of running")
@@ -450,77 +442,11 @@ def relative_error(a: dict, b: dict) -> float:
     return abs(ta - tb) / tb
 
 
-# What issue 64's table measured each row as (main 28355a5, 1,024 GPUs): where `auto` folds a
-# row that then ran in full (WAN sites of equal shape, node-placed fat trees), the bench says so.
-ISSUE_SIMULATION = [("rank classes", "8 of 1,024"), ("rank_classes: off", "full"),
-                    ("jitter", "full"), ("sequence lengths", "full"), ("small random", "full"),
-                    ("two WAN sites", "full"), ("half the nodes", "520 of 1,024"),
-                    ("fat tree", "full")]
-
-
-def issue_simulation(label: str) -> str:
-    """The simulation issue 64's table shows for the row `label` ("" where it has none)."""
-    return next((was for prefix, was in ISSUE_SIMULATION if label.startswith(prefix)), "")
-
-
-def row_modes(pairs: list[str]) -> list[str]:
-    """`auto`, and `statistical` where the row draws or slows GPUs; `off` for the full row."""
-    if "cluster.rank_classes=off" in pairs:
-        return ["off"]
-    if any(p.startswith(("cluster.jitter", "training.seq_len", "cluster.stragglers"))
-           for p in pairs):
-        return ["auto", "statistical"]
-    return ["auto"]
-
-
-def mode_pairs(mode: str) -> list[str]:
-    return ["cluster.rank_classes=statistical"] if mode == "statistical" else []
-
-
-def issue_common(gpus: int) -> list[str]:
-    return ["training.steps=10", "model.preset=gpt-neo-2.7b", "training.micro_batch=1",
-            f"cluster.nodes={gpus // GPUS_PER_NODE}", f"cluster.gpus_per_node={GPUS_PER_NODE}"]
-
-
-def fold_error(args, index: int, mode: str, gpus: int, run: dict, fulls: dict) -> tuple:
-    """(text, within the row's tolerance) of the fold's iteration-time error against the full
-    simulation: of `run` itself at --gpus, or at --error-gpus (the row's fold run again there,
-    beside its full reference) where the full simulation at --gpus is too slow to run. `fulls`
-    keeps each row's full reference (rank_classes: off, or the row's own auto run where it fell
-    to full) across its modes."""
-    at = args.error_gpus or gpus
-    label, pairs = issue_rows(at)[index]
-    base = issue_common(at) + args.extra + pairs
-    if at != gpus:
-        run = measure(overlapsim_args(args.bin, args.scenario, "{out}", "ddp",
-                                      base + mode_pairs(mode)), args.timeout)
-        if "row" not in run:
-            return f"fold at {at} did not finish", False
-        if not run["simulation"].startswith("classes"):
-            return f"full at {at}: no fold to compare", True
-    if index not in fulls:
-        off = overlapsim_args(args.bin, args.scenario, "{out}", "ddp",
-                              base + ["cluster.rank_classes=off"])
-        fulls[index] = measure(off, args.timeout)
-        with tempfile.TemporaryDirectory() as probe_out:
-            print_measured(f"{label} @{at}" if at != gpus else label, "off", fulls[index],
-                           estimate_s([probe_out if a == "{out}" else a for a in off]),
-                           "(reference)", "", "")
-    full = fulls[index]
-    # A statistical fold, or a fold that approximates sharing (an oversubscribed fat tree held to
-    # its busiest d-mod-k cable: the simulation field says so), within 1%; an exact one to 0.
-    approximate = mode == "statistical" or "held to" in run.get("simulation", "")
-    tolerance = STATISTICAL_ERROR if approximate else EXACT_ERROR
-    if "row" not in full:
-        return "full run did not finish", False
-    e = relative_error(run, full)
-    return f"{100 * e:+.4f}%" + (f" at {at}" if at != gpus else ""), e <= tolerance
-
-
 def issue_table(args) -> int:
     """One line per row of issue 64's table and rank_classes mode (issue 64, "Done when")."""
     gpus = int(args.gpus.split(",")[0])
-    at = args.error_gpus or gpus
+    common = ["training.steps=10", "model.preset=gpt-neo-2.7b", "training.micro_batch=1",
+              f"cluster.nodes={gpus // GPUS_PER_NODE}", f"cluster.gpus_per_node={GPUS_PER_NODE}"]
     print(f"# issue 64's table: {gpus} H100s, ddp x gpt-neo-2.7b x 10 steps, "
           f"{os.cpu_count()} cores, {args.scenario.name}; times in s, RSS in MB")
     print("# CPU = user + system (children included): a loaded machine's wall time hides it. "
@@ -528,35 +454,47 @@ def issue_table(args) -> int:
           "(! outside 2x)")
     print(f"# target: CPU <= {ROW_TARGET_S:.0f} s and RSS <= {ROW_TARGET_MB:.0f} MB (issue 64.1), "
           f"a statistical fold's error <= {100 * STATISTICAL_ERROR:.0f}% (64.2), an exact "
-          "fold's 0; error: iteration time against rank_classes: off" +
-          (f", measured at {at} GPUs (the fold run again there beside its full reference: the "
-           f"full simulation at {gpus} is too slow to run per row)" if at != gpus else "") +
-          ("; --skip-full: no errors" if args.skip_full else ""))
-    print("# issue: the simulation issue 64's table shows (main 28355a5); `now folds` where "
-          "auto folds a row it ran in full")
+          "fold's 0; error: iteration time against rank_classes: off")
     print(f"{'row':<31} {'mode':<11} {'simulation':<16} {'wall':>8} {'CPU':>8} {'RSS':>7} "
-          f"{'estimate':>9} {'ratio':>5}  {'target':<16} {'met':<4} error vs full; issue")
+          f"{'estimate':>9} {'ratio':>5}  {'target':<16} {'met':<4} error vs full")
     outside = 0
-    for index, (label, pairs) in enumerate(issue_rows(gpus)):
-        fulls = {}
-        for mode in row_modes(pairs):
-            cmd = overlapsim_args(args.bin, args.scenario, "{out}", "ddp",
-                                  issue_common(gpus) + args.extra + pairs + mode_pairs(mode))
+    for label, pairs in issue_rows(gpus):
+        full = None
+        modes = ["auto"]
+        if any(p.startswith(("cluster.jitter", "training.seq_len", "cluster.stragglers"))
+               for p in pairs):
+            modes.append("statistical")
+        if "cluster.rank_classes=off" in pairs:
+            modes = ["off"]
+        for mode in modes:
+            extra = common + args.extra + pairs
+            if mode == "statistical":
+                extra = extra + ["cluster.rank_classes=statistical"]
+            cmd = overlapsim_args(args.bin, args.scenario, "{out}", "ddp", extra)
             with tempfile.TemporaryDirectory() as probe_out:
                 predicted = estimate_s([probe_out if a == "{out}" else a for a in cmd])
             run = measure(cmd + (["--max-time", args.run_max_time] if args.run_max_time else []),
                           args.timeout)
             error, exact = "", True
             folded = "row" in run and run["simulation"].startswith("classes")
-            if "row" in run and not folded and at == gpus:
-                fulls.setdefault(index, run)  # auto fell to full: the reference of the row's folds
+            if "row" in run and not folded and full is None:
+                full = run  # auto fell to the full simulation: the reference of the row's folds
             if folded and not args.skip_full:
-                error, exact = fold_error(args, index, mode, gpus, run, fulls)
-            was = issue_simulation(label)
-            if mode == "auto" and was:
-                now_folds = folded and was == "full"
-                error += ("; " if error else "") + (f"issue: {was}, now folds" if now_folds
-                                                    else f"issue: {was}")
+                if full is None:
+                    off = overlapsim_args(args.bin, args.scenario, "{out}", "ddp",
+                                          common + args.extra + pairs +
+                                          ["cluster.rank_classes=off"])
+                    full = measure(off, args.timeout)
+                    with tempfile.TemporaryDirectory() as probe_out:
+                        print_measured(label, "off", full, estimate_s(
+                            [probe_out if a == "{out}" else a for a in off]), "(reference)", "",
+                            "")
+                if "row" in full:
+                    e = relative_error(run, full)
+                    exact = e <= (STATISTICAL_ERROR if mode == "statistical" else EXACT_ERROR)
+                    error = f"{100 * e:+.4f}%"
+                else:
+                    error = "full run did not finish"
             met = ("yes" if "cpu" in run and "row" in run and run["cpu"] <= ROW_TARGET_S and
                    run["rss"] <= ROW_TARGET_MB and exact else "no")
             if "row" in run and run["cpu"] > 0 and not 0.5 <= predicted / run["cpu"] <= 2:

@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <limits>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <sys/resource.h>
@@ -82,12 +81,6 @@ double all_reduce_lower_bound_s(const scenario::Scenario& s, double bytes) {
   return (std::isfinite(bandwidth) ? bus * bytes / bandwidth : 0) + latency;
 }
 
-// ACCO's, DPU's and ACCO-WP's default cap on a step's micro-batches, in DDP's (grad_accum):
-// algorithms/acco.cpp's kDefaultStepMultiple (docs/SCENARIO.md, max_micro_batches).
-constexpr double kAccumulationCapMultiple = 4;
-// Collective calls of one round of theirs (algorithms/acco.cpp).
-constexpr double kDelayedUpdateCallsPerRound = 3;
-
 bool delayed_update(const std::string& name) {
   return name == "acco" || name == "acco-wp" || name == "dpu";
 }
@@ -123,38 +116,13 @@ double messages_per_collective(const scenario::ClusterSpec& c, bool all_reduce) 
 }
 
 // Whether something but the key itself tells the nodes apart (kLargeCollectiveToldApart): draws,
-// slowdowns, a fat tree that does not fold, and in a full simulation WAN sites and oversubscribed
-// fat trees even where they would fold (their flows end apart all the same: two WAN sites of 16
-// nodes, rank_classes: off, 19.6 s CPU against 8.4 s estimated at one factor).
+// slowdowns, WAN sites, a fat tree that does not fold.
 bool told_apart(const scenario::Scenario& s) {
-  if (!sim::statistical_differences(s).empty() || s.cluster.sites.size() > 1 ||
-      (s.cluster.fabric.topology == hw::FabricSpec::Topology::fat_tree &&
-       s.cluster.fabric.oversubscription > 1))
+  if (!sim::statistical_differences(s).empty())
     return true;
   auto automatic = s;
   automatic.cluster.rank_classes = scenario::RankClassesChoice::automatic;
   return !sim::rank_classes_obstacle(automatic).empty();
-}
-
-// Folded over WAN sites site by site, each a fat tree: the flows one collective call's two
-// intra-site phases route (kSecondsPerHeldFlow), a flow per GPU of every site that holds a
-// simulated GPU (its phases run once per site); 0 elsewhere.
-double held_flows_per_call(const scenario::Scenario& s, const sim::RankClasses& classes) {
-  const auto& c = s.cluster;
-  const auto algorithm = c.collective_algorithm;
-  if (!classes.folded || classes.site.empty() || c.sites.size() < 2 ||
-      c.fabric.topology != hw::FabricSpec::Topology::fat_tree ||
-      (algorithm != scenario::CollectiveAlgorithm::automatic &&
-       algorithm != scenario::CollectiveAlgorithm::hierarchical))
-    return 0;
-  std::set<int> sites;
-  for (const int node : classes.simulated_nodes())
-    sites.insert(classes.site[static_cast<std::size_t>(node)]);
-  double gpus = 0;
-  for (const int site : sites)
-    gpus +=
-        static_cast<double>(c.sites[static_cast<std::size_t>(site)].nodes.size()) * c.gpus_per_node;
-  return 2 * gpus;
 }
 
 SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::AlgorithmSpec& spec) {
@@ -163,15 +131,9 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
   w.world = s.cluster.world_size();
   double stood_for = 0; // statistical: the GPUs the extreme draws for
   double slowed = 0;    // of them, those with a slowdown (their own clocks past the clocks)
-  // Folded exactly, the stragglers' nodes run as themselves beside the representative's: the
-  // nodes simulated are told apart (kLargeCollectiveToldApart).
-  bool runs_stragglers = false;
   try {
     const auto classes = sim::choose_rank_classes(s, *make_algorithm(spec));
     w.gpus = classes.simulated_ranks();
-    runs_stragglers = classes.folded && !classes.statistical() && !s.cluster.stragglers.empty() &&
-                      classes.simulated_nodes().size() > 1;
-    w.held_flows_per_call = held_flows_per_call(s, classes);
     if (classes.statistical()) {
       const auto ranks = classes.slowest_of();
       stood_for = static_cast<double>(ranks.size());
@@ -211,14 +173,7 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
     const double fallback =
         spec.name == "acco" ? std::max(1, s.training.grad_accum / 2) : s.training.grad_accum;
     const double least = count_option(spec, "min_micro_batches", 0);
-    // Unless max_micro_batches says otherwise (0: no cap), a round stops at the default cap:
-    // kAccumulationCapMultiple x grad_accum a step over its rounds, at least min_micro_batches
-    // (algorithms/acco.cpp). Without it the estimate took ACCO on three sites at 10 Gbit/s for
-    // 42 micro-batches a round where it runs 2: 33.7 s predicted, 9.3 s CPU.
-    double most = count_option(spec, "max_micro_batches", -1);
-    if (most < 0)
-      most = std::max(least, std::max(1.0, std::floor(kAccumulationCapMultiple *
-                                                      s.training.grad_accum / rounds)));
+    const double most = count_option(spec, "max_micro_batches", 0);
     double per_round = least > 0 ? least : fallback;
     if (const double mb = micro_batch_seconds(s); mb > 0)
       per_round = std::max(per_round, std::ceil(all_reduce_lower_bound_s(s, param_bytes) / mb));
@@ -228,19 +183,10 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
     if (par.pipeline > 1)
       per_round = s.training.grad_accum;
     w.micro_batches = rounds * per_round;
-    // A round's calls, whatever the buckets: the micro-batch counts' all-reduce, the gradients'
-    // reduce-scatter and the parameters' all-gather, each over the whole model's handoff buffer
-    // (algorithms/acco.cpp); 202 a step were counted on 2.7B at 25 MiB.
-    w.collectives_per_step = rounds * kDelayedUpdateCallsPerRound;
   }
   const double per_micro_batch = 2 * layers * (par.tensor > 1 ? 2 : 1) + (par.pipeline > 1 ? 4 : 0);
   w.compute_ops = w.gpus * w.steps * (per_micro_batch * w.micro_batches + 4);
   w.collective_ops = w.gpus * w.steps * w.collectives_per_step;
-  // Two phases inside the sites an all-reduce; one a reduce-scatter or all-gather: ACCO's round
-  // (a tiny all-reduce, a reduce-scatter, an all-gather) has four, two calls' worth.
-  w.held_flows =
-      w.held_flows_per_call * w.steps *
-      (delayed_update(spec.name) ? w.collectives_per_step * 2 / 3 : w.collectives_per_step);
   w.messages = w.collective_ops * messages_per_collective(s.cluster, true);
   count_cdp_work(s, spec, w); // CDP's stages and messages, not buckets (cli/cdp_work.h)
   // The extreme's own compute ops: whole passes where no gradient hook splits them (above).
@@ -270,9 +216,8 @@ SimulationWork algorithm_work(const scenario::Scenario& s, const scenario::Algor
   // CDP's stage-sized messages stay on the small fit: one flow each.
   const double call_bytes = cdp_stage_per_gpu(spec) ? 0 : param_bytes / w.collectives_per_step;
   w.collective_seconds = collective_seconds(s.cluster, w.gpus, call_bytes);
-  if (call_bytes >= kLargeCollectiveBytes && s.cluster.nodes > 1 &&
-      s.cluster.collectives != scenario::CollectiveFidelity::steps &&
-      ((w.gpus >= w.world && told_apart(s)) || runs_stragglers))
+  if (call_bytes >= kLargeCollectiveBytes && w.gpus >= w.world && s.cluster.nodes > 1 &&
+      s.cluster.collectives != scenario::CollectiveFidelity::steps && told_apart(s))
     w.collective_seconds *= kLargeCollectiveToldApart;
   return w;
 }
@@ -320,8 +265,7 @@ double predicted_seconds(const SimulationWork& w) {
   return kSecondsPerSimulation + kSecondsPerComputeOp * w.compute_ops +
          w.collective_seconds * w.collective_ops + kSecondsPerClusterGpu * w.world +
          w.message_seconds * w.messages + w.stood_for_op_seconds * w.stood_for_ops +
-         kSecondsPerDrawnClockOp * w.drawn_clock_ops + kSecondsPerLengthDraw * w.length_draws +
-         kSecondsPerHeldFlow * w.held_flows;
+         kSecondsPerDrawnClockOp * w.drawn_clock_ops + kSecondsPerLengthDraw * w.length_draws;
 }
 
 WorkEstimate estimate_work(const scenario::Scenario& s) {

@@ -36,11 +36,6 @@ struct SimulationWork {
   double stood_for_op_seconds = 0;
   double drawn_clock_ops = 0;
   double length_draws = 0;
-  // WAN sites folded site by site, each a fat tree (sim/collective/sites.h, Fabric::uplink_time):
-  // the flows each collective call's intra-site phases route through their site's tree, every
-  // GPU's of each site a simulated GPU is in (held_flows_per_call), over the simulation's calls.
-  double held_flows_per_call = 0;
-  double held_flows = 0;
   double ops() const { return compute_ops + collective_ops; }
 };
 
@@ -127,26 +122,8 @@ constexpr double kSecondsPerLargeCollectiveAtLeast = 10e-6;
 // large call: the GPUs' flows no longer start and end together, so SimGrid re-solves more often
 // (a fit measured on this machine: 256 GPUs, ddp and its full zero1 probe, jitter 25.7-32.2 s
 // and per-GPU lengths 24.7-33.0 s CPU against 2 x 7.0-7.9 s without; 64 GPUs, two WAN sites
-// and leaf-spine-2to1 6.6 s against 2 x 1.2 s). So does a full simulation of WAN sites or an
-// oversubscribed fat tree that would fold (two sites of 16 nodes, rank_classes: off: 19.6 s CPU,
-// 8.4 s estimated at one factor), and an exact fold that runs stragglers' nodes beside the
-// representative's (half of 32 nodes 3.17x slower, 136 of 256 GPUs simulated: 12.5 s CPU, 6.7 s
-// estimated at one factor).
+// and leaf-spine-2to1 6.6 s against 2 x 1.2 s).
 constexpr double kLargeCollectiveToldApart = 2;
-// WAN sites folded site by site on a fat tree per site: every collective call runs two phases
-// inside the sites (a reduce-scatter and an all-gather over each site's GPUs, sites.h), once per
-// site that holds a simulated GPU, and each phase, folded, builds a flow per GPU of its site and
-// routes every one of them through the site's tree to hold the phase to its busiest leaf uplink
-// or WAN gateway (Fabric::uplink_time: lanes, leaf slots, the two ends' common level, two
-// std::map updates), then takes each flow's route bandwidth alone (Fabric::fused). Nothing is
-// cached across calls: O(site GPUs) a phase, whatever the GPUs simulated. 0.1 us a flow (a fit
-// measured on this 2-core machine at load 12-18, CPU seconds: DDP x GPT-Neo 2.7B x 3 steps and
-// its zero1 probe, 2 x 3 x 202.3 = 1,214 calls, three equal sites of 2:1 rail fat trees,
-// statistical, 16 GPUs simulated in two sites: 3.42 s on 16,368 GPUs against 0.90 s with a star,
-// 2 x 2 x 5,456 = 21,824 flows a call, 0.095 us; 1.32 s against 0.64 s on 4,080 GPUs, 5,440 a
-// call, 0.103 us). Without fat trees the flows are only built: within the per-GPU terms above
-// (star: 0.90 and 0.64 s measured, 0.66 and 0.43 s estimated).
-constexpr double kSecondsPerHeldFlow = 0.1e-6;
 
 // The default of --max-time: a command predicted to take longer is refused with the estimate.
 constexpr double kDefaultMaxTimeS = 600;

@@ -25,17 +25,17 @@ using ::testing::HasSubstr;
 TEST(MemoryBudget, EstimateIsTheDocumentedFit) {
   auto s = overlapsim::testing::four_blocks_on_two_nodes(1, 2, "[ddp, acco]");
   // Rank classes would leave out one GPU only, too few to fold (sim/rank_classes.h): 2 GPUs x 3
-  // steps x (4 layers x 2 x micro-batches + collectives + 4). ACCO, the larger, accumulates 2
-  // micro-batches a round for its 20 ms all-reduce, 2 rounds a step of 3 calls each
-  // (work_estimate_test.cpp); DDP calls once a bucket (200 MB of bf16 over 25 MiB: 7.63).
+  // steps x (4 layers x 2 x micro-batches + 1 bucket (200 MB of bf16 over 25 MiB: 7.63) + 4).
+  // ACCO, the larger, accumulates 2 micro-batches a round for its 20 ms all-reduce, 2 rounds a
+  // step (work_estimate_test.cpp).
   const double buckets = 200e6 / (25.0 * 1024 * 1024);
-  EXPECT_NEAR(overlapsim::cli::estimate_work(s).ops, 2 * 3 * (8 * 4 + 6 + 4), 1e-6);
+  EXPECT_NEAR(overlapsim::cli::estimate_work(s).ops, 2 * 3 * (8 * 4 + buckets + 4), 1e-6);
   s.cluster.rank_classes = overlapsim::scenario::RankClassesChoice::off; // 2 GPUs
   const double ops = overlapsim::cli::estimate_work(s).ops;
-  EXPECT_NEAR(ops, 2 * 3 * (8 * 4 + 6 + 4), 1e-6);
+  EXPECT_NEAR(ops, 2 * 3 * (8 * 4 + buckets + 4), 1e-6);
   const auto m = overlapsim::cli::estimate_memory(s);
   // The traces of both algorithms, and the largest's serialized copy beside them (issue 63.6).
-  // 800 B more per collective call: DDP's (more than ACCO's 6 a step) 2 GPUs x 3 steps x 7.63.
+  // 800 B more per collective call: ACCO's and DDP's 2 GPUs x 3 steps x 7.63 buckets.
   const double calls = 2 * 3 * buckets;
   EXPECT_DOUBLE_EQ(m.resident_bytes,
                    40e6 + 100 * ops + 800 * calls + 9 * 1024 * 2 + 1.1 * 4 + 72 * ops * 3);

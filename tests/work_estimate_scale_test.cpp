@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <string>
 
 namespace overlapsim {
 namespace {
@@ -84,34 +83,6 @@ TEST(WorkEstimateScale, AFullSimulationOfNodesToldApartPaysTwice) {
                "{name: b, nodes: [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, "
                "26, 27, 28, 29, 30, 31]}]")));
   EXPECT_DOUBLE_EQ(unequal.gpus, 16);
-  // The same sites, or a node-placed 2:1 fat tree, in full (rank_classes: off) pay twice all the
-  // same: measured 19.6 s CPU for the sites at 256 GPUs, 8.4 s predicted at one factor.
-  for (const char* extra :
-       {", rank_classes: off, wan: wan-10gbit, sites: [{name: a, nodes: [0, 1, 2, 3, 4, 5, 6, 7, "
-        "8, 9, 10, 11, 12, 13, 14, 15]}, {name: b, nodes: [16, 17, 18, 19, 20, 21, 22, 23, 24, "
-        "25, 26, 27, 28, 29, 30, 31]}]",
-        ", rank_classes: off, fabric: leaf-spine-2to1"}) {
-    const auto w = ddp_of(cli::estimate_work(h100(32, extra)));
-    EXPECT_DOUBLE_EQ(w.gpus, 256) << extra;
-    EXPECT_NEAR(w.collective_seconds, 2 * 13.3e-6, 1e-15) << extra;
-  }
-}
-
-TEST(WorkEstimateScale, AnExactFoldThatRunsStragglersPaysTwice) {
-  // Half of 32 nodes 3.17x slower (issue 64's row): the 16 slowed nodes run as themselves beside
-  // the representative, 17 nodes: max(10, 13.3 x (17 / 32)^0.48 = 9.8) = 10 us a call, twice
-  // that (measured 12.5 s CPU, 6.7 s estimated at one factor; 12.7 s now).
-  std::string slowed;
-  for (int gpu = 128; gpu < 256; ++gpu)
-    slowed += (slowed.empty() ? "" : ", ") + ("{gpu: " + std::to_string(gpu)) + ", slowdown: 3.17}";
-  const auto w = ddp_of(cli::estimate_work(h100(32, ", stragglers: [" + slowed + "]")));
-  EXPECT_DOUBLE_EQ(w.gpus, 136);
-  EXPECT_NEAR(w.collective_seconds, 2 * 10e-6, 1e-15);
-  // Statistical, the same stragglers run in the extreme's draws: one node's 10 us.
-  const auto stat = ddp_of(
-      cli::estimate_work(h100(32, ", rank_classes: statistical, stragglers: [" + slowed + "]")));
-  EXPECT_DOUBLE_EQ(stat.gpus, 16);
-  EXPECT_NEAR(stat.collective_seconds, 10e-6, 1e-15);
 }
 
 TEST(WorkEstimateScale, AStatisticalFoldPaysTheDrawsOfTheGpusItStandsFor) {

@@ -56,22 +56,16 @@ TEST(WorkEstimate, AccoAccumulatesForAsLongAsItsRoundCommunicates) {
   EXPECT_DOUBLE_EQ(acco.micro_batches, 2 * 2);
   EXPECT_DOUBLE_EQ(acco.compute_ops, 2 * 3 * (4 * 2 * 4 + 4));
   EXPECT_DOUBLE_EQ(work_of(cli::estimate_work(s), "ddp").micro_batches, 1);
-  // At 1 kB/s: 200,000 s a round, ceil(200,000.00001 / 0.012) = 16,666,667 micro-batches
-  // without a cap (max_micro_batches: 0); by default a round stops at 4 x grad_accum / 2 rounds
-  // = 2 (algorithms/acco.cpp), as at 10 GB/s above; an explicit cap of 100 stops it there.
+  // At 1 kB/s: 200,000 s a round, ceil(200,000.00001 / 0.012) = 16,666,667 micro-batches.
   s = overlapsim::testing::scenario_from(
       "name: four\n" + overlapsim::testing::round_cluster(2) + overlapsim::testing::kFourBlocks +
           "training: {micro_batch: 1, seq_len: 1, warmup_steps: 1, steps: 2}\n"
-          "algorithms: [acco, {name: acco, label: capped, max_micro_batches: 100},\n"
-          "  {name: acco, label: uncapped, max_micro_batches: 0}]\n",
+          "algorithms: [acco, {name: acco, label: capped, max_micro_batches: 100}]\n",
       {"cluster.inter_node.bandwidth=1kB/s"});
   const auto e = cli::estimate_work(s);
-  EXPECT_DOUBLE_EQ(work_of(e, "uncapped").micro_batches, 2 * 16666667.0);
-  EXPECT_DOUBLE_EQ(work_of(e, "acco").micro_batches, 2 * 2);
+  EXPECT_DOUBLE_EQ(work_of(e, "acco").micro_batches, 2 * 16666667.0);
   EXPECT_DOUBLE_EQ(work_of(e, "capped").micro_batches, 2 * 100);
-  // Its calls are 3 a round whatever the buckets (counts, gradients, parameters): 6 a step.
-  EXPECT_DOUBLE_EQ(work_of(e, "uncapped").collectives_per_step, 6);
-  EXPECT_DOUBLE_EQ(e.ops, 2 * (3 * (4 * 2 * 2 * 16666667.0 + 4) + 3 * 6));
+  EXPECT_DOUBLE_EQ(e.ops, 2 * (3 * (4 * 2 * 2 * 16666667.0 + 4) + 3 * kBuckets));
   EXPECT_THROW(cli::check_work_budget(s, false), std::invalid_argument);
 }
 
